@@ -1,0 +1,40 @@
+# Third-party dependencies, each found the conventional way for its Debian package.
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+
+if(DCPSIM_STATIC_RUNTIME)
+  set(Protobuf_USE_STATIC_LIBS ON)
+endif()
+find_package(Protobuf REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(ZLIB REQUIRED)
+
+if(DCPSIM_WITH_SIMGRID)
+  # Debian's SimGrid ships only a pkg-config file.
+  pkg_check_modules(SIMGRID REQUIRED IMPORTED_TARGET simgrid>=3.32)
+endif()
+
+if(DCPSIM_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  include(GoogleTest)
+endif()
+if(DCPSIM_BUILD_BENCHMARKS)
+  find_package(benchmark REQUIRED)
+endif()
+
+if(DCPSIM_WITH_CUDA)
+  find_package(CUDAToolkit REQUIRED)
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} $ENV{NCCL_HOME}/include)
+  find_library(NCCL_LIBRARY NAMES nccl HINTS ${CUDAToolkit_LIBRARY_DIR} $ENV{NCCL_HOME}/lib)
+  if(NOT NCCL_INCLUDE_DIR OR NOT NCCL_LIBRARY)
+    message(FATAL_ERROR "DCPSIM_WITH_CUDA=ON needs NCCL (nccl.h and libnccl); set NCCL_HOME")
+  endif()
+  add_library(dcpsim_nccl INTERFACE)
+  target_include_directories(dcpsim_nccl INTERFACE ${NCCL_INCLUDE_DIR})
+  target_link_libraries(dcpsim_nccl INTERFACE ${NCCL_LIBRARY})
+endif()
+
+if(DCPSIM_WITH_MPI)
+  find_package(MPI REQUIRED COMPONENTS CXX)
+endif()

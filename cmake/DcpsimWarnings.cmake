@@ -1,0 +1,16 @@
+# Project-wide compile flags: warnings (errors with DCPSIM_WERROR), sanitizers, static runtime.
+add_library(dcpsim_flags INTERFACE)
+target_compile_options(dcpsim_flags INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wno-unused-parameter>)
+if(DCPSIM_WERROR)
+  target_compile_options(dcpsim_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>
+                                                $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings>)
+endif()
+if(DCPSIM_SANITIZE)
+  set(_san -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  target_compile_options(dcpsim_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:${_san}>)
+  target_link_options(dcpsim_flags INTERFACE ${_san})
+endif()
+if(DCPSIM_STATIC_RUNTIME)
+  target_link_options(dcpsim_flags INTERFACE -static-libstdc++ -static-libgcc)
+endif()
