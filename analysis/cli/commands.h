@@ -1,0 +1,24 @@
+#pragma once
+// Each dcpsim subcommand lives in its own file (cmd_<name>.cc) and registers itself on the root app here.
+// A command's callback does the work and throws dcpsim::InputError (exit 2) or dcpsim::RuntimeError (exit 1);
+// main() alone maps exceptions to exit codes.
+#include <CLI/CLI.hpp>
+
+namespace dcpsim::cli {
+
+void add_profiles_command(CLI::App& app);   // cmd_profiles.cc
+void add_simulate_command(CLI::App& app);   // cmd_simulate.cc
+void add_scan_command(CLI::App& app);       // cmd_scan.cc
+void add_replay_command(CLI::App& app);     // cmd_replay.cc
+void add_hw_command(CLI::App& app);         // cmd_hw.cc
+void add_calibrate_command(CLI::App& app);  // cmd_calibrate.cc
+void add_validate_command(CLI::App& app);   // cmd_validate.cc
+void add_export_command(CLI::App& app);     // cmd_export.cc
+void add_merge_command(CLI::App& app);      // cmd_merge.cc
+
+// Registers a subcommand that exists in the CLI contract but is not built yet (or not in this build, e.g.
+// simulate without SimGrid): running it prints one line naming why and exits 2.
+CLI::App* add_unavailable_command(CLI::App& app, const std::string& name, const std::string& description,
+                                  const std::string& why);
+
+}  // namespace dcpsim::cli

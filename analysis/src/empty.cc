@@ -1,0 +1,1 @@
+// Keeps dcpsim_analysis a real library before its first workflow lands.
