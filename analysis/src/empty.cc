@@ -1,1 +1,0 @@
-// Keeps dcpsim_analysis a real library before its first workflow lands.

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what dcpsim builds against (Debian 12 packages). Idempotent; needs root or sudo.
+# CUDA and NCCL are not installed here: when /usr/local/cuda exists, the hw/ runner is built against it.
+set -euo pipefail
+packages=(
+  cmake ninja-build g++ pkg-config git
+  libsimgrid-dev libprotobuf-dev protobuf-compiler libcli11-dev nlohmann-json3-dev zlib1g-dev libsqlite3-dev
+  libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-matplotlib clang-format
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

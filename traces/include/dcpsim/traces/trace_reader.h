@@ -1,0 +1,46 @@
+#pragma once
+// TraceReader: reads a .pb trace one record at a time, so a trace far larger than memory can be scanned.
+// Every problem with the file — missing, wrong magic, a truncated or unparseable record, records out of order —
+// is an InputError naming the file and the byte offset of the record at fault.
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "dcpsim/traces/trace_sink.h"
+
+namespace dcpsim::traces {
+
+class TraceChecker;
+
+class TraceReader {
+ public:
+  explicit TraceReader(std::filesystem::path path);
+  ~TraceReader();
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
+  // Reads the next record into `record`; false at the clean end of the file.
+  bool next(v1::Record& record);
+  // Byte offset of the next record (after the last one read).
+  std::uint64_t offset() const { return offset_; }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  [[noreturn]] void fail(std::uint64_t at, const std::string& what) const;
+  bool read_length(std::uint64_t& length);
+
+  std::filesystem::path path_;
+  std::ifstream in_;
+  std::uint64_t offset_ = 0;
+  std::uint64_t file_size_ = 0;
+  std::string buffer_;
+  std::unique_ptr<TraceChecker> checker_;
+};
+
+// Reads the whole file and hands each record to `sink`, then calls sink.finish(). Memory stays bounded by the
+// largest record (plus whatever the sink keeps).
+void stream_trace(const std::filesystem::path& path, TraceSink& sink);
+
+}  // namespace dcpsim::traces
