@@ -1,10 +1,28 @@
-// dcpsim export: Convert a trace to Chrome/Perfetto JSON.
+// dcpsim export: convert a .pb trace (simulated or measured) to Chrome Trace Event JSON for Perfetto UI or
+// chrome://tracing. The input is streamed record by record, so traces larger than memory convert too.
+#include <iostream>
+#include <memory>
+#include <string>
+
 #include "commands.h"
+#include "dcpsim/traces/chrome_writer.h"
 
 namespace dcpsim::cli {
 
 void add_export_command(CLI::App& app) {
-  add_unavailable_command(app, "export", "Convert a trace to Chrome/Perfetto JSON", "not built yet");
+  struct Options {
+    std::string chrome;
+    std::string input;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand("export", "Convert a trace to Chrome/Perfetto JSON");
+  sub->add_option("--chrome", options->chrome, "Chrome Trace Event JSON to write (open in ui.perfetto.dev)")
+      ->required();
+  sub->add_option("input", options->input, "dcpsim trace (.pb) to read")->required();
+  sub->callback([options] {
+    traces::export_chrome(options->input, options->chrome);
+    std::cout << "wrote " << options->chrome << "\n";
+  });
 }
 
 }  // namespace dcpsim::cli

@@ -40,8 +40,8 @@ Partial full_attention(const Problem& problem, const AttentionOptions& options);
 // Shards `problem` over `dcp` ranks with `interleave` and runs local attention on each: one Partial per rank.
 std::vector<Partial> rank_partials(const Problem& problem, int dcp, int interleave, const AttentionOptions& options);
 
-// The attention options a scenario implies for its ranks: base, scale, output dtype, fp32 LSE, fp32 compute when
-// the output is 16-bit or fp32, fp64 otherwise.
+// The attention options a scenario implies for its ranks: its base, scale and output dtype, an fp32 LSE (fp64 when
+// the output is fp64), fp64 arithmetic (an exact kernel: the only errors left are the stores to O and L).
 AttentionOptions attention_options(const Scenario& scenario);
 
 }  // namespace dcpsim::models

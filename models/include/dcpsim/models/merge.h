@@ -54,7 +54,7 @@ struct MergeResult {
 // - direct / row-stream: the owner of each head block combines the N partials in the accumulate type, rounds once.
 // - N = 1: no correction; the result is the rank's own O and L (rows with an empty shard give O = 0, L = −inf).
 // Throws InputError for: no partials, mismatched shapes across ranks, H not divisible by N for a head-scattering
-// strategy, an accumulate type other than kF32/kF64, an out_dtype of kF64 with kF32 accumulation, invalid layouts.
+// strategy, an accumulate type other than kF32/kF64, valid_rows outside [-1, B], invalid layouts.
 MergeResult merge(std::span<const Partial> partials, const MergeOptions& options);
 
 }  // namespace dcpsim::models

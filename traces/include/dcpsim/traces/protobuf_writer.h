@@ -1,7 +1,7 @@
 #pragma once
-// ProtobufTraceWriter: streams a trace to a .pb file (magic + length-delimited Record messages, see the schema).
-// Records go to a temporary file next to the target; finish() renames it into place, so a reader never sees a
-// half-written trace. A writer destroyed without finish() removes its temporary file.
+// ProtobufTraceWriter: streams a trace to a .pb file (magic + length-delimited Record messages, see the
+// schema). Records go to a temporary file next to the target; finish() renames it into place, so a reader
+// never sees a half-written trace. A writer destroyed without finish() removes its temporary file.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +17,9 @@ class TraceChecker;
 // The 8 bytes every trace file starts with.
 inline constexpr char kTraceMagic[] = "DCPTRC1\n";
 inline constexpr std::size_t kTraceMagicSize = sizeof(kTraceMagic) - 1;
+// No record may be larger; a reader treats a longer length prefix as a corrupt file rather than allocating
+// it.
+inline constexpr std::uint64_t kMaxRecordBytes = std::uint64_t{256} << 20;
 
 class ProtobufTraceWriter final : public TraceSink {
  public:

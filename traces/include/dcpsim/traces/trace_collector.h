@@ -1,14 +1,17 @@
 #pragma once
 // An in-memory trace: the header and one section per scenario, each holding the records that followed it.
-// TraceCollector builds one from any producer; read_trace() builds one from a file; replay() feeds one back into
-// any sink (for example to write it out again or export it).
+// TraceCollector builds one from any producer; read_trace() builds one from a file; replay() feeds one back
+// into any sink (for example to write it out again or export it).
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "dcpsim/traces/trace_sink.h"
 
 namespace dcpsim::traces {
+
+class TraceChecker;
 
 struct TraceSection {
   v1::Scenario scenario;
@@ -47,15 +50,15 @@ class TraceCollector final : public TraceSink {
   TraceSection& section();
 
   Trace trace_;
-  std::unique_ptr<class TraceChecker> checker_;
+  std::unique_ptr<TraceChecker> checker_;
   bool finished_ = false;
 };
 
 // The whole trace in memory; errors as TraceReader.
 Trace read_trace(const std::filesystem::path& path);
 
-// Emits `trace` into `sink` section by section (header, scenario, events, flows, row results, phase summaries,
-// summaries) and calls sink.finish().
+// Emits `trace` into `sink` section by section (header, scenario, events, flows, row results, phase
+// summaries, summaries) and calls sink.finish().
 void replay(const Trace& trace, TraceSink& sink);
 
 }  // namespace dcpsim::traces

@@ -1,7 +1,7 @@
 #pragma once
 // TraceReader: reads a .pb trace one record at a time, so a trace far larger than memory can be scanned.
-// Every problem with the file — missing, wrong magic, a truncated or unparseable record, records out of order —
-// is an InputError naming the file and the byte offset of the record at fault.
+// Every problem with the file — missing, wrong magic, a truncated or unparseable record, records out of order
+// — is an InputError naming the file and the byte offset of the record at fault.
 #include <cstdint>
 #include <filesystem>
 #include <fstream>

@@ -2,9 +2,9 @@
 // TraceSink: the one interface through which sim/ and hw/ emit traces, and through which readers replay them.
 //
 // Record order (checked by the writers and the reader): on_header at most once and before anything else;
-// on_scenario starts a section; every other record belongs to the latest section, so it needs one; a flow refers
-// to events (with ids) already emitted in the same section; finish() once at the end. Times are ns since the
-// trace's origin and never negative; an event's end is not before its start.
+// on_scenario starts a section; every other record belongs to the latest section, so it needs one; a flow
+// refers to events (with ids) already emitted in the same section; finish() once at the end. Times are ns
+// since the trace's origin and never negative; an event's end is not before its start.
 #include <vector>
 
 #include "dcpsim/traces/schema.h"

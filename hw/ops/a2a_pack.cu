@@ -1,0 +1,57 @@
+// Packed all-to-all, send side: rank r's O and LSE become one buffer [N_dest][B][H/N][D + P] in the output type
+// (SPEC "Packed A2A layout"), with the padding mask fused in: rows at or past valid_rows travel with LSE −inf,
+// and O lanes are zero wherever the LSE is not finite, so the receiver never meets garbage. A warp per (dest,
+// row, head); the LSE travels as its exact fp32 bit pattern.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cuda_check.h"
+#include "dcpsim/error.h"
+#include "device_common.cuh"
+#include "ops.h"
+
+namespace dcpsim::hw::ops {
+namespace {
+
+constexpr int kWarps = 8;
+
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32) pack_kernel(PackArgs a) {
+  const int hpb = a.heads / a.dcp;
+  const int pair = blockIdx.x * kWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (pair >= a.rows * a.heads) return;
+  const int b = pair / a.heads, h = pair % a.heads;
+  const int n = h / hpb, j = h % hpb;
+  const float lse = b < a.valid_rows ? a.lse[std::int64_t(b) * a.lse_row_stride + std::int64_t(h) * a.lse_head_stride]
+                                     : -INFINITY;
+  const bool finite = isfinite(lse);
+  const int lanes = a.dim + (sizeof(T) == 4 ? 1 : 2);
+  T* dst = static_cast<T*>(a.send) + ((std::int64_t(n) * a.rows + b) * hpb + j) * lanes;
+  const T* src = static_cast<const T*>(a.o) + std::int64_t(b) * a.o_row_stride + std::int64_t(h) * a.o_head_stride;
+  for (int d = lane; d < a.dim; d += 32) dst[d] = finite ? src[d] : from_f32<T>(0.f);
+  if (lane == 0) {
+    if constexpr (sizeof(T) == 4) {
+      dst[a.dim] = lse;
+    } else {
+      reinterpret_cast<unsigned short*>(dst)[a.dim] = lse_lo(lse);
+      reinterpret_cast<unsigned short*>(dst)[a.dim + 1] = lse_hi(lse);
+    }
+  }
+}
+
+}  // namespace
+
+void launch_a2a_pack(const PackArgs& a, cudaStream_t stream) {
+  if (a.dcp < 1 || a.heads % a.dcp != 0)
+    throw InputError("a2a pack: H=" + std::to_string(a.heads) + " is not divisible by N=" + std::to_string(a.dcp));
+  if (a.rows == 0) return;
+  const int blocks = ceil_div(std::int64_t(a.rows) * a.heads, kWarps);
+  switch (a.elem) {
+    case Elem::kF32: pack_kernel<float><<<blocks, kWarps * 32, 0, stream>>>(a); break;
+    case Elem::kBF16: pack_kernel<__nv_bfloat16><<<blocks, kWarps * 32, 0, stream>>>(a); break;
+    case Elem::kF16: pack_kernel<__half><<<blocks, kWarps * 32, 0, stream>>>(a); break;
+  }
+  DCPSIM_CUDA_LAUNCHED("pack_kernel");
+}
+
+}  // namespace dcpsim::hw::ops

@@ -1,0 +1,460 @@
+// Decode attention with LSE over one rank's KV shard: split-KV on tensor cores (mma.sync m16n8k16, fp32
+// accumulation), then one combine of the splits into O (any element type, strided) and L (fp32, base e or 2,
+// any layout).
+//
+// A block owns one row, 16·WH heads that share a KV head, and one contiguous token range. Per tile of TOK
+// tokens: K (and V) land in shared memory through a STAGES-deep cp.async pipeline; the WD warps of a head group
+// each score TOK/WD tokens against all D_qk lanes (S = Q·Kᵀ), exchange scores and row maxima through shared
+// memory, then each accumulates P·V for its D/WD slice of the output. For MLA the 576-wide latent tile is read
+// once and serves both products (V = its first 512 lanes), so the KV bytes are the unique latent bytes.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "cuda_check.h"
+#include "dcpsim/error.h"
+#include "device_common.cuh"
+#include "ops.h"
+
+namespace dcpsim::hw::ops {
+namespace {
+
+template <int DQK_, int DV_, int WH_, int WD_, int TOK_, int STAGES_, bool SHARED_KV_>
+struct Cfg {
+  static constexpr int DQK = DQK_, DV = DV_, WH = WH_, WD = WD_, TOK = TOK_, STAGES = STAGES_;
+  static constexpr bool SHARED_KV = SHARED_KV_;
+  static constexpr int kHeads = 16 * WH;
+  static constexpr int kThreads = 32 * WH * WD;
+  static constexpr int kKStride = DQK + 8;  // +16 bytes per row: ldmatrix rows fall in distinct bank groups
+  static constexpr int kVStride = DV + 8;
+  static constexpr int kSStride = TOK + 4;
+  static constexpr int kTokPerWarp = TOK / WD;
+  static constexpr int kDPerWarp = DV / WD;
+  static_assert(kTokPerWarp % 16 == 0 && kDPerWarp % 16 == 0 && DQK % 16 == 0 && TOK % 16 == 0);
+  static constexpr std::size_t kQBytes = std::size_t(kHeads) * kKStride * 2;
+  static constexpr std::size_t kKBytes = std::size_t(STAGES) * TOK * kKStride * 2;
+  static constexpr std::size_t kVBytes = SHARED_KV ? 0 : std::size_t(STAGES) * TOK * kVStride * 2;
+  static constexpr std::size_t kSBytes = std::size_t(kHeads) * kSStride * 4;
+  static constexpr std::size_t kMaxBytes = std::size_t(WD) * kHeads * 4;
+  static constexpr std::size_t kSmem = kQBytes + kKBytes + kVBytes + kSBytes + kMaxBytes;
+};
+
+using MlaCfg = Cfg<576, 512, 4, 2, 32, 3, true>;
+using GqaCfg = Cfg<128, 128, 1, 4, 64, 3, false>;
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int n = valid ? 16 : 0;  // 0 bytes read: the 16 bytes are zero-filled (padding tokens must not be NaN)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+
+template <typename T>
+__device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1);
+template <>
+__device__ __forceinline__ void mma<__nv_bfloat16>(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void mma<__half>(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <typename T>
+__device__ __forceinline__ unsigned pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ unsigned pack2<__nv_bfloat16>(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<unsigned*>(&v);
+}
+template <>
+__device__ __forceinline__ unsigned pack2<__half>(float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<unsigned*>(&v);
+}
+
+struct SplitParams {
+  const void* q;
+  std::int64_t q_row_stride, q_block_stride;
+  int q_block_heads;
+  const void* k;
+  const void* v;
+  std::int64_t k_token_stride, v_token_stride;
+  const std::int64_t* kv_offset;
+  const int* kv_len;
+  int rows, valid_rows, heads, kv_heads, splits, tokens_per_split;
+  float scale_log2;
+  float* ws_o;    // [B][H][splits][DV], normalised per split
+  float* ws_lse;  // [B][H][splits], log2 units
+};
+
+// Loads tile `tile` of this block's range into pipeline stage `stage` (tokens past t_end are zero-filled).
+template <class C, typename T>
+__device__ __forceinline__ void load_tile(const SplitParams& p, T* sK, T* sV, int stage, std::int64_t row_base,
+                                          int kvh, int t0, int t_end) {
+  const T* k = static_cast<const T*>(p.k);
+  constexpr int kChunks = C::DQK / 8;
+  for (int c = threadIdx.x; c < C::TOK * kChunks; c += C::kThreads) {
+    const int r = c / kChunks, col = (c % kChunks) * 8;
+    const int t = t0 + r;
+    const bool ok = t < t_end;
+    const T* src = ok ? k + (row_base + t) * p.k_token_stride + std::int64_t(kvh) * C::DQK + col : k;
+    cp_async16(sK + (stage * C::TOK + r) * C::kKStride + col, src, ok);
+  }
+  if constexpr (!C::SHARED_KV) {
+    const T* v = static_cast<const T*>(p.v);
+    constexpr int kVChunks = C::DV / 8;
+    for (int c = threadIdx.x; c < C::TOK * kVChunks; c += C::kThreads) {
+      const int r = c / kVChunks, col = (c % kVChunks) * 8;
+      const int t = t0 + r;
+      const bool ok = t < t_end;
+      const T* src = ok ? v + (row_base + t) * p.v_token_stride + std::int64_t(kvh) * C::DV + col : v;
+      cp_async16(sV + (stage * C::TOK + r) * C::kVStride + col, src, ok);
+    }
+  }
+}
+
+template <class C, typename T>
+__global__ void __launch_bounds__(C::kThreads) attention_split_kernel(SplitParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* sQ = reinterpret_cast<T*>(smem);
+  T* sK = reinterpret_cast<T*>(smem + C::kQBytes);
+  T* sV = C::SHARED_KV ? sK : reinterpret_cast<T*>(smem + C::kQBytes + C::kKBytes);
+  float* sS = reinterpret_cast<float*>(smem + C::kQBytes + C::kKBytes + C::kVBytes);
+  float* sMax = sS + C::kHeads * C::kSStride;
+
+  const int split = blockIdx.x, b = blockIdx.z;
+  const int group = p.heads / p.kv_heads;
+  const int blocks_per_group = (group + C::kHeads - 1) / C::kHeads;
+  const int kvh = blockIdx.y / blocks_per_group;
+  const int h0 = kvh * group + (blockIdx.y % blocks_per_group) * C::kHeads;
+  const int h_end = kvh * group + group;
+  const int len = b < p.valid_rows ? p.kv_len[b] : 0;
+  const int t_begin = split * p.tokens_per_split;
+  const int t_end = min(len, t_begin + p.tokens_per_split);
+  const int tiles = t_end > t_begin ? (t_end - t_begin + C::TOK - 1) / C::TOK : 0;
+  const std::size_t ws_row = std::size_t(b) * p.heads;
+
+  if (tiles == 0) {  // nothing on this split: its weight in the combine is 0, its O is never read
+    for (int i = threadIdx.x; i < C::kHeads; i += C::kThreads)
+      if (h0 + i < h_end) p.ws_lse[(ws_row + h0 + i) * p.splits + split] = -INFINITY;
+    return;
+  }
+  const std::int64_t row_base = p.kv_offset[b];
+
+  {  // Q tile (heads past the group are zero rows; their results are dropped)
+    const T* q = static_cast<const T*>(p.q);
+    constexpr int kChunks = C::DQK / 8;
+    for (int c = threadIdx.x; c < C::kHeads * kChunks; c += C::kThreads) {
+      const int r = c / kChunks, col = (c % kChunks) * 8;
+      const int h = h0 + r;
+      const bool ok = h < h_end;
+      const T* src = ok ? q + std::int64_t(h / p.q_block_heads) * p.q_block_stride + std::int64_t(b) * p.q_row_stride +
+                              std::int64_t(h % p.q_block_heads) * C::DQK + col
+                        : q;
+      cp_async16(sQ + r * C::kKStride + col, src, ok);
+    }
+  }
+#pragma unroll
+  for (int s = 0; s < C::STAGES - 1; ++s) {
+    if (s < tiles) load_tile<C, T>(p, sK, sV, s, row_base, kvh, t_begin + s * C::TOK, t_end);
+    cp_async_commit();
+  }
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int hg = warp % C::WH, dh = warp / C::WH;
+  const int g = lane / 4, tig = lane % 4;
+  constexpr int kNS = C::kTokPerWarp / 8;  // score n-tiles per warp
+  constexpr int kNO = C::kDPerWarp / 8;    // output n-tiles per warp
+  float o[kNO][4];
+#pragma unroll
+  for (int i = 0; i < kNO; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+  const int r0 = hg * 16 + g, r1 = r0 + 8;  // this thread's two head rows within the block
+
+  for (int it = 0; it < tiles; ++it) {
+    cp_async_wait<C::STAGES - 2>();
+    __syncthreads();
+    {
+      const int nt = it + C::STAGES - 1;
+      if (nt < tiles) load_tile<C, T>(p, sK, sV, nt % C::STAGES, row_base, kvh, t_begin + nt * C::TOK, t_end);
+      cp_async_commit();
+    }
+    const int stage = it % C::STAGES;
+    const T* tK = sK + stage * C::TOK * C::kKStride;
+    const T* tV = C::SHARED_KV ? tK : sV + stage * C::TOK * C::kVStride;
+    constexpr int kVS = C::SHARED_KV ? C::kKStride : C::kVStride;
+    const int t0 = t_begin + it * C::TOK;
+
+    // S = Q·Kᵀ for this warp's 16 heads × kTokPerWarp tokens.
+    float s[kNS][4];
+#pragma unroll
+    for (int i = 0; i < kNS; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+#pragma unroll 4
+    for (int ks = 0; ks < C::DQK / 16; ++ks) {
+      unsigned a[4];
+      ldmatrix_x4(a, sQ + (hg * 16 + (lane & 15)) * C::kKStride + ks * 16 + (lane >> 4) * 8);
+#pragma unroll
+      for (int np = 0; np < kNS / 2; ++np) {
+        const int tok = dh * C::kTokPerWarp + np * 16 + (lane & 7) + ((lane >> 4) << 3);
+        unsigned bf[4];
+        ldmatrix_x4(bf, tK + tok * C::kKStride + ks * 16 + ((lane >> 3) & 1) * 8);
+        mma<T>(s[2 * np], a, bf[0], bf[1]);
+        mma<T>(s[2 * np + 1], a, bf[2], bf[3]);
+      }
+    }
+    float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kNS; ++i) {
+      const int col = dh * C::kTokPerWarp + i * 8 + 2 * tig;
+      const bool ok0 = t0 + col < t_end, ok1 = t0 + col + 1 < t_end;
+      const float a0 = ok0 ? s[i][0] * p.scale_log2 : -INFINITY, a1 = ok1 ? s[i][1] * p.scale_log2 : -INFINITY;
+      const float a2 = ok0 ? s[i][2] * p.scale_log2 : -INFINITY, a3 = ok1 ? s[i][3] * p.scale_log2 : -INFINITY;
+      *reinterpret_cast<float2*>(sS + r0 * C::kSStride + col) = make_float2(a0, a1);
+      *reinterpret_cast<float2*>(sS + r1 * C::kSStride + col) = make_float2(a2, a3);
+      mx0 = fmaxf(mx0, fmaxf(a0, a1));
+      mx1 = fmaxf(mx1, fmaxf(a2, a3));
+    }
+#pragma unroll
+    for (int off = 1; off < 4; off <<= 1) {
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
+    }
+    if (tig == 0) {
+      sMax[dh * C::kHeads + r0] = mx0;
+      sMax[dh * C::kHeads + r1] = mx1;
+    }
+    __syncthreads();
+
+    // Online softmax (every warp of the head group computes the same running max and sum).
+    float n0 = m0, n1 = m1;
+#pragma unroll
+    for (int w = 0; w < C::WD; ++w) {
+      n0 = fmaxf(n0, sMax[w * C::kHeads + r0]);
+      n1 = fmaxf(n1, sMax[w * C::kHeads + r1]);
+    }
+    const float al0 = exp2f(m0 - n0), al1 = exp2f(m1 - n1);  // m = −inf before the first tile: α = 0
+    m0 = n0;
+    m1 = n1;
+    l0 *= al0;
+    l1 *= al1;
+#pragma unroll
+    for (int i = 0; i < kNO; ++i) {
+      o[i][0] *= al0;
+      o[i][1] *= al0;
+      o[i][2] *= al1;
+      o[i][3] *= al1;
+    }
+#pragma unroll
+    for (int kt = 0; kt < C::TOK / 16; ++kt) {
+      const int c0 = kt * 16 + 2 * tig;
+      const float2 x00 = *reinterpret_cast<const float2*>(sS + r0 * C::kSStride + c0);
+      const float2 x10 = *reinterpret_cast<const float2*>(sS + r1 * C::kSStride + c0);
+      const float2 x01 = *reinterpret_cast<const float2*>(sS + r0 * C::kSStride + c0 + 8);
+      const float2 x11 = *reinterpret_cast<const float2*>(sS + r1 * C::kSStride + c0 + 8);
+      const float p00 = exp2f(x00.x - m0), p01 = exp2f(x00.y - m0), p02 = exp2f(x01.x - m0), p03 = exp2f(x01.y - m0);
+      const float p10 = exp2f(x10.x - m1), p11 = exp2f(x10.y - m1), p12 = exp2f(x11.x - m1), p13 = exp2f(x11.y - m1);
+      l0 += (p00 + p01) + (p02 + p03);
+      l1 += (p10 + p11) + (p12 + p13);
+      unsigned a[4] = {pack2<T>(p00, p01), pack2<T>(p10, p11), pack2<T>(p02, p03), pack2<T>(p12, p13)};
+#pragma unroll
+      for (int np = 0; np < kNO / 2; ++np) {
+        const int d = dh * C::kDPerWarp + np * 16 + (lane >> 4) * 8;
+        const int tok = kt * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
+        unsigned bf[4];
+        ldmatrix_x4_trans(bf, tV + tok * kVS + d);
+        mma<T>(o[2 * np], a, bf[0], bf[1]);
+        mma<T>(o[2 * np + 1], a, bf[2], bf[3]);
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+#pragma unroll
+  for (int off = 1; off < 4; off <<= 1) {
+    l0 += __shfl_xor_sync(0xffffffffu, l0, off);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, off);
+  }
+  const int ha = h0 + r0, hb = h0 + r1;
+  const float inv0 = 1.f / l0, inv1 = 1.f / l1;
+#pragma unroll
+  for (int i = 0; i < kNO; ++i) {
+    const int d = dh * C::kDPerWarp + i * 8 + 2 * tig;
+    if (ha < h_end)
+      *reinterpret_cast<float2*>(p.ws_o + ((ws_row + ha) * p.splits + split) * C::DV + d) =
+          make_float2(o[i][0] * inv0, o[i][1] * inv0);
+    if (hb < h_end)
+      *reinterpret_cast<float2*>(p.ws_o + ((ws_row + hb) * p.splits + split) * C::DV + d) =
+          make_float2(o[i][2] * inv1, o[i][3] * inv1);
+  }
+  if (dh == 0 && tig == 0) {
+    if (ha < h_end) p.ws_lse[(ws_row + ha) * p.splits + split] = m0 + log2f(l0);
+    if (hb < h_end) p.ws_lse[(ws_row + hb) * p.splits + split] = m1 + log2f(l1);
+  }
+}
+
+struct CombineSplitsParams {
+  const float* ws_o;
+  const float* ws_lse;
+  int heads, splits, dv, valid_rows;
+  bool base2;
+  void* o;
+  std::int64_t o_row_stride, o_head_stride;
+  LseOut lse;
+  float empty_lse, empty_fill;
+  RowStamps stamps;
+};
+
+// One block per (head, row): weights of the splits in shared memory, then each thread sums its lanes.
+template <typename TOut>
+__global__ void combine_splits_kernel(CombineSplitsParams p) {
+  extern __shared__ float w[];
+  __shared__ float merged;
+  const int h = blockIdx.x, b = blockIdx.y;
+  const std::size_t base = (std::size_t(b) * p.heads + h) * p.splits;
+  if (threadIdx.x < 32) {
+    float m = -INFINITY;
+    for (int s = threadIdx.x; s < p.splits; s += 32) m = fmaxf(m, p.ws_lse[base + s]);
+    for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    float sum = 0.f;
+    for (int s = threadIdx.x; s < p.splits; s += 32) {
+      const float e = m == -INFINITY ? 0.f : exp2f(p.ws_lse[base + s] - m);
+      w[s] = e;
+      sum += e;
+    }
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (threadIdx.x == 0) merged = (m == -INFINITY || b >= p.valid_rows) ? -INFINITY : m + log2f(sum);
+    __syncwarp();
+    for (int s = threadIdx.x; s < p.splits; s += 32) w[s] = sum > 0.f ? w[s] / sum : 0.f;
+  }
+  __syncthreads();
+  const float L = merged;
+  TOut* o = static_cast<TOut*>(p.o) + std::int64_t(b) * p.o_row_stride + std::int64_t(h) * p.o_head_stride;
+  for (int d = threadIdx.x; d < p.dv; d += blockDim.x) {
+    float acc = 0.f;
+    if (L == -INFINITY) {
+      acc = p.empty_fill;
+    } else {
+      for (int s = 0; s < p.splits; ++s)
+        if (w[s] != 0.f) acc += w[s] * p.ws_o[(base + s) * p.dv + d];  // a zero weight is never read
+    }
+    o[d] = from_f32<TOut>(acc);
+  }
+  if (threadIdx.x == 0 && p.lse.ptr != nullptr)
+    p.lse.ptr[std::int64_t(b) * p.lse.row_stride + std::int64_t(h) * p.lse.head_stride] =
+        L == -INFINITY ? p.empty_lse : (p.base2 ? L : L * kLn2);
+  row_unit_done(p.stamps, b, static_cast<unsigned>(p.heads));
+}
+
+template <class C>
+void launch_split(const AttentionArgs& a, const SplitParams& sp, cudaStream_t stream) {
+  const int group = a.heads / a.kv_heads;
+  const dim3 grid(sp.splits, a.kv_heads * ((group + C::kHeads - 1) / C::kHeads), a.rows);
+  auto run = [&](auto kernel) {
+    DCPSIM_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmem)));
+    kernel<<<grid, C::kThreads, C::kSmem, stream>>>(sp);
+  };
+  if (a.in == Elem::kBF16)
+    run(attention_split_kernel<C, __nv_bfloat16>);
+  else
+    run(attention_split_kernel<C, __half>);
+  DCPSIM_CUDA_LAUNCHED("attention_split_kernel");
+}
+
+int tokens_per_tile(Geometry g) { return g == Geometry::kMla576 ? MlaCfg::TOK : GqaCfg::TOK; }
+int head_blocks(const AttentionArgs& a) {
+  const int per = a.geometry == Geometry::kMla576 ? MlaCfg::kHeads : GqaCfg::kHeads;
+  const int group = a.heads / a.kv_heads;
+  return a.kv_heads * ((group + per - 1) / per);
+}
+
+void check_args(const AttentionArgs& a) {
+  if (a.in == Elem::kF32) throw InputError("attention kernel: Q/K/V must be bf16 or fp16, not fp32");
+  if (a.rows < 0 || a.heads < 1 || a.kv_heads < 1 || a.heads % a.kv_heads != 0)
+    throw InputError("attention kernel: H=" + std::to_string(a.heads) + " must be a multiple of H_kv=" +
+                     std::to_string(a.kv_heads));
+  if (a.geometry == Geometry::kMla576 && a.kv_heads != 1)
+    throw InputError("attention kernel: MLA geometry needs H_kv = 1, got " + std::to_string(a.kv_heads));
+  if (a.q_block_heads < 1) throw InputError("attention kernel: q_block_heads must be >= 1");
+}
+
+}  // namespace
+
+int attention_splits(const AttentionArgs& a, int device) {
+  const int tok = tokens_per_tile(a.geometry);
+  const int max_tiles = std::max<int>(1, ceil_div(a.max_len, tok));
+  if (a.splits > 0) return std::min(a.splits, max_tiles);
+  int sms = 0;
+  DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int per_sm = a.geometry == Geometry::kMla576 ? 1 : 2;  // resident blocks per SM (shared-memory bound)
+  const int blocks = std::max(1, a.rows * head_blocks(a));
+  const int want = std::max(1, sms * per_sm / blocks);
+  return std::clamp(want, 1, std::min(max_tiles, 1024));
+}
+
+std::size_t attention_workspace_bytes(const AttentionArgs& a, int splits) {
+  const int dv = a.geometry == Geometry::kMla576 ? 512 : 128;
+  return std::size_t(a.rows) * a.heads * splits * (std::size_t(dv) + 1) * sizeof(float);
+}
+
+void launch_attention(const AttentionArgs& a, cudaStream_t stream) {
+  check_args(a);
+  if (a.rows == 0) return;
+  int device = 0;
+  DCPSIM_CUDA(cudaGetDevice(&device));
+  const int splits = attention_splits(a, device);
+  const int tok = tokens_per_tile(a.geometry);
+  const int tiles_per_split = ceil_div(std::max<std::int64_t>(1, ceil_div(a.max_len, tok)), splits);
+  const int dv = a.geometry == Geometry::kMla576 ? 512 : 128;
+  const int dqk = a.geometry == Geometry::kMla576 ? 576 : 128;
+  SplitParams sp{a.q, a.q_row_stride, a.q_block_stride, a.q_block_heads, a.k,
+                 a.geometry == Geometry::kMla576 ? a.k : a.v, a.k_token_stride, a.v_token_stride, a.kv_offset,
+                 a.kv_len, a.rows, a.valid_rows, a.heads, a.kv_heads, splits, tiles_per_split * tok,
+                 a.scale * kLog2e, a.workspace,
+                 a.workspace + std::size_t(a.rows) * a.heads * splits * dv};
+  (void)dqk;
+  if (a.geometry == Geometry::kMla576)
+    launch_split<MlaCfg>(a, sp, stream);
+  else
+    launch_split<GqaCfg>(a, sp, stream);
+
+  CombineSplitsParams cp{sp.ws_o, sp.ws_lse, a.heads, splits, dv, a.valid_rows, a.base2, a.o, a.o_row_stride,
+                         a.o_head_stride, a.lse, a.empty_lse, a.empty_fill, a.stamps};
+  const dim3 grid(a.heads, a.rows);
+  const std::size_t smem = std::size_t(splits) * sizeof(float);
+  switch (a.out) {
+    case Elem::kF32: combine_splits_kernel<float><<<grid, 128, smem, stream>>>(cp); break;
+    case Elem::kBF16: combine_splits_kernel<__nv_bfloat16><<<grid, 128, smem, stream>>>(cp); break;
+    case Elem::kF16: combine_splits_kernel<__half><<<grid, 128, smem, stream>>>(cp); break;
+  }
+  DCPSIM_CUDA_LAUNCHED("combine_splits_kernel");
+}
+
+}  // namespace dcpsim::hw::ops

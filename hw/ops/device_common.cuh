@@ -1,0 +1,96 @@
+#pragma once
+// Device helpers shared by the kernels: element conversions, the SPEC merge arithmetic in the log2 domain,
+// %globaltimer stamps and the per-row completion counter.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "ops.h"
+
+namespace dcpsim::hw::ops {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+template <Elem E>
+struct ElemT;
+template <>
+struct ElemT<Elem::kF32> {
+  using type = float;
+};
+template <>
+struct ElemT<Elem::kBF16> {
+  using type = __nv_bfloat16;
+};
+template <>
+struct ElemT<Elem::kF16> {
+  using type = __half;
+};
+
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+
+template <typename T>
+__device__ __forceinline__ T from_f32(float x);
+template <>
+__device__ __forceinline__ float from_f32<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float x) {
+  return __float2half_rn(x);
+}
+
+// SPEC step 1: NaN and +inf mean "no valid partial".
+__device__ __forceinline__ float sanitize_lse(float l) { return (l != l || l == INFINITY) ? -INFINITY : l; }
+
+// SPEC steps 1-3 over n LSEs given by get(i), in log2 units (k = log2 e for natural-log LSEs, 1 for base 2).
+// Returns −inf when every partial is empty.
+template <typename Get>
+__device__ __forceinline__ float merged_lse_log2(int n, float k, Get get) {
+  float m = -INFINITY;
+  for (int i = 0; i < n; ++i) m = fmaxf(m, sanitize_lse(get(i)) * k);
+  if (m == -INFINITY) return -INFINITY;
+  float s = 0.f;
+  for (int i = 0; i < n; ++i) s += exp2f(sanitize_lse(get(i)) * k - m);
+  return m + log2f(s);
+}
+
+// SPEC step 4: w_i; exactly 0 for empty partials and when everything is empty (never NaN).
+__device__ __forceinline__ float merge_weight(float lse_i, float k, float merged_log2) {
+  if (merged_log2 == -INFINITY) return 0.f;
+  const float w = exp2f(sanitize_lse(lse_i) * k - merged_log2);
+  return w == w ? w : 0.f;
+}
+
+__device__ __forceinline__ unsigned long long global_timer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Called by every thread of a block after its writes for row b: the block that completes the row (the
+// `units`-th to arrive) stamps it.
+__device__ __forceinline__ void row_unit_done(const RowStamps& s, int b, unsigned units) {
+  if (s.stamps == nullptr) return;
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    __threadfence();
+    const unsigned done = atomicAdd(&s.counters[b], 1u) + 1u;
+    if (done == units) s.stamps[b] = global_timer();
+  }
+}
+
+// Raw 16-bit patterns of a float's bits, for the packed A2A lanes.
+__device__ __forceinline__ unsigned short lse_lo(float l) { return static_cast<unsigned short>(__float_as_uint(l) & 0xffffu); }
+__device__ __forceinline__ unsigned short lse_hi(float l) { return static_cast<unsigned short>(__float_as_uint(l) >> 16); }
+
+inline int ceil_div(std::int64_t a, std::int64_t b) { return static_cast<int>((a + b - 1) / b); }
+
+}  // namespace dcpsim::hw::ops

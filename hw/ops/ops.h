@@ -1,0 +1,169 @@
+#pragma once
+// The kernels' launch interface (internal: CUDA types allowed). One params struct per kernel; every launch
+// function checks its arguments (InputError) and the launch (RuntimeError). Strides and sizes are in elements.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "dcpsim/models/types.h"
+
+namespace dcpsim::hw::ops {
+
+enum class Elem { kF32, kBF16, kF16 };
+Elem elem_of(models::DType type);  // InputError for fp64
+std::size_t elem_bytes(Elem e);
+
+// Optional per-row readiness stamps: the last block to finish row b writes %globaltimer into stamps[b].
+// counters[b] must be zero before the launch.
+struct RowStamps {
+  unsigned long long* stamps = nullptr;
+  unsigned int* counters = nullptr;
+};
+
+// Where the merged/ local LSE goes: element (b, h) at ptr[b·row_stride + h·head_stride].
+struct LseOut {
+  float* ptr = nullptr;
+  std::int64_t row_stride = 0;
+  std::int64_t head_stride = 0;
+};
+
+// ---- decode attention (ops/attention.cu) ----
+enum class Geometry { kGqa128, kMla576 };
+
+struct AttentionArgs {
+  Geometry geometry = Geometry::kMla576;
+  Elem in = Elem::kBF16;  // Q, K, V
+  Elem out = Elem::kBF16;
+  int rows = 0, valid_rows = 0, heads = 0, kv_heads = 1;
+  // Q element (b, h, d) at q[(h / q_block_heads)·q_block_stride + b·q_row_stride + (h % q_block_heads)·D_qk + d]
+  // (q_block_heads = H for a plain [B][H][D_qk] tensor; H/N for the query all-gather's [N][B][H/N][D_qk]).
+  const void* q = nullptr;
+  std::int64_t q_row_stride = 0, q_block_stride = 0;
+  int q_block_heads = 0;
+  // Shard KV: row b's token l at k[(kv_offset[b] + l)·k_token_stride + kv_head·D_qk]; V likewise (MLA: V = K).
+  const void* k = nullptr;
+  const void* v = nullptr;
+  std::int64_t k_token_stride = 0, v_token_stride = 0;
+  const std::int64_t* kv_offset = nullptr;  // device [B]
+  const int* kv_len = nullptr;              // device [B]
+  std::int64_t max_len = 0;                 // host-side upper bound of kv_len, sizes the split grid
+  float scale = 0;
+  bool base2 = false;
+  void* o = nullptr;
+  std::int64_t o_row_stride = 0, o_head_stride = 0;
+  LseOut lse;
+  float empty_lse = 0;   // what an empty row reports (−inf, or +inf for the FlashAttention marker)
+  float empty_fill = 0;  // and what its O holds (0 or NaN)
+  int splits = 0;        // 0: chosen to fill the device
+  float* workspace = nullptr;  // attention_workspace_bytes()
+  RowStamps stamps;
+};
+
+int attention_splits(const AttentionArgs& a, int device);  // the split count launch will use
+std::size_t attention_workspace_bytes(const AttentionArgs& a, int splits);
+void launch_attention(const AttentionArgs& a, cudaStream_t stream);
+
+// ---- LSE correction (ops/lse_correct.cu) ----
+// All ranks' LSEs after the all-gather: rank n's (b, h) at ptr[n·rank_stride + b·row_stride + h·head_stride].
+struct LseIn {
+  const float* ptr = nullptr;
+  std::int64_t rank_stride = 0, row_stride = 0, head_stride = 0;
+};
+
+struct CorrectArgs {
+  int dcp = 1, rank = 0, rows = 0, valid_rows = 0, heads = 0, dim = 0;
+  bool base2 = false;
+  Elem elem = Elem::kBF16;
+  LseIn lse;
+  const void* in = nullptr;  // O_rank (b, h, d) at in[b·in_row_stride + h·in_head_stride + d]
+  std::int64_t in_row_stride = 0, in_head_stride = 0;
+  // Corrected (b, h, d) at out[(h / out_block_heads)·out_block_stride + b·out_row_stride + (h %
+  // out_block_heads)·out_head_stride + d]; out == in with the same strides is the in-place form.
+  void* out = nullptr;
+  std::int64_t out_row_stride = 0, out_head_stride = 0, out_block_stride = 0;
+  int out_block_heads = 0;
+  LseOut merged_lse;  // optional
+  RowStamps stamps;
+};
+void launch_correct(const CorrectArgs& a, cudaStream_t stream);
+
+// ---- packed all-to-all (ops/a2a_pack.cu, ops/a2a_combine.cu) ----
+struct PackArgs {
+  int dcp = 1, rows = 0, valid_rows = 0, heads = 0, dim = 0;
+  Elem elem = Elem::kBF16;  // O's type and the packed type
+  const void* o = nullptr;
+  std::int64_t o_row_stride = 0, o_head_stride = 0;
+  const float* lse = nullptr;
+  std::int64_t lse_row_stride = 0, lse_head_stride = 0;
+  void* send = nullptr;  // [N][B][H/N][D + P]
+};
+int lse_lanes(Elem e);  // P
+void launch_a2a_pack(const PackArgs& a, cudaStream_t stream);
+
+// The shared N-way combine of partial blocks, read either from a received A2A buffer or from direct-merge slots.
+struct CombineArgs {
+  int dcp = 1, rows = 0, valid_rows = 0, heads = 0 /* H/N */, dim = 0;
+  bool base2 = false;
+  Elem in = Elem::kBF16;
+  // Source s's O (b, j, d) at o[s·src_stride + (b·heads + j)·o_lanes + d]; its LSE either packed in lanes D, D+1
+  // of the same rows (lse == nullptr) or at lse[s·lse_src_stride + b·heads + j].
+  const void* o = nullptr;
+  std::int64_t src_stride = 0;
+  int o_lanes = 0;
+  const float* lse = nullptr;
+  std::int64_t lse_src_stride = 0;
+  Elem out = Elem::kBF16;
+  void* dst = nullptr;  // (b, j, d) at dst[b·dst_row_stride + j·dst_head_stride + d]
+  std::int64_t dst_row_stride = 0, dst_head_stride = 0;
+  LseOut merged_lse;  // optional
+  RowStamps stamps;
+  // Direct merge: the epoch (device counter, read at run time so a replayed CUDA graph advances it) picks the
+  // buffer (epoch & 1): o, lse and flags move by parity_* elements per buffer. Before reading, wait for
+  // flags[s] == epoch (s = 0..N−1); on timeout set *error = 1 + s and write nothing.
+  const unsigned long long* flags = nullptr;
+  const unsigned long long* epoch = nullptr;
+  std::int64_t parity_o_stride = 0, parity_lse_stride = 0, parity_flag_stride = 0;
+  long long timeout_ns = 0;
+  int* error = nullptr;
+};
+void launch_combine(const CombineArgs& a, cudaStream_t stream);
+
+// ---- direct merge writer (ops/direct_merge.cu) ----
+struct DirectWriteArgs {
+  int dcp = 1, rank = 0, rows = 0, valid_rows = 0, heads = 0, dim = 0;
+  Elem elem = Elem::kBF16;
+  const void* o = nullptr;
+  std::int64_t o_row_stride = 0, o_head_stride = 0;
+  const float* lse = nullptr;
+  std::int64_t lse_row_stride = 0, lse_head_stride = 0;
+  // Device arrays of 2·N pointers (buffer-major: [epoch & 1][owner n]): owner n's O slots ([N_src][B][H/N][D]),
+  // LSE slots ([N_src][B][H/N]) and flags ([N_src]) of that buffer.
+  void* const* dst_o = nullptr;
+  float* const* dst_lse = nullptr;
+  unsigned long long* const* dst_flags = nullptr;
+  const unsigned long long* epoch = nullptr;   // this rank's step counter (advance_epoch), starts at 0
+  unsigned long long* done_counter = nullptr;  // local, monotonic: the grid's last block raises the flags
+};
+void launch_direct_write(const DirectWriteArgs& a, cudaStream_t stream);
+// ++*epoch on the device (the first thing of every step that uses direct merge).
+void launch_advance_epoch(unsigned long long* epoch, cudaStream_t stream);
+
+// ---- emulated collectives' arithmetic (ops/reduce_sum.cu) ----
+// out[i] = Σ_k inputs[k][i] in fp32, rounded once (the emulated reduce-scatter / all-reduce).
+struct ReduceArgs {
+  int inputs = 0;
+  const void* const* ptrs = nullptr;  // device array
+  std::int64_t count = 0;
+  Elem elem = Elem::kBF16;
+  void* out = nullptr;
+};
+void launch_reduce_sum(const ReduceArgs& a, cudaStream_t stream);
+
+// Writes %globaltimer into *slot (the origin of per-row stamps, and the all-rows-ready time after a collective).
+void launch_stamp(unsigned long long* slot, cudaStream_t stream);
+
+// Fills n elements with uniform values in [-a, a) rounded to `e` from a counter-based hash of (seed, index).
+void launch_fill_uniform(void* ptr, std::int64_t n, Elem e, float a, std::uint64_t seed, cudaStream_t stream);
+
+}  // namespace dcpsim::hw::ops

@@ -1,0 +1,59 @@
+// Small device utilities the runner needs around the operations: element types, %globaltimer stamps and the
+// counter-based random fill that generates inputs on the device (same values for the same seed and index, so the
+// host can regenerate any row for the reference check without copying the cache back).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cuda_check.h"
+#include "dcpsim/error.h"
+#include "device_common.cuh"
+#include "fill_hash.h"
+#include "ops.h"
+
+namespace dcpsim::hw::ops {
+
+Elem elem_of(models::DType type) {
+  switch (type) {
+    case models::DType::kF32: return Elem::kF32;
+    case models::DType::kBF16: return Elem::kBF16;
+    case models::DType::kF16: return Elem::kF16;
+    case models::DType::kF64: break;
+  }
+  throw InputError("hw kernels take fp32, bf16 or fp16 tensors, not fp64");
+}
+
+std::size_t elem_bytes(Elem e) { return e == Elem::kF32 ? 4 : 2; }
+int lse_lanes(Elem e) { return e == Elem::kF32 ? 1 : 2; }
+
+namespace {
+
+__global__ void stamp_kernel(unsigned long long* slot) { *slot = global_timer(); }
+
+template <typename T>
+__global__ void fill_kernel(T* p, std::int64_t n, float a, std::uint64_t seed) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    p[i] = from_f32<T>(static_cast<float>(fill_value(seed, static_cast<std::uint64_t>(i), a)));
+}
+
+}  // namespace
+
+void launch_stamp(unsigned long long* slot, cudaStream_t stream) {
+  stamp_kernel<<<1, 1, 0, stream>>>(slot);
+  DCPSIM_CUDA_LAUNCHED("stamp_kernel");
+}
+
+void launch_fill_uniform(void* ptr, std::int64_t n, Elem e, float a, std::uint64_t seed, cudaStream_t stream) {
+  if (n == 0) return;
+  const int blocks = static_cast<int>(std::min<std::int64_t>(ceil_div(n, 256), 132 * 32));
+  switch (e) {
+    case Elem::kF32: fill_kernel<float><<<blocks, 256, 0, stream>>>(static_cast<float*>(ptr), n, a, seed); break;
+    case Elem::kBF16:
+      fill_kernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(ptr), n, a, seed);
+      break;
+    case Elem::kF16: fill_kernel<__half><<<blocks, 256, 0, stream>>>(static_cast<__half*>(ptr), n, a, seed); break;
+  }
+  DCPSIM_CUDA_LAUNCHED("fill_kernel");
+}
+
+}  // namespace dcpsim::hw::ops

@@ -1,0 +1,94 @@
+#pragma once
+// Kernel costs. Memory-bound kernels: floor + bytes / (HBM bandwidth × efficiency(bytes)). Decode attention:
+// split-KV work units scheduled in SM waves, giving each row's completion time analytically (no per-CTA
+// simulation), the kernel's end, and the split-KV combine kernel. Merge kernels (correction, A2A pack,
+// unpack-combine, direct combine) are memory-bound kernels over their exact byte counts.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "dcpsim/models/profile.h"
+#include "dcpsim/models/scenario.h"
+#include "dcpsim/models/types.h"
+
+namespace dcpsim::models {
+
+// Fraction of the measured HBM bandwidth a kernel moving `bytes` reaches: max × bytes / (bytes + half).
+double hbm_efficiency(const HardwareProfile& p, double bytes);
+// kernel.floor + bytes / (hbm_bandwidth_measured × hbm_efficiency(bytes)); exactly the floor for 0 bytes.
+double memory_kernel_time(const HardwareProfile& p, double bytes);
+
+// The attention geometry on one rank. shared_kv: K and V are one latent per token (MLA): the kernel reads
+// qk_dim elements per token once (the 576-wide latent holds the 512-wide V); otherwise (GQA/MHA) it reads
+// qk_dim (K) + head_dim (V) elements per token per KV head.
+struct AttentionShape {
+  int heads = 128;     // H: query heads on the rank
+  int kv_heads = 1;    // H_kv
+  int head_dim = 512;  // D
+  int qk_dim = 576;    // D_qk
+  bool shared_kv = true;
+  DType kv_dtype = DType::kBF16;
+  DType out_dtype = DType::kBF16;
+};
+// From a scenario: shared_kv when kv_heads == 1 and qk_dim > head_dim (the MLA layout).
+AttentionShape attention_shape(const Scenario& s);
+// Bytes of KV read per token of a row's local shard (all KV heads).
+double kv_bytes_per_token(const AttentionShape& a);
+// Query heads each work unit handles, and work units per (row, split): MLA groups heads_per_cta query heads per
+// unit; GQA gives each KV head its own unit (with all its query heads).
+int heads_per_work_unit(const HardwareProfile& p, const AttentionShape& a);
+int head_groups(const HardwareProfile& p, const AttentionShape& a);
+
+struct AttentionTiming {
+  // All times are relative to the attention kernel's start.
+  std::vector<double> row_done_s;   // per row: end of the wave holding its last work unit (floor if empty)
+  std::vector<int> row_splits;      // per row: KV splits (0 for an empty row)
+  std::vector<int> row_last_wave;   // per row: wave index of its last unit (-1 for an empty row)
+  int64_t split_tokens = 0;         // tokens per split (a multiple of attention.work_unit_tokens)
+  int work_units = 0;               // units over all rows, splits and head groups
+  int slots = 0;                    // units resident at once: SMs × ctas_per_sm
+  int waves = 0;
+  std::vector<double> wave_end_s;   // per wave, its end
+  double total_bytes = 0.0;         // KV + Q + partial output bytes the kernel moves
+  double kernel_end_s = 0.0;        // floor + every wave
+  bool needs_combine = false;       // some row has more than one split
+  double combine_s = 0.0;           // duration of the split-KV combine kernel (0 when not needed)
+  double combine_bytes = 0.0;
+
+  // When each row's final output and LSE exist: rows with one split at row_done_s, split rows when the
+  // combine kernel that starts at combine_start_s ends.
+  std::vector<double> row_ready_s(double combine_start_s) const;
+};
+
+// Decode attention on one rank over each row's local shard length (tokens; 0 = empty shard).
+// Units are ordered row by row, split by split; unit i runs in wave i / slots; all slots share the kernel's HBM
+// bandwidth evenly, so a wave lasts cta_overhead + (its largest unit's bytes) × slots / (bandwidth × eff).
+AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionShape& a,
+                                      std::span<const int64_t> local_tokens);
+
+// Merge-kernel geometry on one rank: heads = H present on the rank, dcp = N.
+struct MergeShape {
+  int dcp = 1;
+  int rows = 1;
+  int heads = 128;
+  int head_dim = 512;
+  DType out_dtype = DType::kBF16;
+};
+MergeShape merge_shape(const Scenario& s);
+
+// Correction (AG+RS, AG+AR): read the N gathered LSEs, read and rewrite O_r in place scaled by exp(L_r − L).
+double correction_bytes(const MergeShape& m);
+double correction_time(const HardwareProfile& p, const MergeShape& m);
+// A2A pack: read O_r and L_r, write [N][B][H/N][D + P] (P lanes carry the fp32 LSE bit pattern).
+double a2a_pack_bytes(const MergeShape& m);
+double a2a_pack_time(const HardwareProfile& p, const MergeShape& m);
+// A2A unpack-combine: read the N received blocks [N][B][H/N][D + P], write [B][H/N][D] once.
+double unpack_combine_bytes(const MergeShape& m);
+double unpack_combine_time(const HardwareProfile& p, const MergeShape& m);
+// Direct combine: read the N blocks written by peers (D values + fp32 LSE each) and the N flags, write once.
+double direct_combine_bytes(const MergeShape& m);
+double direct_combine_time(const HardwareProfile& p, const MergeShape& m);
+// P of the packed layout: 2 lanes for 16-bit outputs, 1 for fp32.
+int packed_lse_lanes(DType out_dtype);
+
+}  // namespace dcpsim::models

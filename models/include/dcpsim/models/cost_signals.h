@@ -1,0 +1,17 @@
+#pragma once
+// Flags for the direct (one-shot) strategy: each rank writes its blocks into the owners' buffers over NVLink,
+// then sets an epoch-stamped flag; the owner polls until it has seen N flags.
+#include "dcpsim/models/profile.h"
+
+namespace dcpsim::models {
+
+// A flag store becoming visible at the peer.
+double flag_write_latency(const HardwareProfile& p);
+// Expected extra wait of a poller for a flag that lands at a uniformly random moment: half the interval.
+double expected_poll_wait(const HardwareProfile& p);
+// Per-step cost of flipping the double-buffer epoch (once per step, not per flag).
+double epoch_handshake_time(const HardwareProfile& p);
+// From the writer's last data store to the owner seeing the flag: flag_write_latency + expected_poll_wait.
+double flag_signal_time(const HardwareProfile& p);
+
+}  // namespace dcpsim::models

@@ -1,0 +1,195 @@
+#pragma once
+// Hardware profiles: every number the cost models and the simulator start from, each kept together with its unit
+// and its source. The JSON files in models/profiles/ are the single source of truth; the same files are embedded
+// in the library, so a built-in name works from any directory. See models/profiles/README.md for the format.
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dcpsim::models {
+
+// The units a profile may state a number in. Each field has one dimension (time, bytes, bandwidth, count, ratio);
+// a file may use any unit of that dimension, and the value is kept exactly as written so that files round-trip.
+enum class Unit {
+  kCount,  // "count"
+  kRatio,  // "ratio" (dimensionless fraction, e.g. an efficiency)
+  kBytes,  // "B"
+  kKB,     // "KB"  = 1e3 B
+  kMB,     // "MB"  = 1e6 B
+  kGB,     // "GB"  = 1e9 B
+  kKiB,    // "KiB" = 1024 B
+  kMiB,    // "MiB" = 1024² B
+  kGiB,    // "GiB" = 1024³ B
+  kBps,    // "B/s"
+  kGBps,   // "GB/s" = 1e9 B/s
+  kTBps,   // "TB/s" = 1e12 B/s
+  kGbps,   // "Gb/s" = 1e9 bit/s = 1.25e8 B/s
+  kSeconds,       // "s"
+  kMilliseconds,  // "ms"
+  kMicroseconds,  // "us"
+  kNanoseconds,   // "ns"
+};
+
+enum class Dimension { kCount, kRatio, kBytes, kBandwidth, kTime };
+
+std::string_view to_string(Unit u);
+Unit parse_unit(std::string_view s);  // throws InputError listing the allowed spellings
+Dimension dimension_of(Unit u);
+// Factor from the unit to the base unit of its dimension (s, B, B/s, count, ratio).
+double si_factor(Unit u);
+
+// One number of a profile: value as written, its unit, and where it came from (a spec sheet, a source file and
+// line, a measurement with its command, "estimate: ..." when nothing better exists).
+struct Quantity {
+  double value = 0.0;
+  Unit unit = Unit::kCount;
+  std::string source;
+
+  // The value in base units: seconds, bytes, bytes per second, a count or a ratio.
+  double si() const { return value * si_factor(unit); }
+  bool operator==(const Quantity&) const = default;
+};
+
+// Builds a quantity from a base-unit value, expressed in `unit` (e.g. calibrated 3.1e-6 s written as 3.1 us).
+Quantity quantity_from_si(double si_value, Unit unit, std::string source);
+
+// An on/off setting with its source.
+struct Switch {
+  bool value = false;
+  std::string source;
+  bool operator==(const Switch&) const = default;
+};
+
+// NCCL protocols and algorithms, in the spelling of NCCL_PROTO / NCCL_ALGO (lower case here).
+enum class Protocol { kLL, kLL128, kSimple };
+// kP2p is NCCL's send/recv path: all-to-all as concurrent point-to-point transfers.
+enum class Algorithm { kRing, kTree, kNvls, kP2p };
+inline constexpr std::array<Protocol, 3> kAllProtocols = {Protocol::kLL, Protocol::kLL128, Protocol::kSimple};
+std::string_view to_string(Protocol p);
+std::string_view to_string(Algorithm a);
+Protocol parse_protocol(std::string_view s);    // "ll" | "ll128" | "simple" (any case)
+Algorithm parse_algorithm(std::string_view s);  // "ring" | "tree" | "nvls" | "p2p" (any case)
+
+struct GpuSpec {
+  std::string name;                 // marketing name, e.g. "NVIDIA H200"
+  Quantity sm_count;                // count
+  Quantity hbm_capacity;            // bytes
+  Quantity hbm_bandwidth_spec;      // bandwidth, data-sheet peak
+  Quantity hbm_bandwidth_measured;  // bandwidth, device-to-device copy (what kernels are scaled from)
+  Quantity l2_size;                 // bytes
+  bool operator==(const GpuSpec&) const = default;
+};
+
+struct TopologySpec {
+  Quantity gpus_per_nvlink_domain;  // count: GPUs reachable over NVLink without leaving the switch fabric
+  Quantity gpus_per_node;           // count: GPUs per host / tray (one OS image, one set of CPUs)
+  bool operator==(const TopologySpec&) const = default;
+};
+
+struct NvlinkSpec {
+  Quantity bandwidth;           // bandwidth, per GPU, one direction, data-sheet
+  Quantity measured_bandwidth;  // bandwidth, per GPU, one direction, measured peer copy (used by the models)
+  Quantity hop_latency;         // time, one GPU-to-GPU hop through the NVSwitch
+  bool operator==(const NvlinkSpec&) const = default;
+};
+
+struct InterNodeSpec {
+  Quantity bandwidth;  // bandwidth, per GPU, one direction (its NIC)
+  Quantity latency;    // time, one message end to end through the fabric
+  bool operator==(const InterNodeSpec&) const = default;
+};
+
+struct LaunchSpec {
+  Quantity cpu_issue_eager;     // time: host cost of one eager kernel launch (per kernel)
+  Quantity cpu_issue_graph;     // time: per kernel inside a replayed CUDA graph
+  Quantity cpu_issue_pdl;       // time: per kernel with programmatic dependent launch (captured in a graph)
+  Quantity gpu_launch_latency;  // time: from issue to the kernel starting on an idle GPU
+  Quantity dependent_gap;       // time: end of a kernel to the start of the already-queued dependent kernel
+  Quantity dependent_gap_pdl;   // time: the same gap when PDL lets the next kernel's prologue overlap
+  bool operator==(const LaunchSpec&) const = default;
+};
+
+// A memory-bound kernel moving `bytes` takes floor + bytes / (hbm_bandwidth_measured × efficiency(bytes)),
+// efficiency(bytes) = efficiency_max × bytes / (bytes + half_efficiency_bytes).
+struct KernelSpec {
+  Quantity hbm_efficiency_max;     // ratio in (0, 1]
+  Quantity half_efficiency_bytes;  // bytes at which efficiency reaches half its maximum
+  Quantity floor;                  // time: fixed cost of any small kernel (prologue, tail, write-back)
+  bool operator==(const KernelSpec&) const = default;
+};
+
+// Split-KV decode attention (FlashDecoding / FlashMLA style), modelled by work units and SM waves.
+struct AttentionSpec {
+  Quantity work_unit_tokens;  // count: split granularity in KV tokens (a split is a multiple of this)
+  Quantity ctas_per_sm;       // count: work units resident per SM at once
+  Quantity heads_per_cta;     // count: query heads one work unit handles when the KV is shared (MLA)
+  Quantity cta_overhead;      // time: fixed cost per work unit (Q load, softmax epilogue, partial write)
+  Quantity floor;             // time: fixed cost of the attention kernel (setup before any unit starts)
+  bool operator==(const AttentionSpec&) const = default;
+};
+
+// NCCL latencies for one algorithm × protocol (NCCL src/graph/tuning.cc baseLat and hwLat).
+struct NcclLatency {
+  Quantity base_latency;        // time, once per collective
+  Quantity nvlink_hop_latency;  // time, per step over NVLink
+  Quantity net_hop_latency;     // time, per step over the inter-node fabric (added to internode.latency)
+  bool operator==(const NcclLatency&) const = default;
+};
+
+struct NcclSpec {
+  std::array<NcclLatency, 3> ring;              // indexed by Protocol
+  std::array<NcclLatency, 3> tree;              // indexed by Protocol (all-reduce only)
+  std::array<Quantity, 3> protocol_efficiency;  // ratio of link bandwidth each protocol delivers
+  Quantity ll_max_bus_bandwidth;                // bandwidth cap on LL (NCCL llMaxBws)
+  Switch nvls_enabled;                          // NVLink SHARP (multicast) collectives available
+  Quantity nvls_latency;                        // time, whole NVLS collective
+  Quantity nvls_bandwidth_efficiency;           // ratio of link bandwidth NVLS delivers
+  Quantity p2p_base_latency;                    // time, one send/recv round (all-to-all)
+  Quantity p2p_ll_threshold;                    // bytes per peer up to which send/recv uses LL
+  bool operator==(const NcclSpec&) const = default;
+};
+
+// Direct (one-shot) delivery: flags written over NVLink and polled by the owner.
+struct SignalSpec {
+  Quantity flag_write_latency;  // time: a store to a peer's flag becoming visible there
+  Quantity poll_interval;       // time: between two reads of the flag by the waiting owner
+  Quantity epoch_handshake;     // time: per step, flipping the double-buffer epoch
+  bool operator==(const SignalSpec&) const = default;
+};
+
+struct HardwareProfile {
+  std::string name;         // e.g. "h200-sxm"
+  std::string description;  // one line
+  GpuSpec gpu;
+  TopologySpec topology;
+  NvlinkSpec nvlink;
+  InterNodeSpec internode;
+  LaunchSpec launch;
+  KernelSpec kernel;
+  AttentionSpec attention;
+  NcclSpec nccl;
+  SignalSpec signal;
+  bool operator==(const HardwareProfile&) const = default;
+};
+
+// The built-in profile names, sorted: "b200", "gb200-nvl72", "h100-sxm", "h200-sxm".
+const std::vector<std::string>& builtin_profile_names();
+// The embedded JSON text of a built-in profile; throws InputError listing the known names.
+std::string_view builtin_profile_json(std::string_view name);
+
+// A built-in name or a path to a JSON file. Errors name the file and the field, e.g.
+// "h200.json: nvlink.bandwidth.value: expected a positive number, got -3"; unknown and missing fields are errors.
+HardwareProfile load_profile(std::string_view name_or_path);
+// Parses profile JSON; `origin` (a file name or "built-in h200-sxm") prefixes every error message.
+HardwareProfile parse_profile(std::string_view json_text, std::string_view origin);
+// The same format load_profile reads; parse_profile(to_json(p), ...) == p for any valid profile.
+std::string to_json(const HardwareProfile& p);
+// Checks every field of a profile built or edited in code (calibration) the way parse_profile does;
+// throws InputError naming `origin` and the field.
+void validate_profile(const HardwareProfile& p, std::string_view origin);
+
+// NCCL parameters for one algorithm × protocol (ring or tree); throws InputError for kNvls / kP2p.
+const NcclLatency& nccl_latency(const HardwareProfile& p, Algorithm a, Protocol proto);
+
+}  // namespace dcpsim::models

@@ -1,0 +1,148 @@
+// Split-KV decode attention: work units in SM waves, each row's completion time in closed form per wave.
+#include <algorithm>
+#include <string>
+
+#include "dcpsim/error.h"
+#include "dcpsim/models/cost_kernels.h"
+
+namespace dcpsim::models {
+namespace {
+
+void check_shape(const AttentionShape& a) {
+  if (a.heads < 1 || a.kv_heads < 1 || a.heads % a.kv_heads != 0 || a.head_dim < 1 || a.qk_dim < 1) {
+    throw InputError("attention shape: heads " + std::to_string(a.heads) + ", kv_heads " +
+                     std::to_string(a.kv_heads) + ", head_dim " + std::to_string(a.head_dim) + ", qk_dim " +
+                     std::to_string(a.qk_dim) + ": expected positive sizes with kv_heads dividing heads");
+  }
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// What one work unit of a row moves, given the row's split count and the tokens in this split.
+struct UnitBytes {
+  double kv_per_token;  // this unit's share of the KV read per token
+  double q;             // its query heads
+  double out_split;     // fp32 partial O + LSE (row split in several units)
+  double out_whole;     // final O in the output dtype + LSE (row in one split)
+  double of(int64_t tokens, int splits) const {
+    return kv_per_token * double(tokens) + q + (splits > 1 ? out_split : out_whole);
+  }
+};
+
+UnitBytes unit_bytes(const HardwareProfile& p, const AttentionShape& a) {
+  const double kv_b = double(dtype_bytes(a.kv_dtype));
+  const double qh = heads_per_work_unit(p, a);
+  const double groups_per_kv_head = double(head_groups(p, a)) / a.kv_heads;
+  const double kv_elems = a.shared_kv ? a.qk_dim : a.qk_dim + a.head_dim;
+  // Head groups that share a KV head share its HBM read: the first group's read brings the tokens into L2.
+  return {kv_elems * kv_b / groups_per_kv_head, qh * a.qk_dim * kv_b, qh * (a.head_dim * 4.0 + 4.0),
+          qh * (a.head_dim * double(dtype_bytes(a.out_dtype)) + 4.0)};
+}
+
+// FlashDecoding-style split size: enough splits that the units fill every slot once, in whole work units.
+int64_t choose_split_tokens(int64_t total_tokens, int groups, int slots, int64_t unit_tokens) {
+  const int64_t per_slot = ceil_div(total_tokens * groups, slots);
+  return std::max(unit_tokens, ceil_div(per_slot, unit_tokens) * unit_tokens);
+}
+
+}  // namespace
+
+AttentionShape attention_shape(const Scenario& s) {
+  return {s.heads, s.kv_heads, s.head_dim, s.qk_dim, s.kv_heads == 1 && s.qk_dim > s.head_dim, s.kv_dtype,
+          s.out_dtype};
+}
+
+double kv_bytes_per_token(const AttentionShape& a) {
+  check_shape(a);
+  const double per_head = a.shared_kv ? a.qk_dim : a.qk_dim + a.head_dim;
+  return a.kv_heads * per_head * double(dtype_bytes(a.kv_dtype));
+}
+
+int heads_per_work_unit(const HardwareProfile& p, const AttentionShape& a) {
+  check_shape(a);
+  const int q_per_kv = a.heads / a.kv_heads;
+  return a.shared_kv ? std::min(q_per_kv, static_cast<int>(p.attention.heads_per_cta.si())) : q_per_kv;
+}
+
+int head_groups(const HardwareProfile& p, const AttentionShape& a) {
+  check_shape(a);
+  const int q_per_kv = a.heads / a.kv_heads;
+  return a.kv_heads * static_cast<int>(ceil_div(q_per_kv, heads_per_work_unit(p, a)));
+}
+
+std::vector<double> AttentionTiming::row_ready_s(double combine_start_s) const {
+  std::vector<double> out(row_done_s.size());
+  for (std::size_t b = 0; b < out.size(); ++b) {
+    out[b] = row_splits[b] > 1 ? combine_start_s + combine_s : row_done_s[b];
+  }
+  return out;
+}
+
+AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionShape& a,
+                                      std::span<const int64_t> local_tokens) {
+  check_shape(a);
+  AttentionTiming t;
+  const int rows = static_cast<int>(local_tokens.size());
+  const int groups = head_groups(p, a);
+  const double floor = p.attention.floor.si();
+  t.slots = static_cast<int>(p.gpu.sm_count.si() * p.attention.ctas_per_sm.si());
+  t.row_done_s.assign(rows, floor);  // an empty row writes its −inf LSE in the prologue
+  t.row_splits.assign(rows, 0);
+  t.row_last_wave.assign(rows, -1);
+  t.kernel_end_s = floor;
+
+  int64_t total_tokens = 0;
+  for (int64_t n : local_tokens) {
+    if (n < 0) throw InputError("attention: local token count must be >= 0, got " + std::to_string(n));
+    total_tokens += n;
+  }
+  if (total_tokens == 0) return t;
+
+  const UnitBytes ub = unit_bytes(p, a);
+  t.split_tokens = choose_split_tokens(total_tokens, groups, t.slots,
+                                       static_cast<int64_t>(p.attention.work_unit_tokens.si()));
+  // Units in launch order: row by row, split by split, head group by head group; unit i runs in wave i / slots.
+  std::vector<double> wave_max_bytes;
+  int64_t unit = 0;
+  for (int b = 0; b < rows; ++b) {
+    const int splits = static_cast<int>(ceil_div(local_tokens[b], t.split_tokens));
+    t.row_splits[b] = splits;
+    for (int s = 0; s < splits; ++s) {
+      const int64_t tokens = std::min(t.split_tokens, local_tokens[b] - s * t.split_tokens);
+      const double bytes = ub.of(tokens, splits);
+      for (int g = 0; g < groups; ++g, ++unit) {
+        const auto wave = static_cast<std::size_t>(unit / t.slots);
+        if (wave >= wave_max_bytes.size()) wave_max_bytes.push_back(0.0);
+        wave_max_bytes[wave] = std::max(wave_max_bytes[wave], bytes);
+        t.total_bytes += bytes;
+      }
+    }
+    if (splits > 0) t.row_last_wave[b] = static_cast<int>((unit - 1) / t.slots);
+  }
+  t.work_units = static_cast<int>(unit);
+  t.waves = static_cast<int>(wave_max_bytes.size());
+
+  // Every slot gets an equal share of the kernel's bandwidth; a wave lasts as long as its largest unit.
+  const double slot_bw = p.gpu.hbm_bandwidth_measured.si() * hbm_efficiency(p, t.total_bytes) / t.slots;
+  double end = floor;
+  for (double bytes : wave_max_bytes) {
+    end += p.attention.cta_overhead.si() + bytes / slot_bw;
+    t.wave_end_s.push_back(end);
+  }
+  t.kernel_end_s = end;
+  for (int b = 0; b < rows; ++b) {
+    if (t.row_last_wave[b] >= 0) t.row_done_s[b] = t.wave_end_s[t.row_last_wave[b]];
+  }
+
+  // Combine reads every split's fp32 partial and LSE of the split rows and writes their final output once.
+  for (int b = 0; b < rows; ++b) {
+    if (t.row_splits[b] < 2) continue;
+    t.needs_combine = true;
+    t.combine_bytes += a.heads * (t.row_splits[b] * (a.head_dim * 4.0 + 4.0) +
+                                  a.head_dim * double(dtype_bytes(a.out_dtype)) + 4.0);
+  }
+  if (t.needs_combine) t.combine_s = memory_kernel_time(p, t.combine_bytes);
+  return t;
+}
+
+}  // namespace dcpsim::models

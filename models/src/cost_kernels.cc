@@ -1,0 +1,100 @@
+// Memory-bound kernels and the merge kernels' byte counts.
+#include <string>
+
+#include "dcpsim/error.h"
+#include "dcpsim/models/cost_kernels.h"
+
+namespace dcpsim::models {
+namespace {
+
+void check_merge_shape(const MergeShape& m, bool scatters) {
+  if (m.dcp < 1 || m.rows < 0 || m.heads < 1 || m.head_dim < 1) {
+    throw InputError("merge shape: dcp " + std::to_string(m.dcp) + ", rows " + std::to_string(m.rows) +
+                     ", heads " + std::to_string(m.heads) + ", head_dim " + std::to_string(m.head_dim) +
+                     ": expected dcp >= 1, rows >= 0, heads >= 1, head_dim >= 1");
+  }
+  if (scatters && m.heads % m.dcp != 0) {
+    throw InputError("merge shape: heads " + std::to_string(m.heads) + " not divisible by dcp " +
+                     std::to_string(m.dcp) + " (the strategy scatters heads: H must be a multiple of N)");
+  }
+}
+
+// Common factors of the byte formulas, as doubles so that large shapes cannot overflow.
+struct Dims {
+  double n, b, h, d, out;
+};
+Dims dims(const MergeShape& m) {
+  return {double(m.dcp), double(m.rows), double(m.heads), double(m.head_dim), double(dtype_bytes(m.out_dtype))};
+}
+
+constexpr double kLseBytes = 4.0;   // LSEs are fp32 everywhere (SPEC)
+constexpr double kFlagBytes = 8.0;  // an epoch-stamped 64-bit flag per peer
+
+}  // namespace
+
+double hbm_efficiency(const HardwareProfile& p, double bytes) {
+  if (bytes <= 0) return 0.0;
+  return p.kernel.hbm_efficiency_max.si() * bytes / (bytes + p.kernel.half_efficiency_bytes.si());
+}
+
+// floor + bytes / (bw · max · bytes / (bytes + half)) = floor + (bytes + half) / (bw · max): an affine model,
+// so a kernel never gets cheaper by moving more bytes.
+double memory_kernel_time(const HardwareProfile& p, double bytes) {
+  if (bytes < 0) throw InputError("memory kernel: bytes must be >= 0, got " + std::to_string(bytes));
+  if (bytes == 0) return p.kernel.floor.si();
+  return p.kernel.floor.si() + bytes / (p.gpu.hbm_bandwidth_measured.si() * hbm_efficiency(p, bytes));
+}
+
+MergeShape merge_shape(const Scenario& s) { return {s.dcp, s.rows(), s.heads, s.head_dim, s.out_dtype}; }
+
+int packed_lse_lanes(DType out_dtype) { return dtype_bytes(out_dtype) == 2 ? 2 : 1; }
+
+// N = 1 runs no merge kernel at all (SPEC: the local result is the result), so every merge cost is 0 there.
+double correction_bytes(const MergeShape& m) {
+  check_merge_shape(m, false);
+  if (m.dcp == 1) return 0.0;
+  const Dims x = dims(m);
+  return kLseBytes * x.n * x.b * x.h + 2.0 * x.b * x.h * x.d * x.out;
+}
+
+double a2a_pack_bytes(const MergeShape& m) {
+  check_merge_shape(m, true);
+  if (m.dcp == 1) return 0.0;
+  const Dims x = dims(m);
+  const double p = packed_lse_lanes(m.out_dtype);
+  return x.b * x.h * x.d * x.out + kLseBytes * x.b * x.h + x.b * x.h * (x.d + p) * x.out;
+}
+
+double unpack_combine_bytes(const MergeShape& m) {
+  check_merge_shape(m, true);
+  if (m.dcp == 1) return 0.0;
+  const Dims x = dims(m);
+  const double p = packed_lse_lanes(m.out_dtype);
+  return x.b * x.h * (x.d + p) * x.out + x.b * (x.h / x.n) * x.d * x.out;
+}
+
+double direct_combine_bytes(const MergeShape& m) {
+  check_merge_shape(m, true);
+  if (m.dcp == 1) return 0.0;
+  const Dims x = dims(m);
+  return x.n * x.b * (x.h / x.n) * (x.d * x.out + kLseBytes) + x.n * kFlagBytes + x.b * (x.h / x.n) * x.d * x.out;
+}
+
+double correction_time(const HardwareProfile& p, const MergeShape& m) {
+  const double bytes = correction_bytes(m);  // validates the shape even when N = 1
+  return m.dcp == 1 ? 0.0 : memory_kernel_time(p, bytes);
+}
+double a2a_pack_time(const HardwareProfile& p, const MergeShape& m) {
+  const double bytes = a2a_pack_bytes(m);  // validates the shape even when N = 1
+  return m.dcp == 1 ? 0.0 : memory_kernel_time(p, bytes);
+}
+double unpack_combine_time(const HardwareProfile& p, const MergeShape& m) {
+  const double bytes = unpack_combine_bytes(m);  // validates the shape even when N = 1
+  return m.dcp == 1 ? 0.0 : memory_kernel_time(p, bytes);
+}
+double direct_combine_time(const HardwareProfile& p, const MergeShape& m) {
+  const double bytes = direct_combine_bytes(m);  // validates the shape even when N = 1
+  return m.dcp == 1 ? 0.0 : memory_kernel_time(p, bytes);
+}
+
+}  // namespace dcpsim::models

@@ -1,0 +1,118 @@
+// Scenario <-> dcpsim.trace.v1.Scenario. Each enum maps through one table, so a value added on one side and
+// not the other fails loudly instead of turning into a default.
+#include "dcpsim/models/scenario_proto.h"
+
+#include <array>
+#include <string>
+#include <utility>
+
+#include "dcpsim/error.h"
+
+namespace dcpsim::models {
+namespace {
+
+namespace v1 = traces::v1;
+
+template <typename A, typename B, std::size_t N>
+using EnumTable = std::array<std::pair<A, B>, N>;
+
+constexpr EnumTable<DType, v1::DType, 4> kDTypes{{{DType::kF32, v1::DTYPE_F32},
+                                                  {DType::kBF16, v1::DTYPE_BF16},
+                                                  {DType::kF16, v1::DTYPE_F16},
+                                                  {DType::kF64, v1::DTYPE_F64}}};
+constexpr EnumTable<LseBase, v1::LseBase, 2> kLseBases{
+    {{LseBase::kE, v1::LSE_BASE_E}, {LseBase::k2, v1::LSE_BASE_2}}};
+constexpr EnumTable<Strategy, v1::Strategy, 5> kStrategies{{{Strategy::kAgRs, v1::STRATEGY_AG_RS},
+                                                            {Strategy::kAgAr, v1::STRATEGY_AG_AR},
+                                                            {Strategy::kA2a, v1::STRATEGY_A2A},
+                                                            {Strategy::kDirect, v1::STRATEGY_DIRECT},
+                                                            {Strategy::kRowStream, v1::STRATEGY_ROW_STREAM}}};
+constexpr EnumTable<LaunchMode, v1::LaunchMode, 3> kLaunchModes{{{LaunchMode::kEager, v1::LAUNCH_MODE_EAGER},
+                                                                 {LaunchMode::kGraph, v1::LAUNCH_MODE_GRAPH},
+                                                                 {LaunchMode::kPdl, v1::LAUNCH_MODE_PDL}}};
+
+template <typename A, typename B, std::size_t N>
+B forward(const EnumTable<A, B, N>& table, A v, const char* what) {
+  for (const auto& [a, b] : table) {
+    if (a == v) return b;
+  }
+  throw InputError(std::string(what) + " value " + std::to_string(static_cast<int>(v)) +
+                   " has no trace spelling");
+}
+
+template <typename A, typename B, std::size_t N>
+A backward(const EnumTable<A, B, N>& table, B v, const char* what) {
+  for (const auto& [a, b] : table) {
+    if (b == v) return a;
+  }
+  std::string allowed;
+  for (const auto& [a, b] : table) allowed += (allowed.empty() ? "" : ", ") + std::string(to_string(a));
+  const std::string got = v == B{} ? "unspecified" : "unknown value " + std::to_string(static_cast<int>(v));
+  throw InputError("trace scenario " + std::string(what) + " is " + got + "; allowed: " + allowed);
+}
+
+}  // namespace
+
+v1::DType to_proto(DType v) {
+  return forward(kDTypes, v, "dtype");
+}
+v1::LseBase to_proto(LseBase v) {
+  return forward(kLseBases, v, "lse base");
+}
+v1::Strategy to_proto(Strategy v) {
+  return forward(kStrategies, v, "strategy");
+}
+v1::LaunchMode to_proto(LaunchMode v) {
+  return forward(kLaunchModes, v, "launch mode");
+}
+
+DType from_proto(v1::DType v) {
+  return backward(kDTypes, v, "dtype");
+}
+LseBase from_proto(v1::LseBase v) {
+  return backward(kLseBases, v, "lse_base");
+}
+Strategy from_proto(v1::Strategy v) {
+  return backward(kStrategies, v, "strategy");
+}
+LaunchMode from_proto(v1::LaunchMode v) {
+  return backward(kLaunchModes, v, "launch_mode");
+}
+
+v1::Scenario to_proto(const Scenario& s) {
+  v1::Scenario m;
+  m.set_dcp(s.dcp);
+  m.set_heads(s.heads);
+  m.set_kv_heads(s.kv_heads);
+  m.set_head_dim(s.head_dim);
+  m.set_qk_dim(s.qk_dim);
+  m.set_interleave(s.interleave);
+  m.set_kv_dtype(to_proto(s.kv_dtype));
+  m.set_out_dtype(to_proto(s.out_dtype));
+  m.set_lse_base(to_proto(s.lse_base));
+  m.set_softmax_scale(s.softmax_scale);
+  m.mutable_contexts()->Assign(s.contexts.begin(), s.contexts.end());
+  m.set_strategy(to_proto(s.strategy));
+  m.set_launch_mode(to_proto(s.launch));
+  return m;
+}
+
+Scenario from_proto(const v1::Scenario& m) {
+  Scenario s;
+  s.dcp = m.dcp();
+  s.heads = m.heads();
+  s.kv_heads = m.kv_heads();
+  s.head_dim = m.head_dim();
+  s.qk_dim = m.qk_dim();
+  s.interleave = m.interleave();
+  s.kv_dtype = backward(kDTypes, m.kv_dtype(), "kv_dtype");
+  s.out_dtype = backward(kDTypes, m.out_dtype(), "out_dtype");
+  s.lse_base = from_proto(m.lse_base());
+  s.softmax_scale = m.softmax_scale();
+  s.contexts.assign(m.contexts().begin(), m.contexts().end());
+  s.strategy = from_proto(m.strategy());
+  s.launch = from_proto(m.launch_mode());
+  return s;
+}
+
+}  // namespace dcpsim::models

@@ -1,0 +1,70 @@
+#pragma once
+// What the simulator reports for one DCP decode step. Every time is in seconds relative to the step's start (the
+// moment the CPUs begin issuing its kernels), so results do not depend on where the step sits on SimGrid's clock.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dcpsim/models/cost_collectives.h"
+#include "dcpsim/models/scenario.h"
+
+namespace dcpsim::sim {
+
+// Phase names, in the order a step runs them. Which ones a rank has depends on the strategy:
+//   every strategy (N > 1)  query_gather, attention
+//   ag-rs, ag-ar            lse_gather, correction, collective (reduce-scatter / all-reduce)
+//   a2a                     pack, collective (all-to-all), combine (unpack + combine)
+//   direct, row-stream      push, wait, combine
+// N = 1 runs attention only.
+inline constexpr std::string_view kPhaseQueryGather = "query_gather";
+inline constexpr std::string_view kPhaseAttention = "attention";  // includes the split-KV combine kernel
+inline constexpr std::string_view kPhaseLseGather = "lse_gather";
+inline constexpr std::string_view kPhaseCorrection = "correction";
+inline constexpr std::string_view kPhaseCollective = "collective";
+inline constexpr std::string_view kPhasePack = "pack";
+inline constexpr std::string_view kPhasePush = "push";
+inline constexpr std::string_view kPhaseWait = "wait";
+inline constexpr std::string_view kPhaseCombine = "combine";
+
+struct PhaseSpan {
+  std::string name;
+  double begin_s = 0.0;
+  double end_s = 0.0;
+  double duration_s() const { return end_s - begin_s; }
+};
+
+struct RankTimeline {
+  int rank = 0;
+  std::vector<PhaseSpan> phases;  // in the order the rank runs them
+  double attention_end_s = 0.0;   // its attention (and split-KV combine) is done
+  double done_s = 0.0;            // its last kernel ends
+  std::int64_t kv_tokens = 0;     // KV tokens it holds over all rows (SPEC sharding)
+  std::int64_t kv_bytes = 0;      // bytes of those tokens (one layer; models::kv_bytes_per_token)
+  // Per row: when the row's merged LSE can be formed on this rank (every rank's partial LSE is there), and when
+  // the row's merged output for this rank's heads is final. With N = 1 both are the row's attention result.
+  std::vector<double> lse_ready_s;
+  std::vector<double> output_ready_s;
+};
+
+// A NCCL collective the step ran, with the plan it was realised from.
+struct PlannedCollective {
+  std::string phase;  // kPhaseQueryGather, kPhaseLseGather or kPhaseCollective
+  models::CollectivePlan plan;
+};
+
+struct StepResult {
+  models::Scenario scenario;
+  std::string profile;
+  std::vector<RankTimeline> ranks;
+  std::vector<PlannedCollective> collectives;
+  double step_latency_s = 0.0;    // the last rank's last kernel
+  double attention_end_s = 0.0;   // the last rank's attention
+  double merge_latency_s = 0.0;   // step_latency_s − attention_end_s: what the merge adds after attention
+  std::int64_t activities = 0;    // SimGrid activities (communications and executions) the step used
+
+  // The named phase of a rank, or nullptr when that rank has no such phase.
+  const PhaseSpan* phase(int rank, std::string_view name) const;
+};
+
+}  // namespace dcpsim::sim

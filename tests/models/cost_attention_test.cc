@@ -1,0 +1,165 @@
+// Split-KV decode attention: the MLA/GQA byte counts, a hand-computed one-wave example, waves and rows
+// completing in order, empty rows at the floor, monotonicity.
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "dcpsim/error.h"
+#include "dcpsim/models/cost.h"
+
+namespace dcpsim::models {
+namespace {
+
+const AttentionShape kMla{128, 1, 512, 576, true, DType::kBF16, DType::kBF16};
+const AttentionShape kGqa{32, 8, 128, 128, false, DType::kBF16, DType::kBF16};
+
+// 4 SMs of one unit each, 16-token work units, 1 TB/s at efficiency exactly 1, attention floor 2 us, 1 us per
+// unit, 0.5 us kernel floor.
+HardwareProfile tiny_gpu() {
+  HardwareProfile p = load_profile("h200-sxm");
+  p.gpu.sm_count = {4, Unit::kCount, "test"};
+  p.gpu.hbm_bandwidth_measured = {1, Unit::kTBps, "test"};
+  p.kernel.hbm_efficiency_max = {1, Unit::kRatio, "test"};
+  p.kernel.half_efficiency_bytes = {0, Unit::kBytes, "test"};
+  p.kernel.floor = {0.5, Unit::kMicroseconds, "test"};
+  p.attention.ctas_per_sm = {1, Unit::kCount, "test"};
+  p.attention.work_unit_tokens = {16, Unit::kCount, "test"};
+  p.attention.heads_per_cta = {64, Unit::kCount, "test"};
+  p.attention.cta_overhead = {1, Unit::kMicroseconds, "test"};
+  p.attention.floor = {2, Unit::kMicroseconds, "test"};
+  return p;
+}
+
+TEST(CostAttention, MlaReadsTheLatentOnceGqaReadsKAndVPerKvHead) {
+  EXPECT_EQ(kv_bytes_per_token(kMla), 576 * 2);
+  EXPECT_EQ(kv_bytes_per_token(kGqa), 8 * (128 + 128) * 2);
+  Scenario s;  // defaults: 128 heads, kv 1, 512/576: the MLA layout
+  EXPECT_TRUE(attention_shape(s).shared_kv);
+  s.head_dim = 128;
+  s.qk_dim = 128;
+  EXPECT_FALSE(attention_shape(s).shared_kv);  // MQA with plain K and V
+  const HardwareProfile p = load_profile("h200-sxm");
+  EXPECT_EQ(heads_per_work_unit(p, kMla), 64);
+  EXPECT_EQ(head_groups(p, kMla), 2);
+  EXPECT_EQ(heads_per_work_unit(p, kGqa), 4);
+  EXPECT_EQ(head_groups(p, kGqa), 8);
+  EXPECT_THROW(kv_bytes_per_token(AttentionShape{30, 8, 128, 128, false, DType::kBF16, DType::kBF16}), InputError);
+}
+
+// Rows of 32, 0 and 16 tokens, 64 heads (one head group). 48 tokens over 4 slots → 12 per slot → split 16:
+// row 0 has 2 units, row 2 has 1: one wave.
+// Unit bytes: KV 16 × 1152 = 18432, Q 64 × 576 × 2 = 73728, split partial 64 × (512 × 4 + 4) = 131328,
+// whole output 64 × (512 × 2 + 4) = 65792. Largest unit 223488 B at 1 TB/s / 4 slots = 0.893952 us.
+TEST(CostAttention, OneWaveHandExample) {
+  const HardwareProfile p = tiny_gpu();
+  const AttentionShape a{64, 1, 512, 576, true, DType::kBF16, DType::kBF16};
+  const std::vector<int64_t> tokens{32, 0, 16};
+  const AttentionTiming t = decode_attention_time(p, a, tokens);
+  EXPECT_EQ(t.slots, 4);
+  EXPECT_EQ(t.split_tokens, 16);
+  EXPECT_EQ(t.row_splits, (std::vector<int>{2, 0, 1}));
+  EXPECT_EQ(t.work_units, 3);
+  EXPECT_EQ(t.waves, 1);
+  EXPECT_EQ(t.total_bytes, 2 * 223488.0 + 157952.0);
+  const double end = 2e-6 + 1e-6 + 223488.0 / 0.25e12;
+  EXPECT_NEAR(t.kernel_end_s, end, 1e-12);
+  EXPECT_NEAR(t.row_done_s[0], end, 1e-12);
+  EXPECT_EQ(t.row_done_s[1], 2e-6);  // empty row: start + floor
+  EXPECT_NEAR(t.row_done_s[2], end, 1e-12);
+  // Combine: per head, row 0's 2 fp32 partials with LSE (2 × 2052 B) read, 1028 B written: 64 × 5132 B.
+  EXPECT_TRUE(t.needs_combine);
+  EXPECT_EQ(t.combine_bytes, 328448.0);
+  EXPECT_NEAR(t.combine_s, 0.5e-6 + 328448.0 / 1e12, 1e-12);
+  const std::vector<double> ready = t.row_ready_s(10e-6);
+  EXPECT_NEAR(ready[0], 10e-6 + t.combine_s, 1e-12);  // split row: after the combine
+  EXPECT_EQ(ready[1], t.row_done_s[1]);
+  EXPECT_EQ(ready[2], t.row_done_s[2]);  // one split: written directly
+}
+
+TEST(CostAttention, MoreUnitsThanSlotsRunInWaves) {
+  const HardwareProfile p = tiny_gpu();
+  const AttentionShape a{64, 1, 512, 576, true, DType::kBF16, DType::kBF16};
+  const std::vector<int64_t> tokens{64, 64, 64, 64, 64};  // 320 tokens / 4 slots → split 80: 5 units
+  const AttentionTiming t = decode_attention_time(p, a, tokens);
+  EXPECT_EQ(t.split_tokens, 80);
+  EXPECT_EQ(t.waves, 2);
+  EXPECT_EQ(t.row_last_wave, (std::vector<int>{0, 0, 0, 0, 1}));
+  EXPECT_FALSE(t.needs_combine);
+  EXPECT_EQ(t.combine_s, 0.0);
+  EXPECT_LT(t.row_done_s[3], t.row_done_s[4]);
+  EXPECT_EQ(t.row_done_s[4], t.kernel_end_s);
+  EXPECT_NEAR(t.wave_end_s[1] - t.wave_end_s[0], t.wave_end_s[0] - 2e-6, 1e-15);  // equal waves
+}
+
+TEST(CostAttention, EmptyRowsCompleteAtTheFloor) {
+  const HardwareProfile p = load_profile("h200-sxm");
+  const AttentionTiming none = decode_attention_time(p, kMla, std::vector<int64_t>{0, 0, 0});
+  EXPECT_EQ(none.waves, 0);
+  EXPECT_EQ(none.kernel_end_s, p.attention.floor.si());
+  for (double done : none.row_done_s) EXPECT_EQ(done, p.attention.floor.si());
+  const AttentionTiming mixed = decode_attention_time(p, kMla, std::vector<int64_t>{0, 100000, 0});
+  EXPECT_EQ(mixed.row_done_s[0], p.attention.floor.si());
+  EXPECT_EQ(mixed.row_done_s[2], p.attention.floor.si());
+  EXPECT_GT(mixed.row_done_s[1], p.attention.floor.si());
+  EXPECT_THROW(decode_attention_time(p, kMla, std::vector<int64_t>{-1}), InputError);
+}
+
+TEST(CostAttention, RowsCompleteInWaveOrderAndNeverBeforeTheFloor) {
+  std::mt19937_64 rng(7);
+  for (const std::string& name : builtin_profile_names()) {
+    const HardwareProfile p = load_profile(name);
+    for (const AttentionShape& a : {kMla, kGqa}) {
+      for (int trial = 0; trial < 20; ++trial) {
+        std::vector<int64_t> tokens(1 + rng() % 300);
+        for (int64_t& n : tokens) n = (rng() % 4 == 0) ? 0 : static_cast<int64_t>(rng() % 200000);
+        const AttentionTiming t = decode_attention_time(p, a, tokens);
+        for (std::size_t w = 1; w < t.wave_end_s.size(); ++w) EXPECT_GT(t.wave_end_s[w], t.wave_end_s[w - 1]);
+        int last_wave = 0;
+        for (std::size_t b = 0; b < tokens.size(); ++b) {
+          EXPECT_GE(t.row_done_s[b], p.attention.floor.si());
+          EXPECT_LE(t.row_done_s[b], t.kernel_end_s);
+          EXPECT_EQ(t.row_last_wave[b] < 0, tokens[b] == 0);
+          if (tokens[b] == 0) continue;
+          EXPECT_GE(t.row_last_wave[b], last_wave);  // rows are launched in order
+          last_wave = t.row_last_wave[b];
+        }
+        // Completion is non-decreasing in wave index.
+        for (std::size_t i = 0; i < tokens.size(); ++i) {
+          for (std::size_t j = 0; j < tokens.size(); ++j) {
+            if (t.row_last_wave[i] < t.row_last_wave[j]) EXPECT_LT(t.row_done_s[i], t.row_done_s[j]);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CostAttention, LongerContextsAndSlowerMemoryNeverFinishEarlier) {
+  const HardwareProfile p = load_profile("h200-sxm");
+  HardwareProfile faster = p;
+  faster.gpu.hbm_bandwidth_measured.value *= 2;
+  double previous = 0;
+  for (int64_t ctx = 0; ctx <= (int64_t{1} << 20); ctx = ctx * 2 + 1000) {
+    const std::vector<int64_t> tokens(64, ctx);
+    const AttentionTiming t = decode_attention_time(p, kMla, tokens);
+    EXPECT_GE(t.kernel_end_s + t.combine_s, previous) << ctx;
+    EXPECT_LE(decode_attention_time(faster, kMla, tokens).kernel_end_s, t.kernel_end_s) << ctx;
+    previous = t.kernel_end_s + t.combine_s;
+  }
+}
+
+// The profile's attention floor and per-unit overhead were chosen so that small-KV MLA decode attention lands
+// in the 12-16 us per layer that aiconfigurator's H200 tables show.
+TEST(CostAttention, SmallKvDecodeMatchesTheMeasuredFloor) {
+  const HardwareProfile p = load_profile("h200-sxm");
+  for (int rows : {1, 8, 32}) {
+    const AttentionTiming t = decode_attention_time(p, kMla, std::vector<int64_t>(rows, 1024));
+    const double total = t.kernel_end_s + (t.needs_combine ? p.launch.dependent_gap.si() + t.combine_s : 0.0);
+    EXPECT_GE(total, 10e-6) << rows;
+    EXPECT_LE(total, 16e-6) << rows;
+  }
+}
+
+}  // namespace
+}  // namespace dcpsim::models

@@ -1,0 +1,49 @@
+#pragma once
+// Reading the third-party files that importers take in: request traces, profiler timelines. A file may be plain
+// or gzip-compressed (recognised by its magic bytes, not its name), and is read as a stream so that a trace far
+// larger than memory is never held whole. Every problem — a missing or unreadable file, a corrupt or truncated
+// gzip stream — is an InputError that names the file.
+#include <cstdint>
+#include <filesystem>
+#include <istream>
+#include <memory>
+#include <string>
+
+namespace dcpsim::traces {
+
+class InputFile {
+ public:
+  // Throws InputError when `path` is missing, a directory, or cannot be opened.
+  explicit InputFile(std::filesystem::path path);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+
+  // The decompressed bytes. A gzip error ends the stream early; call check() after reading to turn it into an
+  // InputError (a parser that fails first should call check() before reporting its own complaint).
+  std::istream& stream();
+
+  // The next line without its terminator ("\n" or "\r\n"); false at the end of the data. Counts lines, so that
+  // errors can name them; a decompression error is thrown here as soon as it happens.
+  bool next_line(std::string& line);
+  std::int64_t line_number() const { return line_number_; }
+
+  // Throws InputError naming the file when decompression failed (corrupt or truncated gzip).
+  void check() const;
+
+  bool gzipped() const;
+  const std::filesystem::path& path() const { return path_; }
+
+  // "file:line: what" — the prefix every line-oriented importer uses in its errors.
+  std::string where(std::int64_t line) const;
+
+ private:
+  class GzipBuffer;
+
+  std::filesystem::path path_;
+  std::unique_ptr<GzipBuffer> buffer_;
+  std::unique_ptr<std::istream> stream_;
+  std::int64_t line_number_ = 0;
+};
+
+}  // namespace dcpsim::traces

@@ -1,0 +1,99 @@
+#include "dcpsim/traces/protobuf_writer.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <utility>
+
+#include "dcpsim/error.h"
+#include "temp_file.h"
+#include "trace_checker.h"
+
+namespace dcpsim::traces {
+
+ProtobufTraceWriter::ProtobufTraceWriter(std::filesystem::path path)
+    : path_(std::move(path)), checker_(std::make_unique<TraceChecker>()) {
+  file_ = open_temp_beside(path_, temp_path_);
+  if (std::fwrite(kTraceMagic, 1, kTraceMagicSize, file_) != kTraceMagicSize) {
+    discard();
+    throw RuntimeError("writing '" + path_.string() + "' failed at its first bytes");
+  }
+}
+
+ProtobufTraceWriter::~ProtobufTraceWriter() {
+  discard();
+}
+
+void ProtobufTraceWriter::discard() noexcept {
+  discard_temp(file_, temp_path_);
+}
+
+void ProtobufTraceWriter::write(const v1::Record& record) {
+  if (auto why = checker_->check(record); !why.empty()) {
+    throw RuntimeError("trace writer for '" + path_.string() + "': " + why);
+  }
+  if (file_ == nullptr) throw RuntimeError("trace writer for '" + path_.string() + "' is already closed");
+  const std::size_t size = record.ByteSizeLong();
+  if (size > kMaxRecordBytes) {
+    throw RuntimeError("trace writer for '" + path_.string() + "': a record of " + std::to_string(size) +
+                       " bytes exceeds the limit of " + std::to_string(kMaxRecordBytes));
+  }
+  buffer_.clear();
+  {
+    google::protobuf::io::StringOutputStream raw(&buffer_);
+    google::protobuf::io::CodedOutputStream out(&raw);
+    // Deterministic map order: the same trace always gives the same bytes, so files can be compared.
+    out.SetSerializationDeterministic(true);
+    out.WriteVarint64(size);
+    record.SerializeWithCachedSizes(&out);
+  }
+  if (std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size()) {
+    throw RuntimeError("writing '" + path_.string() + "' failed (disk full or I/O error)");
+  }
+  ++records_;
+}
+
+void ProtobufTraceWriter::on_header(const v1::Header& header) {
+  record_.mutable_header()->CopyFrom(header);
+  write(record_);
+}
+
+void ProtobufTraceWriter::on_scenario(const v1::Scenario& scenario) {
+  record_.mutable_scenario()->CopyFrom(scenario);
+  write(record_);
+}
+
+void ProtobufTraceWriter::on_event(const v1::Event& event) {
+  record_.mutable_event()->CopyFrom(event);
+  write(record_);
+}
+
+void ProtobufTraceWriter::on_flow(const v1::Flow& flow) {
+  record_.mutable_flow()->CopyFrom(flow);
+  write(record_);
+}
+
+void ProtobufTraceWriter::on_row_result(const v1::RowResult& row_result) {
+  record_.mutable_row_result()->CopyFrom(row_result);
+  write(record_);
+}
+
+void ProtobufTraceWriter::on_phase_summary(const v1::PhaseSummary& phase_summary) {
+  record_.mutable_phase_summary()->CopyFrom(phase_summary);
+  write(record_);
+}
+
+void ProtobufTraceWriter::on_summary(const v1::Summary& summary) {
+  record_.mutable_summary()->CopyFrom(summary);
+  write(record_);
+}
+
+void ProtobufTraceWriter::finish() {
+  if (auto why = checker_->finish(); !why.empty()) {
+    throw RuntimeError("trace writer for '" + path_.string() + "': " + why);
+  }
+  commit_temp(file_, temp_path_, path_);
+  temp_path_.clear();
+}
+
+}  // namespace dcpsim::traces

@@ -1,0 +1,67 @@
+#include "temp_file.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <system_error>
+
+#include "dcpsim/error.h"
+
+namespace dcpsim::traces {
+
+std::FILE* open_temp_beside(const std::filesystem::path& target, std::filesystem::path& temp_path) {
+  if (target.filename().empty()) throw InputError("output path '" + target.string() + "' names no file");
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
+  std::string name = (dir / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) {
+    throw InputError("cannot create output file '" + target.string() + "': " + std::strerror(errno) +
+                     " (its directory must exist and be writable)");
+  }
+  // mkstemp makes the file private (0600); a trace is an ordinary output file.
+  ::fchmod(fd, 0644);
+  std::FILE* file = ::fdopen(fd, "wb");
+  if (file == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(name.c_str());
+    throw RuntimeError("cannot open output file '" + target.string() + "': " + std::strerror(err));
+  }
+  temp_path = name;
+  return file;
+}
+
+void commit_temp(std::FILE*& file, const std::filesystem::path& temp_path,
+                 const std::filesystem::path& target) {
+  const bool write_failed = std::ferror(file) != 0;
+  const bool close_failed = std::fclose(file) != 0;
+  file = nullptr;
+  std::error_code ec;
+  if (write_failed || close_failed) {
+    std::filesystem::remove(temp_path, ec);
+    throw RuntimeError("writing '" + target.string() + "' failed (disk full or I/O error)");
+  }
+  std::filesystem::rename(temp_path, target, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(temp_path, ignored);
+    throw RuntimeError("cannot move the finished output into place at '" + target.string() +
+                       "': " + ec.message());
+  }
+}
+
+void discard_temp(std::FILE*& file, std::filesystem::path& temp_path) noexcept {
+  if (file != nullptr) std::fclose(file);
+  file = nullptr;
+  if (!temp_path.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove(temp_path, ignored);
+    temp_path.clear();
+  }
+}
+
+}  // namespace dcpsim::traces
