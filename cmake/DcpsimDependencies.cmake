@@ -9,6 +9,7 @@ find_package(Protobuf REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(ZLIB REQUIRED)
+find_package(Eigen3 3.4 REQUIRED NO_MODULE)  # least-squares fits in analysis/ (calibrate)
 
 if(DCPSIM_WITH_SIMGRID)
   # Debian's SimGrid ships only a pkg-config file.

@@ -1,10 +1,118 @@
-// dcpsim calibrate: Fit a hardware profile to measured traces.
+// dcpsim calibrate: fit a hardware profile to measured traces (analysis/calibrate.h).
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
 #include "commands.h"
+#include "dcpsim/analysis/calibrate.h"
+#include "dcpsim/analysis/scenario_flags.h"
+#include "dcpsim/error.h"
 
 namespace dcpsim::cli {
+namespace {
+
+struct CalibrateArgs {
+  std::vector<std::string> measured;
+  std::string profile;
+  std::string out;
+  std::string name;
+  int hold_out = 0;
+  std::vector<std::string> hold_out_files;
+  std::string fix;
+  std::string date;
+  int max_iterations = 20;
+  double max_std_error = 0.5;
+};
+
+std::string pct(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f%%", 100.0 * x);
+  return buf;
+}
+
+std::string quantity(const models::Quantity& q) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g %s", q.value, std::string(models::to_string(q.unit)).c_str());
+  return buf;
+}
+
+void print_stats(const char* title, const std::vector<analysis::ResidualStats>& stats) {
+  std::cout << title << "\n";
+  for (const analysis::ResidualStats& s : stats) {
+    std::printf("  %-12s n=%-5d |rel err| p50 %-8s p90 %-8s max %-8s bias %s\n", s.figure.c_str(), s.count,
+                pct(s.p50).c_str(), pct(s.p90).c_str(), pct(s.max).c_str(), pct(s.mean).c_str());
+  }
+}
+
+void print_result(const analysis::CalibrationResult& r, const std::string& out) {
+  std::cout << "calibrated " << r.profile.name << " from " << r.base.name << ": " << r.observations << " figures, "
+            << r.fit_sections << " scenarios, " << r.iterations << " Gauss-Newton iterations\n";
+  for (const analysis::ParameterResult& p : r.parameters) {
+    if (!p.fitted) continue;
+    std::printf("  %-36s %14s -> %-14s (rel. std. error %s)%s\n", p.name.c_str(), quantity(p.base).c_str(),
+                quantity(p.result).c_str(), pct(p.relative_std_error).c_str(), p.at_bound ? " at bound" : "");
+  }
+  print_stats("fit residuals:", r.residuals);
+  if (!r.holdout_residuals.empty()) print_stats("held-out residuals:", r.holdout_residuals);
+  for (const std::string& e : r.excluded) std::cout << "note: left out " << e << "\n";
+  for (const std::string& w : r.warnings) std::cerr << "warning: " << w << "\n";
+  std::cout << "wrote " << out << " and " << analysis::calibration_sidecar(out).string() << "\n";
+}
+
+void run(const CalibrateArgs& a) {
+  if (a.hold_out == 1) throw InputError("--hold-out 1 would hold out every scenario; use K >= 2");
+  std::vector<analysis::MeasuredTrace> traces, held_traces;
+  for (const std::string& m : a.measured) traces.push_back(analysis::load_measured(m));
+  for (const std::string& m : a.hold_out_files) held_traces.push_back(analysis::load_measured(m));
+  std::vector<analysis::MeasuredSection> fit, holdout = analysis::all_sections(held_traces);
+  const std::vector<analysis::MeasuredSection> sections = analysis::all_sections(traces);
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    const bool held = a.hold_out >= 2 && (i + 1) % static_cast<std::size_t>(a.hold_out) == 0;
+    (held ? holdout : fit).push_back(sections[i]);
+  }
+  if (fit.empty()) throw InputError("--hold-out " + std::to_string(a.hold_out) + " leaves no scenario to fit");
+
+  analysis::CalibrateOptions options;
+  options.max_iterations = a.max_iterations;
+  options.max_relative_std_error = a.max_std_error;
+  if (!a.fix.empty()) options.fixed = analysis::split_list(a.fix, "--fix");
+  analysis::CalibrationResult result = analysis::calibrate(models::load_profile(a.profile), fit, holdout, options);
+
+  analysis::CalibrationProvenance prov;
+  for (const std::string& m : a.measured) prov.traces.emplace_back(m);
+  for (const std::string& m : a.hold_out_files) prov.traces.emplace_back(m);
+  for (const auto& t : traces) prov.headers.push_back(t.header);
+  for (const auto& t : held_traces) prov.headers.push_back(t.header);
+  prov.date = a.date;
+  prov.name = a.name;
+  analysis::stamp_sources(result, prov);
+  analysis::write_calibration(result, prov, a.out);
+  print_result(result, a.out);
+}
+
+}  // namespace
 
 void add_calibrate_command(CLI::App& app) {
-  add_unavailable_command(app, "calibrate", "Fit a hardware profile to measured traces", "not built yet");
+  auto args = std::make_shared<CalibrateArgs>();
+  CLI::App* cmd = app.add_subcommand("calibrate", "Fit a hardware profile to measured traces");
+  cmd->add_option("--measured", args->measured, "Measured (or simulated) .pb traces to fit")->required()->expected(1, -1);
+  cmd->add_option("--profile", args->profile, "Base profile: a built-in name or a JSON file")->required();
+  cmd->add_option("--out", args->out, "Calibrated profile JSON to write (a .calibration.json sidecar goes next to it)")
+      ->required();
+  cmd->add_option("--name", args->name, "Name of the calibrated profile (default: base name + \"-calibrated\")");
+  auto* k = cmd->add_option("--hold-out", args->hold_out,
+                            "Hold out every K-th scenario of --measured (in file order) and report its residuals")
+                ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--hold-out-file", args->hold_out_files, "Traces used only to check the fit, never to fit it")
+      ->expected(1, -1)
+      ->excludes(k);
+  cmd->add_option("--fix", args->fix, "Comma list of profile parameters to keep from the base profile");
+  cmd->add_option("--date", args->date, "Date recorded in the sources (default: today, UTC)");
+  cmd->add_option("--max-iterations", args->max_iterations, "Gauss-Newton iterations at most")->check(CLI::PositiveNumber);
+  cmd->add_option("--max-std-error", args->max_std_error,
+                  "Revert parameters whose relative standard error exceeds this (default 0.5)")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([args] { run(*args); });
 }
 
 }  // namespace dcpsim::cli

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   cli::add_validate_command(app);
   cli::add_export_command(app);
   cli::add_merge_command(app);
+  cli::add_import_command(app);
 
   try {
     app.parse(argc, argv);

@@ -163,7 +163,26 @@ void launch_reduce_sum(const ReduceArgs& a, cudaStream_t stream);
 // Writes %globaltimer into *slot (the origin of per-row stamps, and the all-rows-ready time after a collective).
 void launch_stamp(unsigned long long* slot, cudaStream_t stream);
 
-// Fills n elements with uniform values in [-a, a) rounded to `e` from a counter-based hash of (seed, index).
-void launch_fill_uniform(void* ptr, std::int64_t n, Elem e, float a, std::uint64_t seed, cudaStream_t stream);
+// Fills n elements with uniform values in [-a, a) rounded to `e` from a counter-based hash of (seed, first + i).
+void launch_fill_uniform(void* ptr, std::int64_t n, Elem e, float a, std::uint64_t seed, std::int64_t first,
+                         cudaStream_t stream);
+
+// Fills one rank's KV shard: local token l of row b is request token t = (l / I)·N·I + rank·I + l % I, and its
+// `width` lanes get value(seed, (global_base[b] + t)·width + lane) — the whole cache's values, placed by the
+// SPEC ownership rule, without materialising the cache.
+struct KvFillArgs {
+  void* ptr = nullptr;  // [Σ local_len][width]
+  Elem elem = Elem::kBF16;
+  int rows = 0;
+  const std::int64_t* local_offset = nullptr;  // device [B]
+  const std::int64_t* global_base = nullptr;   // device [B]
+  const int* local_len = nullptr;              // device [B]
+  std::int64_t max_len = 0;
+  int width = 0;
+  int dcp = 1, rank = 0, interleave = 1;
+  std::uint64_t seed = 0;
+  float amplitude = 1.f;
+};
+void launch_fill_kv_shard(const KvFillArgs& a, cudaStream_t stream);
 
 }  // namespace dcpsim::hw::ops

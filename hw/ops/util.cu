@@ -30,10 +30,25 @@ namespace {
 __global__ void stamp_kernel(unsigned long long* slot) { *slot = global_timer(); }
 
 template <typename T>
-__global__ void fill_kernel(T* p, std::int64_t n, float a, std::uint64_t seed) {
+__global__ void fill_kernel(T* p, std::int64_t n, float a, std::uint64_t seed, std::int64_t first) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x)
-    p[i] = from_f32<T>(static_cast<float>(fill_value(seed, static_cast<std::uint64_t>(i), a)));
+    p[i] = from_f32<T>(static_cast<float>(fill_value(seed, static_cast<std::uint64_t>(first + i), a)));
+}
+
+template <typename T>
+__global__ void fill_kv_kernel(KvFillArgs a) {
+  const int b = blockIdx.y;
+  const std::int64_t n = std::int64_t(a.local_len[b]) * a.width;
+  T* dst = static_cast<T*>(a.ptr) + a.local_offset[b] * a.width;
+  const std::int64_t span = std::int64_t(a.dcp) * a.interleave;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t l = i / a.width, lane = i % a.width;
+    const std::int64_t t = (l / a.interleave) * span + std::int64_t(a.rank) * a.interleave + l % a.interleave;
+    const std::uint64_t index = static_cast<std::uint64_t>((a.global_base[b] + t) * a.width + lane);
+    dst[i] = from_f32<T>(static_cast<float>(fill_value(a.seed, index, a.amplitude)));
+  }
 }
 
 }  // namespace
@@ -43,17 +58,29 @@ void launch_stamp(unsigned long long* slot, cudaStream_t stream) {
   DCPSIM_CUDA_LAUNCHED("stamp_kernel");
 }
 
-void launch_fill_uniform(void* ptr, std::int64_t n, Elem e, float a, std::uint64_t seed, cudaStream_t stream) {
+void launch_fill_uniform(void* ptr, std::int64_t n, Elem e, float a, std::uint64_t seed, std::int64_t first,
+                         cudaStream_t stream) {
   if (n == 0) return;
   const int blocks = static_cast<int>(std::min<std::int64_t>(ceil_div(n, 256), 132 * 32));
   switch (e) {
-    case Elem::kF32: fill_kernel<float><<<blocks, 256, 0, stream>>>(static_cast<float*>(ptr), n, a, seed); break;
+    case Elem::kF32: fill_kernel<float><<<blocks, 256, 0, stream>>>(static_cast<float*>(ptr), n, a, seed, first); break;
     case Elem::kBF16:
-      fill_kernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(ptr), n, a, seed);
+      fill_kernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(ptr), n, a, seed, first);
       break;
-    case Elem::kF16: fill_kernel<__half><<<blocks, 256, 0, stream>>>(static_cast<__half*>(ptr), n, a, seed); break;
+    case Elem::kF16: fill_kernel<__half><<<blocks, 256, 0, stream>>>(static_cast<__half*>(ptr), n, a, seed, first); break;
   }
   DCPSIM_CUDA_LAUNCHED("fill_kernel");
+}
+
+void launch_fill_kv_shard(const KvFillArgs& a, cudaStream_t stream) {
+  if (a.rows == 0 || a.max_len == 0 || a.width == 0) return;
+  const dim3 grid(std::min(ceil_div(a.max_len * a.width, 256), 4096), a.rows);
+  switch (a.elem) {
+    case Elem::kF32: fill_kv_kernel<float><<<grid, 256, 0, stream>>>(a); break;
+    case Elem::kBF16: fill_kv_kernel<__nv_bfloat16><<<grid, 256, 0, stream>>>(a); break;
+    case Elem::kF16: fill_kv_kernel<__half><<<grid, 256, 0, stream>>>(a); break;
+  }
+  DCPSIM_CUDA_LAUNCHED("fill_kv_kernel");
 }
 
 }  // namespace dcpsim::hw::ops

@@ -18,31 +18,46 @@ void check_shape(const AttentionShape& a) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// What one work unit of a row moves, given the row's split count and the tokens in this split.
-struct UnitBytes {
-  double kv_per_token;  // this unit's share of the KV read per token
-  double q;             // its query heads
-  double out_split;     // fp32 partial O + LSE (row split in several units)
-  double out_whole;     // final O in the output dtype + LSE (row in one split)
-  double of(int64_t tokens, int splits) const {
-    return kv_per_token * double(tokens) + q + (splits > 1 ? out_split : out_whole);
-  }
-};
-
-UnitBytes unit_bytes(const HardwareProfile& p, const AttentionShape& a) {
-  const double kv_b = double(dtype_bytes(a.kv_dtype));
-  const double qh = heads_per_work_unit(p, a);
+// HBM bytes of one work unit per KV token: its share of the KV read. Head groups that share a KV head share its
+// read (the first group's read brings the tokens into L2). The unit's Q load and its partial-output write are
+// L2 traffic priced by attention.cta_overhead.
+double unit_kv_bytes_per_token(const HardwareProfile& p, const AttentionShape& a) {
   const double groups_per_kv_head = double(head_groups(p, a)) / a.kv_heads;
-  const double kv_elems = a.shared_kv ? a.qk_dim : a.qk_dim + a.head_dim;
-  // Head groups that share a KV head share its HBM read: the first group's read brings the tokens into L2.
-  return {kv_elems * kv_b / groups_per_kv_head, qh * a.qk_dim * kv_b, qh * (a.head_dim * 4.0 + 4.0),
-          qh * (a.head_dim * double(dtype_bytes(a.out_dtype)) + 4.0)};
+  return kv_bytes_per_token(a) / a.kv_heads / groups_per_kv_head;
 }
 
-// FlashDecoding-style split size: enough splits that the units fill every slot once, in whole work units.
-int64_t choose_split_tokens(int64_t total_tokens, int groups, int slots, int64_t unit_tokens) {
-  const int64_t per_slot = ceil_div(total_tokens * groups, slots);
-  return std::max(unit_tokens, ceil_div(per_slot, unit_tokens) * unit_tokens);
+// Bytes a non-empty row adds to the kernel besides its KV: its queries read once, its output and LSE written.
+double row_io_bytes(const AttentionShape& a) {
+  return a.heads * (a.qk_dim * double(dtype_bytes(a.kv_dtype)) + a.head_dim * double(dtype_bytes(a.out_dtype)) + 4.0);
+}
+
+int64_t units_for(std::span<const int64_t> tokens, int64_t split, int groups) {
+  int64_t units = 0;
+  for (int64_t n : tokens) units += ceil_div(n, split) * groups;
+  return units;
+}
+
+// FlashDecoding-style split size, in whole work units: the smallest split whose units fit in one wave of the
+// slots, so that no nearly empty tail wave costs a whole unit's time. When even one split per row overflows the
+// slots (rows × head groups > slots), rows are not split at all and run in several full waves.
+int64_t choose_split_tokens(std::span<const int64_t> tokens, int groups, int slots, int64_t unit_tokens) {
+  int64_t longest = 0, nonempty = 0;
+  for (int64_t n : tokens) {
+    longest = std::max(longest, n);
+    nonempty += n > 0;
+  }
+  const int64_t whole_row = ceil_div(longest, unit_tokens);  // in work units
+  if (nonempty * groups >= slots) return whole_row * unit_tokens;
+  int64_t lo = 1, hi = whole_row;  // units_for is non-increasing in the split; fits at hi
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (units_for(tokens, mid * unit_tokens, groups) <= slots) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo * unit_tokens;
 }
 
 }  // namespace
@@ -98,35 +113,44 @@ AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionS
   }
   if (total_tokens == 0) return t;
 
-  const UnitBytes ub = unit_bytes(p, a);
-  t.split_tokens = choose_split_tokens(total_tokens, groups, t.slots,
+  const double kv_per_token = unit_kv_bytes_per_token(p, a);
+  t.split_tokens = choose_split_tokens(local_tokens, groups, t.slots,
                                        static_cast<int64_t>(p.attention.work_unit_tokens.si()));
   // Units in launch order: row by row, split by split, head group by head group; unit i runs in wave i / slots.
   std::vector<double> wave_max_bytes;
+  std::vector<int> wave_units;
   int64_t unit = 0;
   for (int b = 0; b < rows; ++b) {
     const int splits = static_cast<int>(ceil_div(local_tokens[b], t.split_tokens));
     t.row_splits[b] = splits;
     for (int s = 0; s < splits; ++s) {
       const int64_t tokens = std::min(t.split_tokens, local_tokens[b] - s * t.split_tokens);
-      const double bytes = ub.of(tokens, splits);
+      const double bytes = kv_per_token * double(tokens);
       for (int g = 0; g < groups; ++g, ++unit) {
         const auto wave = static_cast<std::size_t>(unit / t.slots);
-        if (wave >= wave_max_bytes.size()) wave_max_bytes.push_back(0.0);
+        if (wave >= wave_max_bytes.size()) {
+          wave_max_bytes.push_back(0.0);
+          wave_units.push_back(0);
+        }
         wave_max_bytes[wave] = std::max(wave_max_bytes[wave], bytes);
+        ++wave_units[wave];
         t.total_bytes += bytes;
       }
     }
-    if (splits > 0) t.row_last_wave[b] = static_cast<int>((unit - 1) / t.slots);
+    if (splits == 0) continue;
+    t.row_last_wave[b] = static_cast<int>((unit - 1) / t.slots);
+    t.total_bytes += row_io_bytes(a);
   }
   t.work_units = static_cast<int>(unit);
   t.waves = static_cast<int>(wave_max_bytes.size());
 
-  // Every slot gets an equal share of the kernel's bandwidth; a wave lasts as long as its largest unit.
-  const double slot_bw = p.gpu.hbm_bandwidth_measured.si() * hbm_efficiency(p, t.total_bytes) / t.slots;
+  // The units of a wave share the kernel's bandwidth, none faster than one CTA can stream; a wave lasts as long
+  // as its largest unit.
+  const double kernel_bw = p.gpu.hbm_bandwidth_measured.si() * hbm_efficiency(p, t.total_bytes);
   double end = floor;
-  for (double bytes : wave_max_bytes) {
-    end += p.attention.cta_overhead.si() + bytes / slot_bw;
+  for (std::size_t w = 0; w < wave_max_bytes.size(); ++w) {
+    const double unit_bw = std::min(kernel_bw / wave_units[w], p.attention.max_cta_bandwidth.si());
+    end += p.attention.cta_overhead.si() + wave_max_bytes[w] / unit_bw;
     t.wave_end_s.push_back(end);
   }
   t.kernel_end_s = end;

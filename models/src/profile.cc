@@ -86,8 +86,8 @@ Unit parse_unit(std::string_view s) {
   throw InputError("unknown unit \"" + std::string(s) + "\" (allowed: " + allowed + ")");
 }
 
-Quantity quantity_from_si(double si_value, Unit unit, std::string source) {
-  return Quantity{si_value / si_factor(unit), unit, std::move(source)};
+Quantity quantity_from_si(double base_value, Unit unit, std::string source) {
+  return Quantity{base_value / si_factor(unit), unit, std::move(source)};
 }
 
 std::string_view to_string(Protocol p) {

@@ -101,6 +101,7 @@ void visit_profile(V& v, P& p) {
     v.number("ctas_per_sm", p.attention.ctas_per_sm, kCount, Check::kPositiveInteger);
     v.number("heads_per_cta", p.attention.heads_per_cta, kCount, Check::kPositiveInteger);
     v.number("cta_overhead", p.attention.cta_overhead, kTime, Check::kNonNegative);
+    v.number("max_cta_bandwidth", p.attention.max_cta_bandwidth, kBw, Check::kPositive);
     v.number("floor", p.attention.floor, kTime, Check::kNonNegative);
   });
   v.section("nccl", [&] { visit_nccl(v, p.nccl); });

@@ -14,8 +14,8 @@ namespace {
 const AttentionShape kMla{128, 1, 512, 576, true, DType::kBF16, DType::kBF16};
 const AttentionShape kGqa{32, 8, 128, 128, false, DType::kBF16, DType::kBF16};
 
-// 4 SMs of one unit each, 16-token work units, 1 TB/s at efficiency exactly 1, attention floor 2 us, 1 us per
-// unit, 0.5 us kernel floor.
+// 4 SMs of one unit each, 16-token work units, 1 TB/s at efficiency exactly 1, at most 0.5 TB/s per unit,
+// attention floor 2 us, 1 us per unit, 0.5 us kernel floor.
 HardwareProfile tiny_gpu() {
   HardwareProfile p = load_profile("h200-sxm");
   p.gpu.sm_count = {4, Unit::kCount, "test"};
@@ -27,6 +27,7 @@ HardwareProfile tiny_gpu() {
   p.attention.work_unit_tokens = {16, Unit::kCount, "test"};
   p.attention.heads_per_cta = {64, Unit::kCount, "test"};
   p.attention.cta_overhead = {1, Unit::kMicroseconds, "test"};
+  p.attention.max_cta_bandwidth = {0.5, Unit::kTBps, "test"};
   p.attention.floor = {2, Unit::kMicroseconds, "test"};
   return p;
 }
@@ -48,9 +49,8 @@ TEST(CostAttention, MlaReadsTheLatentOnceGqaReadsKAndVPerKvHead) {
 }
 
 // Rows of 32, 0 and 16 tokens, 64 heads (one head group). 48 tokens over 4 slots → 12 per slot → split 16:
-// row 0 has 2 units, row 2 has 1: one wave.
-// Unit bytes: KV 16 × 1152 = 18432, Q 64 × 576 × 2 = 73728, split partial 64 × (512 × 4 + 4) = 131328,
-// whole output 64 × (512 × 2 + 4) = 65792. Largest unit 223488 B at 1 TB/s / 4 slots = 0.893952 us.
+// row 0 has 2 units, row 2 has 1: one wave. Each unit streams 16 tokens × 1152 B = 18432 B of latent; 3 units
+// share 1 TB/s. Kernel bytes: 3 × 18432 KV + 2 rows × 64 × (576 × 2 + 512 × 2 + 4) = 55296 + 279040.
 TEST(CostAttention, OneWaveHandExample) {
   const HardwareProfile p = tiny_gpu();
   const AttentionShape a{64, 1, 512, 576, true, DType::kBF16, DType::kBF16};
@@ -61,8 +61,8 @@ TEST(CostAttention, OneWaveHandExample) {
   EXPECT_EQ(t.row_splits, (std::vector<int>{2, 0, 1}));
   EXPECT_EQ(t.work_units, 3);
   EXPECT_EQ(t.waves, 1);
-  EXPECT_EQ(t.total_bytes, 2 * 223488.0 + 157952.0);
-  const double end = 2e-6 + 1e-6 + 223488.0 / 0.25e12;
+  EXPECT_EQ(t.total_bytes, 55296.0 + 279040.0);
+  const double end = 2e-6 + 1e-6 + 18432.0 * 3 / 1e12;
   EXPECT_NEAR(t.kernel_end_s, end, 1e-12);
   EXPECT_NEAR(t.row_done_s[0], end, 1e-12);
   EXPECT_EQ(t.row_done_s[1], 2e-6);  // empty row: start + floor
@@ -80,16 +80,20 @@ TEST(CostAttention, OneWaveHandExample) {
 TEST(CostAttention, MoreUnitsThanSlotsRunInWaves) {
   const HardwareProfile p = tiny_gpu();
   const AttentionShape a{64, 1, 512, 576, true, DType::kBF16, DType::kBF16};
-  const std::vector<int64_t> tokens{64, 64, 64, 64, 64};  // 320 tokens / 4 slots → split 80: 5 units
+  // 5 rows × 1 head group already exceed the 4 slots: rows are not split, 5 units run in 2 waves.
+  const std::vector<int64_t> tokens{64, 64, 64, 64, 64};
   const AttentionTiming t = decode_attention_time(p, a, tokens);
-  EXPECT_EQ(t.split_tokens, 80);
+  EXPECT_EQ(t.split_tokens, 64);
   EXPECT_EQ(t.waves, 2);
   EXPECT_EQ(t.row_last_wave, (std::vector<int>{0, 0, 0, 0, 1}));
   EXPECT_FALSE(t.needs_combine);
   EXPECT_EQ(t.combine_s, 0.0);
   EXPECT_LT(t.row_done_s[3], t.row_done_s[4]);
   EXPECT_EQ(t.row_done_s[4], t.kernel_end_s);
-  EXPECT_NEAR(t.wave_end_s[1] - t.wave_end_s[0], t.wave_end_s[0] - 2e-6, 1e-15);  // equal waves
+  // Each unit streams 64 × 1152 = 73728 B. Wave 0 shares 1 TB/s among 4 units; wave 1's lone unit is held to
+  // the 0.5 TB/s a single unit can stream.
+  EXPECT_NEAR(t.wave_end_s[0], 2e-6 + 1e-6 + 73728.0 / 0.25e12, 1e-12);
+  EXPECT_NEAR(t.wave_end_s[1] - t.wave_end_s[0], 1e-6 + 73728.0 / 0.5e12, 1e-12);
 }
 
 TEST(CostAttention, EmptyRowsCompleteAtTheFloor) {
@@ -127,7 +131,9 @@ TEST(CostAttention, RowsCompleteInWaveOrderAndNeverBeforeTheFloor) {
         // Completion is non-decreasing in wave index.
         for (std::size_t i = 0; i < tokens.size(); ++i) {
           for (std::size_t j = 0; j < tokens.size(); ++j) {
-            if (t.row_last_wave[i] < t.row_last_wave[j]) EXPECT_LT(t.row_done_s[i], t.row_done_s[j]);
+            if (t.row_last_wave[i] < t.row_last_wave[j]) {
+              EXPECT_LT(t.row_done_s[i], t.row_done_s[j]);
+            }
           }
         }
       }
@@ -153,12 +159,45 @@ TEST(CostAttention, LongerContextsAndSlowerMemoryNeverFinishEarlier) {
 // in the 12-16 us per layer that aiconfigurator's H200 tables show.
 TEST(CostAttention, SmallKvDecodeMatchesTheMeasuredFloor) {
   const HardwareProfile p = load_profile("h200-sxm");
-  for (int rows : {1, 8, 32}) {
-    const AttentionTiming t = decode_attention_time(p, kMla, std::vector<int64_t>(rows, 1024));
+  for (auto [rows, ctx] : {std::pair{1, 256}, {1, 1024}, {2, 1024}, {4, 256}, {8, 256}}) {
+    const AttentionTiming t = decode_attention_time(p, kMla, std::vector<int64_t>(rows, ctx));
     const double total = t.kernel_end_s + (t.needs_combine ? p.launch.dependent_gap.si() + t.combine_s : 0.0);
-    EXPECT_GE(total, 10e-6) << rows;
-    EXPECT_LE(total, 16e-6) << rows;
+    EXPECT_GE(total, 10e-6) << rows << " x " << ctx;
+    EXPECT_LE(total, 16e-6) << rows << " x " << ctx;
   }
+}
+
+TEST(CostAttention, SplitsFillOneWaveWithoutATail) {
+  const HardwareProfile p = load_profile("h200-sxm");  // 132 slots, MLA: 2 head groups
+  for (int rows : {1, 3, 8, 40, 65}) {
+    for (int64_t ctx : {5000, 131072}) {
+      const AttentionTiming t = decode_attention_time(p, kMla, std::vector<int64_t>(rows, ctx));
+      EXPECT_EQ(t.waves, 1) << rows << " x " << ctx;
+      EXPECT_LE(t.work_units, t.slots);
+      EXPECT_EQ(t.split_tokens % 64, 0);
+      // One block smaller would overflow the wave (or the split is already one block).
+      if (t.split_tokens > 64) {
+        EXPECT_GT(rows * 2 * ((ctx + t.split_tokens - 65) / (t.split_tokens - 64)), t.slots) << rows << " " << ctx;
+      }
+    }
+  }
+  // 66 rows × 2 groups fill the 132 slots exactly: no split; 67 rows need a second wave.
+  EXPECT_EQ(decode_attention_time(p, kMla, std::vector<int64_t>(66, 9000)).row_splits[0], 1);
+  EXPECT_EQ(decode_attention_time(p, kMla, std::vector<int64_t>(67, 9000)).waves, 2);
+}
+
+// With every unit the same size in one full wave, the kernel streams all KV at the efficiency-scaled bandwidth:
+// floor + cta_overhead + KV bytes / (measured × efficiency(total bytes)).
+TEST(CostAttention, FullWaveStreamsAtTheKernelBandwidth) {
+  const HardwareProfile p = load_profile("h200-sxm");
+  const int rows = 64;
+  const int64_t ctx = 32768;
+  const AttentionTiming t = decode_attention_time(p, kMla, std::vector<int64_t>(rows, ctx));
+  ASSERT_EQ(t.waves, 1);
+  const double kv = rows * ctx * kv_bytes_per_token(kMla);
+  const double expected = p.attention.floor.si() + p.attention.cta_overhead.si() +
+                          kv / (p.gpu.hbm_bandwidth_measured.si() * hbm_efficiency(p, t.total_bytes));
+  EXPECT_NEAR(t.kernel_end_s / expected, 1.0, 1e-12);
 }
 
 }  // namespace

@@ -59,7 +59,9 @@ TEST(CostCollectives, MonotonicInBytesForEveryPlanAndTheTuner) {
       for (double bytes = 1; bytes < 4e9; bytes *= 2.7) {
         const std::vector<CollectivePlan> plans = candidate_plans(p, c, n, bytes);
         for (std::size_t i = 0; i < plans.size(); ++i) {
-          if (i < previous.size()) EXPECT_GE(plans[i].analytic_time_s, previous[i]) << to_string(c) << " " << n;
+          if (i < previous.size()) {
+            EXPECT_GE(plans[i].analytic_time_s, previous[i]) << to_string(c) << " " << n;
+          }
         }
         previous.clear();
         for (const CollectivePlan& plan : plans) previous.push_back(plan.analytic_time_s);

@@ -42,7 +42,8 @@ TEST(Dtype, NoDoubleRoundingThroughFp32) {
 TEST(Dtype, OverflowAndUnderflow) {
   const double bf16_max = std::ldexp(2.0 - std::ldexp(1.0, -7), 127);
   EXPECT_EQ(round_to(DType::kBF16, bf16_max), bf16_max);
-  EXPECT_EQ(round_to(DType::kBF16, bf16_max * (1 + std::ldexp(1.0, -9))), kInf);
+  EXPECT_EQ(round_to(DType::kBF16, bf16_max * (1 + std::ldexp(1.0, -9))), bf16_max);  // below half an ulp
+  EXPECT_EQ(round_to(DType::kBF16, bf16_max * (1 + std::ldexp(1.0, -8))), kInf);
   EXPECT_EQ(round_to(DType::kF16, 65504.0), 65504.0);
   EXPECT_EQ(round_to(DType::kF16, 65519.0), 65504.0);
   EXPECT_EQ(round_to(DType::kF16, 65520.0), kInf);  // the tie with 65536 rounds to even = overflow

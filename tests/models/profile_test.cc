@@ -118,7 +118,9 @@ TEST(Profile, EveryNumberCarriesUnitAndSource) {
         ++numbers;
         ASSERT_TRUE(j.contains("source")) << name << " " << path;
         EXPECT_FALSE(j["source"].get<std::string>().empty()) << name << " " << path;
-        if (j["value"].is_number()) EXPECT_TRUE(j.contains("unit")) << name << " " << path;
+        if (j["value"].is_number()) {
+          EXPECT_TRUE(j.contains("unit")) << name << " " << path;
+        }
         return;
       }
       for (const auto& item : j.items()) {

@@ -83,6 +83,21 @@ TEST(ChromeTrace, CompleteEventsCarryMicrosecondsMatchingTheNanoseconds) {
   EXPECT_EQ(by_name["launch"].at("ts"), 0.0);
 }
 
+TEST(ChromeTrace, ProducerArgsAreKeptButNeverReplaceTypedFields) {
+  ScratchDir dir;
+  Trace t = one_section();
+  (*t.sections[0].events[0].mutable_args())["bytes"] = "not a number";
+  (*t.sections[0].events[0].mutable_args())["epoch"] = "3";
+  const json doc = export_and_parse(t, dir);
+  for (const auto& x : with_phase(doc, "X")) {
+    if (x.at("name") != "attention") continue;
+    EXPECT_EQ(x.at("args").at("bytes"), 4096);
+    EXPECT_EQ(x.at("args").at("epoch"), "3");
+    return;
+  }
+  FAIL() << "attention slice missing";
+}
+
 TEST(ChromeTrace, MetadataNamesEveryRankAndLane) {
   ScratchDir dir;
   const json doc = export_and_parse(testing::sample_trace(), dir);

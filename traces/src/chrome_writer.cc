@@ -127,7 +127,7 @@ void ChromeTraceWriter::on_event(const v1::Event& e) {
   if (e.has_rows()) args["rows"] = {{"begin", e.rows().begin()}, {"end", e.rows().end()}};
   if (e.has_id()) args["id"] = e.id();
   if (e.emulated()) args["emulated"] = true;
-  for (const auto& [key, value] : e.args()) args[key] = value;
+  for (const auto& [key, value] : e.args()) args.emplace(key, value);  // never overrides the typed fields
   std::string category(to_string(e.kind()));
   if (e.emulated()) category += ",emulated";
   emit({{"ph", "X"},

@@ -49,7 +49,7 @@ struct AttentionTiming {
   int slots = 0;                    // units resident at once: SMs × ctas_per_sm
   int waves = 0;
   std::vector<double> wave_end_s;   // per wave, its end
-  double total_bytes = 0.0;         // KV + Q + partial output bytes the kernel moves
+  double total_bytes = 0.0;         // HBM bytes: every row's KV shard, queries and final output + LSE
   double kernel_end_s = 0.0;        // floor + every wave
   bool needs_combine = false;       // some row has more than one split
   double combine_s = 0.0;           // duration of the split-KV combine kernel (0 when not needed)
@@ -61,8 +61,13 @@ struct AttentionTiming {
 };
 
 // Decode attention on one rank over each row's local shard length (tokens; 0 = empty shard).
-// Units are ordered row by row, split by split; unit i runs in wave i / slots; all slots share the kernel's HBM
-// bandwidth evenly, so a wave lasts cta_overhead + (its largest unit's bytes) × slots / (bandwidth × eff).
+// The split is the smallest multiple of attention.work_unit_tokens whose units fit in one wave of the slots
+// (SMs × ctas_per_sm); when rows × head groups alone exceed the slots, rows are not split and run in several
+// waves. Units are ordered row by row, split by split, head group by head group; unit i runs in wave i / slots. A unit
+// streams its share of the split's KV from HBM (head groups of one KV head share the read); its Q load and
+// partial write are L2 traffic inside cta_overhead. The units of a wave share the kernel's HBM bandwidth
+// (measured × efficiency(total_bytes)) evenly, each at most attention.max_cta_bandwidth, so a wave lasts
+// cta_overhead + its largest unit's bytes / that share.
 AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionShape& a,
                                       std::span<const int64_t> local_tokens);
 

@@ -52,7 +52,7 @@ struct Quantity {
 };
 
 // Builds a quantity from a base-unit value, expressed in `unit` (e.g. calibrated 3.1e-6 s written as 3.1 us).
-Quantity quantity_from_si(double si_value, Unit unit, std::string source);
+Quantity quantity_from_si(double base_value, Unit unit, std::string source);
 
 // An on/off setting with its source.
 struct Switch {
@@ -125,6 +125,7 @@ struct AttentionSpec {
   Quantity ctas_per_sm;       // count: work units resident per SM at once
   Quantity heads_per_cta;     // count: query heads one work unit handles when the KV is shared (MLA)
   Quantity cta_overhead;      // time: fixed cost per work unit (Q load, softmax epilogue, partial write)
+  Quantity max_cta_bandwidth; // bandwidth: the most one work unit can stream (bytes in flight / HBM latency)
   Quantity floor;             // time: fixed cost of the attention kernel (setup before any unit starts)
   bool operator==(const AttentionSpec&) const = default;
 };

@@ -1,0 +1,61 @@
+#pragma once
+// Measured (or simulated) traces as calibrate and validate read them: per section the scenario it ran, the
+// per-rank phase medians mapped to simulator phases (phase_map.h), the step latency and per-row ready times.
+// Anything calibration cannot use is an InputError naming the file: not a trace, truncated, no header, no
+// scenario, a section without phase summaries, a phase name with no simulator counterpart.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dcpsim/models/scenario.h"
+#include "dcpsim/traces/schema.h"
+
+namespace dcpsim::analysis {
+
+// One phase of one rank, in seconds. rank -1: a statistic over all ranks.
+struct MeasuredPhase {
+  int rank = 0;
+  std::string measured_name;  // as the trace spells it
+  std::string phase;          // the simulator phase it maps to
+  double median_s = 0.0;
+  double min_s = 0.0;
+  double max_s = 0.0;
+  int repetitions = 0;
+};
+
+// When a row's merged LSE and output were ready on a rank, relative to the section's first event.
+struct MeasuredRow {
+  int row = 0;
+  int rank = 0;
+  double lse_ready_s = 0.0;
+  double output_ready_s = 0.0;
+};
+
+struct MeasuredSection {
+  std::filesystem::path trace;  // the file it came from
+  int index = 0;                // its position in that file (0-based)
+  traces::v1::Source source = traces::v1::SOURCE_UNSPECIFIED;
+  models::Scenario scenario;
+  std::string label;  // traces::describe() of the section's scenario
+  std::vector<MeasuredPhase> phases;
+  std::vector<MeasuredRow> rows;
+  std::optional<double> step_s;  // Summary.step_latency_ns, when present
+  // "file.pb#3 (label)", the prefix of every message about this section.
+  std::string where() const;
+};
+
+struct MeasuredTrace {
+  std::filesystem::path path;
+  traces::v1::Header header;
+  std::vector<MeasuredSection> sections;
+};
+
+// Reads one trace. Phases that map to no simulator phase (aggregates) are left out; rank -1 summaries are kept
+// only for phases no rank reports on its own.
+MeasuredTrace load_measured(const std::filesystem::path& path);
+
+// Every section of every file, in order.
+std::vector<MeasuredSection> all_sections(const std::vector<MeasuredTrace>& traces);
+
+}  // namespace dcpsim::analysis

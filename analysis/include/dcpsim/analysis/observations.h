@@ -1,0 +1,67 @@
+#pragma once
+// What calibrate fits and validate checks: measured figures (phase medians, step latency, per-row ready times)
+// paired with the simulator's prediction of the same figure for the same scenario under a profile.
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "dcpsim/analysis/measured.h"
+#include "dcpsim/models/profile.h"
+#include "dcpsim/models/scenario.h"
+
+namespace dcpsim::analysis {
+
+// The simulator's figures for one scenario, in seconds.
+struct Prediction {
+  std::map<std::pair<int, std::string>, double> phase_s;  // (rank, phase): summed over the rank's spans
+  double step_s = 0.0;
+  std::vector<std::vector<double>> lse_ready_s;     // [rank][row]
+  std::vector<std::vector<double>> output_ready_s;  // [rank][row]
+};
+
+// Re-simulates scenarios under one profile (sim::Simulator). Builds without SimGrid throw InputError on
+// construction, naming the missing simulator.
+class Predictor {
+ public:
+  explicit Predictor(const models::HardwareProfile& profile);
+  ~Predictor();
+  Predictor(Predictor&&) noexcept;
+  Prediction predict(const models::Scenario& scenario) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+enum class ObservationKind { kPhase, kStep, kRowLse, kRowOutput };
+std::string_view to_string(ObservationKind k);  // "phase" | "step" | "row_lse" | "row_output"
+
+struct Observation {
+  int section = 0;  // index into the section list it was built from
+  ObservationKind kind = ObservationKind::kPhase;
+  int rank = 0;       // -1: the slowest rank (phase summaries over all ranks; the step)
+  std::string phase;  // simulator phase (kPhase), else the kind's name
+  int row = -1;       // kRowLse / kRowOutput
+  double measured_s = 0.0;
+};
+
+struct ObservationSet {
+  std::vector<Observation> observations;
+  // One line per kind of figure left out and why ("12 phase medians of emulated collectives (query_gather,
+  // ...): emulation replaces collectives with device-local copies").
+  std::vector<std::string> excluded;
+};
+
+// The figures of `sections` that their sources measure faithfully (phase_map.h): every kernel phase; other
+// phases, the step and rows only for simulated and real multi-GPU traces. Zero-length figures are left out
+// (a relative error of a 0 ns phase means nothing).
+ObservationSet build_observations(const std::vector<MeasuredSection>& sections, bool include_rows = true);
+
+// The prediction of one observation; NaN when the simulator has no such figure for that scenario (e.g. a phase
+// the strategy does not run).
+double predicted(const Prediction& p, const Observation& o);
+
+}  // namespace dcpsim::analysis

@@ -1,0 +1,43 @@
+#pragma once
+// The one table that says which simulator phase (sim/step_result.h) a measured phase name stands for, and which
+// phases a trace of a given source measures faithfully.
+//
+// Measured traces (`dcpsim hw run`) and simulated ones name phases independently; every name a trace may carry is
+// listed in phase_map.cc with the simulator phase it is compared with. Aggregates that span several phases
+// ("step", "merge", "total") are known but compared with nothing (the step is compared through the Summary
+// record). Any other name is an InputError: a phase that cannot be mapped is never silently dropped.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dcpsim/traces/schema.h"
+
+namespace dcpsim::analysis {
+
+struct PhaseMapping {
+  std::string_view measured;  // the name as a trace writes it
+  std::string_view sim;       // the simulator phase; empty for an aggregate compared with nothing
+};
+
+// Every known measured name, in the table's order.
+const std::vector<PhaseMapping>& phase_mappings();
+
+// The simulator phase for a measured name: nullopt for a known aggregate; InputError naming the phase and the
+// known names otherwise. `where` prefixes the message (a file and section).
+std::optional<std::string> map_phase(std::string_view measured, std::string_view where);
+
+// Kernel phases: attention (with its split-KV combine), correction, pack, combine. Their durations depend only
+// on the GPU, so a single-device emulation measures them as the real step would.
+bool is_kernel_phase(std::string_view sim_phase);
+
+// Whether a trace of `source` measures `sim_phase` as the real multi-GPU step would. Simulated and real traces
+// measure every phase; emulated ones only the kernel phases (their collectives, pushes and waits are
+// device-local stand-ins).
+bool measures_faithfully(traces::v1::Source source, std::string_view sim_phase);
+
+// Whether step latency and per-row ready times of a trace of `source` are comparable with the simulator's
+// (not for emulation: there the step is a sum of phases run one rank after another).
+bool step_is_faithful(traces::v1::Source source);
+
+}  // namespace dcpsim::analysis

@@ -1,0 +1,77 @@
+#pragma once
+// `dcpsim validate`: re-simulate every measured scenario under a profile and compare, figure by figure (phase
+// medians per rank, the step, per-row ready times where measured), with the relative error, a tolerance band
+// of max(3%, 0.5 µs), and the prediction intervals of the profile's calibration (calibrate.h) when its sidecar
+// is present. Emulated traces are compared on kernel phases only (phase_map.h), and the report says so.
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dcpsim/analysis/calibrate.h"
+#include "dcpsim/analysis/measured.h"
+#include "dcpsim/analysis/observations.h"
+#include "dcpsim/models/profile.h"
+
+namespace dcpsim::analysis {
+
+// What validate takes from a calibration sidecar.
+struct CalibrationInfo {
+  std::filesystem::path path;
+  std::map<std::string, double> sigma;  // per figure (and "all"): RMS relative residual of the fit
+  double z = kIntervalZ;
+  std::optional<CalibrationDomain> domain;
+};
+// Reads a sidecar written by write_calibration(); InputError naming the file and field otherwise.
+CalibrationInfo load_calibration_info(const std::filesystem::path& path);
+
+struct ValidateOptions {
+  double max_median_error = 0.05;  // the gate: median |relative error| over every compared figure
+  double tolerance_relative = 0.03;
+  double tolerance_absolute_s = 0.5e-6;
+  bool include_rows = true;
+};
+
+struct Comparison {
+  Observation observation;
+  double predicted_s = 0.0;
+  double relative_error = 0.0;  // (predicted − measured) / measured
+  bool within_tolerance = false;
+  std::optional<double> interval_low_s, interval_high_s;
+  bool inside_interval = false;
+};
+
+struct ErrorSummary {
+  std::string key;  // a figure ("attention", "step", ...), a section where(), or "all"
+  int count = 0;
+  double median = 0, p90 = 0, max = 0;  // of |relative error|
+  double within_tolerance = 0;          // share of comparisons within max(3%, 0.5 µs)
+  int with_interval = 0;
+  double inside_interval = 0;  // share of those with an interval that fall inside it
+};
+
+struct ValidationReport {
+  std::string profile;
+  std::vector<MeasuredSection> sections;
+  std::vector<Comparison> comparisons;
+  std::vector<ErrorSummary> per_figure;   // ends with "all"
+  std::vector<ErrorSummary> per_section;  // one per section with comparisons
+  std::vector<std::string> excluded;      // figures left out and why
+  std::vector<std::string> warnings;      // scenarios outside the calibrated domain, unmatched figures
+  bool emulated = false;                  // some section came from an emulated trace
+  bool has_intervals = false;
+  double median_error = 0.0;
+  bool passed = false;
+};
+
+// Throws InputError when no figure can be compared.
+ValidationReport validate(const models::HardwareProfile& profile, const std::optional<CalibrationInfo>& calibration,
+                          const std::vector<MeasuredSection>& sections, const ValidateOptions& options = {});
+
+// `command` is the command line to record in the report.
+std::string validation_markdown(const ValidationReport& report, const ValidateOptions& options,
+                                const std::string& command);
+std::string validation_csv(const ValidationReport& report);
+
+}  // namespace dcpsim::analysis

@@ -1,0 +1,349 @@
+// The calibration fit: observations, identification, Gauss–Newton with bounded steps, standard errors.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "dcpsim/analysis/calibrate.h"
+#include "dcpsim/analysis/least_squares.h"
+#include "dcpsim/analysis/observations.h"
+#include "dcpsim/analysis/phase_map.h"
+#include "dcpsim/error.h"
+
+namespace dcpsim::analysis {
+namespace {
+
+using models::HardwareProfile;
+
+// Finite-difference step in scaled coordinates (1% of each parameter). The simulator's times are linear in most
+// coordinates (fit_params.h), so the step's size matters only where a max() or a tuner choice switches; it must
+// stay well above the simulator's clock resolution (2^-40 s, sim_engine.h), which a 1e-4 step of a sub-µs
+// parameter would not.
+constexpr double kStep = 1e-2;
+// A parameter on which no figure moves by more than 1e-5 (relative) when it moves by 1% is one no figure
+// depends on: below that, differences are clock resolution, not sensitivity.
+constexpr double kNoDependence = 1e-3;
+// A column within 0.1% of the span of the columns already taken is confounded with them.
+constexpr double kConfounded = 1e-3;
+
+std::string fmt_percent(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * x);
+  return buf;
+}
+
+std::string figure_of(const Observation& o) {
+  return o.kind == ObservationKind::kPhase ? o.phase : std::string(to_string(o.kind));
+}
+
+// Simulates every section that has an observation once and reads each observation's prediction.
+Eigen::VectorXd predict_all(const HardwareProfile& p, const std::vector<MeasuredSection>& sections,
+                            const std::vector<Observation>& obs) {
+  const Predictor predictor(p);
+  std::map<int, Prediction> cache;
+  Eigen::VectorXd f(static_cast<Eigen::Index>(obs.size()));
+  for (std::size_t i = 0; i < obs.size(); ++i) {
+    auto it = cache.find(obs[i].section);
+    if (it == cache.end()) it = cache.emplace(obs[i].section, predictor.predict(sections[obs[i].section].scenario)).first;
+    f(static_cast<Eigen::Index>(i)) = predicted(it->second, obs[i]);
+  }
+  return f;
+}
+
+struct Problem {
+  const HardwareProfile& base;
+  const std::vector<MeasuredSection>& sections;
+  std::vector<Observation> obs;
+  Eigen::VectorXd y;
+
+  Eigen::VectorXd relative(const HardwareProfile& p) const {
+    return predict_all(p, sections, obs).cwiseQuotient(y).array() - 1.0;
+  }
+};
+
+// Keeps the observations the simulator can predict under `base`; notes the others.
+Problem make_problem(const HardwareProfile& base, const std::vector<MeasuredSection>& sections,
+                     const std::vector<Observation>& all, std::vector<std::string>& warnings) {
+  Problem pb{base, sections, {}, {}};
+  const Eigen::VectorXd f = predict_all(base, sections, all);
+  std::map<std::string, int> missing;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (std::isfinite(f(static_cast<Eigen::Index>(i)))) {
+      pb.obs.push_back(all[i]);
+    } else {
+      ++missing[figure_of(all[i])];
+    }
+  }
+  for (const auto& [figure, n] : missing) {
+    warnings.push_back(std::to_string(n) + " measured '" + figure +
+                       "' figures have no simulated counterpart (the simulator runs no such phase there) and are "
+                       "not compared");
+  }
+  pb.y.resize(static_cast<Eigen::Index>(pb.obs.size()));
+  for (std::size_t i = 0; i < pb.obs.size(); ++i) pb.y(static_cast<Eigen::Index>(i)) = pb.obs[i].measured_s;
+  return pb;
+}
+
+struct Coordinates {
+  std::vector<int> active;  // indices into fit_parameters()
+  Eigen::VectorXd scale, lower;  // per active parameter: scale s_k and lower bound in scaled units
+
+  HardwareProfile profile(const HardwareProfile& base, const Eigen::VectorXd& u) const {
+    std::vector<double> values(active.size());
+    for (std::size_t k = 0; k < active.size(); ++k) values[k] = u(static_cast<Eigen::Index>(k)) * scale(static_cast<Eigen::Index>(k));
+    return apply_parameters(base, active, values);
+  }
+};
+
+Coordinates coordinates(const HardwareProfile& base, const std::vector<int>& active, Eigen::VectorXd& u) {
+  const auto& all = fit_parameters();
+  const auto n = static_cast<Eigen::Index>(active.size());
+  Coordinates c{active, Eigen::VectorXd(n), Eigen::VectorXd(n)};
+  u.resize(n);
+  for (Eigen::Index k = 0; k < n; ++k) {
+    const FitParameter& p = all[static_cast<std::size_t>(active[static_cast<std::size_t>(k)])];
+    const double v = p.value(base);
+    c.scale(k) = std::abs(v) > 0 ? std::abs(v) : p.typical;
+    c.lower(k) = p.lower_bound(base) / c.scale(k);
+    u(k) = std::max(v / c.scale(k), c.lower(k));
+  }
+  return c;
+}
+
+Eigen::MatrixXd jacobian(const Problem& pb, const Coordinates& c, const Eigen::VectorXd& u, const Eigen::VectorXd& r0) {
+  Eigen::MatrixXd a(r0.size(), u.size());
+  for (Eigen::Index k = 0; k < u.size(); ++k) {
+    Eigen::VectorXd up = u;
+    up(k) += kStep;
+    a.col(k) = (pb.relative(c.profile(pb.base, up)) - r0) / kStep;
+  }
+  return a;
+}
+
+struct FitOutcome {
+  Eigen::VectorXd u;
+  Eigen::VectorXd r;
+  Eigen::MatrixXd a;  // Jacobian at the solution
+  int iterations = 0;
+};
+
+FitOutcome gauss_newton(const Problem& pb, const Coordinates& c, Eigen::VectorXd u, int max_iterations) {
+  FitOutcome out;
+  Eigen::VectorXd r = pb.relative(c.profile(pb.base, u));
+  double cost = r.squaredNorm();
+  bool converged = false;
+  while (!converged && out.iterations < max_iterations) {
+    ++out.iterations;
+    const Eigen::MatrixXd a = jacobian(pb, c, u, r);
+    // Minimise ||r + A (u' − u)|| over u' >= lower: with u' = lower + v, ||A v − (A (u − lower) − r)||, v >= 0.
+    const Eigen::VectorXd delta = solve_lower_bounded(a, a * u - r, c.lower) - u;
+    converged = true;  // unless a step still lowers the cost noticeably
+    double alpha = 1.0;
+    for (int halvings = 0; halvings < 30; ++halvings, alpha *= 0.5) {
+      const Eigen::VectorXd trial = u + alpha * delta;
+      const Eigen::VectorXd rt = pb.relative(c.profile(pb.base, trial));
+      if (!rt.allFinite() || rt.squaredNorm() >= cost) continue;
+      const double gain = cost - rt.squaredNorm();
+      converged = (alpha * delta).lpNorm<Eigen::Infinity>() < 1e-10 || gain <= 1e-12 * cost;
+      u = trial;
+      r = rt;
+      cost = rt.squaredNorm();
+      break;
+    }
+  }
+  out.u = u;
+  out.r = r;
+  out.a = jacobian(pb, c, u, r);
+  return out;
+}
+
+// Relative standard error of each scaled coordinate from the residual variance and (AᵀA)⁻¹.
+Eigen::VectorXd relative_std_errors(const FitOutcome& f, const Coordinates& c) {
+  const auto n = f.r.size(), p = f.u.size();
+  Eigen::VectorXd se = Eigen::VectorXd::Zero(p);
+  if (n <= p) return se;  // no degrees of freedom left to estimate the noise
+  const double sigma2 = f.r.squaredNorm() / double(n - p);
+  const Eigen::MatrixXd cov = sigma2 * normal_inverse(f.a);
+  const auto& all = fit_parameters();
+  for (Eigen::Index k = 0; k < p; ++k) {
+    const double typical = all[static_cast<std::size_t>(c.active[static_cast<std::size_t>(k)])].typical / c.scale(k);
+    se(k) = std::sqrt(std::max(cov(k, k), 0.0)) / std::max(std::abs(f.u(k)), typical);
+  }
+  return se;
+}
+
+}  // namespace
+
+namespace {
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * double(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - double(lo)) * (v[hi] - v[lo]);
+}
+
+ResidualStats stats_of(std::string figure, const std::vector<double>& rel) {
+  ResidualStats s;
+  s.figure = std::move(figure);
+  s.count = static_cast<int>(rel.size());
+  if (rel.empty()) return s;
+  std::vector<double> abs_rel;
+  double sum = 0, sum2 = 0;
+  for (double r : rel) {
+    abs_rel.push_back(std::abs(r));
+    sum += r;
+    sum2 += r * r;
+  }
+  s.p50 = percentile(abs_rel, 0.5);
+  s.p90 = percentile(abs_rel, 0.9);
+  s.max = *std::max_element(abs_rel.begin(), abs_rel.end());
+  s.mean = sum / double(rel.size());
+  s.sigma = std::sqrt(sum2 / double(rel.size()));
+  return s;
+}
+
+// Which parameters the figures can pin down, in catalogue order; the others get their status here.
+std::vector<int> identify(const Problem& pb, const std::vector<int>& candidates, std::vector<ParameterResult>& results,
+                          bool has_communication) {
+  Eigen::VectorXd u0;
+  const Coordinates c = coordinates(pb.base, candidates, u0);
+  const Eigen::VectorXd r0 = pb.relative(c.profile(pb.base, u0));
+  const Eigen::MatrixXd a = jacobian(pb, c, u0, r0);
+  std::vector<int> order, depends;
+  for (int k = 0; k < static_cast<int>(candidates.size()); ++k) order.push_back(k);
+  for (int k : order) {
+    ParameterResult& res = results[static_cast<std::size_t>(candidates[static_cast<std::size_t>(k)])];
+    if (a.col(k).lpNorm<Eigen::Infinity>() > kNoDependence) {
+      depends.push_back(k);
+    } else if (!has_communication && res.group != ParameterGroup::kKernel && res.group != ParameterGroup::kLaunch) {
+      res.status = "not identified: the traces measure no real communication (emulated), kept from the base profile";
+    } else {
+      res.status = "not identified: no measured figure depends on it, kept from the base profile";
+    }
+  }
+  const std::vector<int> taken = independent_columns(a, depends, kConfounded);
+  std::vector<int> active;
+  for (int k : depends) {
+    ParameterResult& res = results[static_cast<std::size_t>(candidates[static_cast<std::size_t>(k)])];
+    if (std::find(taken.begin(), taken.end(), k) != taken.end()) {
+      active.push_back(candidates[static_cast<std::size_t>(k)]);
+    } else {
+      res.status = "not identified: confounded with parameters fitted before it (the figures cannot tell them "
+                   "apart), kept from the base profile";
+    }
+  }
+  return active;
+}
+
+std::vector<double> relative_residuals(const HardwareProfile& p, const std::vector<MeasuredSection>& sections,
+                                       const std::vector<Observation>& obs, std::vector<std::string>& figures) {
+  const Eigen::VectorXd f = predict_all(p, sections, obs);
+  std::vector<double> rel;
+  for (std::size_t i = 0; i < obs.size(); ++i) {
+    const double v = f(static_cast<Eigen::Index>(i));
+    if (!std::isfinite(v)) continue;
+    rel.push_back(v / obs[i].measured_s - 1.0);
+    figures.push_back(figure_of(obs[i]));
+  }
+  return rel;
+}
+
+}  // namespace
+
+std::vector<ResidualStats> residual_stats(const std::vector<std::string>& figures, const std::vector<double>& relative) {
+  std::map<std::string, std::vector<double>> by_figure;
+  for (std::size_t i = 0; i < figures.size(); ++i) by_figure[figures[i]].push_back(relative[i]);
+  std::vector<ResidualStats> out;
+  for (const auto& [figure, rel] : by_figure) out.push_back(stats_of(figure, rel));
+  out.push_back(stats_of("all", relative));
+  return out;
+}
+
+CalibrationResult calibrate(const HardwareProfile& base, const std::vector<MeasuredSection>& fit,
+                            const std::vector<MeasuredSection>& holdout, const CalibrateOptions& options) {
+  models::validate_profile(base, "base profile " + base.name);
+  CalibrationResult res;
+  res.base = base;
+  res.fit_sections = static_cast<int>(fit.size());
+  res.holdout_sections = static_cast<int>(holdout.size());
+  res.domain = domain_of(fit);
+  const ObservationSet set = build_observations(fit);
+  res.excluded = set.excluded;
+  const Problem pb = make_problem(base, fit, set.observations, res.warnings);
+  if (pb.obs.empty()) {
+    throw InputError("calibrate: the traces hold no figure the simulator can be fitted to (" +
+                     std::to_string(fit.size()) + " sections; see the excluded figures)");
+  }
+  res.observations = static_cast<int>(pb.obs.size());
+  const bool has_communication = std::any_of(pb.obs.begin(), pb.obs.end(), [](const Observation& o) {
+    return o.kind != ObservationKind::kPhase || !is_kernel_phase(o.phase);
+  });
+
+  const auto& all = fit_parameters();
+  std::vector<int> candidates;
+  for (int k = 0; k < static_cast<int>(all.size()); ++k) {
+    const FitParameter& p = all[static_cast<std::size_t>(k)];
+    ParameterResult r{p.name, p.group, p.quantity(base), p.quantity(base), false, false, 0.0, ""};
+    if (std::find(options.fixed.begin(), options.fixed.end(), p.name) != options.fixed.end()) {
+      r.status = "held fixed (--fix), kept from the base profile";
+    } else {
+      candidates.push_back(k);
+    }
+    res.parameters.push_back(std::move(r));
+  }
+  for (const std::string& name : options.fixed) fit_parameter(name);  // an unknown name is an InputError
+
+  std::vector<int> active = identify(pb, candidates, res.parameters, has_communication);
+  FitOutcome outcome;
+  Coordinates coords;
+  while (true) {
+    if (active.empty()) {
+      throw InputError("calibrate: no profile parameter is identified by these traces (" +
+                       std::to_string(pb.obs.size()) + " figures)");
+    }
+    Eigen::VectorXd u0;
+    coords = coordinates(base, active, u0);
+    outcome = gauss_newton(pb, coords, u0, options.max_iterations);
+    const Eigen::VectorXd se = relative_std_errors(outcome, coords);
+    Eigen::Index worst = 0;
+    if (se.size() == 0 || se.maxCoeff(&worst) <= options.max_relative_std_error) {
+      for (Eigen::Index k = 0; k < se.size(); ++k) {
+        res.parameters[static_cast<std::size_t>(active[static_cast<std::size_t>(k)])].relative_std_error = se(k);
+      }
+      break;
+    }
+    ParameterResult& weak = res.parameters[static_cast<std::size_t>(active[static_cast<std::size_t>(worst)])];
+    weak.status = "weakly identified: relative standard error " + fmt_percent(se(worst)) + " > " +
+                  fmt_percent(options.max_relative_std_error) + ", kept from the base profile";
+    active.erase(active.begin() + worst);
+  }
+  res.iterations = outcome.iterations;
+  res.profile = coords.profile(base, outcome.u);
+  for (std::size_t k = 0; k < active.size(); ++k) {
+    ParameterResult& r = res.parameters[static_cast<std::size_t>(active[k])];
+    r.fitted = true;
+    r.result = all[static_cast<std::size_t>(active[k])].quantity(res.profile);
+    const auto i = static_cast<Eigen::Index>(k);
+    r.at_bound = outcome.u(i) - coords.lower(i) <= 1e-9 * std::max(1.0, std::abs(coords.lower(i)));
+    r.status = r.at_bound ? "fitted (at its bound)" : "fitted";
+  }
+  models::validate_profile(res.profile, "calibrated profile");
+
+  std::vector<std::string> figures;
+  const std::vector<double> rel = relative_residuals(res.profile, fit, pb.obs, figures);
+  res.residuals = residual_stats(figures, rel);
+  if (!holdout.empty()) {
+    const ObservationSet held = build_observations(holdout);
+    std::vector<std::string> held_figures;
+    const std::vector<double> held_rel = relative_residuals(res.profile, holdout, held.observations, held_figures);
+    res.holdout_residuals = residual_stats(held_figures, held_rel);
+  }
+  return res;
+}
+
+}  // namespace dcpsim::analysis

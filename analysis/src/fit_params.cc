@@ -1,0 +1,215 @@
+// The catalogue of fittable profile numbers and their coordinates.
+#include "dcpsim/analysis/fit_params.h"
+
+#include <array>
+#include <string>
+
+#include "dcpsim/error.h"
+
+namespace dcpsim::analysis {
+
+using models::HardwareProfile;
+using models::Protocol;
+using models::Quantity;
+
+std::string_view to_string(ParameterGroup g) {
+  switch (g) {
+    case ParameterGroup::kKernel: return "kernel";
+    case ParameterGroup::kLaunch: return "launch";
+    case ParameterGroup::kCollective: return "collective";
+    case ParameterGroup::kSignal: return "signal";
+  }
+  return "?";
+}
+
+namespace {
+
+double kernel_rate(const HardwareProfile& p) {
+  return 1.0 / (p.gpu.hbm_bandwidth_measured.si() * p.kernel.hbm_efficiency_max.si());
+}
+
+void write_si(Quantity& q, double si) { q.value = si / models::si_factor(q.unit); }
+
+using Field = std::function<Quantity&(HardwareProfile&)>;
+
+FitParameter time_param(std::string name, ParameterGroup g, Field f) {
+  FitParameter p;
+  p.name = std::move(name);
+  p.coordinate = "the time itself [s]";
+  p.group = g;
+  p.field = std::move(f);
+  return p;
+}
+
+FitParameter inverse_param(std::string name, std::string coordinate, ParameterGroup g, Field f,
+                           std::function<double(const HardwareProfile&)> upper, double typical) {
+  FitParameter p;
+  p.name = std::move(name);
+  p.coordinate = std::move(coordinate);
+  p.group = g;
+  p.transform = Transform::kInverse;
+  p.field = std::move(f);
+  p.upper_field = std::move(upper);
+  p.typical = typical;
+  return p;
+}
+
+void add_kernel_parameters(std::vector<FitParameter>& out) {
+  constexpr auto kK = ParameterGroup::kKernel;
+  out.push_back(time_param("kernel.floor", kK, [](HardwareProfile& p) -> Quantity& { return p.kernel.floor; }));
+  FitParameter rate;
+  rate.name = "kernel.hbm_efficiency_max";
+  rate.coordinate = "a = 1/(hbm_bandwidth_measured x hbm_efficiency_max) [s/B]";
+  rate.group = kK;
+  rate.transform = Transform::kKernelRate;
+  rate.field = [](HardwareProfile& p) -> Quantity& { return p.kernel.hbm_efficiency_max; };
+  rate.typical = 2.5e-13;
+  out.push_back(rate);
+  FitParameter half;
+  half.name = "kernel.half_efficiency_bytes";
+  half.coordinate = "b = half_efficiency_bytes x a [s]";
+  half.group = kK;
+  half.transform = Transform::kKernelHalf;
+  half.field = [](HardwareProfile& p) -> Quantity& { return p.kernel.half_efficiency_bytes; };
+  half.typical = 2.5e-7;
+  out.push_back(half);
+  out.push_back(time_param("attention.floor", kK, [](HardwareProfile& p) -> Quantity& { return p.attention.floor; }));
+  out.push_back(time_param("attention.cta_overhead", kK,
+                           [](HardwareProfile& p) -> Quantity& { return p.attention.cta_overhead; }));
+  // Bounds a wave with few units (min with the kernel bandwidth's share), so only such waves identify it.
+  out.push_back(inverse_param(
+      "attention.max_cta_bandwidth", "1/max_cta_bandwidth [s/B]", kK,
+      [](HardwareProfile& p) -> Quantity& { return p.attention.max_cta_bandwidth; }, nullptr, 1e-11));
+}
+
+void add_launch_parameters(std::vector<FitParameter>& out) {
+  constexpr auto kL = ParameterGroup::kLaunch;
+  out.push_back(time_param("launch.gpu_launch_latency", kL,
+                           [](HardwareProfile& p) -> Quantity& { return p.launch.gpu_launch_latency; }));
+  out.push_back(time_param("launch.dependent_gap", kL,
+                           [](HardwareProfile& p) -> Quantity& { return p.launch.dependent_gap; }));
+  out.push_back(time_param("launch.dependent_gap_pdl", kL,
+                           [](HardwareProfile& p) -> Quantity& { return p.launch.dependent_gap_pdl; }));
+  out.push_back(time_param("launch.cpu_issue_graph", kL,
+                           [](HardwareProfile& p) -> Quantity& { return p.launch.cpu_issue_graph; }));
+  out.push_back(time_param("launch.cpu_issue_pdl", kL,
+                           [](HardwareProfile& p) -> Quantity& { return p.launch.cpu_issue_pdl; }));
+  out.push_back(time_param("launch.cpu_issue_eager", kL,
+                           [](HardwareProfile& p) -> Quantity& { return p.launch.cpu_issue_eager; }));
+}
+
+void add_collective_parameters(std::vector<FitParameter>& out) {
+  constexpr auto kC = ParameterGroup::kCollective;
+  out.push_back(inverse_param(
+      "nvlink.measured_bandwidth", "1/measured_bandwidth [s/B]", kC,
+      [](HardwareProfile& p) -> Quantity& { return p.nvlink.measured_bandwidth; },
+      [](const HardwareProfile& p) { return p.nvlink.bandwidth.si(); }, 2.5e-12));
+  out.push_back(time_param("nvlink.hop_latency", kC, [](HardwareProfile& p) -> Quantity& { return p.nvlink.hop_latency; }));
+  constexpr std::array<const char*, 3> kProto = {"ll", "ll128", "simple"};
+  for (std::size_t i = 0; i < kProto.size(); ++i) {
+    const std::string proto = kProto[i];
+    out.push_back(time_param("nccl.ring." + proto + ".base_latency", kC,
+                             [i](HardwareProfile& p) -> Quantity& { return p.nccl.ring[i].base_latency; }));
+    out.push_back(time_param("nccl.ring." + proto + ".nvlink_hop_latency", kC,
+                             [i](HardwareProfile& p) -> Quantity& { return p.nccl.ring[i].nvlink_hop_latency; }));
+    out.push_back(time_param("nccl.tree." + proto + ".base_latency", kC,
+                             [i](HardwareProfile& p) -> Quantity& { return p.nccl.tree[i].base_latency; }));
+  }
+  for (std::size_t i : {std::size_t(0), std::size_t(1)}) {  // Simple is the reference: efficiency 1
+    out.push_back(inverse_param(
+        "nccl.protocol_efficiency." + std::string(kProto[i]), "1/efficiency", kC,
+        [i](HardwareProfile& p) -> Quantity& { return p.nccl.protocol_efficiency[i]; },
+        [](const HardwareProfile&) { return 1.0; }, 1.0));
+  }
+  out.push_back(inverse_param(
+      "nccl.ll_max_bus_bandwidth", "1/ll_max_bus_bandwidth [s/B]", kC,
+      [](HardwareProfile& p) -> Quantity& { return p.nccl.ll_max_bus_bandwidth; }, nullptr, 1e-11));
+  out.push_back(time_param("nccl.p2p.base_latency", kC,
+                           [](HardwareProfile& p) -> Quantity& { return p.nccl.p2p_base_latency; }));
+  out.push_back(time_param("nccl.nvls.latency", kC, [](HardwareProfile& p) -> Quantity& { return p.nccl.nvls_latency; }));
+  out.push_back(inverse_param(
+      "internode.bandwidth", "1/bandwidth [s/B]", kC,
+      [](HardwareProfile& p) -> Quantity& { return p.internode.bandwidth; }, nullptr, 2e-11));
+  out.push_back(time_param("internode.latency", kC, [](HardwareProfile& p) -> Quantity& { return p.internode.latency; }));
+}
+
+void add_signal_parameters(std::vector<FitParameter>& out) {
+  constexpr auto kS = ParameterGroup::kSignal;
+  out.push_back(time_param("signal.flag_write_latency", kS,
+                           [](HardwareProfile& p) -> Quantity& { return p.signal.flag_write_latency; }));
+  out.push_back(time_param("signal.poll_interval", kS,
+                           [](HardwareProfile& p) -> Quantity& { return p.signal.poll_interval; }));
+  out.push_back(time_param("signal.epoch_handshake", kS,
+                           [](HardwareProfile& p) -> Quantity& { return p.signal.epoch_handshake; }));
+}
+
+}  // namespace
+
+const Quantity& FitParameter::quantity(const HardwareProfile& p) const {
+  // The accessor only selects a member; nothing is written through it here.
+  return field(const_cast<HardwareProfile&>(p));
+}
+
+double FitParameter::value(const HardwareProfile& p) const {
+  const double si = quantity(p).si();
+  switch (transform) {
+    case Transform::kTime: return si;
+    case Transform::kInverse: return 1.0 / si;
+    case Transform::kKernelRate: return kernel_rate(p);
+    case Transform::kKernelHalf: return si * kernel_rate(p);
+  }
+  return si;
+}
+
+void FitParameter::assign(HardwareProfile& p, double x) const {
+  Quantity& q = field(p);
+  switch (transform) {
+    case Transform::kTime: write_si(q, x); break;
+    case Transform::kInverse: write_si(q, 1.0 / x); break;
+    case Transform::kKernelRate: write_si(q, 1.0 / (x * p.gpu.hbm_bandwidth_measured.si())); break;
+    case Transform::kKernelHalf: write_si(q, x / kernel_rate(p)); break;
+  }
+}
+
+double FitParameter::lower_bound(const HardwareProfile& p) const {
+  switch (transform) {
+    case Transform::kTime:
+    case Transform::kKernelHalf: return 0.0;
+    // Without a natural ceiling, a tiny positive floor keeps the bandwidth finite.
+    case Transform::kInverse: return upper_field ? 1.0 / upper_field(p) : 1e-6 * typical;
+    case Transform::kKernelRate: return 1.0 / p.gpu.hbm_bandwidth_measured.si();  // efficiency <= 1
+  }
+  return 0.0;
+}
+
+const std::vector<FitParameter>& fit_parameters() {
+  static const std::vector<FitParameter> all = [] {
+    std::vector<FitParameter> out;
+    add_kernel_parameters(out);
+    add_launch_parameters(out);
+    add_collective_parameters(out);
+    add_signal_parameters(out);
+    return out;
+  }();
+  return all;
+}
+
+const FitParameter& fit_parameter(std::string_view name) {
+  std::string names;
+  for (const FitParameter& p : fit_parameters()) {
+    if (p.name == name) return p;
+    names += (names.empty() ? "" : ", ") + p.name;
+  }
+  throw InputError("unknown fit parameter '" + std::string(name) + "' (known: " + names + ")");
+}
+
+HardwareProfile apply_parameters(const HardwareProfile& base, const std::vector<int>& which,
+                                 const std::vector<double>& values) {
+  if (which.size() != values.size()) throw RuntimeError("apply_parameters: one value per parameter is needed");
+  HardwareProfile p = base;
+  const auto& all = fit_parameters();
+  for (std::size_t i = 0; i < which.size(); ++i) all.at(static_cast<std::size_t>(which[i])).assign(p, values[i]);
+  return p;
+}
+
+}  // namespace dcpsim::analysis

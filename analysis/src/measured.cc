@@ -1,0 +1,150 @@
+// Reading traces into the per-phase figures calibrate and validate compare.
+#include "dcpsim/analysis/measured.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <utility>
+
+#include "dcpsim/analysis/phase_map.h"
+#include "dcpsim/error.h"
+#include "dcpsim/models/scenario_proto.h"
+#include "dcpsim/traces/trace_collector.h"
+
+namespace dcpsim::analysis {
+namespace {
+
+constexpr double kNs = 1e-9;
+
+std::string file_name(const std::filesystem::path& p) { return p.string(); }
+
+void check_duration(double ns, const std::string& where, const std::string& what) {
+  if (!std::isfinite(ns) || ns < 0) {
+    throw InputError(where + ": " + what + " is " + std::to_string(ns) + " ns; a finite time >= 0 is needed");
+  }
+}
+
+std::vector<MeasuredPhase> read_phases(const traces::TraceSection& s, const std::string& where) {
+  std::vector<MeasuredPhase> per_rank, all_ranks;
+  for (const auto& ps : s.phase_summaries) {
+    const std::string what = "phase '" + ps.phase() + "' rank " + std::to_string(ps.rank());
+    const std::optional<std::string> phase = map_phase(ps.phase(), where);
+    if (!phase) continue;
+    if (ps.rank() < -1 || ps.rank() >= s.scenario.dcp()) {
+      throw InputError(where + ": " + what + ": rank out of range (-1 for all ranks, or 0.." +
+                       std::to_string(s.scenario.dcp() - 1) + ")");
+    }
+    check_duration(ps.median_ns(), where, what + " median");
+    MeasuredPhase m{ps.rank(), ps.phase(), *phase, ps.median_ns() * kNs, ps.min_ns() * kNs,
+                    ps.max_ns() * kNs, ps.repetitions()};
+    (ps.rank() < 0 ? all_ranks : per_rank).push_back(std::move(m));
+  }
+  // A phase a rank ran in several pieces (or under two names that map to one simulator phase) is compared as
+  // their sum, as the prediction sums the simulator's spans of that phase.
+  std::vector<MeasuredPhase> merged;
+  std::set<std::pair<int, std::string>> seen;
+  for (MeasuredPhase& m : per_rank) {
+    auto it = std::find_if(merged.begin(), merged.end(),
+                           [&](const MeasuredPhase& x) { return x.rank == m.rank && x.phase == m.phase; });
+    if (it == merged.end()) {
+      seen.emplace(m.rank, m.phase);
+      merged.push_back(std::move(m));
+      continue;
+    }
+    it->median_s += m.median_s;
+    it->min_s += m.min_s;
+    it->max_s += m.max_s;
+    it->measured_name += "+" + m.measured_name;
+  }
+  per_rank = std::move(merged);
+  for (MeasuredPhase& m : all_ranks) {
+    const bool has_rank_figures = std::any_of(per_rank.begin(), per_rank.end(),
+                                              [&](const MeasuredPhase& r) { return r.phase == m.phase; });
+    if (!has_rank_figures && seen.emplace(-1, m.phase).second) per_rank.push_back(std::move(m));
+  }
+  return per_rank;
+}
+
+std::vector<MeasuredRow> read_rows(const traces::TraceSection& s, const std::string& where) {
+  std::vector<MeasuredRow> rows;
+  if (s.row_results.empty()) return rows;
+  // Row times are on the trace's clock; the step starts with the section's first event.
+  double origin_ns = 0;
+  if (!s.events.empty()) {
+    origin_ns = double(std::numeric_limits<int64_t>::max());
+    for (const auto& e : s.events) origin_ns = std::min(origin_ns, double(e.start_ns()));
+  }
+  const int n_rows = s.scenario.contexts_size();
+  for (const auto& r : s.row_results) {
+    if (r.row() < 0 || r.row() >= n_rows || r.rank() < 0 || r.rank() >= s.scenario.dcp()) {
+      throw InputError(where + ": row result for row " + std::to_string(r.row()) + " rank " +
+                       std::to_string(r.rank()) + " is outside the scenario's " + std::to_string(n_rows) +
+                       " rows and " + std::to_string(s.scenario.dcp()) + " ranks");
+    }
+    rows.push_back({r.row(), r.rank(), (double(r.lse_ready_ns()) - origin_ns) * kNs,
+                    (double(r.output_ready_ns()) - origin_ns) * kNs});
+  }
+  return rows;
+}
+
+MeasuredSection read_section(const std::filesystem::path& path, int index, traces::v1::Source source,
+                             const traces::TraceSection& s) {
+  MeasuredSection out;
+  out.trace = path;
+  out.index = index;
+  out.source = source;
+  out.label = traces::describe(s.scenario);
+  const std::string where = out.where();
+  try {
+    out.scenario = models::from_proto(s.scenario);
+    out.scenario.validate();
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  }
+  if (s.phase_summaries.empty()) {
+    throw InputError(where + ": no phase summaries (calibrate and validate compare per-phase medians; a trace "
+                             "from `dcpsim simulate` or `dcpsim hw run` has them)");
+  }
+  out.phases = read_phases(s, where);
+  out.rows = read_rows(s, where);
+  if (!s.summaries.empty() && s.summaries.back().step_latency_ns() > 0) {
+    check_duration(s.summaries.back().step_latency_ns(), where, "step latency");
+    out.step_s = s.summaries.back().step_latency_ns() * kNs;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string MeasuredSection::where() const {
+  return file_name(trace) + "#" + std::to_string(index) + " (" + label + ")";
+}
+
+MeasuredTrace load_measured(const std::filesystem::path& path) {
+  traces::Trace trace = traces::read_trace(path);
+  MeasuredTrace out;
+  out.path = path;
+  if (!trace.header) {
+    throw InputError(file_name(path) + ": no header record, so the trace's source (sim, hw or emulated) is unknown");
+  }
+  out.header = *trace.header;
+  const traces::v1::Source source = out.header.source();
+  if (source != traces::v1::SOURCE_SIM && source != traces::v1::SOURCE_HW && source != traces::v1::SOURCE_EMULATED) {
+    throw InputError(file_name(path) + ": header source is '" + std::string(traces::to_string(source)) +
+                     "'; sim, hw or emulated is needed");
+  }
+  if (trace.sections.empty()) throw InputError(file_name(path) + ": no scenario sections (nothing was measured)");
+  for (std::size_t i = 0; i < trace.sections.size(); ++i) {
+    out.sections.push_back(read_section(path, static_cast<int>(i), source, trace.sections[i]));
+  }
+  return out;
+}
+
+std::vector<MeasuredSection> all_sections(const std::vector<MeasuredTrace>& traces) {
+  std::vector<MeasuredSection> out;
+  for (const MeasuredTrace& t : traces) out.insert(out.end(), t.sections.begin(), t.sections.end());
+  return out;
+}
+
+}  // namespace dcpsim::analysis

@@ -1,0 +1,144 @@
+// Pairing measured figures with the simulator's: which figures count, and how a prediction is looked up.
+#include "dcpsim/analysis/observations.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "dcpsim/analysis/phase_map.h"
+#include "dcpsim/error.h"
+
+#if DCPSIM_WITH_SIMGRID
+#include "dcpsim/sim/simulator.h"
+#endif
+
+namespace dcpsim::analysis {
+
+#if DCPSIM_WITH_SIMGRID
+struct Predictor::Impl {
+  sim::Simulator simulator;
+};
+
+Predictor::Predictor(const models::HardwareProfile& profile)
+    : impl_(std::make_unique<Impl>(Impl{sim::Simulator(profile)})) {}
+
+Prediction Predictor::predict(const models::Scenario& scenario) const {
+  const sim::StepResult r = impl_->simulator.run(scenario);
+  Prediction p;
+  p.step_s = r.step_latency_s;
+  for (const sim::RankTimeline& rank : r.ranks) {
+    for (const sim::PhaseSpan& span : rank.phases) p.phase_s[{rank.rank, span.name}] += span.duration_s();
+    p.lse_ready_s.push_back(rank.lse_ready_s);
+    p.output_ready_s.push_back(rank.output_ready_s);
+  }
+  return p;
+}
+#else
+struct Predictor::Impl {};
+
+Predictor::Predictor(const models::HardwareProfile&) {
+  throw InputError("calibrate and validate re-simulate every scenario, but this dcpsim was built without the "
+                   "SimGrid simulator (configure with -DDCPSIM_WITH_SIMGRID=ON)");
+}
+
+Prediction Predictor::predict(const models::Scenario&) const { return {}; }
+#endif
+
+Predictor::~Predictor() = default;
+Predictor::Predictor(Predictor&&) noexcept = default;
+
+std::string_view to_string(ObservationKind k) {
+  switch (k) {
+    case ObservationKind::kPhase: return "phase";
+    case ObservationKind::kStep: return "step";
+    case ObservationKind::kRowLse: return "row_lse";
+    case ObservationKind::kRowOutput: return "row_output";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string join(const std::set<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+ObservationSet build_observations(const std::vector<MeasuredSection>& sections, bool include_rows) {
+  ObservationSet set;
+  std::set<std::string> unfaithful;
+  int unfaithful_count = 0, zero_count = 0, step_rows_skipped = 0;
+  for (int i = 0; i < static_cast<int>(sections.size()); ++i) {
+    const MeasuredSection& s = sections[i];
+    for (const MeasuredPhase& m : s.phases) {
+      if (!measures_faithfully(s.source, m.phase)) {
+        unfaithful.insert(m.phase);
+        ++unfaithful_count;
+      } else if (m.median_s <= 0) {
+        ++zero_count;
+      } else {
+        set.observations.push_back({i, ObservationKind::kPhase, m.rank, m.phase, -1, m.median_s});
+      }
+    }
+    if (!step_is_faithful(s.source)) {
+      step_rows_skipped += (s.step_s ? 1 : 0) + static_cast<int>(s.rows.size());
+      continue;
+    }
+    if (s.step_s && *s.step_s > 0) set.observations.push_back({i, ObservationKind::kStep, -1, "step", -1, *s.step_s});
+    if (!include_rows) continue;
+    for (const MeasuredRow& r : s.rows) {
+      if (r.lse_ready_s > 0) set.observations.push_back({i, ObservationKind::kRowLse, r.rank, "row_lse", r.row, r.lse_ready_s});
+      if (r.output_ready_s > 0) {
+        set.observations.push_back({i, ObservationKind::kRowOutput, r.rank, "row_output", r.row, r.output_ready_s});
+      }
+    }
+  }
+  if (unfaithful_count > 0) {
+    set.excluded.push_back(std::to_string(unfaithful_count) + " phase medians of emulated communication (" +
+                           join(unfaithful) +
+                           "): emulation runs every rank on one GPU and replaces collectives, pushes and "
+                           "waits with device-local copies, so only kernel phases are compared");
+  }
+  if (step_rows_skipped > 0) {
+    set.excluded.push_back(std::to_string(step_rows_skipped) +
+                           " step latencies and per-row ready times of emulated traces: the emulated step runs "
+                           "the ranks one after another");
+  }
+  if (zero_count > 0) {
+    set.excluded.push_back(std::to_string(zero_count) + " phase medians of 0 ns (no relative error exists)");
+  }
+  return set;
+}
+
+double predicted(const Prediction& p, const Observation& o) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  switch (o.kind) {
+    case ObservationKind::kStep: return p.step_s;
+    case ObservationKind::kPhase: {
+      if (o.rank >= 0) {
+        auto it = p.phase_s.find({o.rank, o.phase});
+        return it == p.phase_s.end() ? nan : it->second;
+      }
+      // A figure over all ranks is compared with the slowest rank's: the step waits for it.
+      double worst = nan;
+      for (const auto& [key, seconds] : p.phase_s) {
+        if (key.second == o.phase) worst = std::isnan(worst) ? seconds : std::max(worst, seconds);
+      }
+      return worst;
+    }
+    case ObservationKind::kRowLse:
+    case ObservationKind::kRowOutput: {
+      const auto& table = o.kind == ObservationKind::kRowLse ? p.lse_ready_s : p.output_ready_s;
+      if (o.rank < 0 || o.rank >= static_cast<int>(table.size())) return nan;
+      const auto& rows = table[o.rank];
+      return o.row >= 0 && o.row < static_cast<int>(rows.size()) ? rows[o.row] : nan;
+    }
+  }
+  return nan;
+}
+
+}  // namespace dcpsim::analysis

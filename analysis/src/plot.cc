@@ -1,0 +1,112 @@
+#include "dcpsim/analysis/plot.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "dcpsim/error.h"
+
+extern char** environ;
+
+namespace dcpsim::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Runs argv[0] (searched on PATH) with `argv`, optionally silenced, and returns its exit status; nullopt when it
+// could not be started or did not exit normally.
+std::optional<int> run_program(const std::vector<std::string>& argv, bool quiet) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  }
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return std::nullopt;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return std::nullopt;
+  }
+  if (!WIFEXITED(status)) return std::nullopt;
+  return WEXITSTATUS(status);
+}
+
+std::vector<fs::path> script_candidates() {
+  std::vector<fs::path> places;
+  if (const char* env = std::getenv("DCPSIM_PLOT_SCRIPT"); env != nullptr && *env != '\0') places.emplace_back(env);
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) places.push_back(exe.parent_path().parent_path() / "share" / "dcpsim" / "plot.py");
+  // This file is analysis/src/plot.cc of the source tree; the build passes its absolute path.
+  places.push_back(fs::path(__FILE__).parent_path().parent_path().parent_path() / "scripts" / "plot.py");
+  return places;
+}
+
+}  // namespace
+
+fs::path plot_script() {
+  std::string tried;
+  for (const auto& p : script_candidates()) {
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return p;
+    tried += (tried.empty() ? "" : ", ") + p.string();
+  }
+  throw RuntimeError("cannot find plot.py (looked at " + tried + "; set DCPSIM_PLOT_SCRIPT)");
+}
+
+std::string python_with_matplotlib() {
+  static std::mutex mutex;
+  static std::optional<std::string> found;
+  std::lock_guard lock(mutex);
+  if (found) return *found;
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("DCPSIM_PYTHON"); env != nullptr && *env != '\0') candidates.emplace_back(env);
+  candidates.emplace_back("python3");
+  candidates.emplace_back("/usr/bin/python3");
+  std::string tried;
+  for (const auto& python : candidates) {
+    if (run_program({python, "-c", "import matplotlib"}, true) == 0) {
+      found = python;
+      return python;
+    }
+    tried += (tried.empty() ? "" : ", ") + python;
+  }
+  throw RuntimeError("plotting needs python3 with matplotlib, and none of " + tried +
+                     " has it (Debian/Ubuntu: apt-get install python3-matplotlib; or set DCPSIM_PYTHON)");
+}
+
+void plot_csv(std::string_view kind, const fs::path& csv, const fs::path& png) {
+  if (kind != "scan" && kind != "replay" && kind != "validate") {
+    throw InputError("plot kind '" + std::string(kind) + "' is unknown; allowed: scan, replay, validate");
+  }
+  std::error_code ec;
+  if (!fs::is_regular_file(csv, ec)) throw InputError("cannot plot '" + csv.string() + "': no such file");
+  const fs::path dir = png.has_parent_path() ? png.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) {
+    throw InputError("cannot write plot '" + png.string() + "': directory '" + dir.string() + "' does not exist");
+  }
+  const std::string python = python_with_matplotlib();
+  const fs::path script = plot_script();
+  const auto status = run_program({python, script.string(), std::string(kind), csv.string(), png.string()}, false);
+  if (!status) throw RuntimeError("could not run " + python + " " + script.string());
+  if (*status != 0) {
+    throw RuntimeError("plot.py " + std::string(kind) + " failed (exit " + std::to_string(*status) + ") on '" +
+                       csv.string() + "'");
+  }
+  if (!fs::is_regular_file(png, ec)) throw RuntimeError("plot.py did not write '" + png.string() + "'");
+}
+
+}  // namespace dcpsim::analysis

@@ -1,0 +1,156 @@
+// Re-simulate measured scenarios and compare figure by figure.
+#include "dcpsim/analysis/validate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "dcpsim/error.h"
+
+namespace dcpsim::analysis {
+namespace {
+
+using nlohmann::json;
+
+double percentile_of(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * double(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - double(lo)) * (v[hi] - v[lo]);
+}
+
+ErrorSummary summarise(std::string key, const std::vector<const Comparison*>& items) {
+  ErrorSummary s;
+  s.key = std::move(key);
+  s.count = static_cast<int>(items.size());
+  if (items.empty()) return s;
+  std::vector<double> err;
+  int within = 0, inside = 0;
+  for (const Comparison* c : items) {
+    err.push_back(std::abs(c->relative_error));
+    within += c->within_tolerance ? 1 : 0;
+    if (c->interval_low_s) {
+      ++s.with_interval;
+      inside += c->inside_interval ? 1 : 0;
+    }
+  }
+  s.median = percentile_of(err, 0.5);
+  s.p90 = percentile_of(err, 0.9);
+  s.max = *std::max_element(err.begin(), err.end());
+  s.within_tolerance = double(within) / double(items.size());
+  s.inside_interval = s.with_interval > 0 ? double(inside) / double(s.with_interval) : 0.0;
+  return s;
+}
+
+std::string figure_name(const Observation& o) {
+  return o.kind == ObservationKind::kPhase ? o.phase : std::string(to_string(o.kind));
+}
+
+Comparison compare(const Observation& o, double predicted_s, const std::optional<CalibrationInfo>& cal,
+                   const ValidateOptions& opt) {
+  Comparison c;
+  c.observation = o;
+  c.predicted_s = predicted_s;
+  const double diff = predicted_s - o.measured_s;
+  c.relative_error = diff / o.measured_s;
+  c.within_tolerance = std::abs(diff) <= std::max(opt.tolerance_relative * o.measured_s, opt.tolerance_absolute_s);
+  if (cal) {
+    auto it = cal->sigma.find(figure_name(o));
+    if (it != cal->sigma.end()) {
+      const double half = cal->z * it->second * predicted_s;
+      c.interval_low_s = predicted_s - half;
+      c.interval_high_s = predicted_s + half;
+      c.inside_interval = o.measured_s >= *c.interval_low_s && o.measured_s <= *c.interval_high_s;
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+CalibrationInfo load_calibration_info(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path.string() + ": cannot open the calibration file");
+  std::stringstream text;
+  text << in.rdbuf();
+  CalibrationInfo info;
+  info.path = path;
+  json j;
+  try {
+    j = json::parse(text.str());
+  } catch (const json::exception& e) {
+    throw InputError(path.string() + ": not JSON (" + e.what() + ")");
+  }
+  try {
+    if (j.at("format").get<std::string>() != "dcpsim-calibration/1") {
+      throw InputError(path.string() + ": format '" + j.at("format").get<std::string>() +
+                       "' is not dcpsim-calibration/1");
+    }
+    for (const auto& [figure, stats] : j.at("residuals").items()) info.sigma[figure] = stats.at("sigma").get<double>();
+    info.z = j.at("prediction_interval").at("z").get<double>();
+  } catch (const json::exception& e) {
+    throw InputError(path.string() + ": " + e.what());
+  }
+  if (j.contains("domain")) info.domain = domain_from_json(j["domain"], path.string());
+  return info;
+}
+
+ValidationReport validate(const models::HardwareProfile& profile, const std::optional<CalibrationInfo>& cal,
+                          const std::vector<MeasuredSection>& sections, const ValidateOptions& opt) {
+  ValidationReport rep;
+  rep.profile = profile.name;
+  rep.sections = sections;
+  const ObservationSet set = build_observations(sections, opt.include_rows);
+  rep.excluded = set.excluded;
+  for (const MeasuredSection& s : sections) {
+    rep.emulated = rep.emulated || s.source == traces::v1::SOURCE_EMULATED;
+    if (cal && cal->domain) {
+      const std::string why = outside_domain(*cal->domain, s.scenario);
+      if (!why.empty()) rep.warnings.push_back(s.where() + " is outside the calibrated domain: " + why);
+    }
+  }
+
+  const Predictor predictor(profile);
+  std::map<int, Prediction> cache;
+  std::map<std::string, int> unmatched;
+  for (const Observation& o : set.observations) {
+    auto it = cache.find(o.section);
+    if (it == cache.end()) it = cache.emplace(o.section, predictor.predict(sections[o.section].scenario)).first;
+    const double p = predicted(it->second, o);
+    if (!std::isfinite(p)) {
+      ++unmatched[figure_name(o)];
+      continue;
+    }
+    rep.comparisons.push_back(compare(o, p, cal, opt));
+    rep.has_intervals = rep.has_intervals || rep.comparisons.back().interval_low_s.has_value();
+  }
+  for (const auto& [figure, n] : unmatched) {
+    rep.warnings.push_back(std::to_string(n) + " measured '" + figure +
+                           "' figures have no simulated counterpart and are not compared");
+  }
+  if (rep.comparisons.empty()) {
+    throw InputError("validate: no measured figure could be compared with the simulation (" +
+                     std::to_string(sections.size()) + " sections)");
+  }
+
+  std::map<std::string, std::vector<const Comparison*>> by_figure;
+  std::map<int, std::vector<const Comparison*>> by_section;
+  std::vector<const Comparison*> everything;
+  for (const Comparison& c : rep.comparisons) {
+    by_figure[figure_name(c.observation)].push_back(&c);
+    by_section[c.observation.section].push_back(&c);
+    everything.push_back(&c);
+  }
+  for (const auto& [figure, items] : by_figure) rep.per_figure.push_back(summarise(figure, items));
+  rep.per_figure.push_back(summarise("all", everything));
+  for (const auto& [section, items] : by_section) rep.per_section.push_back(summarise(sections[section].where(), items));
+  rep.median_error = rep.per_figure.back().median;
+  rep.passed = rep.median_error <= opt.max_median_error;
+  return rep;
+}
+
+}  // namespace dcpsim::analysis

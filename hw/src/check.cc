@@ -1,0 +1,162 @@
+// The exactness gate of `hw run`: the merged output every rank holds is compared with the fp64 no-DCP reference
+// (models::full_attention) on sampled rows, regenerated on the host from the same counter-based inputs.
+//
+// Tolerance per element, from the roundings SPEC allows: the kernels round P to the input type for the P·V
+// product (≤ 4·u_in of the weighted mean of |V|), AG strategies round each scaled partial and every partial sum
+// of the reduction ((N + 2)·u_out), fp32-accumulating strategies round once (2·u_out); the scale of all of these is
+// A = Σ_j p_j·|v_j| (attention with |V|), which bounds every partial sum.
+#include "check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <future>
+#include <limits>
+
+#include "dcpsim/models/attention.h"
+#include "dcpsim/models/dtype.h"
+#include "dcpsim/models/reference.h"
+#include "fill_hash.h"
+#include "host_convert.h"
+#include "cuda_check.h"
+#include "step.h"
+
+namespace dcpsim::hw {
+namespace {
+
+double input_value(const StepPlan& p, std::uint64_t stream, std::int64_t index) {
+  const float f = static_cast<float>(ops::fill_value(stream, static_cast<std::uint64_t>(index), kInputAmplitude));
+  return models::round_to(p.s.kv_dtype, static_cast<double>(f));
+}
+
+// Row `row` of the step as a one-row reference problem (the whole KV cache, unsharded).
+models::Problem row_problem(const StepPlan& p, int row) {
+  models::Problem q;
+  q.rows = 1;
+  q.heads = p.H;
+  q.kv_heads = p.Hkv;
+  q.qk_dim = p.Dqk;
+  q.dim = p.D;
+  const std::int64_t S = p.contexts[row];
+  q.contexts = {S};
+  q.q.resize(std::size_t(p.H) * p.Dqk);
+  for (int h = 0; h < p.H; ++h)
+    for (int d = 0; d < p.Dqk; ++d) q.q[std::size_t(h) * p.Dqk + d] = input_value(p, p.q_stream(), p.q_index(row, h, d));
+  std::vector<double> k(std::size_t(S) * p.k_width()), v(std::size_t(S) * p.v_width());
+  const std::int64_t base = p.global_row_base[row];
+  for (std::int64_t i = 0; i < std::int64_t(k.size()); ++i) k[i] = input_value(p, p.k_stream(), base * p.k_width() + i);
+  for (std::int64_t t = 0; t < S; ++t)
+    for (std::int64_t e = 0; e < p.v_width(); ++e)
+      v[t * p.v_width() + e] = p.mla ? k[t * p.k_width() + e] : input_value(p, p.v_stream(), (base + t) * p.v_width() + e);
+  q.k = {std::move(k)};
+  q.v = {std::move(v)};
+  return q;
+}
+
+struct RowTruth {
+  models::Partial truth;  // O and L
+  models::Partial abs;    // attention with |V|: the scale of the rounding bound
+};
+
+RowTruth row_truth(const StepPlan& p, int row) {
+  models::Problem prob = row_problem(p, row);
+  models::AttentionOptions o;
+  o.base = p.s.lse_base;
+  o.scale = p.s.scale();
+  o.compute = models::DType::kF64;
+  o.out_dtype = models::DType::kF64;
+  o.lse_dtype = models::DType::kF64;
+  o.empty = models::EmptyRowMarker::kNegInfZero;
+  RowTruth t;
+  t.truth = models::full_attention(prob, o);
+  for (auto& x : prob.v[0]) x = std::fabs(x);
+  t.abs = models::full_attention(prob, o);
+  return t;
+}
+
+std::vector<int> pick_rows(const StepPlan& p, int check_rows) {
+  std::vector<int> rows;
+  const int want = check_rows < 0 ? (p.B <= 16 ? p.B : 4) : std::min(check_rows, p.B);
+  for (int i = 0; i < want; ++i) rows.push_back(want == 1 ? 0 : int((std::int64_t(i) * (p.B - 1)) / (want - 1)));
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  if (p.rows_total > p.B) rows.push_back(p.rows_total - 1);  // a padding row must come out empty
+  return rows;
+}
+
+}  // namespace
+
+CheckResult check_outputs(const StepPlan& p, const RunConfig& c, const std::vector<RankOutputs>& outputs) {
+  const std::vector<int> rows = pick_rows(p, c.check_rows);
+  std::vector<std::future<RowTruth>> futures;
+  for (int row : rows) {
+    if (row < p.B) futures.push_back(std::async(std::launch::async, [&p, row] { return row_truth(p, row); }));
+  }
+  const bool ag = p.N > 1 && (p.s.strategy == models::Strategy::kAgRs || p.s.strategy == models::Strategy::kAgAr);
+  const double u_in = models::unit_roundoff(p.s.kv_dtype), u_out = models::unit_roundoff(p.s.out_dtype);
+  const double coeff = 4 * u_in + (ag ? p.N + 2 : 2) * u_out + 64 * std::ldexp(1.0, -24);
+
+  CheckResult r;
+  std::vector<double> got, want;
+  std::size_t next = 0;
+  for (int row : rows) {
+    const bool padding = row >= p.B;
+    RowTruth t;
+    if (!padding) t = futures[next++].get();
+    for (const RankOutputs& ro : outputs) {
+      for (int j = 0; j < ro.heads; ++j) {
+        const int h = ro.head_begin + j;
+        const double gl = ro.lse[std::size_t(row) * ro.lse_row_stride + ro.lse_offset + j];
+        const double tl = padding ? -std::numeric_limits<double>::infinity() : t.truth.l(0, h);
+        if (std::isinf(tl) || std::isinf(gl) || std::isnan(gl)) {
+          if (!(gl == tl)) ++r.mismatched_nonfinite;
+        } else {
+          r.lse_max_abs = std::max(r.lse_max_abs, std::fabs(gl - tl) / std::max(1.0, std::fabs(tl)));
+        }
+        for (int d = 0; d < p.D; ++d) {
+          const double g = ro.out[(std::size_t(row) * ro.heads + j) * p.D + d];
+          const double w = padding ? 0.0 : t.truth.o(0, h, d);
+          const double bound = padding ? 0.0 : coeff * t.abs.o(0, h, d) + 1e-30;
+          got.push_back(g);
+          want.push_back(w);
+          const double err = std::fabs(g - w);
+          if (std::isnan(err) || (padding && err != 0)) {
+            ++r.mismatched_nonfinite;
+          } else if (!padding) {
+            r.worst_bound = std::max(r.worst_bound, err / bound);
+          }
+        }
+      }
+    }
+  }
+  const models::ErrorStats s = models::compare(got, want);
+  r.rows_checked = static_cast<int>(rows.size());
+  r.rel_l2 = s.rel_l2;
+  r.max_abs = s.max_abs;
+  r.mismatched_nonfinite += s.mismatched_nonfinite;
+  r.passed = r.worst_bound <= 1.0 && r.lse_max_abs <= 1e-4 && r.mismatched_nonfinite == 0;
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "check %s: %d rows, rel_l2 %.3e, max_abs %.3e, worst err/bound %.3f, lse max err %.2e, "
+                "non-finite mismatches %lld",
+                r.passed ? "passed" : "FAILED", r.rows_checked, r.rel_l2, r.max_abs, r.worst_bound, r.lse_max_abs,
+                static_cast<long long>(r.mismatched_nonfinite));
+  r.summary = line;
+  return r;
+}
+
+RankOutputs download_outputs(const StepPlan& p, const RankState& rank) {
+  DCPSIM_CUDA(cudaSetDevice(rank.device));
+  DCPSIM_CUDA(cudaStreamSynchronize(rank.stream));
+  const FinalOutput f = final_output(p, rank);
+  RankOutputs o;
+  o.head_begin = f.head_begin;
+  o.heads = f.heads;
+  o.lse_offset = f.lse_offset;
+  o.lse_row_stride = f.lse_row_stride;
+  const std::size_t count = std::size_t(p.rows_total) * f.heads * p.D;
+  o.out = from_device_bytes(p.out, download<std::uint8_t>(*f.out, count * ops::elem_bytes(p.out)));
+  o.lse = to_doubles(download<float>(*f.lse, std::size_t(p.rows_total) * f.lse_row_stride));
+  return o;
+}
+
+}  // namespace dcpsim::hw

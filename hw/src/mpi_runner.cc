@@ -1,0 +1,154 @@
+// One process per GPU under mpirun/srun (builds with DCPSIM_WITH_MPI): the NCCL id is broadcast through MPI, the
+// direct merge's slots are shared through CUDA IPC handles exchanged with MPI_Allgather, and rank 0 gathers every
+// rank's timings for the trace. Without MPI these entry points say how to get it.
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "cuda_check.h"
+#include "dcpsim/error.h"
+#include "dcpsim/hw/device.h"
+#include "dcpsim/hw/runner.h"
+#include "exchange.h"
+#include "step.h"
+#include "timing.h"
+#include "trace_out.h"
+
+#if defined(DCPSIM_HW_MPI)
+#include <mpi.h>
+#endif
+
+namespace dcpsim::hw {
+
+#if !defined(DCPSIM_HW_MPI)
+
+MpiWorld mpi_init(int*, char***) {
+  throw InputError("--mpi: this dcpsim was built without MPI (configure with -DDCPSIM_WITH_MPI=ON)");
+}
+void mpi_finalize() {}
+void run_mpi(const StepPlan&, const RunConfig&, Samples&, std::vector<RankOutputs>&) {
+  throw InputError("--mpi: this dcpsim was built without MPI (configure with -DDCPSIM_WITH_MPI=ON)");
+}
+
+#else
+
+namespace {
+
+void mpi_check(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) throw RuntimeError(std::string("MPI error in ") + what);
+}
+
+int local_rank() {
+  MPI_Comm local;
+  mpi_check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local), "split");
+  int r = 0;
+  MPI_Comm_rank(local, &r);
+  MPI_Comm_free(&local);
+  return r;
+}
+
+// Every rank's base pointer of one of its buffers, mapped into this process (own pointer for itself).
+std::vector<void*> share(void* mine, int rank, int size, std::vector<void*>& opened) {
+  cudaIpcMemHandle_t h{};
+  DCPSIM_CUDA(cudaIpcGetMemHandle(&h, mine));
+  std::vector<cudaIpcMemHandle_t> all(size);
+  mpi_check(MPI_Allgather(&h, sizeof h, MPI_BYTE, all.data(), sizeof h, MPI_BYTE, MPI_COMM_WORLD), "allgather");
+  std::vector<void*> ptrs(size);
+  for (int n = 0; n < size; ++n) {
+    if (n == rank) {
+      ptrs[n] = mine;
+      continue;
+    }
+    DCPSIM_CUDA(cudaIpcOpenMemHandle(&ptrs[n], all[n], cudaIpcMemLazyEnablePeerAccess));
+    opened.push_back(ptrs[n]);
+  }
+  return ptrs;
+}
+
+// Rank 0 receives every rank's samples (durations, offsets, step spans) in one flat array per rank.
+void gather_samples(const StepPlan& p, int rank, int size, Samples& s) {
+  const std::size_t phases = p.phases.size(), reps = s.rank_step[rank].size();
+  std::vector<double> mine;
+  for (std::size_t i = 0; i < phases; ++i) mine.insert(mine.end(), s.duration[rank][i].begin(), s.duration[rank][i].end());
+  for (std::size_t i = 0; i < phases; ++i) mine.insert(mine.end(), s.offset[rank][i].begin(), s.offset[rank][i].end());
+  mine.insert(mine.end(), s.rank_step[rank].begin(), s.rank_step[rank].end());
+  std::vector<double> all(rank == 0 ? mine.size() * size : 0);
+  mpi_check(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
+                       static_cast<int>(mine.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD),
+            "gather");
+  if (rank != 0) return;
+  for (int n = 1; n < size; ++n) {
+    const double* base = all.data() + n * mine.size();
+    for (std::size_t i = 0; i < phases; ++i) {
+      s.duration[n][i].assign(base + i * reps, base + (i + 1) * reps);
+      s.offset[n][i].assign(base + (phases + i) * reps, base + (phases + i + 1) * reps);
+    }
+    s.rank_step[n].assign(base + 2 * phases * reps, base + (2 * phases + 1) * reps);
+  }
+}
+
+}  // namespace
+
+MpiWorld mpi_init(int* argc, char*** argv) {
+  int ready = 0;
+  MPI_Initialized(&ready);
+  if (!ready) mpi_check(MPI_Init(argc, argv), "MPI_Init");
+  MpiWorld w;
+  MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  return w;
+}
+
+void mpi_finalize() {
+  int done = 0;
+  MPI_Finalized(&done);
+  if (!done) MPI_Finalize();
+}
+
+void run_mpi(const StepPlan& p, const RunConfig& c, Samples& samples, std::vector<RankOutputs>& outputs) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size != p.N)
+    throw InputError("--dcp " + std::to_string(p.N) + " needs " + std::to_string(p.N) + " MPI processes, got " +
+                     std::to_string(size));
+  const int local = local_rank();
+  const int count = device_count();
+  if (count == 0) throw RuntimeError("no CUDA device is visible to MPI rank " + std::to_string(rank));
+  const int device = c.devices.empty() ? local % count : c.devices.at(local);
+  auto state = make_rank_state(p, c, rank, device, nullptr);
+  prepare_rank(p, *state);
+  std::vector<void*> opened;
+  if (p.s.strategy == models::Strategy::kDirect && p.N > 1) {
+    const auto so = share(state->slots_o.get(), rank, size, opened);
+    const auto sl = share(state->slots_lse.get(), rank, size, opened);
+    const auto fl = share(state->flags.get(), rank, size, opened);
+    link_direct(p, *state, so, sl, fl);
+  }
+  ncclUniqueId id{};
+  if (rank == 0) DCPSIM_NCCL(ncclGetUniqueId(&id));
+  mpi_check(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD), "bcast");
+  ncclComm_t comm = nullptr;
+  DCPSIM_NCCL(ncclCommInitRank(&comm, p.N, id, rank));
+  NcclExchange ex({comm});
+  samples.resize(p.N, p.phases.size());
+  auto enqueue = [&](bool capturing) {
+    enqueue_prologue(p, c, *state);
+    for (std::size_t i = 0; i < p.phases.size(); ++i) enqueue_phase(p, c, i, *state, ex, capturing);
+  };
+  try {
+    run_repetitions(state->stream, p.s.launch == models::LaunchMode::kGraph, c.warmup, c.reps,
+                    120.0 + 4.0 * c.direct_timeout_ms / 1000.0, nullptr, enqueue,
+                    [&] { check_direct_error(*state, c.direct_timeout_ms); }, [&] { samples.collect(*state); });
+  } catch (...) {
+    ex.abort();
+    throw;
+  }
+  outputs.push_back(download_outputs(p, *state));
+  gather_samples(p, rank, size, samples);
+  for (void* ptr : opened) cudaIpcCloseMemHandle(ptr);
+}
+
+#endif
+
+}  // namespace dcpsim::hw

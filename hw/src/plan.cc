@@ -1,0 +1,102 @@
+#include "plan.h"
+
+#include "dcpsim/error.h"
+#include "dcpsim/hw/kernels.h"
+#include "dcpsim/models/sharding.h"
+
+namespace dcpsim::hw {
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::kQAllGather: return "q_allgather";
+    case Phase::kAttention: return "attention";
+    case Phase::kLseAllGather: return "lse_allgather";
+    case Phase::kCorrect: return "correct";
+    case Phase::kReduceScatter: return "reduce_scatter";
+    case Phase::kAllReduce: return "all_reduce";
+    case Phase::kA2aPack: return "a2a_pack";
+    case Phase::kAllToAll: return "all_to_all";
+    case Phase::kA2aCombine: return "a2a_combine";
+    case Phase::kDirectWrite: return "direct_write";
+    case Phase::kDirectCombine: return "direct_combine";
+  }
+  return "?";
+}
+
+bool is_collective(Phase p) {
+  return p == Phase::kQAllGather || p == Phase::kLseAllGather || p == Phase::kReduceScatter ||
+         p == Phase::kAllReduce || p == Phase::kAllToAll;
+}
+
+std::int64_t StepPlan::local_len(int row, int rank) const {
+  return models::local_length(contexts[row], rank, N, I);
+}
+
+std::int64_t StepPlan::q_index(int row, int head, int d) const {
+  if (!gather_q) return (std::int64_t(row) * H + head) * Dqk + d;
+  // Filled per rank as [N][B][H/N][D_qk] blocks (rank n holds block n before the gather).
+  return ((std::int64_t(head / J) * rows_total + row) * J + head % J) * Dqk + d;
+}
+
+StepPlan make_plan(const RunConfig& c) {
+  const models::Scenario& s = c.scenario;
+  s.validate();
+  StepPlan p;
+  p.s = s;
+  p.N = s.dcp;
+  p.B = s.rows();
+  if (c.padded_rows < 0) throw InputError("--padded-rows " + std::to_string(c.padded_rows) + " must be >= 0");
+  p.rows_total = p.B + c.padded_rows;
+  p.H = s.heads;
+  p.Hkv = s.kv_heads;
+  p.Dqk = s.qk_dim;
+  p.D = s.head_dim;
+  p.I = s.interleave;
+  p.seed = c.seed;
+  p.mla = attention_geometry(p.Dqk, p.D, p.Hkv) == AttentionGeometry::kMla576;
+  if (s.kv_dtype == models::DType::kF32 || s.kv_dtype == models::DType::kF64)
+    throw InputError("--kv-dtype " + std::string(models::to_string(s.kv_dtype)) +
+                     ": the hw kernels take bf16 or fp16 inputs");
+  if (s.out_dtype == models::DType::kF64)
+    throw InputError("--out-dtype fp64: the hw kernels write bf16, fp16 or fp32");
+  p.in = ops::elem_of(s.kv_dtype);
+  p.out = ops::elem_of(s.out_dtype);
+  if (s.launch == models::LaunchMode::kPdl)
+    throw InputError("--launch pdl: hw run measures eager launches or CUDA-graph replay (eager, graph)");
+  if (s.strategy == models::Strategy::kRowStream)
+    throw InputError("--strategy row-stream is modelled by simulate only; hw run runs ag-rs, ag-ar, a2a, direct");
+  if (c.reps < 1 || c.warmup < 0) throw InputError("--reps must be >= 1 and --warmup >= 0");
+  p.contexts = s.contexts;
+  p.contexts.resize(p.rows_total, 0);
+  p.global_row_base.resize(p.rows_total);
+  std::int64_t base = 0;
+  for (int b = 0; b < p.rows_total; ++b) {
+    p.global_row_base[b] = base;
+    base += p.contexts[b];
+  }
+  p.gather_q = p.N > 1 && p.H % p.N == 0;
+  p.J = p.H % p.N == 0 ? p.H / p.N : 0;
+
+  if (p.gather_q) p.phases.push_back(Phase::kQAllGather);
+  p.phases.push_back(Phase::kAttention);
+  if (p.N > 1) {
+    switch (s.strategy) {
+      case models::Strategy::kAgRs:
+        p.phases.insert(p.phases.end(), {Phase::kLseAllGather, Phase::kCorrect, Phase::kReduceScatter});
+        break;
+      case models::Strategy::kAgAr:
+        p.phases.insert(p.phases.end(), {Phase::kLseAllGather, Phase::kCorrect, Phase::kAllReduce});
+        break;
+      case models::Strategy::kA2a:
+        p.phases.insert(p.phases.end(), {Phase::kA2aPack, Phase::kAllToAll, Phase::kA2aCombine});
+        break;
+      case models::Strategy::kDirect:
+        p.phases.insert(p.phases.end(), {Phase::kDirectWrite, Phase::kDirectCombine});
+        break;
+      case models::Strategy::kRowStream: break;
+    }
+  }
+  return p;
+}
+
+}  // namespace dcpsim::hw

@@ -1,0 +1,59 @@
+#pragma once
+// The shape of one measured step: sizes derived from the scenario, the phases the strategy runs in order, and the
+// input generator's index maps (shared by the device fill and the host's regeneration of rows for the check).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dcpsim/hw/runner.h"
+#include "dcpsim/models/scenario.h"
+#include "ops.h"
+
+namespace dcpsim::hw {
+
+enum class Phase {
+  kQAllGather,
+  kAttention,
+  kLseAllGather,
+  kCorrect,
+  kReduceScatter,
+  kAllReduce,
+  kA2aPack,
+  kAllToAll,
+  kA2aCombine,
+  kDirectWrite,
+  kDirectCombine,
+};
+
+const char* phase_name(Phase p);
+bool is_collective(Phase p);
+
+struct StepPlan {
+  models::Scenario s;
+  int N = 1, B = 0, rows_total = 0, H = 0, Hkv = 1, Dqk = 0, D = 0, I = 1, J = 0 /* H/N */;
+  bool mla = false;
+  bool gather_q = false;  // the query all-gather runs (needs N | H)
+  ops::Elem in = ops::Elem::kBF16, out = ops::Elem::kBF16;
+  std::vector<Phase> phases;
+  std::vector<std::int64_t> contexts;  // per row incl. padding rows (context 0)
+  std::vector<std::int64_t> global_row_base;  // Σ of earlier rows' contexts (the generator's token index)
+  std::uint64_t seed = 1;
+
+  int valid_rows() const { return B; }
+  std::int64_t local_len(int row, int rank) const;
+  // Generator streams and element indices (see fill_hash.h): every value is value(stream, index) rounded to `in`.
+  std::uint64_t q_stream() const { return seed * 4 + 1; }
+  std::uint64_t k_stream() const { return seed * 4 + 2; }
+  std::uint64_t v_stream() const { return seed * 4 + 3; }
+  std::int64_t q_index(int row, int head, int d) const;  // in the layout rank-local Q blocks are filled
+  std::int64_t k_width() const { return std::int64_t(Hkv) * Dqk; }
+  std::int64_t v_width() const { return std::int64_t(Hkv) * D; }
+};
+
+// Validates what the hardware runner can run (InputError naming the value otherwise) and derives the plan.
+StepPlan make_plan(const RunConfig& config);
+
+// Amplitude of the uniform inputs: [-√3, √3), unit variance.
+inline constexpr double kInputAmplitude = 1.7320508075688772;
+
+}  // namespace dcpsim::hw

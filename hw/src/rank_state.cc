@@ -1,0 +1,175 @@
+#include "rank_state.h"
+
+#include "cuda_check.h"
+#include "dcpsim/error.h"
+
+namespace dcpsim::hw {
+
+RankState::~RankState() {
+  if (device >= 0 && (!ev_begin.empty() || owns_stream)) cudaSetDevice(device);
+  for (auto e : ev_begin) cudaEventDestroy(e);
+  for (auto e : ev_end) cudaEventDestroy(e);
+  if (owns_stream && stream) cudaStreamDestroy(stream);
+}
+
+void* RankState::buf(Buf b) const {
+  switch (b) {
+    case Buf::kQLocal: return q_local.get();
+    case Buf::kQAll: return q_all.get();
+    case Buf::kLse: return lse.get();
+    case Buf::kLseAll: return lse_all.get();
+    case Buf::kO: return o.get();
+    case Buf::kRsSend: return rs_send.get();
+    case Buf::kOut: return out.get();
+    case Buf::kA2aSend: return a2a_send.get();
+    case Buf::kA2aRecv: return a2a_recv.get();
+  }
+  return nullptr;
+}
+
+namespace {
+
+void fill_inputs(const StepPlan& p, RankState& r) {
+  const std::size_t ib = ops::elem_bytes(p.in);
+  const float amp = static_cast<float>(kInputAmplitude);
+  std::vector<std::int64_t> offset(p.rows_total);
+  std::vector<int> len(p.rows_total);
+  std::int64_t total = 0;
+  for (int b = 0; b < p.rows_total; ++b) {
+    offset[b] = total;
+    len[b] = static_cast<int>(p.local_len(b, r.rank));
+    total += len[b];
+    r.max_len = std::max<std::int64_t>(r.max_len, len[b]);
+  }
+  r.kv_offset = upload(offset);
+  r.kv_len = upload(len);
+  r.global_base = upload(p.global_row_base);
+
+  const std::int64_t q_count = std::int64_t(p.rows_total) * (p.gather_q ? p.J : p.H) * p.Dqk;
+  r.q_local = DeviceBuffer(q_count * ib);
+  ops::launch_fill_uniform(r.q_local.get(), q_count, p.in, amp, p.q_stream(), p.gather_q ? r.rank * q_count : 0,
+                           r.stream);
+  if (p.gather_q) r.q_all = DeviceBuffer(q_count * p.N * ib);
+
+  r.k = DeviceBuffer(std::max<std::int64_t>(total, 1) * p.k_width() * ib);
+  ops::KvFillArgs f;
+  f.elem = p.in;
+  f.rows = p.rows_total;
+  f.local_offset = r.kv_offset.as<std::int64_t>();
+  f.global_base = r.global_base.as<std::int64_t>();
+  f.local_len = r.kv_len.as<int>();
+  f.max_len = r.max_len;
+  f.dcp = p.N;
+  f.rank = r.rank;
+  f.interleave = p.I;
+  f.amplitude = amp;
+  f.ptr = r.k.get();
+  f.width = static_cast<int>(p.k_width());
+  f.seed = p.k_stream();
+  ops::launch_fill_kv_shard(f, r.stream);
+  if (!p.mla) {
+    r.v = DeviceBuffer(std::max<std::int64_t>(total, 1) * p.v_width() * ib);
+    f.ptr = r.v.get();
+    f.width = static_cast<int>(p.v_width());
+    f.seed = p.v_stream();
+    ops::launch_fill_kv_shard(f, r.stream);
+  }
+}
+
+void alloc_merge_buffers(const StepPlan& p, const RunConfig& c, RankState& r) {
+  const std::size_t ob = ops::elem_bytes(p.out), B = p.rows_total, H = p.H, D = p.D, J = p.J, N = p.N;
+  r.o = DeviceBuffer(B * H * D * ob);
+  r.lse = DeviceBuffer(B * H * sizeof(float));
+  const auto strategy = p.s.strategy;
+  if (N > 1 && (strategy == models::Strategy::kAgRs || strategy == models::Strategy::kAgAr)) {
+    r.lse_all = DeviceBuffer(N * B * H * sizeof(float));
+    r.merged_lse = DeviceBuffer(B * H * sizeof(float));
+    if (strategy == models::Strategy::kAgRs) {
+      r.rs_send = DeviceBuffer(B * H * D * ob);
+      r.out = DeviceBuffer(B * J * D * ob);
+    } else {
+      r.out = DeviceBuffer(B * H * D * ob);
+    }
+  } else if (N > 1 && strategy == models::Strategy::kA2a) {
+    const std::size_t lanes = D + ops::lse_lanes(p.out);
+    r.a2a_send = DeviceBuffer(N * B * J * lanes * ob);
+    r.a2a_recv = DeviceBuffer(N * B * J * lanes * ob);
+    r.out = DeviceBuffer(B * J * D * ob);
+    r.merged_lse = DeviceBuffer(B * J * sizeof(float));
+  } else if (N > 1 && strategy == models::Strategy::kDirect) {
+    r.slots_o = DeviceBuffer(2 * r.slot_o_elems(p) * ob);
+    r.slots_lse = DeviceBuffer(2 * r.slot_lse_elems(p) * sizeof(float));
+    r.flags = DeviceBuffer(2 * N * sizeof(unsigned long long));
+    r.counters = DeviceBuffer(2 * sizeof(unsigned long long));  // epoch, done
+    r.error = DeviceBuffer(sizeof(int));
+    DCPSIM_CUDA(cudaMemset(r.flags.get(), 0, r.flags.bytes()));
+    DCPSIM_CUDA(cudaMemset(r.counters.get(), 0, r.counters.bytes()));
+    DCPSIM_CUDA(cudaMemset(r.error.get(), 0, r.error.bytes()));
+    r.out = DeviceBuffer(B * J * D * ob);
+    r.merged_lse = DeviceBuffer(B * J * sizeof(float));
+  }
+  if (c.row_stamps) {
+    r.stamps = DeviceBuffer((2 + 2 * B) * sizeof(unsigned long long));
+    r.stamp_counters = DeviceBuffer(2 * B * sizeof(unsigned));
+    DCPSIM_CUDA(cudaMemset(r.stamps.get(), 0, r.stamps.bytes()));
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<RankState> make_rank_state(const StepPlan& p, const RunConfig& c, int rank, int device,
+                                           cudaStream_t stream) {
+  DCPSIM_CUDA(cudaSetDevice(device));
+  auto holder = std::make_unique<RankState>();
+  RankState& r = *holder;
+  r.rank = rank;
+  r.device = device;
+  if (stream) {
+    r.stream = stream;
+  } else {
+    DCPSIM_CUDA(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+    r.owns_stream = true;
+  }
+  fill_inputs(p, r);
+  alloc_merge_buffers(p, c, r);
+  r.ev_begin.resize(p.phases.size());
+  r.ev_end.resize(p.phases.size());
+  for (std::size_t i = 0; i < p.phases.size(); ++i) {
+    DCPSIM_CUDA(cudaEventCreate(&r.ev_begin[i]));
+    DCPSIM_CUDA(cudaEventCreate(&r.ev_end[i]));
+  }
+  DCPSIM_CUDA(cudaStreamSynchronize(r.stream));
+  return holder;
+}
+
+void link_direct(const StepPlan& p, RankState& r, const std::vector<void*>& slots_o,
+                 const std::vector<void*>& slots_lse, const std::vector<void*>& flags) {
+  const int N = p.N;
+  const std::size_t ob = ops::elem_bytes(p.out);
+  std::vector<void*> po(2 * N);
+  std::vector<float*> pl(2 * N);
+  std::vector<unsigned long long*> pf(2 * N);
+  for (int par = 0; par < 2; ++par)
+    for (int n = 0; n < N; ++n) {
+      po[par * N + n] = static_cast<std::uint8_t*>(slots_o[n]) + par * r.slot_o_elems(p) * ob;
+      pl[par * N + n] = static_cast<float*>(slots_lse[n]) + par * r.slot_lse_elems(p);
+      pf[par * N + n] = static_cast<unsigned long long*>(flags[n]) + par * N;
+    }
+  DCPSIM_CUDA(cudaSetDevice(r.device));
+  r.dst_o = upload(po);
+  r.dst_lse = upload(pl);
+  r.dst_flags = upload(pf);
+}
+
+void link_ranks(const StepPlan& p, Ranks& ranks) {
+  if (p.s.strategy != models::Strategy::kDirect || p.N == 1) return;
+  std::vector<void*> so, sl, fl;
+  for (const auto& r : ranks) {
+    so.push_back(r->slots_o.get());
+    sl.push_back(r->slots_lse.get());
+    fl.push_back(r->flags.get());
+  }
+  for (auto& r : ranks) link_direct(p, *r, so, sl, fl);
+}
+
+}  // namespace dcpsim::hw

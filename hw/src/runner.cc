@@ -1,0 +1,152 @@
+// run_step (runner.h): builds the ranks, runs the repetitions in the chosen process mode, checks the merged output
+// against the reference and reports (trace_out.cc writes the trace section).
+#include "dcpsim/hw/runner.h"
+
+#include <atomic>
+#include <exception>
+#include <thread>
+
+#include "check.h"
+#include "cuda_check.h"
+#include "dcpsim/error.h"
+#include "dcpsim/hw/device.h"
+#include "exchange.h"
+#include "plan.h"
+#include "rank_state.h"
+#include "step.h"
+#include "timing.h"
+#include "trace_out.h"
+
+namespace dcpsim::hw {
+namespace {
+
+double step_timeout_s(const RunConfig& c) { return 120.0 + 4.0 * static_cast<double>(c.direct_timeout_ms) / 1000.0; }
+
+void require_devices(const std::vector<int>& devices) {
+  const int n = device_count();
+  if (n == 0) throw RuntimeError("no CUDA device is visible (hw run needs a GPU)");
+  for (int d : devices)
+    if (d < 0 || d >= n)
+      throw InputError("--devices " + std::to_string(d) + " is not a device here (0.." + std::to_string(n - 1) + ")");
+}
+
+struct Run {
+  Ranks ranks;
+  Samples samples;
+  std::vector<RankOutputs> outputs;
+};
+
+void run_emulated(const StepPlan& p, const RunConfig& c, Run& run) {
+  const int dev = c.devices.empty() ? 0 : c.devices.front();
+  require_devices({dev});
+  DCPSIM_CUDA(cudaSetDevice(dev));
+  cudaStream_t stream = nullptr;
+  DCPSIM_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  struct StreamGuard {
+    cudaStream_t s;
+    ~StreamGuard() { cudaStreamDestroy(s); }
+  } guard{stream};
+  for (int r = 0; r < p.N; ++r) {
+    run.ranks.push_back(make_rank_state(p, c, r, dev, stream));
+    prepare_rank(p, *run.ranks.back());
+  }
+  link_ranks(p, run.ranks);
+  EmulatedExchange ex(run.ranks);
+  run.samples.resize(p.N, p.phases.size());
+  auto enqueue = [&](bool capturing) {
+    for (auto& r : run.ranks) enqueue_prologue(p, c, *r);
+    for (std::size_t i = 0; i < p.phases.size(); ++i)  // phase-major: every rank's inputs exist before a pull
+      for (auto& r : run.ranks) enqueue_phase(p, c, i, *r, ex, capturing);
+  };
+  auto after_any = [&] {
+    for (auto& r : run.ranks) check_direct_error(*r, c.direct_timeout_ms);
+  };
+  auto after_rep = [&] {
+    for (auto& r : run.ranks) run.samples.collect(*r);
+  };
+  run_repetitions(stream, p.s.launch == models::LaunchMode::kGraph, c.warmup, c.reps, step_timeout_s(c), nullptr,
+                  enqueue, after_any, after_rep);
+  for (auto& r : run.ranks) run.outputs.push_back(download_outputs(p, *r));
+}
+
+void enable_peer_access(const std::vector<int>& devices) {
+  for (int a : devices)
+    for (int b : devices) {
+      if (a == b) continue;
+      int ok = 0;
+      DCPSIM_CUDA(cudaDeviceCanAccessPeer(&ok, a, b));
+      if (!ok)
+        throw RuntimeError("direct merge needs peer access from device " + std::to_string(a) + " to device " +
+                           std::to_string(b) + ", which this machine does not offer");
+      DCPSIM_CUDA(cudaSetDevice(a));
+      const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled)
+        (void)cudaGetLastError();
+      else if (e != cudaSuccess)
+        throw_cuda(e, "cudaDeviceEnablePeerAccess", __FILE__, __LINE__);
+    }
+}
+
+void run_threads(const StepPlan& p, const RunConfig& c, Run& run) {
+  if (static_cast<int>(c.devices.size()) != p.N)
+    throw InputError("--devices lists " + std::to_string(c.devices.size()) + " devices; --dcp " +
+                     std::to_string(p.N) + " needs one per rank (or --emulate)");
+  require_devices(c.devices);
+  for (int r = 0; r < p.N; ++r) {
+    run.ranks.push_back(make_rank_state(p, c, r, c.devices[r], nullptr));
+    prepare_rank(p, *run.ranks.back());
+  }
+  if (p.s.strategy == models::Strategy::kDirect && p.N > 1) enable_peer_access(c.devices);
+  link_ranks(p, run.ranks);
+  std::vector<ncclComm_t> comms(p.N);
+  DCPSIM_NCCL(ncclCommInitAll(comms.data(), p.N, c.devices.data()));
+  NcclExchange ex(comms);
+  run.samples.resize(p.N, p.phases.size());
+
+  std::atomic<bool> failed{false};
+  std::vector<std::exception_ptr> errors(p.N);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < p.N; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        RankState& rank = *run.ranks[r];
+        DCPSIM_CUDA(cudaSetDevice(rank.device));
+        auto enqueue = [&](bool capturing) {
+          enqueue_prologue(p, c, rank);
+          for (std::size_t i = 0; i < p.phases.size(); ++i) enqueue_phase(p, c, i, rank, ex, capturing);
+        };
+        run_repetitions(rank.stream, p.s.launch == models::LaunchMode::kGraph, c.warmup, c.reps, step_timeout_s(c),
+                        &failed, enqueue, [&] { check_direct_error(rank, c.direct_timeout_ms); },
+                        [&] { run.samples.collect(rank); });
+      } catch (...) {
+        errors[r] = std::current_exception();
+        failed = true;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (failed) ex.abort();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  for (auto& r : run.ranks) run.outputs.push_back(download_outputs(p, *r));
+}
+
+}  // namespace
+
+RunResult run_step(const RunConfig& config, traces::TraceSink* sink) {
+  const StepPlan p = make_plan(config);
+  if (config.check_rows == 0 || config.check_rows < -1)
+    throw InputError("--check-rows " + std::to_string(config.check_rows) + " must be >= 1 (or -1 for automatic)");
+  Run run;
+  switch (config.mode) {
+    case ProcessMode::kEmulate: run_emulated(p, config, run); break;
+    case ProcessMode::kThreads: run_threads(p, config, run); break;
+    case ProcessMode::kMpi: run_mpi(p, config, run.samples, run.outputs); break;
+  }
+  RunResult result = summarize(p, config, run.samples);
+  result.check = check_outputs(p, config, run.outputs);
+  if (sink != nullptr) emit_section(*sink, p, config, run.samples, result);
+  return result;
+}
+
+}  // namespace dcpsim::hw

@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""Plots for dcpsim's CSV outputs, one subcommand per workflow:
+
+  plot.py scan     scan.csv     out.png   latency vs DCP size per strategy, best step latency over head
+                                          geometry, and step latency vs KV capacity per GPU (Pareto front)
+  plot.py replay   steps.csv    out.png   merge latency over time per strategy, its share of the step, load
+  plot.py validate report.csv   out.png   predicted vs measured with the max(3%, 0.5 us) tolerance band
+
+Needs matplotlib only (Debian: python3-matplotlib). The PNG is written to a temporary file beside the target
+and renamed into place, so a failed run never leaves a partial image. Exit status 2 for bad input.
+"""
+import csv
+import math
+import os
+import sys
+import tempfile
+from collections import Counter, defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+STRATEGY_ORDER = ["ag-rs", "ag-ar", "a2a", "direct", "row-stream"]
+
+
+class InputProblem(Exception):
+    pass
+
+
+def read_rows(path, required):
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in required if c not in (reader.fieldnames or [])]
+            if missing:
+                raise InputProblem(f"{path}: missing column(s) {', '.join(missing)}")
+            rows = list(reader)
+    except OSError as e:
+        raise InputProblem(f"{path}: {e.strerror}")
+    if not rows:
+        raise InputProblem(f"{path}: no data rows")
+    return rows
+
+
+def number(row, column, path):
+    try:
+        return float(row[column])
+    except (TypeError, ValueError):
+        raise InputProblem(f"{path}: column {column} holds '{row[column]}', not a number")
+
+
+def strategies_in(names):
+    known = [s for s in STRATEGY_ORDER if s in names]
+    return known + sorted(n for n in names if n not in STRATEGY_ORDER)
+
+
+def save(fig, out):
+    directory = os.path.dirname(os.path.abspath(out))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(out) + ".", suffix=".tmp", dir=directory)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- scan
+SCAN_GROUP = ["profile", "heads", "head_dim", "qk_dim", "kv_heads", "batch", "context", "launch"]
+SCAN_COLUMNS = SCAN_GROUP + ["dcp", "strategy", "step_latency_us", "merge_latency_us", "kv_capacity_tokens_per_gpu"]
+
+
+def scan_plot(path, out):
+    rows = read_rows(path, SCAN_COLUMNS)
+    for r in rows:
+        for c in ("dcp", "step_latency_us", "merge_latency_us", "kv_capacity_tokens_per_gpu"):
+            r[c] = number(r, c, path)
+    key = lambda r: tuple(r[c] for c in SCAN_GROUP)  # noqa: E731
+    group = Counter(key(r) for r in rows).most_common(1)[0][0]
+    chosen = [r for r in rows if key(r) == group]
+    label = dict(zip(SCAN_GROUP, group))
+
+    fig, axes = plt.subplots(1, 3, figsize=(18, 5.2))
+    ax = axes[0]
+    for s in strategies_in({r["strategy"] for r in chosen}):
+        pts = sorted((r["dcp"], r["step_latency_us"], r["merge_latency_us"]) for r in chosen if r["strategy"] == s)
+        line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{s} step")
+        ax.plot([p[0] for p in pts], [p[2] for p in pts], marker="x", linestyle="--", color=line.get_color(),
+                label=f"{s} merge")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("DCP size N")
+    ax.set_ylabel("latency per layer (µs)")
+    ax.set_title("{profile}: H={heads} D={head_dim}/{qk_dim} kv={kv_heads}\nbatch {batch}, context {context}, "
+                 "{launch}".format(**label), fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+
+    scan_heatmap(axes[1], rows, label)
+    scan_pareto(axes[2], rows, label)
+    fig.suptitle(f"dcpsim scan — {os.path.basename(path)} ({len(rows)} points)")
+    save(fig, out)
+
+
+def scan_heatmap(ax, rows, label):
+    """Best step latency over strategies for each (heads, head_dim) at the largest DCP of the same load."""
+    same = [r for r in rows if r["profile"] == label["profile"] and r["batch"] == label["batch"]
+            and r["context"] == label["context"] and r["launch"] == label["launch"]]
+    dcp = max(r["dcp"] for r in same)
+    best = {}
+    for r in same:
+        if r["dcp"] != dcp:
+            continue
+        k = (int(r["heads"]), int(r["head_dim"]))
+        if k not in best or r["step_latency_us"] < best[k][0]:
+            best[k] = (r["step_latency_us"], r["strategy"])
+    heads = sorted({k[0] for k in best})
+    dims = sorted({k[1] for k in best})
+    grid = [[best.get((h, d), (math.nan, ""))[0] for d in dims] for h in heads]
+    image = ax.imshow(grid, cmap="viridis", aspect="auto", origin="lower")
+    ax.figure.colorbar(image, ax=ax, label="best step latency (µs)")
+    for i, h in enumerate(heads):
+        for j, d in enumerate(dims):
+            if (h, d) in best:
+                ax.text(j, i, f"{best[(h, d)][0]:.1f}\n{best[(h, d)][1]}", ha="center", va="center",
+                        color="white", fontsize=8)
+    ax.set_xticks(range(len(dims)), [str(d) for d in dims])
+    ax.set_yticks(range(len(heads)), [str(h) for h in heads])
+    ax.set_xlabel("head dim D")
+    ax.set_ylabel("heads H")
+    ax.set_title(f"best strategy at N={int(dcp)}, batch {label['batch']}, context {label['context']}", fontsize=10)
+
+
+def scan_pareto(ax, rows, label):
+    """Step latency vs KV capacity per GPU for one geometry and load; the front keeps points no other beats."""
+    same = [r for r in rows if all(r[c] == label[c] for c in SCAN_GROUP)]
+    for s in strategies_in({r["strategy"] for r in same}):
+        pts = [r for r in same if r["strategy"] == s]
+        ax.scatter([p["kv_capacity_tokens_per_gpu"] for p in pts], [p["step_latency_us"] for p in pts], label=s,
+                   s=22)
+    front, best = [], math.inf
+    for r in sorted(same, key=lambda r: (-r["kv_capacity_tokens_per_gpu"], r["step_latency_us"])):
+        if r["step_latency_us"] < best:
+            best = r["step_latency_us"]
+            front.append(r)
+    ax.step([r["kv_capacity_tokens_per_gpu"] for r in front], [r["step_latency_us"] for r in front], where="post",
+            color="black", linewidth=1, label="Pareto front")
+    for r in front:
+        ax.annotate(f"N={int(r['dcp'])}", (r["kv_capacity_tokens_per_gpu"], r["step_latency_us"]), fontsize=7,
+                    xytext=(3, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_xlabel("KV capacity per GPU (tokens)")
+    ax.set_ylabel("step latency per layer (µs)")
+    ax.set_title("latency vs KV capacity (same geometry and load)", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+# ---------------------------------------------------------------- replay
+def replay_plot(path, out):
+    rows = read_rows(path, ["step", "time_s", "rows", "max_context"])
+    strategies = [c[len("merge_latency_us_"):] for c in rows[0] if c.startswith("merge_latency_us_")]
+    if not strategies:
+        raise InputProblem(f"{path}: no merge_latency_us_<strategy> columns")
+    t = [number(r, "time_s", path) for r in rows]
+    fig, axes = plt.subplots(3, 1, figsize=(12, 10), sharex=True)
+    # Long replays have ~10^5 steps: thin lines, small markers.
+    for s in strategies_in(strategies):
+        merge = [number(r, f"merge_latency_us_{s}", path) for r in rows]
+        step = [number(r, f"step_latency_us_{s}", path) for r in rows]
+        axes[0].plot(t, merge, linewidth=0.6, marker=".", markersize=2, label=s)
+        axes[1].plot(t, [100.0 * m / x if x > 0 else 0.0 for m, x in zip(merge, step)], linewidth=0.6, label=s)
+    axes[0].set_ylabel("merge latency per layer (µs)")
+    axes[0].set_title("merge latency over the replay, per strategy")
+    axes[1].set_ylabel("merge share of the step (%)")
+    for ax in axes[:2]:
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, ncol=len(strategies))
+    ax = axes[2]
+    ax.plot(t, [number(r, "rows", path) for r in rows], color="tab:gray", linewidth=0.8, label="rows")
+    ax.set_ylabel("rows in the step")
+    ax.set_xlabel("time (s)")
+    twin = ax.twinx()
+    twin.plot(t, [number(r, "max_context", path) for r in rows], color="tab:purple", linewidth=0.8,
+              label="longest context")
+    twin.set_ylabel("longest context (tokens)")
+    ax.legend(loc="upper left", fontsize=8)
+    twin.legend(loc="upper right", fontsize=8)
+    ax.grid(True, alpha=0.3)
+    fig.suptitle(f"dcpsim replay — {os.path.basename(path)} ({len(rows)} steps)")
+    save(fig, out)
+
+
+# ---------------------------------------------------------------- validate
+def validate_plot(path, out):
+    rows = read_rows(path, ["figure", "measured_ns", "predicted_ns", "within_tolerance"])
+    fig, ax = plt.subplots(figsize=(7.5, 7))
+    by_figure = defaultdict(list)
+    for r in rows:
+        by_figure[r["figure"]].append((number(r, "measured_ns", path) / 1e3, number(r, "predicted_ns", path) / 1e3))
+    lo = min(min(p) for pts in by_figure.values() for p in pts)
+    hi = max(max(p) for pts in by_figure.values() for p in pts)
+    lo, hi = max(lo * 0.8, 1e-3), hi * 1.25
+    for name in sorted(by_figure):
+        pts = by_figure[name]
+        ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=18, label=f"{name} ({len(pts)})")
+    xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    ax.plot(xs, xs, color="black", linewidth=1, label="predicted = measured")
+    band = [max(0.03 * x, 0.5) for x in xs]
+    ax.fill_between(xs, [x - b for x, b in zip(xs, band)], [x + b for x, b in zip(xs, band)], color="gray",
+                    alpha=0.25, label="tolerance max(3%, 0.5 µs)")
+    inside = sum(1 for r in rows if r["within_tolerance"] == "1")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("measured (µs)")
+    ax.set_ylabel("predicted (µs)")
+    ax.set_title(f"dcpsim validate — {inside} of {len(rows)} within tolerance")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    save(fig, out)
+
+
+COMMANDS = {"scan": scan_plot, "replay": replay_plot, "validate": validate_plot}
+
+
+def main(argv):
+    if len(argv) != 4 or argv[1] not in COMMANDS:
+        print(f"usage: plot.py {{{'|'.join(COMMANDS)}}} input.csv output.png", file=sys.stderr)
+        return 2
+    try:
+        COMMANDS[argv[1]](argv[2], argv[3])
+    except InputProblem as e:
+        print(f"plot.py: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,159 @@
+// NCCL collectives realised from their plans (models/cost_collectives.h) as SimGrid transfers, so that what the
+// plan predicts in isolation is what the simulation gives uncontended, and concurrent flows share the links.
+//
+// Per plan: the base latency once per rank, then `steps` communication steps. A step's latency is the plan's
+// (protocol) latency for the link class it crosses; the route's physical latency is part of the transfer, so only
+// the difference is added as a latency node (a negative difference comes off the base latency). Transfers carry
+// bytes / efficiency, the efficiency being the plan's protocol-effective bandwidth over the physical one, so an
+// uncontended transfer takes bytes / link_bandwidth_Bps as the plan says.
+//   ring, tree  each step every rank sends to its ring successor once it has entered the collective and received
+//               the previous step (tree plans keep NCCL's step count and bytes on the same links)
+//   NVLS        each step every rank sends to its domain's NVSwitch, which sends to every rank as soon as all
+//               have entered the step (multicast and reduction pipelined through the switch)
+//   p2p         one step: every rank sends a block to every peer at once
+#include <algorithm>
+#include <string>
+
+#include "dcpsim/error.h"
+#include "step_graph.h"
+
+namespace dcpsim::sim::detail {
+namespace {
+
+using models::Algorithm;
+using models::CollectivePlan;
+
+struct Realisation {
+  StepGraph& step;
+  const CollectivePlan& plan;
+  std::string_view what;
+  int n = 0;
+  double efficiency = 1.0;
+
+  bool inter(int a, int b) const { return !step.platform.same_domain(a, b); }
+  double step_latency(int a, int b) const {
+    return inter(a, b) ? plan.inter_domain_step_latency_s : plan.per_step_latency_s;
+  }
+  double extra_latency(int a, int b) const {
+    return std::max(0.0, step_latency(a, b) - step.platform.gpu_latency(a, b));
+  }
+  // Transfer from GPU a to GPU b (b = -1: a's NVSwitch; a = -1: b's NVSwitch to b).
+  NodeId transfer(int a, int b, double bytes, int index) {
+    Platform& pf = step.platform;
+    auto* from = a >= 0 ? pf.gpu(a) : pf.nvswitch(pf.domain_of(b));
+    auto* to = b >= 0 ? pf.gpu(b) : pf.nvswitch(pf.domain_of(a));
+    const NodeId t = step.graph.transfer(from, to, bytes / efficiency);
+    step.transfers.push_back({t, a, b, index, what, bytes, a >= 0 && b >= 0 && inter(a, b)});
+    return t;
+  }
+};
+
+double efficiency_of(const StepGraph& step, const CollectivePlan& plan) {
+  const models::HardwareProfile& p = step.profile;
+  const double nvlink = p.nvlink.measured_bandwidth.si();
+  switch (plan.algorithm) {
+    case Algorithm::kP2p: return p.nccl.protocol_efficiency[static_cast<std::size_t>(plan.protocol)].si();
+    case Algorithm::kNvls: return plan.link_bandwidth_Bps / nvlink;
+    case Algorithm::kRing:
+    case Algorithm::kTree: break;
+  }
+  const double slowest = plan.layout.domains > 1 ? std::min(nvlink, p.internode.bandwidth.si()) : nvlink;
+  return plan.link_bandwidth_Bps / slowest;
+}
+
+// The base latency, less what the routes' physical latency already adds beyond the plan's step latencies.
+double base_latency(const Realisation& r, double route_excess_per_step) {
+  return std::max(0.0, r.plan.base_latency_s - r.plan.steps * route_excess_per_step);
+}
+
+std::vector<NodeId> ring(Realisation& r, const std::vector<NodeId>& begin) {
+  ActivityGraph& g = r.step.graph;
+  const int n = r.n;
+  double excess = 0.0;
+  for (int a = 0; a < n; ++a) {
+    const int b = (a + 1) % n;
+    excess = std::max(excess, r.step.platform.gpu_latency(a, b) - r.step_latency(a, b));
+  }
+  std::vector<NodeId> entered(n), received(n), sent(n);
+  for (int a = 0; a < n; ++a) entered[a] = g.after_latency(begin[a], base_latency(r, excess));
+  for (int s = 0; s < r.plan.steps; ++s) {
+    std::vector<NodeId> now(n);
+    for (int a = 0; a < n; ++a) {
+      const int b = (a + 1) % n;
+      // A rank forwards step s once it runs the collective and holds what step s − 1 brought it.
+      NodeId gate = entered[a];
+      if (s > 0) gate = g.join_of({entered[a], received[a]});
+      now[a] = r.transfer(a, b, r.plan.bytes_per_step_per_rank, s);
+      g.after(g.after_latency(gate, r.extra_latency(a, b)), now[a]);
+    }
+    for (int a = 0; a < n; ++a) received[(a + 1) % n] = now[a];
+    sent = now;
+  }
+  std::vector<NodeId> end(n);
+  for (int a = 0; a < n; ++a) end[a] = r.plan.steps > 0 ? g.join_of({sent[a], received[a]}) : entered[a];
+  return end;
+}
+
+std::vector<NodeId> nvls(Realisation& r, const std::vector<NodeId>& begin) {
+  ActivityGraph& g = r.step.graph;
+  const int n = r.n;
+  const double hop = r.step.platform.switch_latency();
+  const double extra = std::max(0.0, r.plan.per_step_latency_s - hop);
+  std::vector<NodeId> at(n);
+  for (int a = 0; a < n; ++a) {
+    at[a] = g.after_latency(begin[a], base_latency(r, std::max(0.0, hop - r.plan.per_step_latency_s)));
+  }
+  for (int s = 0; s < r.plan.steps; ++s) {
+    const NodeId all_in = g.join_of(at);
+    for (int a = 0; a < n; ++a) {
+      const NodeId up = r.transfer(a, -1, r.plan.bytes_per_step_per_rank, s);
+      g.after(g.after_latency(at[a], extra), up);
+      const NodeId down = r.transfer(-1, a, r.plan.bytes_per_step_per_rank, s);
+      g.after(g.after_latency(all_in, extra), down);
+      at[a] = g.join_of({up, down});
+    }
+  }
+  return at;
+}
+
+std::vector<NodeId> p2p(Realisation& r, const std::vector<NodeId>& begin) {
+  ActivityGraph& g = r.step.graph;
+  const int n = r.n;
+  const double block = n > 1 ? r.plan.bytes_per_step_per_rank / (n - 1) : 0.0;
+  std::vector<std::vector<NodeId>> touching(n);
+  for (int a = 0; a < n; ++a) {
+    const NodeId entered = g.after_latency(begin[a], r.plan.base_latency_s);
+    touching[a].push_back(entered);
+    if (r.plan.steps == 0) continue;
+    // Staggered peer order (a+1, a+2, ...), as NCCL schedules send/recv rounds.
+    for (int k = 1; k < n; ++k) {
+      const int b = (a + k) % n;
+      const NodeId t = r.transfer(a, b, block, 0);
+      g.after(g.after_latency(entered, r.extra_latency(a, b)), t);
+      touching[a].push_back(t);
+      touching[b].push_back(t);
+    }
+  }
+  std::vector<NodeId> end(n);
+  for (int a = 0; a < n; ++a) end[a] = g.join_of(touching[a]);
+  return end;
+}
+
+}  // namespace
+
+std::vector<NodeId> add_collective(StepGraph& step, const models::CollectivePlan& plan,
+                                   const std::vector<NodeId>& begin, std::string_view what) {
+  Realisation r{step, plan, what, static_cast<int>(begin.size()), efficiency_of(step, plan)};
+  if (!(r.efficiency > 0)) {
+    throw RuntimeError(std::string(what) + ": collective plan has no usable bandwidth");
+  }
+  switch (plan.algorithm) {
+    case Algorithm::kNvls: return nvls(r, begin);
+    case Algorithm::kP2p: return p2p(r, begin);
+    case Algorithm::kRing:
+    case Algorithm::kTree: break;
+  }
+  return ring(r, begin);
+}
+
+}  // namespace dcpsim::sim::detail

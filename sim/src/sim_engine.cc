@@ -1,0 +1,119 @@
+#include "sim_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <simgrid/s4u.hpp>
+
+#include "dcpsim/error.h"
+#include "dcpsim/sim/simulator.h"
+
+namespace dcpsim::sim::detail {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+
+constexpr double kClockOrigin = 4096.0;  // 2^12 s: the first scenario starts here
+constexpr double kClockLimit = 8192.0;   // 2^13 s: past this, doubles are spaced twice as far apart
+constexpr double kClockReserve = 1024.0;  // no scenario starts this close to the limit
+const double kEpochQuantum = std::ldexp(1.0, -20);
+
+}  // namespace
+
+SimEngine& SimEngine::instance() {
+  static SimEngine* engine = new SimEngine();  // lives as long as the process, like SimGrid's engine
+  return *engine;
+}
+
+SimEngine::SimEngine() {
+  static int argc = 2;
+  static char arg0[] = "dcpsim";
+  static char arg1[] = "--log=root.thresh:critical";
+  static char* argv[] = {arg0, arg1, nullptr};
+  new sg4::Engine(&argc, argv);  // owned by SimGrid for the rest of the process
+  // DESIGN.md "Simulator notes": with these an 8-GPU star matches alpha-beta hand calculations to 1e-15.
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/TCP-gamma:0");
+  // Sharing weight = Σ_route weight-S / bandwidth + latency: large weight-S makes the latency term vanish, so
+  // flows with routes of different latency still share a link equally.
+  sg4::Engine::set_config("network/weight-S:1e15");
+  // Latency leftovers below this are dropped; 10 ps keeps the model far below the 0.1% golden tolerance.
+  sg4::Engine::set_config("surf/precision:1e-11");
+  sg4::Activity::on_completion_cb([this](sg4::Activity const& activity) {
+    if (listener_ != nullptr && activity.get_state() == sg4::Activity::State::FINISHED) {
+      listener_->on_activity_done(reinterpret_cast<std::intptr_t>(activity.get_data<void>()));
+    }
+  });
+  for (const std::string& name : models::builtin_profile_names()) {
+    const models::HardwareProfile p = models::load_profile(name);
+    reserve(static_cast<int>(p.topology.gpus_per_nvlink_domain.si()), kDefaultMaxGpus);
+  }
+}
+
+void SimEngine::reserve(int domain_size, int gpus) {
+  gpus = std::max(gpus, domain_size);
+  if (built_) {
+    auto it = platforms_.find(domain_size);
+    if (it == platforms_.end() || it->second->gpus() < gpus) {
+      throw RuntimeError("the SimGrid platform is already built (the first simulation seals it) and has no " +
+                         std::to_string(gpus) + "-GPU platform with NVLink domains of " +
+                         std::to_string(domain_size) + " GPUs: create every Simulator before the first run");
+    }
+    return;
+  }
+  int& want = reserved_[domain_size];
+  want = std::max(want, gpus);
+}
+
+void SimEngine::build() {
+  for (const auto& [domain_size, gpus] : reserved_) {
+    platforms_[domain_size] = std::make_unique<Platform>(domain_size, gpus);
+  }
+  sg4::Engine::get_instance()->get_netzone_root()->seal();
+  built_ = true;
+}
+
+Platform& SimEngine::platform(int domain_size) {
+  if (!built_) build();
+  auto it = platforms_.find(domain_size);
+  if (it == platforms_.end()) {
+    throw RuntimeError("no SimGrid platform with NVLink domains of " + std::to_string(domain_size) + " GPUs");
+  }
+  return *it->second;
+}
+
+double SimEngine::begin_epoch() {
+  if (!built_) build();
+  const double now = sg4::Engine::get_clock();
+  const double origin = std::max(kClockOrigin, std::ceil(now / kEpochQuantum) * kEpochQuantum);
+  if (origin >= kClockLimit - kClockReserve) {
+    throw RuntimeError("this process has simulated " + std::to_string(now - kClockOrigin) +
+                       " s, its budget for reproducible clocks; simulate the remaining scenarios in a new process");
+  }
+  if (origin > now) sg4::Engine::get_instance()->run_until(origin);
+  if (sg4::Engine::get_clock() != origin) {
+    throw RuntimeError("SimGrid's clock did not stop at the scenario origin " + std::to_string(origin) + " s");
+  }
+  return origin;
+}
+
+void SimEngine::run(CompletionListener& listener) {
+  listener_ = &listener;
+  try {
+    sg4::Engine::get_instance()->run();
+  } catch (...) {
+    listener_ = nullptr;
+    throw;
+  }
+  listener_ = nullptr;
+  if (sg4::Engine::get_clock() >= kClockLimit) {
+    throw RuntimeError("a scenario ran past the simulator's reproducible clock range (" +
+                       std::to_string(kClockLimit) + " s)");
+  }
+}
+
+double SimEngine::now() { return sg4::Engine::get_clock(); }
+
+}  // namespace dcpsim::sim::detail

@@ -1,0 +1,190 @@
+#include "dcpsim/sim/simulator.h"
+
+#include <algorithm>
+#include <string>
+
+#include "dcpsim/error.h"
+#include "dcpsim/models/cost.h"
+#include "dcpsim/models/sharding.h"
+#include "sim_engine.h"
+#include "step_graph.h"
+#include "trace_output.h"
+
+namespace dcpsim::sim {
+namespace {
+
+using detail::AttentionOut;
+using detail::NodeId;
+using detail::RankStream;
+using detail::RowRef;
+using detail::StepGraph;
+
+int domain_size(const models::HardwareProfile& p) {
+  return static_cast<int>(p.topology.gpus_per_nvlink_domain.si());
+}
+
+void check_group(const models::HardwareProfile& p, const detail::Platform& platform, int ranks) {
+  if (ranks > domain_size(p) && !(p.internode.bandwidth.si() > 0)) {
+    throw InputError("dcp " + std::to_string(ranks) + " exceeds the " + std::to_string(domain_size(p)) +
+                     " GPUs of one NVLink domain of " + p.name +
+                     ", which has no inter-node fabric (internode.bandwidth is 0)");
+  }
+  if (ranks > platform.gpus()) {
+    throw InputError("dcp " + std::to_string(ranks) + " exceeds the " + std::to_string(platform.gpus()) +
+                     " GPUs the simulator's platform holds (SimOptions::max_gpus)");
+  }
+}
+
+// Attention on one rank: the decode kernel, then the split-KV combine kernel when some row was split.
+AttentionOut add_attention(StepGraph& step, RankStream& stream) {
+  const models::Scenario& s = step.scenario;
+  const int r = stream.rank();
+  std::vector<int64_t> local(s.rows());
+  for (int b = 0; b < s.rows(); ++b) local[b] = models::local_length(s.contexts[b], r, s.dcp, s.interleave);
+  AttentionOut att;
+  att.timing = models::decode_attention_time(step.profile, models::attention_shape(s), local);
+  att.start = stream.begin("attention");
+  att.end = step.graph.exec(step.platform.gpu(r), att.timing.kernel_end_s);
+  step.graph.after(att.start, att.end);
+  stream.finish(att.end, traces::v1::EVENT_KIND_KERNEL, att.timing.total_bytes);
+  if (att.timing.needs_combine) {
+    att.combine_end = stream.kernel("split_kv_combine", att.timing.combine_s, att.timing.combine_bytes);
+    att.end = att.combine_end;
+  }
+  for (int b = 0; b < s.rows(); ++b) {
+    if (att.timing.row_splits[b] > 1) {
+      att.rows.push_back({att.combine_end, 0.0});
+    } else {
+      att.rows.push_back({att.start, att.timing.row_done_s[b]});
+    }
+  }
+  detail::RankNodes& rank = step.ranks[r];
+  rank.attention_end = att.end;
+  rank.phases.push_back({kPhaseAttention, att.start, att.end});
+  return att;
+}
+
+void build_step(StepGraph& step, const SimOptions& options) {
+  const models::Scenario& s = step.scenario;
+  const int n = s.dcp;
+  step.ranks.resize(n);
+  std::vector<RankStream> streams;
+  for (int r = 0; r < n; ++r) streams.emplace_back(step, r);
+  if (n > 1) detail::add_query_gather(step, streams, options.collective);
+  std::vector<AttentionOut> att;
+  for (int r = 0; r < n; ++r) att.push_back(add_attention(step, streams[r]));
+  if (n == 1) {  // SPEC: no collective, no correction; the local result is the result
+    step.ranks[0].lse_ready = att[0].rows;
+    step.ranks[0].output_ready = att[0].rows;
+    step.ranks[0].done = att[0].end;
+    return;
+  }
+  switch (s.strategy) {
+    case models::Strategy::kAgRs:
+    case models::Strategy::kAgAr: detail::add_gather_merge(step, streams, options.collective); break;
+    case models::Strategy::kA2a: detail::add_a2a_merge(step, streams, options.collective); break;
+    case models::Strategy::kDirect: detail::add_direct_merge(step, streams, att); break;
+    case models::Strategy::kRowStream: detail::add_row_stream_merge(step, streams, att); break;
+  }
+}
+
+double at(const detail::ActivityGraph& g, const RowRef& ref) { return g.end(ref.node) + ref.offset_s; }
+
+StepResult collect(const StepGraph& step) {
+  const detail::ActivityGraph& g = step.graph;
+  const models::Scenario& s = step.scenario;
+  const double bytes_per_token = models::kv_bytes_per_token(models::attention_shape(s));
+  StepResult result;
+  result.scenario = s;
+  result.profile = step.profile.name;
+  result.collectives = step.collectives;
+  result.activities = g.simgrid_activities();
+  for (int r = 0; r < s.dcp; ++r) {
+    const detail::RankNodes& nodes = step.ranks[r];
+    RankTimeline t;
+    t.rank = r;
+    for (const detail::PhaseRef& ph : nodes.phases) {
+      t.phases.push_back({std::string(ph.name), g.start(ph.first), g.end(ph.last)});
+    }
+    t.attention_end_s = g.end(nodes.attention_end);
+    t.done_s = g.end(nodes.done);
+    for (int b = 0; b < s.rows(); ++b) {
+      t.kv_tokens += models::local_length(s.contexts[b], r, s.dcp, s.interleave);
+      t.lse_ready_s.push_back(at(g, nodes.lse_ready[b]));
+      t.output_ready_s.push_back(at(g, nodes.output_ready[b]));
+    }
+    t.kv_bytes = static_cast<std::int64_t>(t.kv_tokens * bytes_per_token);
+    result.step_latency_s = std::max(result.step_latency_s, t.done_s);
+    result.attention_end_s = std::max(result.attention_end_s, t.attention_end_s);
+    result.ranks.push_back(std::move(t));
+  }
+  result.merge_latency_s = result.step_latency_s - result.attention_end_s;
+  return result;
+}
+
+}  // namespace
+
+const PhaseSpan* StepResult::phase(int rank, std::string_view name) const {
+  if (rank < 0 || rank >= static_cast<int>(ranks.size())) return nullptr;
+  for (const PhaseSpan& p : ranks[rank].phases) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+Simulator::Simulator(models::HardwareProfile profile, SimOptions options)
+    : profile_(std::move(profile)), options_(options) {
+  models::validate_profile(profile_, profile_.name);
+  if (options_.max_gpus < 1) {
+    throw InputError("simulator: max_gpus must be >= 1, got " + std::to_string(options_.max_gpus));
+  }
+  detail::SimEngine::instance().reserve(domain_size(profile_), options_.max_gpus);
+}
+
+StepResult Simulator::run(const models::Scenario& scenario, traces::TraceSink* sink) const {
+  scenario.validate();
+  detail::SimEngine& engine = detail::SimEngine::instance();
+  detail::Platform& platform = engine.platform(domain_size(profile_));
+  check_group(profile_, platform, scenario.dcp);
+  platform.configure(profile_, scenario.dcp);
+
+  StepGraph step(profile_, scenario, platform);
+  build_step(step, options_);
+  step.graph.run(engine);
+  StepResult result = collect(step);
+  if (sink != nullptr) detail::emit_trace(step, result, *sink);
+  return result;
+}
+
+CollectiveRun Simulator::run_collective(models::Collective collective, int ranks, double bytes_per_rank,
+                                        const std::vector<double>& entry_s) const {
+  if (!entry_s.empty() && static_cast<int>(entry_s.size()) != ranks) {
+    throw InputError("run_collective: " + std::to_string(entry_s.size()) + " entry times for " +
+                     std::to_string(ranks) + " ranks");
+  }
+  models::Scenario s;
+  s.dcp = ranks;
+  detail::SimEngine& engine = detail::SimEngine::instance();
+  detail::Platform& platform = engine.platform(domain_size(profile_));
+  check_group(profile_, platform, ranks);
+  platform.configure(profile_, ranks);
+
+  StepGraph step(profile_, s, platform);
+  CollectiveRun run;
+  run.plan = models::plan_collective(profile_, collective, ranks, bytes_per_rank, options_.collective);
+  std::vector<NodeId> begin;
+  for (int r = 0; r < ranks; ++r) begin.push_back(step.graph.latency(entry_s.empty() ? 0.0 : entry_s[r]));
+  const std::vector<NodeId> end = detail::add_collective(step, run.plan, begin, models::to_string(collective));
+  step.graph.run(engine);
+  double first = 0.0;
+  for (int r = 0; r < ranks; ++r) {
+    run.begin_s.push_back(step.graph.end(begin[r]));
+    run.end_s.push_back(step.graph.end(end[r]));
+    first = r == 0 ? run.begin_s[r] : std::min(first, run.begin_s[r]);
+    run.time_s = std::max(run.time_s, run.end_s[r]);
+  }
+  run.time_s -= first;
+  return run;
+}
+
+}  // namespace dcpsim::sim

@@ -1,0 +1,39 @@
+#include "step_graph.h"
+
+namespace dcpsim::sim::detail {
+
+RankStream::RankStream(StepGraph& step, int rank, std::string lane)
+    : step_(step), rank_(rank), lane_(std::move(lane)), cpu_(std::make_shared<NodeId>(-1)) {}
+
+NodeId RankStream::begin(std::string_view name) {
+  ActivityGraph& g = step_.graph;
+  const models::HardwareProfile& p = step_.profile;
+  const models::LaunchMode mode = step_.scenario.launch;
+
+  const NodeId issue = g.exec(step_.platform.gpu(rank_), models::cpu_issue_time(p, mode));
+  if (*cpu_ >= 0) g.after(*cpu_, issue);
+  *cpu_ = issue;
+  step_.add_span({rank_, "cpu", traces::v1::EVENT_KIND_LAUNCH, std::string(name), issue, issue});
+
+  const NodeId start = g.join();
+  g.after(g.after_latency(issue, models::gpu_launch_latency(p)), start);
+  if (last_end_ >= 0) g.after(g.after_latency(last_end_, models::dependent_kernel_gap(p, mode)), start);
+  open_begin_ = start;
+  open_name_ = name;
+  return start;
+}
+
+void RankStream::finish(NodeId end, traces::v1::EventKind kind, double bytes) {
+  step_.add_span({rank_, lane_, kind, open_name_, open_begin_, end, bytes});
+  last_end_ = end;
+}
+
+NodeId RankStream::kernel(std::string_view name, double seconds, double bytes) {
+  const NodeId start = begin(name);
+  const NodeId body = step_.graph.exec(step_.platform.gpu(rank_), seconds);
+  step_.graph.after(start, body);
+  finish(body, traces::v1::EVENT_KIND_KERNEL, bytes);
+  return body;
+}
+
+}  // namespace dcpsim::sim::detail

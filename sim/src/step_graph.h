@@ -1,0 +1,131 @@
+#pragma once
+// One decode step as an activity graph plus what is needed to report it: kernel and launch spans per rank and
+// lane, transfers, flag-to-wait flows, phases and per-row readiness, all as references to graph nodes whose
+// times are known once the graph has run.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "activity_graph.h"
+#include "dcpsim/models/cost.h"
+#include "dcpsim/models/scenario.h"
+#include "dcpsim/sim/step_result.h"
+#include "dcpsim/traces/schema.h"
+#include "platform.h"
+
+namespace dcpsim::sim::detail {
+
+// A span of simulated time from the start of `first` to the end of `last` (a kernel: its start join and its
+// body; a transfer: the same node twice).
+struct Span {
+  int rank = 0;
+  std::string lane;
+  traces::v1::EventKind kind = traces::v1::EVENT_KIND_KERNEL;
+  std::string name;
+  NodeId first = 0;
+  NodeId last = 0;
+  double bytes = 0.0;
+  int rows_begin = 0;
+  int rows_end = 0;
+};
+
+// A transfer between GPUs (or a GPU and its NVSwitch), kept compact: a step has thousands.
+struct TransferSpan {
+  NodeId node = 0;
+  int from_rank = 0;
+  int to_rank = 0;  // -1: the NVSwitch
+  int step = 0;
+  std::string_view what;  // a phase name, or "flag"
+  double bytes = 0.0;     // payload (not counting protocol overhead)
+  bool inter_node = false;
+};
+
+// Where a row's readiness comes from: the end of a node plus an analytic offset (attention rows).
+struct RowRef {
+  NodeId node = 0;
+  double offset_s = 0.0;
+};
+
+struct PhaseRef {
+  std::string_view name;
+  NodeId first = 0;
+  NodeId last = 0;
+};
+
+struct RankNodes {
+  NodeId attention_end = 0;
+  NodeId done = 0;
+  std::vector<PhaseRef> phases;
+  std::vector<RowRef> lse_ready;
+  std::vector<RowRef> output_ready;
+};
+
+struct StepGraph {
+  StepGraph(const models::HardwareProfile& p, const models::Scenario& s, Platform& pf)
+      : profile(p), scenario(s), platform(pf) {}
+
+  const models::HardwareProfile& profile;
+  const models::Scenario& scenario;
+  Platform& platform;
+  ActivityGraph graph;
+  std::vector<Span> spans;
+  std::vector<TransferSpan> transfers;
+  std::vector<std::pair<int, int>> flows;  // span index (a flag) -> span index (the wait it releases)
+  std::vector<RankNodes> ranks;
+  std::vector<PlannedCollective> collectives;
+
+  int add_span(Span span) {
+    spans.push_back(std::move(span));
+    return static_cast<int>(spans.size() - 1);
+  }
+};
+
+// A rank's CPU and GPU stream: the CPU issues kernels one after another (issue cost per launch mode); a kernel
+// starts once issued plus the launch latency, and not before its predecessor on the stream ended plus the
+// dependent-kernel gap (models/cost_launch.h).
+class RankStream {
+ public:
+  RankStream(StepGraph& step, int rank, std::string lane = "stream0");
+
+  // Issues the next kernel and returns the node at which it starts; finish() with its last node.
+  NodeId begin(std::string_view name);
+  void finish(NodeId end, traces::v1::EventKind kind = traces::v1::EVENT_KIND_KERNEL, double bytes = 0.0);
+  // A kernel whose body is one execution of `seconds` on the rank's GPU; returns its end.
+  NodeId kernel(std::string_view name, double seconds, double bytes = 0.0);
+
+  NodeId last_end() const { return last_end_; }
+  int rank() const { return rank_; }
+  // Shares the CPU with another stream of the same rank (its launches go through one issue queue).
+  void share_cpu_with(RankStream& other) { cpu_ = other.cpu_; }
+
+ private:
+  StepGraph& step_;
+  int rank_;
+  std::string lane_;
+  std::shared_ptr<NodeId> cpu_;  // the last launch's end (the CPU is sequential)
+  NodeId last_end_ = -1;
+  NodeId open_begin_ = -1;
+  std::string open_name_;
+};
+
+// NCCL collectives realised from a plan: rank r's part starts at begin[r]; returns each rank's end.
+std::vector<NodeId> add_collective(StepGraph& step, const models::CollectivePlan& plan,
+                                   const std::vector<NodeId>& begin, std::string_view what);
+
+// The step's kernels around attention. Each adds its phases, row readiness and `done` to step.ranks.
+struct AttentionOut {
+  models::AttentionTiming timing;
+  NodeId start = 0;          // attention kernel start
+  NodeId end = 0;            // attention done, split-KV combine included
+  NodeId combine_end = -1;   // split-KV combine kernel end (-1 when none)
+  std::vector<RowRef> rows;  // per row: its final partial exists
+};
+void add_query_gather(StepGraph& step, std::vector<RankStream>& streams, const models::CollectiveOptions& options);
+void add_gather_merge(StepGraph& step, std::vector<RankStream>& streams, const models::CollectiveOptions& options);
+void add_a2a_merge(StepGraph& step, std::vector<RankStream>& streams, const models::CollectiveOptions& options);
+void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams, const std::vector<AttentionOut>& att);
+void add_row_stream_merge(StepGraph& step, std::vector<RankStream>& streams, const std::vector<AttentionOut>& att);
+
+}  // namespace dcpsim::sim::detail

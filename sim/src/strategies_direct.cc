@@ -1,0 +1,239 @@
+// The one-shot strategies (SPEC "direct"): each rank writes its head blocks and LSEs straight into the owners'
+// buffers over NVLink and then sets an epoch-stamped flag; the owner polls for the flags and combines in fp32.
+//   direct      a push kernel after attention writes every row at once; the owner's combine kernel waits for
+//               N − 1 flags
+//   row-stream  the attention kernel (or its split-KV combine) pushes each group of rows the moment it is done;
+//               a persistent combine kernel on a second stream merges rows as their partials arrive, so the merge
+//               overlaps attention. Its SMs are not taken from attention (a limit of the model).
+// A flag store follows its data after a release fence: the flag's visibility takes flag_write_latency in all,
+// of which the route's own latency is part of the flag transfer. The owner sees the last flag half a polling
+// interval after it lands (models/cost_signals.h), but never before its kernel polls at all.
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "step_graph.h"
+
+namespace dcpsim::sim::detail {
+namespace {
+
+constexpr double kLseBytes = 4.0;
+constexpr double kFlagBytes = 8.0;
+
+struct Flag {
+  NodeId node = 0;
+  int span = 0;
+};
+
+// Data then flag from GPU `from` to GPU `to`, both gated on `gate`. Returns the flag; adds the data node to
+// `touched` (the pushing kernel ends when its stores have drained).
+Flag push(StepGraph& step, int from, int to, double bytes, NodeId gate, int rows_begin, int rows_end,
+          std::vector<NodeId>& touched) {
+  ActivityGraph& g = step.graph;
+  Platform& pf = step.platform;
+  const bool inter = !pf.same_domain(from, to);
+  const NodeId data = g.transfer(pf.gpu(from), pf.gpu(to), bytes);
+  g.after(gate, data);
+  step.transfers.push_back({data, from, to, 0, kPhasePush, bytes, inter});
+  const double fence = std::max(0.0, models::flag_write_latency(step.profile) - pf.gpu_latency(from, to));
+  const NodeId flag = g.transfer(pf.gpu(from), pf.gpu(to), kFlagBytes);
+  g.after(g.after_latency(data, fence), flag);
+  touched.push_back(data);
+  touched.push_back(flag);
+  const int span = step.add_span({from, inter ? "net" : "nvlink", traces::v1::EVENT_KIND_SIGNAL,
+                                  "flag to rank " + std::to_string(to), flag, flag, kFlagBytes, rows_begin,
+                                  rows_end});
+  return {flag, span};
+}
+
+double block_bytes(const models::Scenario& s, int rows) {
+  return rows * (double(s.heads) / s.dcp) * (s.head_dim * double(models::dtype_bytes(s.out_dtype)) + kLseBytes);
+}
+
+// The owner's wait: from `from` until the flags are seen (never before `from`). Returns the seen node.
+NodeId wait_for_flags(StepGraph& step, int owner, const std::string& lane, NodeId from,
+                      const std::vector<Flag>& flags, NodeId extra_arrival, int rows_begin, int rows_end) {
+  ActivityGraph& g = step.graph;
+  std::vector<NodeId> arrivals;
+  for (const Flag& f : flags) arrivals.push_back(f.node);
+  if (extra_arrival >= 0) arrivals.push_back(extra_arrival);
+  const NodeId landed = g.join_of(arrivals);
+  const NodeId seen = g.join_of({from, g.after_latency(landed, models::expected_poll_wait(step.profile))});
+  const int wait = step.add_span(
+      {owner, lane, traces::v1::EVENT_KIND_WAIT, "wait for flags", from, seen, 0.0, rows_begin, rows_end});
+  for (const Flag& f : flags) step.flows.emplace_back(f.span, wait);
+  return seen;
+}
+
+}  // namespace
+
+void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams, const std::vector<AttentionOut>&) {
+  const models::Scenario& s = step.scenario;
+  const models::HardwareProfile& p = step.profile;
+  const int n = s.dcp;
+  const int rows = s.rows();
+  const models::MergeShape m = models::merge_shape(s);
+  const double block = block_bytes(s, rows);
+
+  std::vector<std::vector<Flag>> flags_to(n);
+  std::vector<NodeId> push_begin(n), push_end(n);
+  for (int r = 0; r < n; ++r) {
+    push_begin[r] = streams[r].begin("direct_push");
+    const NodeId epoch = step.graph.after_latency(push_begin[r], models::epoch_handshake_time(p));
+    std::vector<NodeId> touched{epoch};
+    for (int k = 1; k < n; ++k) {
+      const int owner = (r + k) % n;
+      flags_to[owner].push_back(push(step, r, owner, block, epoch, 0, rows, touched));
+    }
+    push_end[r] = step.graph.join_of(touched);
+    streams[r].finish(push_end[r], traces::v1::EVENT_KIND_KERNEL, (n - 1) * block);
+  }
+  for (int o = 0; o < n; ++o) {
+    const NodeId start = streams[o].begin("direct_combine");
+    const NodeId seen = wait_for_flags(step, o, "stream0", start, flags_to[o], -1, 0, rows);
+    const NodeId body = step.graph.exec(step.platform.gpu(o), models::direct_combine_time(p, m));
+    step.graph.after(seen, body);
+    streams[o].finish(body, traces::v1::EVENT_KIND_KERNEL, models::direct_combine_bytes(m));
+    RankNodes& rank = step.ranks[o];
+    rank.phases.push_back({kPhasePush, push_begin[o], push_end[o]});
+    rank.phases.push_back({kPhaseWait, start, seen});
+    rank.phases.push_back({kPhaseCombine, body, body});
+    rank.lse_ready.assign(rows, RowRef{seen, 0.0});
+    rank.output_ready.assign(rows, RowRef{body, 0.0});
+    rank.done = body;
+  }
+}
+
+namespace {
+
+// A rank's rows grouped by the moment their partial exists (same node and offset), in time order: rows done
+// inside the attention kernel by offset, then rows finished by the split-KV combine kernel.
+struct RowGroups {
+  std::vector<RowRef> when;
+  std::vector<std::vector<int>> rows;
+  std::vector<int> group_of;  // per row
+};
+
+RowGroups group_rows(const AttentionOut& att) {
+  std::map<std::tuple<bool, double, NodeId>, std::vector<int>> by_time;
+  for (int b = 0; b < static_cast<int>(att.rows.size()); ++b) {
+    const RowRef& ref = att.rows[b];
+    by_time[{ref.node != att.start, ref.offset_s, ref.node}].push_back(b);
+  }
+  RowGroups groups;
+  groups.group_of.assign(att.rows.size(), 0);
+  for (auto& [key, rows] : by_time) {
+    for (int b : rows) groups.group_of[b] = static_cast<int>(groups.rows.size());
+    groups.when.push_back(att.rows[rows.front()]);
+    groups.rows.push_back(std::move(rows));
+  }
+  return groups;
+}
+
+// Rows merged together on the owner: those whose partials arrive in the same group on every rank.
+std::vector<std::vector<int>> combine_groups(const std::vector<RowGroups>& groups,
+                                             const std::vector<AttentionOut>& att, int rows) {
+  std::map<std::vector<int>, std::vector<int>> by_signature;
+  for (int b = 0; b < rows; ++b) {
+    std::vector<int> signature;
+    for (const RowGroups& g : groups) signature.push_back(g.group_of[b]);
+    by_signature[signature].push_back(b);
+  }
+  // Merge order: by when the last partial of the group is expected (analytic, relative to attention start).
+  std::vector<std::pair<double, std::vector<int>>> ordered;
+  for (auto& [signature, members] : by_signature) {
+    double expected = 0.0;
+    for (std::size_t r = 0; r < att.size(); ++r) {
+      const RowRef& ref = groups[r].when[signature[r]];
+      const models::AttentionTiming& t = att[r].timing;
+      expected = std::max(expected, ref.node == att[r].start ? ref.offset_s : t.kernel_end_s + t.combine_s);
+    }
+    ordered.emplace_back(expected, std::move(members));
+  }
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::vector<int>> out;
+  for (auto& [expected, members] : ordered) out.push_back(std::move(members));
+  return out;
+}
+
+}  // namespace
+
+void add_row_stream_merge(StepGraph& step, std::vector<RankStream>& streams, const std::vector<AttentionOut>& att) {
+  const models::Scenario& s = step.scenario;
+  const models::HardwareProfile& p = step.profile;
+  ActivityGraph& g = step.graph;
+  const int n = s.dcp;
+  const int rows = s.rows();
+
+  std::vector<RowGroups> groups;
+  std::vector<std::vector<NodeId>> gate(n);                      // [rank][group]: its rows' partials exist
+  std::vector<std::vector<std::vector<Flag>>> flag(n);           // [rank][group][owner]
+  for (int r = 0; r < n; ++r) {
+    groups.push_back(group_rows(att[r]));
+    const RowGroups& rg = groups.back();
+    std::vector<NodeId> touched;
+    for (std::size_t k = 0; k < rg.rows.size(); ++k) {
+      const RowRef& when = rg.when[k];
+      // The epoch flips as the kernel starts; the first rows cannot be pushed before that.
+      const double offset = when.node == att[r].start ? std::max(when.offset_s, models::epoch_handshake_time(p))
+                                                      : when.offset_s;
+      gate[r].push_back(g.after_latency(when.node, offset));
+      flag[r].emplace_back(n);
+      const int lo = rg.rows[k].front();
+      const int hi = rg.rows[k].back() + 1;
+      for (int j = 1; j < n; ++j) {
+        const int owner = (r + j) % n;
+        const double bytes = block_bytes(s, static_cast<int>(rg.rows[k].size()));
+        flag[r][k][owner] = push(step, r, owner, bytes, gate[r][k], lo, hi, touched);
+      }
+    }
+    const NodeId first = g.join();
+    g.after(gate[r].front(), first);
+    step.ranks[r].phases.push_back({kPhasePush, first, g.join_of(touched)});
+  }
+
+  const std::vector<std::vector<int>> merged = combine_groups(groups, att, rows);
+  for (int o = 0; o < n; ++o) {
+    RankStream combine(step, o, "stream1");
+    combine.share_cpu_with(streams[o]);
+    const NodeId start = combine.begin("row_stream_combine");
+    NodeId previous = g.exec(step.platform.gpu(o), p.kernel.floor.si());  // the persistent kernel's prologue
+    g.after(start, previous);
+    RankNodes& rank = step.ranks[o];
+    rank.lse_ready.assign(rows, RowRef{});
+    rank.output_ready.assign(rows, RowRef{});
+    NodeId first_body = -1;
+    NodeId last_seen = previous;
+    double bytes = 0.0;
+    for (const std::vector<int>& members : merged) {
+      std::vector<Flag> flags;
+      for (int r = 0; r < n; ++r) {
+        if (r != o) flags.push_back(flag[r][groups[r].group_of[members.front()]][o]);
+      }
+      const NodeId own = gate[o][groups[o].group_of[members.front()]];
+      const NodeId idle = g.join();
+      g.after(previous, idle);
+      const NodeId seen = wait_for_flags(step, o, "stream1", idle, flags, own, members.front(), members.back() + 1);
+      models::MergeShape m = models::merge_shape(s);
+      m.rows = static_cast<int>(members.size());
+      const NodeId body = g.exec(step.platform.gpu(o), models::direct_combine_time(p, m) - p.kernel.floor.si());
+      g.after(seen, body);
+      bytes += models::direct_combine_bytes(m);
+      for (int b : members) {
+        rank.lse_ready[b] = {seen, 0.0};
+        rank.output_ready[b] = {body, 0.0};
+      }
+      if (first_body < 0) first_body = body;
+      previous = body;
+      last_seen = seen;
+    }
+    combine.finish(previous, traces::v1::EVENT_KIND_KERNEL, bytes);
+    rank.phases.push_back({kPhaseWait, start, last_seen});
+    rank.phases.push_back({kPhaseCombine, first_body, previous});
+    rank.done = g.join_of({streams[o].last_end(), previous});
+  }
+}
+
+}  // namespace dcpsim::sim::detail

@@ -1,0 +1,119 @@
+#include "trace_output.h"
+
+#include <cmath>
+#include <string>
+
+#include "dcpsim/models/scenario_proto.h"
+#include "dcpsim/sim/simulator.h"
+#include "dcpsim/traces/provenance.h"
+
+namespace dcpsim::sim {
+namespace detail {
+namespace {
+
+namespace v1 = traces::v1;
+
+std::int64_t ns(double seconds) { return std::llround(seconds * 1e9); }
+
+std::string describe(const models::CollectivePlan& plan) {
+  return std::string(models::to_string(plan.algorithm)) + "/" + std::string(models::to_string(plan.protocol)) +
+         ", " + std::to_string(plan.steps) + " steps";
+}
+
+v1::Scenario scenario_record(const StepResult& result) {
+  v1::Scenario s = models::to_proto(result.scenario);
+  s.set_name(result.scenario.label());
+  (*s.mutable_params())["profile"] = result.profile;
+  for (const PlannedCollective& c : result.collectives) (*s.mutable_params())["plan." + c.phase] = describe(c.plan);
+  return s;
+}
+
+v1::Event transfer_event(const ActivityGraph& g, const TransferSpan& t) {
+  const bool to_switch = t.to_rank < 0;
+  const bool from_switch = t.from_rank < 0;
+  const int rank = from_switch ? t.to_rank : t.from_rank;
+  const std::string lane = t.inter_node ? "net" : (to_switch || from_switch ? "nvswitch" : "nvlink");
+  std::string name = std::string(t.what);
+  if (t.what != kPhasePush) name += " step " + std::to_string(t.step);
+  name += to_switch ? " to nvswitch" : from_switch ? " from nvswitch" : " to rank " + std::to_string(t.to_rank);
+  v1::Event e = traces::make_event(rank, lane, v1::EVENT_KIND_COPY, name, ns(g.start(t.node)), ns(g.end(t.node)),
+                                   std::llround(t.bytes));
+  return e;
+}
+
+}  // namespace
+
+void emit_trace(const StepGraph& step, const StepResult& result, traces::TraceSink& sink) {
+  const ActivityGraph& g = step.graph;
+  sink.on_scenario(scenario_record(result));
+
+  std::vector<bool> linked(step.spans.size(), false);
+  for (const auto& [from, to] : step.flows) linked[from] = linked[to] = true;
+  for (std::size_t i = 0; i < step.spans.size(); ++i) {
+    const Span& s = step.spans[i];
+    v1::Event e = traces::make_event(s.rank, s.lane, s.kind, s.name, ns(g.start(s.first)), ns(g.end(s.last)),
+                                     std::llround(s.bytes), s.rows_begin, s.rows_end);
+    if (linked[i]) e.set_id(i + 1);
+    sink.on_event(e);
+  }
+  for (const TransferSpan& t : step.transfers) sink.on_event(transfer_event(g, t));
+  std::uint64_t flow_id = 1;
+  for (const auto& [from, to] : step.flows) {
+    v1::Flow f;
+    f.set_id(flow_id++);
+    f.set_from_event(static_cast<std::uint64_t>(from) + 1);
+    f.set_to_event(static_cast<std::uint64_t>(to) + 1);
+    f.set_name("flag");
+    sink.on_flow(f);
+  }
+  for (const RankTimeline& r : result.ranks) {
+    for (std::size_t b = 0; b < r.lse_ready_s.size(); ++b) {
+      v1::RowResult row;
+      row.set_row(static_cast<int>(b));
+      row.set_rank(r.rank);
+      row.set_lse_ready_ns(ns(r.lse_ready_s[b]));
+      row.set_output_ready_ns(ns(r.output_ready_s[b]));
+      sink.on_row_result(row);
+    }
+  }
+  for (const RankTimeline& r : result.ranks) {
+    for (const PhaseSpan& p : r.phases) {
+      v1::PhaseSummary ph;
+      ph.set_rank(r.rank);
+      ph.set_phase(p.name);
+      const double d = p.duration_s() * 1e9;
+      ph.set_median_ns(d);
+      ph.set_min_ns(d);
+      ph.set_max_ns(d);
+      ph.set_repetitions(1);
+      sink.on_phase_summary(ph);
+    }
+  }
+  v1::Summary summary;
+  summary.set_step_latency_ns(result.step_latency_s * 1e9);
+  summary.set_merge_latency_ns(result.merge_latency_s * 1e9);
+  for (const RankTimeline& r : result.ranks) summary.add_kv_bytes_per_rank(r.kv_bytes);
+  (*summary.mutable_values())["attention_end_ns"] = result.attention_end_s * 1e9;
+  (*summary.mutable_values())["simgrid_activities"] = double(result.activities);
+  sink.on_summary(summary);
+}
+
+}  // namespace detail
+
+traces::v1::Header sim_trace_header(const models::HardwareProfile& p, std::vector<std::string> argv) {
+  traces::v1::Header h = traces::make_header(traces::v1::SOURCE_SIM, std::move(argv));
+  auto* profile = h.mutable_profile();
+  profile->set_name(p.name);
+  auto& numbers = *profile->mutable_numbers();
+  numbers["sm_count"] = p.gpu.sm_count.si();
+  numbers["hbm_bandwidth_measured_bytes_per_s"] = p.gpu.hbm_bandwidth_measured.si();
+  numbers["nvlink_bandwidth_measured_bytes_per_s"] = p.nvlink.measured_bandwidth.si();
+  numbers["nvlink_hop_latency_s"] = p.nvlink.hop_latency.si();
+  numbers["internode_bandwidth_bytes_per_s"] = p.internode.bandwidth.si();
+  numbers["internode_latency_s"] = p.internode.latency.si();
+  numbers["gpus_per_nvlink_domain"] = p.topology.gpus_per_nvlink_domain.si();
+  profile->set_json(models::to_json(p));
+  return h;
+}
+
+}  // namespace dcpsim::sim
