@@ -1,10 +1,231 @@
-// dcpsim hw: Run the real kernels and collectives on GPUs.
+// dcpsim hw: the hardware runner.
+//   hw run      one DCP decode step on GPUs (or --emulate: N ranks on one GPU), timed, checked, traced
+//   hw bench    one operation's timing against the device-copy bandwidth (nccl-tests style)
+//   hw devices  the visible GPUs and the CUDA/NCCL versions
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 #include "commands.h"
+#include "dcpsim/analysis/scenario_flags.h"
+#include "dcpsim/error.h"
+#include "dcpsim/hw/bench.h"
+#include "dcpsim/hw/device.h"
+#include "dcpsim/hw/runner.h"
+#include "dcpsim/traces/protobuf_writer.h"
 
 namespace dcpsim::cli {
+namespace {
+
+struct HwRunFlags {
+  analysis::ScenarioFlags scenario;
+  bool emulate = false;
+  bool mpi = false;
+  std::string devices;
+  int warmup = 5, reps = 20, check_rows = -1, padded_rows = 0;
+  bool row_stamps = false;
+  std::string out, json;
+  std::uint64_t seed = 1;
+  std::int64_t direct_timeout_ms = 2000;
+};
+
+std::vector<int> parse_devices(const std::string& s) {
+  std::vector<int> d;
+  if (s.empty()) return d;
+  for (const auto& item : analysis::split_list(s, "devices")) {
+    try {
+      std::size_t used = 0;
+      const int v = std::stoi(item, &used);
+      if (used != item.size() || v < 0) throw std::invalid_argument(item);
+      d.push_back(v);
+    } catch (const std::exception&) {
+      throw InputError("--devices '" + item + "' is not a device ordinal (0, 1, ...)");
+    }
+  }
+  return d;
+}
+
+std::vector<std::string> strategies_of(const std::string& s) {
+  if (s == "all") return {"ag-rs", "ag-ar", "a2a", "direct"};
+  return {s};
+}
+
+void print_result(const models::Scenario& s, const hw::RunResult& r) {
+  std::printf("%s\n", s.label().c_str());
+  std::printf("  %-4s %-16s %12s %12s %12s\n", "rank", "phase", "median_us", "min_us", "max_us");
+  for (const auto& p : r.phases)
+    std::printf("  %-4d %-16s %12.2f %12.2f %12.2f%s\n", p.rank, p.phase.c_str(), p.median_ns / 1e3, p.min_ns / 1e3,
+                p.max_ns / 1e3, p.emulated ? "  (emulated)" : "");
+  std::printf("  step %.2f us, merge %.2f us\n  %s\n", r.step_median_ns / 1e3, r.merge_median_ns / 1e3,
+              r.check.summary.c_str());
+}
+
+nlohmann::json to_json(const models::Scenario& s, const hw::RunResult& r) {
+  nlohmann::json j;
+  j["scenario"] = s.label();
+  j["step_median_ns"] = r.step_median_ns;
+  j["merge_median_ns"] = r.merge_median_ns;
+  j["check"] = {{"passed", r.check.passed},           {"rows", r.check.rows_checked},
+                {"rel_l2", r.check.rel_l2},           {"max_abs", r.check.max_abs},
+                {"worst_bound", r.check.worst_bound}, {"lse_max_abs", r.check.lse_max_abs}};
+  for (const auto& p : r.phases)
+    j["phases"].push_back({{"rank", p.rank}, {"phase", p.phase}, {"median_ns", p.median_ns}, {"min_ns", p.min_ns},
+                           {"max_ns", p.max_ns}, {"emulated", p.emulated}});
+  return j;
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  const std::filesystem::path target(path), tmp(path + ".tmp");
+  {
+    std::ofstream f(tmp);
+    if (!f) throw InputError("--json '" + path + "' cannot be written");
+    f << j.dump(2) << "\n";
+    if (!f) throw RuntimeError("writing '" + path + "' failed");
+  }
+  std::filesystem::rename(tmp, target);
+}
+
+void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
+  hw::RunConfig base;
+  base.mode = f.mpi ? hw::ProcessMode::kMpi : f.emulate ? hw::ProcessMode::kEmulate : hw::ProcessMode::kThreads;
+  base.devices = parse_devices(f.devices);
+  if (base.mode == hw::ProcessMode::kThreads && base.devices.empty()) {
+    const int n = std::stoi(analysis::split_list(f.scenario.dcp, "dcp").front());
+    for (int i = 0; i < n; ++i) base.devices.push_back(i);
+  }
+  base.warmup = f.warmup;
+  base.reps = f.reps;
+  base.check_rows = f.check_rows;
+  base.row_stamps = f.row_stamps;
+  base.seed = f.seed;
+  base.padded_rows = f.padded_rows;
+  base.direct_timeout_ms = f.direct_timeout_ms;
+  hw::MpiWorld world;
+  if (f.mpi) world = hw::mpi_init(nullptr, nullptr);
+  const bool leader = world.rank == 0;
+
+  std::unique_ptr<traces::ProtobufTraceWriter> writer;
+  if (!f.out.empty() && leader) {
+    writer = std::make_unique<traces::ProtobufTraceWriter>(f.out);
+    const std::vector<int> devs = base.mode == hw::ProcessMode::kEmulate
+                                      ? std::vector<int>{base.devices.empty() ? 0 : base.devices.front()}
+                                      : base.devices;
+    writer->on_header(hw::measured_header(base.mode, devs, argv));
+  }
+  nlohmann::json all = nlohmann::json::array();
+  std::vector<std::string> failures;
+  for (const auto& strategy : strategies_of(f.scenario.strategy)) {
+    analysis::ScenarioFlags sf = f.scenario;
+    sf.strategy = strategy;
+    hw::RunConfig c = base;
+    c.scenario = analysis::to_scenario(sf);
+    const hw::RunResult r = hw::run_step(c, writer.get());
+    if (leader) print_result(c.scenario, r);
+    all.push_back(to_json(c.scenario, r));
+    if (!r.check.passed) failures.push_back(c.scenario.label() + ": " + r.check.summary);
+  }
+  if (writer) writer->finish();
+  if (!f.json.empty() && leader) write_json(f.json, all);
+  if (f.mpi) hw::mpi_finalize();
+  if (!failures.empty()) throw RuntimeError("merged output does not match the reference: " + failures.front());
+}
+
+void add_run(CLI::App& hw_cmd) {
+  auto f = std::make_shared<HwRunFlags>();
+  CLI::App* run = hw_cmd.add_subcommand("run", "Run one DCP decode step on GPUs, check it, write a measured trace");
+  analysis::add_scenario_flags(*run, f->scenario, false);
+  run->add_flag("--emulate", f->emulate, "N logical ranks on one GPU; collectives become device-local stand-ins");
+  run->add_flag("--mpi", f->mpi, "one process per GPU under mpirun/srun (MPI builds)");
+  run->add_option("--devices", f->devices, "device ordinals, one per rank (default 0..N-1; --emulate: one)");
+  run->add_option("--warmup", f->warmup, "warm-up steps")->capture_default_str();
+  run->add_option("--reps", f->reps, "measured steps")->capture_default_str();
+  run->add_option("--check-rows", f->check_rows, "rows checked against the fp64 reference (-1: all up to 16, else 4)")
+      ->capture_default_str();
+  run->add_flag("--row-stamps", f->row_stamps, "stamp %globaltimer where each row's LSE and output become ready");
+  run->add_option("--padded-rows", f->padded_rows, "CUDA-graph padding rows after the batch (masked)")
+      ->capture_default_str();
+  run->add_option("--direct-timeout-ms", f->direct_timeout_ms, "direct merge: how long an owner waits for a flag")
+      ->capture_default_str();
+  run->add_option("--out", f->out, "measured trace (.pb)");
+  run->add_option("--json", f->json, "figures as JSON");
+  run->add_option("--seed", f->seed, "input generator seed")->capture_default_str();
+  // An empty argv makes the trace header read the process's own command line.
+  run->callback([f] { run_command(*f, {}); });
+}
+
+void add_bench(CLI::App& hw_cmd) {
+  auto c = std::make_shared<hw::OpBenchConfig>();
+  auto json = std::make_shared<std::string>();
+  auto min_fraction = std::make_shared<double>(0.0);
+  CLI::App* b = hw_cmd.add_subcommand("bench", "Time one operation against the device-copy bandwidth");
+  b->add_option("--op", c->op, "copy, attention, correct, a2a-pack, a2a-combine, direct")->required();
+  b->add_option("--dcp", c->shape.dcp, "N")->capture_default_str();
+  b->add_option("--batch", c->shape.rows, "B")->capture_default_str();
+  b->add_option("--heads", c->shape.heads, "H")->capture_default_str();
+  b->add_option("--kv-heads", c->shape.kv_heads, "H_kv (attention)")->capture_default_str();
+  b->add_option("--head-dim", c->shape.dim, "D")->capture_default_str();
+  b->add_option("--qk-dim", c->shape.qk_dim, "D_qk (attention)")->capture_default_str();
+  b->add_option("--context", c->shape.context, "tokens per row on this rank (attention)")->capture_default_str();
+  b->add_flag("--transposed-lse", c->shape.transposed_lse, "LSE stored [H][B] (correct)");
+  b->add_option("--row-pad", c->shape.out_row_pad, "extra elements per O row (correct)")->capture_default_str();
+  b->add_option("--copy-bytes", c->shape.copy_bytes, "bytes per copy (copy)")->capture_default_str();
+  b->add_flag("--graph", c->graph, "time calls replayed from a CUDA graph");
+  b->add_option("--graph-calls", c->graph_calls, "calls per graph")->capture_default_str();
+  b->add_option("--warmup", c->warmup, "warm-up calls")->capture_default_str();
+  b->add_option("--reps", c->reps, "measured calls (or graph replays)")->capture_default_str();
+  b->add_option("--device", c->device, "device ordinal")->capture_default_str();
+  b->add_option("--json", *json, "append the result as one JSON line to this file");
+  b->add_option("--min-fraction", *min_fraction, "exit 1 when bandwidth / copy bandwidth falls below this");
+  b->callback([c, json, min_fraction] {
+    const hw::OpBenchResult r = hw::run_op_bench(*c);
+    std::printf("%-12s %-48s %10.2f us (min %.2f, max %.2f)  %8.1f GB/s  %5.1f%% of copy %.1f GB/s%s\n",
+                r.op.c_str(), r.shape.c_str(), r.median_ns / 1e3, r.min_ns / 1e3, r.max_ns / 1e3, r.bandwidth / 1e9,
+                100 * r.fraction_of_copy, r.copy_bandwidth / 1e9, c->graph ? "  [graph]" : "");
+    if (r.flops > 0) std::printf("%-12s %.1f TFLOP/s\n", "", r.flops / (r.median_ns * 1e-9) / 1e12);
+    if (!json->empty()) {
+      nlohmann::json j = {{"op", r.op},       {"shape", r.shape},         {"graph", c->graph},
+                          {"median_ns", r.median_ns}, {"min_ns", r.min_ns}, {"max_ns", r.max_ns},
+                          {"bytes", r.bytes}, {"flops", r.flops},         {"bandwidth", r.bandwidth},
+                          {"copy_bandwidth", r.copy_bandwidth},           {"fraction_of_copy", r.fraction_of_copy}};
+      std::ofstream f(*json, std::ios::app);
+      if (!f) throw InputError("--json '" + *json + "' cannot be written");
+      f << j.dump() << "\n";
+    }
+    if (*min_fraction > 0 && r.fraction_of_copy < *min_fraction)
+      throw RuntimeError(r.op + ": " + std::to_string(100 * r.fraction_of_copy) + "% of copy bandwidth is below " +
+                         std::to_string(100 * *min_fraction) + "%");
+  });
+}
+
+void add_devices(CLI::App& hw_cmd) {
+  CLI::App* d = hw_cmd.add_subcommand("devices", "List the visible GPUs and the CUDA/NCCL versions");
+  d->callback([] {
+    const int n = hw::device_count();
+    const hw::SoftwareVersions v = hw::software_versions();
+    std::printf("CUDA runtime %s, driver %s, NCCL %s; %d device(s)\n", v.cuda_runtime.c_str(), v.cuda_driver.c_str(),
+                v.nccl.c_str(), n);
+    for (int i = 0; i < n; ++i) {
+      const hw::DeviceInfo info = hw::device_info(i);
+      std::printf("  %d  %s  %s  %s  sm_%d%d  %d SMs  %.1f GiB  L2 %.0f MB\n", i, info.name.c_str(),
+                  info.uuid.c_str(), info.pci_bus_id.c_str(), info.cc_major, info.cc_minor, info.sm_count,
+                  info.memory_bytes / 1073741824.0, info.l2_bytes / 1e6);
+    }
+  });
+}
+
+}  // namespace
 
 void add_hw_command(CLI::App& app) {
-  add_unavailable_command(app, "hw", "Run the real kernels and collectives on GPUs", "not built yet");
+  CLI::App* hw_cmd = app.add_subcommand("hw", "Run the real kernels and collectives on GPUs");
+  hw_cmd->require_subcommand(1);
+  add_run(*hw_cmd);
+  add_bench(*hw_cmd);
+  add_devices(*hw_cmd);
 }
 
 }  // namespace dcpsim::cli

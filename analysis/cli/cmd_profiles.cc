@@ -29,8 +29,8 @@ void print_table() {
     std::snprintf(launch, sizeof launch, "%.2f/%.2f/%.2f", p.launch.cpu_issue_eager.si() * 1e6,
                   p.launch.cpu_issue_graph.si() * 1e6, p.launch.cpu_issue_pdl.si() * 1e6);
     std::printf("%-12s %6.0f %5.0f %4.0f %13s %13s %18s %18s\n", name.c_str(),
-                p.topology.gpus_per_nvlink_domain.si(), p.topology.gpus_per_node.si(), p.gpu.sm_count.si(), hbm,
-                nvlink, nccl, launch);
+                p.topology.gpus_per_nvlink_domain.si(), p.topology.gpus_per_node.si(), p.gpu.sm_count.si(),
+                hbm, nvlink, nccl, launch);
   }
   std::printf("\n'dcpsim profiles --show NAME' prints a profile with every value's unit and source.\n");
 }

@@ -5,8 +5,12 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <string>
+
+#include "bench_op.h"
 #include "cuda_check.h"
 #include "dcpsim/error.h"
+#include "device_buffer.h"
 #include "device_common.cuh"
 #include "ops.h"
 
@@ -117,6 +121,61 @@ void launch_combine(const CombineArgs& a, cudaStream_t stream) {
     case Elem::kBF16: launch_out<__nv_bfloat16>(a, stream); break;
     case Elem::kF16: launch_out<__half>(a, stream); break;
   }
+}
+
+}  // namespace dcpsim::hw::ops
+
+// ---- benchmark descriptor: the receiver's unpack-combine of N packed bf16 blocks [N][B][H/N][D + 2]; bytes = the
+// received buffer read once, O [B][H/N][D] and its LSE written once ----
+namespace dcpsim::hw::ops {
+namespace {
+
+class CombineBench final : public BenchOp {
+ public:
+  CombineBench(const OpShape& s, std::uint64_t seed) : s_(s) {
+    if (s.heads % s.dcp != 0) throw InputError("a2a-combine bench: H must be divisible by N");
+    j_ = s.heads / s.dcp;
+    const std::int64_t packed = std::int64_t(s.dcp) * s.rows * j_ * (s.dim + 2);
+    recv_ = DeviceBuffer(std::size_t(packed) * 2);
+    // Random 16-bit lanes: the LSE lanes then hold arbitrary fp32 patterns, NaN included, as real garbage would.
+    launch_fill_uniform(recv_.get(), packed, Elem::kBF16, 4.f, seed, 0, nullptr);
+    out_ = DeviceBuffer(std::size_t(s.rows) * j_ * s.dim * 2);
+    lse_ = DeviceBuffer(std::size_t(s.rows) * j_ * 4);
+    DCPSIM_CUDA(cudaDeviceSynchronize());
+  }
+  std::string label() const override {
+    return "N=" + std::to_string(s_.dcp) + " B=" + std::to_string(s_.rows) + " H/N=" + std::to_string(j_) +
+           " D=" + std::to_string(s_.dim);
+  }
+  double bytes() const override {
+    return double(s_.dcp) * s_.rows * j_ * (s_.dim + 2) * 2 + double(s_.rows) * j_ * (s_.dim * 2 + 4);
+  }
+  void launch(int, cudaStream_t stream) override {
+    CombineArgs a;
+    a.dcp = s_.dcp;
+    a.rows = a.valid_rows = s_.rows;
+    a.heads = j_;
+    a.dim = s_.dim;
+    a.o = recv_.get();
+    a.o_lanes = s_.dim + 2;
+    a.src_stride = std::int64_t(s_.rows) * j_ * a.o_lanes;
+    a.dst = out_.get();
+    a.dst_row_stride = std::int64_t(j_) * s_.dim;
+    a.dst_head_stride = s_.dim;
+    a.merged_lse = {lse_.as<float>(), j_, 1};
+    launch_combine(a, stream);
+  }
+
+ private:
+  OpShape s_;
+  int j_ = 1;
+  DeviceBuffer recv_, out_, lse_;
+};
+
+}  // namespace
+
+std::unique_ptr<BenchOp> make_a2a_combine_bench(const OpShape& s, std::uint64_t seed) {
+  return std::make_unique<CombineBench>(s, seed);
 }
 
 }  // namespace dcpsim::hw::ops

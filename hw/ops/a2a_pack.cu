@@ -5,8 +5,12 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <string>
+
+#include "bench_op.h"
 #include "cuda_check.h"
 #include "dcpsim/error.h"
+#include "device_buffer.h"
 #include "device_common.cuh"
 #include "ops.h"
 
@@ -52,6 +56,56 @@ void launch_a2a_pack(const PackArgs& a, cudaStream_t stream) {
     case Elem::kF16: pack_kernel<__half><<<blocks, kWarps * 32, 0, stream>>>(a); break;
   }
   DCPSIM_CUDA_LAUNCHED("pack_kernel");
+}
+
+}  // namespace dcpsim::hw::ops
+
+// ---- benchmark descriptor: pack one rank's bf16 O [B][H][D] and LSE for N destinations; bytes = O and LSE read
+// once, the packed buffer written once ----
+namespace dcpsim::hw::ops {
+namespace {
+
+class PackBench final : public BenchOp {
+ public:
+  PackBench(const OpShape& s, std::uint64_t seed) : s_(s) {
+    if (s.heads % s.dcp != 0) throw InputError("a2a-pack bench: H must be divisible by N");
+    o_ = DeviceBuffer(std::size_t(s.rows) * s.heads * s.dim * 2);
+    lse_ = DeviceBuffer(std::size_t(s.rows) * s.heads * 4);
+    send_ = DeviceBuffer(std::size_t(s.rows) * s.heads * (s.dim + 2) * 2);
+    launch_fill_uniform(o_.get(), std::int64_t(s.rows) * s.heads * s.dim, Elem::kBF16, 1.f, seed, 0, nullptr);
+    launch_fill_uniform(lse_.get(), std::int64_t(s.rows) * s.heads, Elem::kF32, 8.f, seed + 1, 0, nullptr);
+    DCPSIM_CUDA(cudaDeviceSynchronize());
+  }
+  std::string label() const override {
+    return "N=" + std::to_string(s_.dcp) + " B=" + std::to_string(s_.rows) + " H=" + std::to_string(s_.heads) +
+           " D=" + std::to_string(s_.dim);
+  }
+  double bytes() const override { return double(s_.rows) * s_.heads * (2.0 * s_.dim * 2 + 4 + 4); }
+  void launch(int, cudaStream_t stream) override {
+    PackArgs a;
+    a.dcp = s_.dcp;
+    a.rows = a.valid_rows = s_.rows;
+    a.heads = s_.heads;
+    a.dim = s_.dim;
+    a.o = o_.get();
+    a.o_row_stride = std::int64_t(s_.heads) * s_.dim;
+    a.o_head_stride = s_.dim;
+    a.lse = lse_.as<float>();
+    a.lse_row_stride = s_.heads;
+    a.lse_head_stride = 1;
+    a.send = send_.get();
+    launch_a2a_pack(a, stream);
+  }
+
+ private:
+  OpShape s_;
+  DeviceBuffer o_, lse_, send_;
+};
+
+}  // namespace
+
+std::unique_ptr<BenchOp> make_a2a_pack_bench(const OpShape& s, std::uint64_t seed) {
+  return std::make_unique<PackBench>(s, seed);
 }
 
 }  // namespace dcpsim::hw::ops

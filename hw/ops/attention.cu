@@ -1,6 +1,6 @@
 // Decode attention with LSE over one rank's KV shard: split-KV on tensor cores (mma.sync m16n8k16, fp32
 // accumulation), then one combine of the splits into O (any element type, strided) and L (fp32, base e or 2,
-// any layout).
+// any layout). The file ends with the operation's benchmark descriptor (sizes, inputs, bytes, flops).
 //
 // A block owns one row, 16·WH heads that share a KV head, and one contiguous token range. Per tile of TOK
 // tokens: K (and V) land in shared memory through a STAGES-deep cp.async pipeline; the WD warps of a head group
@@ -11,10 +11,14 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <vector>
 
+#include "bench_op.h"
 #include "cuda_check.h"
 #include "dcpsim/error.h"
+#include "device_buffer.h"
 #include "device_common.cuh"
 #include "ops.h"
 
@@ -455,6 +459,99 @@ void launch_attention(const AttentionArgs& a, cudaStream_t stream) {
     case Elem::kF16: combine_splits_kernel<__half><<<grid, 128, smem, stream>>>(cp); break;
   }
   DCPSIM_CUDA_LAUNCHED("combine_splits_kernel");
+}
+
+}  // namespace dcpsim::hw::ops
+
+// ---- benchmark descriptor: one rank's decode attention over `context` tokens per row (unique KV bytes) ----
+namespace dcpsim::hw::ops {
+namespace {
+
+class AttentionBench final : public BenchOp {
+ public:
+  AttentionBench(const OpShape& s, std::uint64_t seed) : s_(s) {
+    mla_ = s.qk_dim == 576;
+    if (!(mla_ && s.dim == 512 && s.kv_heads == 1) && !(s.qk_dim == 128 && s.dim == 128))
+      throw InputError("attention bench: D_qk/D must be 576/512 (MLA, H_kv = 1) or 128/128 (GQA)");
+    const std::int64_t tokens = std::int64_t(s.rows) * s.context;
+    kv_width_ = std::int64_t(s.kv_heads) * s.qk_dim + (mla_ ? 0 : std::int64_t(s.kv_heads) * s.dim);
+    sets_ = rotation_sets(double(tokens) * kv_width_ * 2);
+    q_ = DeviceBuffer(std::size_t(s.rows) * s.heads * s.qk_dim * 2);
+    launch_fill_uniform(q_.get(), std::int64_t(s.rows) * s.heads * s.qk_dim, Elem::kBF16, 1.7f, seed, 0, nullptr);
+    for (int i = 0; i < sets_; ++i) {
+      kv_.emplace_back(std::size_t(tokens) * kv_width_ * 2);
+      launch_fill_uniform(kv_.back().get(), tokens * kv_width_, Elem::kBF16, 1.7f, seed + 1 + i, 0, nullptr);
+    }
+    std::vector<std::int64_t> off(s.rows);
+    for (int b = 0; b < s.rows; ++b) off[b] = std::int64_t(b) * s.context;
+    offsets_ = upload(off);
+    lengths_ = upload(std::vector<int>(s.rows, static_cast<int>(s.context)));
+    o_ = DeviceBuffer(std::size_t(s.rows) * s.heads * s.dim * 2);
+    lse_ = DeviceBuffer(std::size_t(s.rows) * s.heads * 4);
+    args_ = base_args();
+    int dev = 0;
+    DCPSIM_CUDA(cudaGetDevice(&dev));
+    splits_ = attention_splits(args_, dev);
+    ws_ = DeviceBuffer(attention_workspace_bytes(args_, splits_));
+    args_.workspace = ws_.as<float>();
+    DCPSIM_CUDA(cudaDeviceSynchronize());
+  }
+  std::string label() const override {
+    return std::string(mla_ ? "mla" : "gqa") + " B=" + std::to_string(s_.rows) + " H=" + std::to_string(s_.heads) +
+           " Hkv=" + std::to_string(s_.kv_heads) + " ctx=" + std::to_string(s_.context) +
+           " splits=" + std::to_string(splits_);
+  }
+  // Unique bytes: every KV element once (MLA: the 576-wide latent serves K and V), Q, O and LSE once.
+  double bytes() const override {
+    return double(s_.rows) * s_.context * kv_width_ * 2 + double(s_.rows) * s_.heads * (s_.qk_dim * 2 + s_.dim * 2 + 4);
+  }
+  double flops() const override { return 2.0 * s_.rows * s_.heads * double(s_.context) * (s_.qk_dim + s_.dim); }
+  void launch(int call, cudaStream_t stream) override {
+    AttentionArgs a = args_;
+    a.k = kv_[call % sets_].get();
+    a.v = mla_ ? a.k : static_cast<const std::uint8_t*>(a.k) + std::size_t(s_.kv_heads) * s_.qk_dim * 2;
+    launch_attention(a, stream);
+  }
+
+ private:
+  AttentionArgs base_args() {
+    AttentionArgs a;
+    a.geometry = mla_ ? Geometry::kMla576 : Geometry::kGqa128;
+    a.rows = a.valid_rows = s_.rows;
+    a.heads = s_.heads;
+    a.kv_heads = s_.kv_heads;
+    a.q = q_.get();
+    a.q_block_heads = s_.heads;
+    a.q_row_stride = std::int64_t(s_.heads) * s_.qk_dim;
+    a.k = kv_[0].get();
+    a.v = a.k;
+    a.k_token_stride = kv_width_;  // GQA: K and V of a token side by side
+    a.v_token_stride = kv_width_;
+    a.kv_offset = offsets_.as<std::int64_t>();
+    a.kv_len = lengths_.as<int>();
+    a.max_len = s_.context;
+    a.scale = 1.f / std::sqrt(float(s_.qk_dim));
+    a.o = o_.get();
+    a.o_row_stride = std::int64_t(s_.heads) * s_.dim;
+    a.o_head_stride = s_.dim;
+    a.lse = {lse_.as<float>(), s_.heads, 1};
+    a.empty_lse = -INFINITY;
+    return a;
+  }
+
+  OpShape s_;
+  bool mla_ = true;
+  std::int64_t kv_width_ = 0;
+  int sets_ = 1, splits_ = 1;
+  DeviceBuffer q_, offsets_, lengths_, o_, lse_, ws_;
+  std::vector<DeviceBuffer> kv_;
+  AttentionArgs args_;
+};
+
+}  // namespace
+
+std::unique_ptr<BenchOp> make_attention_bench(const OpShape& s, std::uint64_t seed) {
+  return std::make_unique<AttentionBench>(s, seed);
 }
 
 }  // namespace dcpsim::hw::ops

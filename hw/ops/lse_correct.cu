@@ -5,8 +5,13 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <string>
+#include <vector>
+
+#include "bench_op.h"
 #include "cuda_check.h"
 #include "dcpsim/error.h"
+#include "device_buffer.h"
 #include "device_common.cuh"
 #include "ops.h"
 
@@ -106,6 +111,67 @@ void launch_correct(const CorrectArgs& a, cudaStream_t stream) {
     case Elem::kBF16: launch_typed<__nv_bfloat16>(a, stream); break;
     case Elem::kF16: launch_typed<__half>(a, stream); break;
   }
+}
+
+}  // namespace dcpsim::hw::ops
+
+// ---- benchmark descriptor: in-place correction of one rank's O [B][H][D] (optionally head-padded rows and
+// transposed LSE); bytes = O read + written once, plus the N gathered LSEs read once ----
+namespace dcpsim::hw::ops {
+namespace {
+
+class CorrectBench final : public BenchOp {
+ public:
+  CorrectBench(const OpShape& s, std::uint64_t seed) : s_(s) {
+    row_stride_ = std::int64_t(s.heads) * s.dim + s.out_row_pad;
+    const std::int64_t o_elems = std::int64_t(s.rows) * row_stride_;
+    const std::int64_t lse_elems = std::int64_t(s.dcp) * s.rows * s.heads;
+    sets_ = rotation_sets(double(o_elems) * 2);
+    for (int i = 0; i < sets_; ++i) {
+      o_.emplace_back(std::size_t(o_elems) * 2);
+      launch_fill_uniform(o_.back().get(), o_elems, Elem::kBF16, 1.f, seed + i, 0, nullptr);
+    }
+    lse_ = DeviceBuffer(std::size_t(lse_elems) * 4);
+    launch_fill_uniform(lse_.get(), lse_elems, Elem::kF32, 8.f, seed + 100, 0, nullptr);
+    DCPSIM_CUDA(cudaDeviceSynchronize());
+  }
+  std::string label() const override {
+    return "N=" + std::to_string(s_.dcp) + " B=" + std::to_string(s_.rows) + " H=" + std::to_string(s_.heads) +
+           " D=" + std::to_string(s_.dim) + (s_.transposed_lse ? " lse[H][B]" : "") +
+           (s_.out_row_pad ? " pad=" + std::to_string(s_.out_row_pad) : "");
+  }
+  double bytes() const override {
+    return 2.0 * 2 * s_.rows * s_.heads * s_.dim + 4.0 * s_.dcp * s_.rows * s_.heads;
+  }
+  void launch(int call, cudaStream_t stream) override {
+    CorrectArgs a;
+    a.dcp = s_.dcp;
+    a.rank = 0;
+    a.rows = a.valid_rows = s_.rows;
+    a.heads = s_.heads;
+    a.dim = s_.dim;
+    a.elem = Elem::kBF16;
+    const std::int64_t rs = s_.transposed_lse ? 1 : s_.heads, hs = s_.transposed_lse ? s_.rows : 1;
+    a.lse = {lse_.as<float>(), std::int64_t(s_.rows) * s_.heads, rs, hs};
+    a.in = a.out = o_[call % sets_].get();
+    a.in_row_stride = a.out_row_stride = row_stride_;
+    a.in_head_stride = a.out_head_stride = s_.dim;
+    a.out_block_heads = s_.heads;
+    launch_correct(a, stream);
+  }
+
+ private:
+  OpShape s_;
+  std::int64_t row_stride_ = 0;
+  int sets_ = 1;
+  std::vector<DeviceBuffer> o_;
+  DeviceBuffer lse_;
+};
+
+}  // namespace
+
+std::unique_ptr<BenchOp> make_correct_bench(const OpShape& s, std::uint64_t seed) {
+  return std::make_unique<CorrectBench>(s, seed);
 }
 
 }  // namespace dcpsim::hw::ops

@@ -14,8 +14,7 @@ ncclDataType_t nccl_type(ops::Elem e) {
   return ncclFloat32;
 }
 
-const std::uint8_t* bytes_of(const RankState& r, Buf b) { return static_cast<const std::uint8_t*>(r.buf(b)); }
-std::uint8_t* bytes_of(RankState& r, Buf b) { return static_cast<std::uint8_t*>(r.buf(b)); }
+std::uint8_t* bytes_of(const RankState& r, Buf b) { return static_cast<std::uint8_t*>(r.buf(b)); }
 
 }  // namespace
 

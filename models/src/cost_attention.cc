@@ -16,11 +16,13 @@ void check_shape(const AttentionShape& a) {
   }
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
-// HBM bytes of one work unit per KV token: its share of the KV read. Head groups that share a KV head share its
-// read (the first group's read brings the tokens into L2). The unit's Q load and its partial-output write are
-// L2 traffic priced by attention.cta_overhead.
+// HBM bytes of one work unit per KV token: its share of the KV read. Head groups that share a KV head share
+// its read (the first group's read brings the tokens into L2). The unit's Q load and its partial-output write
+// are L2 traffic priced by attention.cta_overhead.
 double unit_kv_bytes_per_token(const HardwareProfile& p, const AttentionShape& a) {
   const double groups_per_kv_head = double(head_groups(p, a)) / a.kv_heads;
   return kv_bytes_per_token(a) / a.kv_heads / groups_per_kv_head;
@@ -28,7 +30,8 @@ double unit_kv_bytes_per_token(const HardwareProfile& p, const AttentionShape& a
 
 // Bytes a non-empty row adds to the kernel besides its KV: its queries read once, its output and LSE written.
 double row_io_bytes(const AttentionShape& a) {
-  return a.heads * (a.qk_dim * double(dtype_bytes(a.kv_dtype)) + a.head_dim * double(dtype_bytes(a.out_dtype)) + 4.0);
+  return a.heads *
+         (a.qk_dim * double(dtype_bytes(a.kv_dtype)) + a.head_dim * double(dtype_bytes(a.out_dtype)) + 4.0);
 }
 
 int64_t units_for(std::span<const int64_t> tokens, int64_t split, int groups) {
@@ -38,8 +41,8 @@ int64_t units_for(std::span<const int64_t> tokens, int64_t split, int groups) {
 }
 
 // FlashDecoding-style split size, in whole work units: the smallest split whose units fit in one wave of the
-// slots, so that no nearly empty tail wave costs a whole unit's time. When even one split per row overflows the
-// slots (rows × head groups > slots), rows are not split at all and run in several full waves.
+// slots, so that no nearly empty tail wave costs a whole unit's time. When even one split per row overflows
+// the slots (rows × head groups > slots), rows are not split at all and run in several full waves.
 int64_t choose_split_tokens(std::span<const int64_t> tokens, int groups, int slots, int64_t unit_tokens) {
   int64_t longest = 0, nonempty = 0;
   for (int64_t n : tokens) {
@@ -63,8 +66,8 @@ int64_t choose_split_tokens(std::span<const int64_t> tokens, int groups, int slo
 }  // namespace
 
 AttentionShape attention_shape(const Scenario& s) {
-  return {s.heads, s.kv_heads, s.head_dim, s.qk_dim, s.kv_heads == 1 && s.qk_dim > s.head_dim, s.kv_dtype,
-          s.out_dtype};
+  return {s.heads,    s.kv_heads, s.head_dim, s.qk_dim, s.kv_heads == 1 && s.qk_dim > s.head_dim,
+          s.kv_dtype, s.out_dtype};
 }
 
 double kv_bytes_per_token(const AttentionShape& a) {
@@ -116,7 +119,8 @@ AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionS
   const double kv_per_token = unit_kv_bytes_per_token(p, a);
   t.split_tokens = choose_split_tokens(local_tokens, groups, t.slots,
                                        static_cast<int64_t>(p.attention.work_unit_tokens.si()));
-  // Units in launch order: row by row, split by split, head group by head group; unit i runs in wave i / slots.
+  // Units in launch order: row by row, split by split, head group by head group; unit i runs in wave i /
+  // slots.
   std::vector<double> wave_max_bytes;
   std::vector<int> wave_units;
   int64_t unit = 0;
@@ -144,8 +148,8 @@ AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionS
   t.work_units = static_cast<int>(unit);
   t.waves = static_cast<int>(wave_max_bytes.size());
 
-  // The units of a wave share the kernel's bandwidth, none faster than one CTA can stream; a wave lasts as long
-  // as its largest unit.
+  // The units of a wave share the kernel's bandwidth, none faster than one CTA can stream; a wave lasts as
+  // long as its largest unit.
   const double kernel_bw = p.gpu.hbm_bandwidth_measured.si() * hbm_efficiency(p, t.total_bytes);
   double end = floor;
   for (std::size_t w = 0; w < wave_max_bytes.size(); ++w) {

@@ -76,9 +76,9 @@ CollectivePlan ring_plan(const HardwareProfile& p, Collective c, Protocol proto,
   return plan;
 }
 
-// Tree (all-reduce only): up and down a chain inside each domain and a binary tree across domains. The data is
-// pipelined through it, so each rank sends the buffer up and down once: the 2·bytes are spread evenly over the
-// steps to keep steps × bytes_per_step = NCCL's 2·bytes / busBw.
+// Tree (all-reduce only): up and down a chain inside each domain and a binary tree across domains. The data
+// is pipelined through it, so each rank sends the buffer up and down once: the 2·bytes are spread evenly over
+// the steps to keep steps × bytes_per_step = NCCL's 2·bytes / busBw.
 CollectivePlan tree_plan(const HardwareProfile& p, Protocol proto, int ranks, double bytes) {
   CollectivePlan plan = start_plan(p, Collective::kAllReduce, Algorithm::kTree, proto, ranks, bytes);
   const int inter = 2 * floor_log2(plan.layout.domains);
@@ -119,8 +119,8 @@ CollectivePlan p2p_plan(const HardwareProfile& p, Protocol proto, int ranks, dou
   const double nvlink_s = (g.ranks_per_domain - 1) * block / (p.nvlink.measured_bandwidth.si() * eff);
   const double nic_s = (ranks - g.ranks_per_domain) * block / (p.internode.bandwidth.si() * eff);
   const double busiest_s = std::max(nvlink_s, nic_s);
-  plan.link_bandwidth_Bps = busiest_s > 0 ? plan.bytes_per_step_per_rank / busiest_s
-                                          : p.nvlink.measured_bandwidth.si() * eff;
+  plan.link_bandwidth_Bps =
+      busiest_s > 0 ? plan.bytes_per_step_per_rank / busiest_s : p.nvlink.measured_bandwidth.si() * eff;
   plan.base_latency_s = p.nccl.p2p_base_latency.si();
   plan.per_step_latency_s = p.nvlink.hop_latency.si();
   plan.inter_domain_step_latency_s = net_step_latency(p, nccl_latency(p, Algorithm::kRing, proto), proto);
@@ -128,7 +128,8 @@ CollectivePlan p2p_plan(const HardwareProfile& p, Protocol proto, int ranks, dou
   return plan;
 }
 
-// NCCL send/recv uses LL up to NCCL_P2P_LL_THRESHOLD bytes per peer, Simple above; LL128 is not a p2p protocol.
+// NCCL send/recv uses LL up to NCCL_P2P_LL_THRESHOLD bytes per peer, Simple above; LL128 is not a p2p
+// protocol.
 Protocol p2p_protocol(const HardwareProfile& p, int ranks, double bytes) {
   return bytes / ranks <= p.nccl.p2p_ll_threshold.si() ? Protocol::kLL : Protocol::kSimple;
 }
@@ -137,10 +138,14 @@ Protocol p2p_protocol(const HardwareProfile& p, int ranks, double bytes) {
 
 std::string_view to_string(Collective c) {
   switch (c) {
-    case Collective::kAllGather: return "all-gather";
-    case Collective::kReduceScatter: return "reduce-scatter";
-    case Collective::kAllReduce: return "all-reduce";
-    case Collective::kAllToAll: return "all-to-all";
+    case Collective::kAllGather:
+      return "all-gather";
+    case Collective::kReduceScatter:
+      return "reduce-scatter";
+    case Collective::kAllReduce:
+      return "all-reduce";
+    case Collective::kAllToAll:
+      return "all-to-all";
   }
   return "?";
 }
@@ -164,11 +169,13 @@ std::vector<CollectivePlan> candidate_plans(const HardwareProfile& p, Collective
                                             double bytes_per_rank) {
   const GroupLayout g = group_layout(p, ranks);
   if (!(bytes_per_rank >= 0)) {
-    throw InputError(describe(c, ranks) + ": bytes per rank must be >= 0, got " + std::to_string(bytes_per_rank));
+    throw InputError(describe(c, ranks) + ": bytes per rank must be >= 0, got " +
+                     std::to_string(bytes_per_rank));
   }
   std::vector<CollectivePlan> out;
   if (c == Collective::kAllToAll) {
-    for (Protocol proto : {Protocol::kLL, Protocol::kSimple}) out.push_back(p2p_plan(p, proto, ranks, bytes_per_rank));
+    for (Protocol proto : {Protocol::kLL, Protocol::kSimple})
+      out.push_back(p2p_plan(p, proto, ranks, bytes_per_rank));
   } else {
     for (Protocol proto : kAllProtocols) out.push_back(ring_plan(p, c, proto, ranks, bytes_per_rank));
     if (c == Collective::kAllReduce) {

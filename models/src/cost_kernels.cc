@@ -24,7 +24,8 @@ struct Dims {
   double n, b, h, d, out;
 };
 Dims dims(const MergeShape& m) {
-  return {double(m.dcp), double(m.rows), double(m.heads), double(m.head_dim), double(dtype_bytes(m.out_dtype))};
+  return {double(m.dcp), double(m.rows), double(m.heads), double(m.head_dim),
+          double(dtype_bytes(m.out_dtype))};
 }
 
 constexpr double kLseBytes = 4.0;   // LSEs are fp32 everywhere (SPEC)
@@ -45,9 +46,13 @@ double memory_kernel_time(const HardwareProfile& p, double bytes) {
   return p.kernel.floor.si() + bytes / (p.gpu.hbm_bandwidth_measured.si() * hbm_efficiency(p, bytes));
 }
 
-MergeShape merge_shape(const Scenario& s) { return {s.dcp, s.rows(), s.heads, s.head_dim, s.out_dtype}; }
+MergeShape merge_shape(const Scenario& s) {
+  return {s.dcp, s.rows(), s.heads, s.head_dim, s.out_dtype};
+}
 
-int packed_lse_lanes(DType out_dtype) { return dtype_bytes(out_dtype) == 2 ? 2 : 1; }
+int packed_lse_lanes(DType out_dtype) {
+  return dtype_bytes(out_dtype) == 2 ? 2 : 1;
+}
 
 // N = 1 runs no merge kernel at all (SPEC: the local result is the result), so every merge cost is 0 there.
 double correction_bytes(const MergeShape& m) {
@@ -77,7 +82,8 @@ double direct_combine_bytes(const MergeShape& m) {
   check_merge_shape(m, true);
   if (m.dcp == 1) return 0.0;
   const Dims x = dims(m);
-  return x.n * x.b * (x.h / x.n) * (x.d * x.out + kLseBytes) + x.n * kFlagBytes + x.b * (x.h / x.n) * x.d * x.out;
+  return x.n * x.b * (x.h / x.n) * (x.d * x.out + kLseBytes) + x.n * kFlagBytes +
+         x.b * (x.h / x.n) * x.d * x.out;
 }
 
 double correction_time(const HardwareProfile& p, const MergeShape& m) {

@@ -7,14 +7,19 @@ namespace dcpsim::models {
 
 double cpu_issue_time(const HardwareProfile& p, LaunchMode mode) {
   switch (mode) {
-    case LaunchMode::kEager: return p.launch.cpu_issue_eager.si();
-    case LaunchMode::kGraph: return p.launch.cpu_issue_graph.si();
-    case LaunchMode::kPdl: return p.launch.cpu_issue_pdl.si();
+    case LaunchMode::kEager:
+      return p.launch.cpu_issue_eager.si();
+    case LaunchMode::kGraph:
+      return p.launch.cpu_issue_graph.si();
+    case LaunchMode::kPdl:
+      return p.launch.cpu_issue_pdl.si();
   }
   return p.launch.cpu_issue_eager.si();
 }
 
-double gpu_launch_latency(const HardwareProfile& p) { return p.launch.gpu_launch_latency.si(); }
+double gpu_launch_latency(const HardwareProfile& p) {
+  return p.launch.gpu_launch_latency.si();
+}
 
 double dependent_kernel_gap(const HardwareProfile& p, LaunchMode mode) {
   return mode == LaunchMode::kPdl ? p.launch.dependent_gap_pdl.si() : p.launch.dependent_gap.si();

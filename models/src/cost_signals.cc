@@ -3,14 +3,22 @@
 
 namespace dcpsim::models {
 
-double flag_write_latency(const HardwareProfile& p) { return p.signal.flag_write_latency.si(); }
+double flag_write_latency(const HardwareProfile& p) {
+  return p.signal.flag_write_latency.si();
+}
 
 // The flag lands at a uniformly random point of the poller's interval, so on average half an interval passes
 // before the next read sees it.
-double expected_poll_wait(const HardwareProfile& p) { return 0.5 * p.signal.poll_interval.si(); }
+double expected_poll_wait(const HardwareProfile& p) {
+  return 0.5 * p.signal.poll_interval.si();
+}
 
-double epoch_handshake_time(const HardwareProfile& p) { return p.signal.epoch_handshake.si(); }
+double epoch_handshake_time(const HardwareProfile& p) {
+  return p.signal.epoch_handshake.si();
+}
 
-double flag_signal_time(const HardwareProfile& p) { return flag_write_latency(p) + expected_poll_wait(p); }
+double flag_signal_time(const HardwareProfile& p) {
+  return flag_write_latency(p) + expected_poll_wait(p);
+}
 
 }  // namespace dcpsim::models

@@ -73,9 +73,15 @@ std::string read_file(const std::filesystem::path& path) {
 
 }  // namespace
 
-std::string_view to_string(Unit u) { return info(u).name; }
-Dimension dimension_of(Unit u) { return info(u).dimension; }
-double si_factor(Unit u) { return info(u).factor; }
+std::string_view to_string(Unit u) {
+  return info(u).name;
+}
+Dimension dimension_of(Unit u) {
+  return info(u).dimension;
+}
+double si_factor(Unit u) {
+  return info(u).factor;
+}
 
 Unit parse_unit(std::string_view s) {
   for (const UnitInfo& i : kUnits) {
@@ -92,19 +98,26 @@ Quantity quantity_from_si(double base_value, Unit unit, std::string source) {
 
 std::string_view to_string(Protocol p) {
   switch (p) {
-    case Protocol::kLL: return "ll";
-    case Protocol::kLL128: return "ll128";
-    case Protocol::kSimple: return "simple";
+    case Protocol::kLL:
+      return "ll";
+    case Protocol::kLL128:
+      return "ll128";
+    case Protocol::kSimple:
+      return "simple";
   }
   return "?";
 }
 
 std::string_view to_string(Algorithm a) {
   switch (a) {
-    case Algorithm::kRing: return "ring";
-    case Algorithm::kTree: return "tree";
-    case Algorithm::kNvls: return "nvls";
-    case Algorithm::kP2p: return "p2p";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kTree:
+      return "tree";
+    case Algorithm::kNvls:
+      return "nvls";
+    case Algorithm::kP2p:
+      return "p2p";
   }
   return "?";
 }

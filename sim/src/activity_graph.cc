@@ -97,7 +97,6 @@ void ActivityGraph::on_activity_done(std::intptr_t id) {
 void ActivityGraph::complete(NodeId n) {
   Node& node = nodes_[n];
   node.end_s = SimEngine::now() - origin_;
-  node.activity = nullptr;
   ++completed_;
   for (int i = succ_begin_[n]; i < succ_begin_[n + 1]; ++i) {
     const NodeId s = succ_[i];

@@ -10,7 +10,8 @@
 //               the previous step (tree plans keep NCCL's step count and bytes on the same links)
 //   NVLS        each step every rank sends to its domain's NVSwitch, which sends to every rank as soon as all
 //               have entered the step (multicast and reduction pipelined through the switch)
-//   p2p         one step: every rank sends a block to every peer at once
+//   p2p         one step: every rank sends a block to every peer at once (at most SimOptions::peers_in_flight
+//               outstanding)
 #include <algorithm>
 #include <string>
 
@@ -126,10 +127,12 @@ std::vector<NodeId> p2p(Realisation& r, const std::vector<NodeId>& begin) {
     touching[a].push_back(entered);
     if (r.plan.steps == 0) continue;
     // Staggered peer order (a+1, a+2, ...), as NCCL schedules send/recv rounds.
+    PeerWindow window(g, r.step.peers_in_flight);
     for (int k = 1; k < n; ++k) {
       const int b = (a + k) % n;
       const NodeId t = r.transfer(a, b, block, 0);
       g.after(g.after_latency(entered, r.extra_latency(a, b)), t);
+      window.issue(t);
       touching[a].push_back(t);
       touching[b].push_back(t);
     }

@@ -39,8 +39,6 @@ SimEngine::SimEngine() {
   // Sharing weight = Σ_route weight-S / bandwidth + latency: large weight-S makes the latency term vanish, so
   // flows with routes of different latency still share a link equally.
   sg4::Engine::set_config("network/weight-S:1e15");
-  // Latency leftovers below this are dropped; 10 ps keeps the model far below the 0.1% golden tolerance.
-  sg4::Engine::set_config("surf/precision:1e-11");
   sg4::Activity::on_completion_cb([this](sg4::Activity const& activity) {
     if (listener_ != nullptr && activity.get_state() == sg4::Activity::State::FINISHED) {
       listener_->on_activity_done(reinterpret_cast<std::intptr_t>(activity.get_data<void>()));
@@ -68,6 +66,8 @@ void SimEngine::reserve(int domain_size, int gpus) {
 }
 
 void SimEngine::build() {
+  // The first zone created is SimGrid's root; each platform is a child zone with no route to the others.
+  sg4::create_full_zone("dcpsim");
   for (const auto& [domain_size, gpus] : reserved_) {
     platforms_[domain_size] = std::make_unique<Platform>(domain_size, gpus);
   }

@@ -138,6 +138,9 @@ Simulator::Simulator(models::HardwareProfile profile, SimOptions options)
   if (options_.max_gpus < 1) {
     throw InputError("simulator: max_gpus must be >= 1, got " + std::to_string(options_.max_gpus));
   }
+  if (options_.peers_in_flight < 1) {
+    throw InputError("simulator: peers_in_flight must be >= 1, got " + std::to_string(options_.peers_in_flight));
+  }
   detail::SimEngine::instance().reserve(domain_size(profile_), options_.max_gpus);
 }
 
@@ -148,7 +151,7 @@ StepResult Simulator::run(const models::Scenario& scenario, traces::TraceSink* s
   check_group(profile_, platform, scenario.dcp);
   platform.configure(profile_, scenario.dcp);
 
-  StepGraph step(profile_, scenario, platform);
+  StepGraph step(profile_, scenario, platform, options_.peers_in_flight);
   build_step(step, options_);
   step.graph.run(engine);
   StepResult result = collect(step);
@@ -169,7 +172,7 @@ CollectiveRun Simulator::run_collective(models::Collective collective, int ranks
   check_group(profile_, platform, ranks);
   platform.configure(profile_, ranks);
 
-  StepGraph step(profile_, s, platform);
+  StepGraph step(profile_, s, platform, options_.peers_in_flight);
   CollectiveRun run;
   run.plan = models::plan_collective(profile_, collective, ranks, bytes_per_rank, options_.collective);
   std::vector<NodeId> begin;

@@ -63,12 +63,13 @@ struct RankNodes {
 };
 
 struct StepGraph {
-  StepGraph(const models::HardwareProfile& p, const models::Scenario& s, Platform& pf)
-      : profile(p), scenario(s), platform(pf) {}
+  StepGraph(const models::HardwareProfile& p, const models::Scenario& s, Platform& pf, int peers)
+      : profile(p), scenario(s), platform(pf), peers_in_flight(peers) {}
 
   const models::HardwareProfile& profile;
   const models::Scenario& scenario;
   Platform& platform;
+  int peers_in_flight;
   ActivityGraph graph;
   std::vector<Span> spans;
   std::vector<TransferSpan> transfers;
@@ -108,6 +109,21 @@ class RankStream {
   NodeId last_end_ = -1;
   NodeId open_begin_ = -1;
   std::string open_name_;
+};
+
+// Bounds one rank's outstanding peer transfers: each issued transfer also waits for the one issued W before it.
+class PeerWindow {
+ public:
+  PeerWindow(ActivityGraph& graph, int width) : graph_(graph), width_(width) {}
+  void issue(NodeId transfer) {
+    if (static_cast<int>(issued_.size()) >= width_) graph_.after(issued_[issued_.size() - width_], transfer);
+    issued_.push_back(transfer);
+  }
+
+ private:
+  ActivityGraph& graph_;
+  int width_;
+  std::vector<NodeId> issued_;
 };
 
 // NCCL collectives realised from a plan: rank r's part starts at begin[r]; returns each rank's end.

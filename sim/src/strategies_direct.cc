@@ -29,12 +29,13 @@ struct Flag {
 // Data then flag from GPU `from` to GPU `to`, both gated on `gate`. Returns the flag; adds the data node to
 // `touched` (the pushing kernel ends when its stores have drained).
 Flag push(StepGraph& step, int from, int to, double bytes, NodeId gate, int rows_begin, int rows_end,
-          std::vector<NodeId>& touched) {
+          std::vector<NodeId>& touched, PeerWindow& window) {
   ActivityGraph& g = step.graph;
   Platform& pf = step.platform;
   const bool inter = !pf.same_domain(from, to);
   const NodeId data = g.transfer(pf.gpu(from), pf.gpu(to), bytes);
   g.after(gate, data);
+  window.issue(data);
   step.transfers.push_back({data, from, to, 0, kPhasePush, bytes, inter});
   const double fence = std::max(0.0, models::flag_write_latency(step.profile) - pf.gpu_latency(from, to));
   const NodeId flag = g.transfer(pf.gpu(from), pf.gpu(to), kFlagBytes);
@@ -82,9 +83,10 @@ void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams, const s
     push_begin[r] = streams[r].begin("direct_push");
     const NodeId epoch = step.graph.after_latency(push_begin[r], models::epoch_handshake_time(p));
     std::vector<NodeId> touched{epoch};
+    PeerWindow window(step.graph, step.peers_in_flight);
     for (int k = 1; k < n; ++k) {
       const int owner = (r + k) % n;
-      flags_to[owner].push_back(push(step, r, owner, block, epoch, 0, rows, touched));
+      flags_to[owner].push_back(push(step, r, owner, block, epoch, 0, rows, touched, window));
     }
     push_end[r] = step.graph.join_of(touched);
     streams[r].finish(push_end[r], traces::v1::EVENT_KIND_KERNEL, (n - 1) * block);
@@ -174,6 +176,7 @@ void add_row_stream_merge(StepGraph& step, std::vector<RankStream>& streams, con
     groups.push_back(group_rows(att[r]));
     const RowGroups& rg = groups.back();
     std::vector<NodeId> touched;
+    PeerWindow window(g, step.peers_in_flight);
     for (std::size_t k = 0; k < rg.rows.size(); ++k) {
       const RowRef& when = rg.when[k];
       // The epoch flips as the kernel starts; the first rows cannot be pushed before that.
@@ -186,7 +189,7 @@ void add_row_stream_merge(StepGraph& step, std::vector<RankStream>& streams, con
       for (int j = 1; j < n; ++j) {
         const int owner = (r + j) % n;
         const double bytes = block_bytes(s, static_cast<int>(rg.rows[k].size()));
-        flag[r][k][owner] = push(step, r, owner, bytes, gate[r][k], lo, hi, touched);
+        flag[r][k][owner] = push(step, r, owner, bytes, gate[r][k], lo, hi, touched, window);
       }
     }
     const NodeId first = g.join();

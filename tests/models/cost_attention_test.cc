@@ -45,7 +45,8 @@ TEST(CostAttention, MlaReadsTheLatentOnceGqaReadsKAndVPerKvHead) {
   EXPECT_EQ(head_groups(p, kMla), 2);
   EXPECT_EQ(heads_per_work_unit(p, kGqa), 4);
   EXPECT_EQ(head_groups(p, kGqa), 8);
-  EXPECT_THROW(kv_bytes_per_token(AttentionShape{30, 8, 128, 128, false, DType::kBF16, DType::kBF16}), InputError);
+  EXPECT_THROW(kv_bytes_per_token(AttentionShape{30, 8, 128, 128, false, DType::kBF16, DType::kBF16}),
+               InputError);
 }
 
 // Rows of 32, 0 and 16 tokens, 64 heads (one head group). 48 tokens over 4 slots → 12 per slot → split 16:
@@ -177,7 +178,8 @@ TEST(CostAttention, SplitsFillOneWaveWithoutATail) {
       EXPECT_EQ(t.split_tokens % 64, 0);
       // One block smaller would overflow the wave (or the split is already one block).
       if (t.split_tokens > 64) {
-        EXPECT_GT(rows * 2 * ((ctx + t.split_tokens - 65) / (t.split_tokens - 64)), t.slots) << rows << " " << ctx;
+        EXPECT_GT(rows * 2 * ((ctx + t.split_tokens - 65) / (t.split_tokens - 64)), t.slots)
+            << rows << " " << ctx;
       }
     }
   }
@@ -186,8 +188,8 @@ TEST(CostAttention, SplitsFillOneWaveWithoutATail) {
   EXPECT_EQ(decode_attention_time(p, kMla, std::vector<int64_t>(67, 9000)).waves, 2);
 }
 
-// With every unit the same size in one full wave, the kernel streams all KV at the efficiency-scaled bandwidth:
-// floor + cta_overhead + KV bytes / (measured × efficiency(total bytes)).
+// With every unit the same size in one full wave, the kernel streams all KV at the efficiency-scaled
+// bandwidth: floor + cta_overhead + KV bytes / (measured × efficiency(total bytes)).
 TEST(CostAttention, FullWaveStreamsAtTheKernelBandwidth) {
   const HardwareProfile p = load_profile("h200-sxm");
   const int rows = 64;

@@ -1,5 +1,5 @@
-// NCCL collective plans and the tuner: ring structure, N = 1, monotonicity, the LL-to-Simple crossover against
-// hand calculations from NCCL's tuning.cc numbers, inter-node rings, all-to-all.
+// NCCL collective plans and the tuner: ring structure, N = 1, monotonicity, the LL-to-Simple crossover
+// against hand calculations from NCCL's tuning.cc numbers, inter-node rings, all-to-all.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -22,14 +22,16 @@ TEST(CostCollectives, RingAllGatherAndReduceScatterMoveNMinusOneOverNOfTheData) 
       EXPECT_EQ(plan.steps, n - 1);
       EXPECT_EQ(plan.bytes_per_step_per_rank, shard);
       const double total = nccl_tests_size_bytes(c, n, shard);
-      EXPECT_NEAR(plan.bytes_sent_per_rank(), (n - 1.0) / n * total, 1e-9 * total) << to_string(c) << " " << n;
+      EXPECT_NEAR(plan.bytes_sent_per_rank(), (n - 1.0) / n * total, 1e-9 * total)
+          << to_string(c) << " " << n;
     }
   }
 }
 
 TEST(CostCollectives, RingAllReduceHasTwiceTheSteps) {
   const HardwareProfile p = load_profile("h200-sxm");
-  const CollectivePlan plan = plan_collective(p, Collective::kAllReduce, 8, 8e6, {Algorithm::kRing, std::nullopt});
+  const CollectivePlan plan =
+      plan_collective(p, Collective::kAllReduce, 8, 8e6, {Algorithm::kRing, std::nullopt});
   EXPECT_EQ(plan.steps, 14);
   EXPECT_EQ(plan.bytes_per_step_per_rank, 1e6);
   EXPECT_NEAR(plan.bytes_sent_per_rank(), 2.0 * 7 / 8 * 8e6, 1e-6);
@@ -87,8 +89,8 @@ TEST(CostCollectives, MoreBandwidthIsNeverSlower) {
   }
 }
 
-// h200-sxm all-gather on 8 ranks; NCCL numbers: ring LL 6.6 + 7 × 0.6 us, LL128 14.0 + 7 × 1.9 us, Simple 8.4 +
-// 7 × 3.4 us, NVLS 25 us. LL runs at min(0.5 × 380 GB/s, 141 GB/s) = 141 GB/s, LL128 at 0.92 × 380 GB/s,
+// h200-sxm all-gather on 8 ranks; NCCL numbers: ring LL 6.6 + 7 × 0.6 us, LL128 14.0 + 7 × 1.9 us, Simple 8.4
+// + 7 × 3.4 us, NVLS 25 us. LL runs at min(0.5 × 380 GB/s, 141 GB/s) = 141 GB/s, LL128 at 0.92 × 380 GB/s,
 // Simple at 380 GB/s, NVLS at 380 × 5/6 GB/s over 7 shards.
 TEST(CostCollectives, TunerPicksLLForTinyMessagesHandCalculation) {
   const HardwareProfile p = load_profile("h200-sxm");
@@ -108,7 +110,8 @@ TEST(CostCollectives, TunerPicksSimpleForLargeMessagesHandCalculation) {
   const CollectivePlan plan = plan_collective(p, Collective::kAllGather, 8, shard);
   EXPECT_EQ(plan.algorithm, Algorithm::kRing);
   EXPECT_EQ(plan.protocol, Protocol::kSimple);
-  // 32.2 us + 7 × 64 MiB / 380 GB/s = 1.268416 ms; LL128 would be 27.3 us + 1.343708 ms, NVLS 25 us + 1.483457 ms.
+  // 32.2 us + 7 × 64 MiB / 380 GB/s = 1.268416 ms; LL128 would be 27.3 us + 1.343708 ms, NVLS 25 us
+  // + 1.483457 ms.
   EXPECT_NEAR(plan.analytic_time_s, 32.2e-6 + 7 * shard / 380e9, 1e-12);
 }
 
@@ -129,41 +132,50 @@ TEST(CostCollectives, ForcedAlgorithmAndProtocol) {
   const HardwareProfile p = load_profile("h200-sxm");
   const CollectivePlan ll = plan_collective(p, Collective::kAllReduce, 8, 1e9, {std::nullopt, Protocol::kLL});
   EXPECT_EQ(ll.protocol, Protocol::kLL);
-  const CollectivePlan tree = plan_collective(p, Collective::kAllReduce, 8, 1e3, {Algorithm::kTree, std::nullopt});
+  const CollectivePlan tree =
+      plan_collective(p, Collective::kAllReduce, 8, 1e3, {Algorithm::kTree, std::nullopt});
   EXPECT_EQ(tree.algorithm, Algorithm::kTree);
   EXPECT_EQ(tree.steps, 14);
-  EXPECT_THAT([&] { plan_collective(p, Collective::kAllGather, 8, 1e3, {Algorithm::kTree, std::nullopt}); },
-              ::testing::ThrowsMessage<InputError>(::testing::HasSubstr("allowed: ring/ll, ring/ll128")));
-  EXPECT_THROW(plan_collective(p, Collective::kAllToAll, 8, 1e3, {std::nullopt, Protocol::kLL128}), InputError);
+  EXPECT_THAT(
+      [&] {
+        plan_collective(p, Collective::kAllGather, 8, 1e3, {Algorithm::kTree, std::nullopt});
+      },
+      ::testing::ThrowsMessage<InputError>(::testing::HasSubstr("allowed: ring/ll, ring/ll128")));
+  EXPECT_THROW(plan_collective(p, Collective::kAllToAll, 8, 1e3, {std::nullopt, Protocol::kLL128}),
+               InputError);
   EXPECT_THROW(plan_collective(p, Collective::kAllGather, 0, 1e3), InputError);
   EXPECT_THROW(plan_collective(p, Collective::kAllGather, 8, -1), InputError);
 }
 
 TEST(CostCollectives, NvlsOnlyWhenEnabledAndInsideOneDomain) {
   HardwareProfile p = load_profile("h200-sxm");
-  const CollectivePlan nvls = plan_collective(p, Collective::kAllGather, 8, 1e6, {Algorithm::kNvls, std::nullopt});
+  const CollectivePlan nvls =
+      plan_collective(p, Collective::kAllGather, 8, 1e6, {Algorithm::kNvls, std::nullopt});
   EXPECT_EQ(nvls.steps, 1);
   EXPECT_EQ(nvls.bytes_per_step_per_rank, 7e6);
   EXPECT_NEAR(nvls.analytic_time_s, 25e-6 + 7e6 / (380e9 * 5.0 / 6.0), 1e-12);
-  EXPECT_THROW(plan_collective(p, Collective::kAllGather, 16, 1e6, {Algorithm::kNvls, std::nullopt}), InputError);
+  EXPECT_THROW(plan_collective(p, Collective::kAllGather, 16, 1e6, {Algorithm::kNvls, std::nullopt}),
+               InputError);
   p.nccl.nvls_enabled.value = false;
   for (const CollectivePlan& plan : candidate_plans(p, Collective::kAllReduce, 8, 1e9)) {
     EXPECT_NE(plan.algorithm, Algorithm::kNvls);
   }
 }
 
-// 16 ranks of h200-sxm span two 8-GPU nodes: one of the 15 ring steps crosses the NIC, and the ring runs at the
-// NIC's 50 GB/s. Simple: 8.4 + 14 × 3.4 + (14.0 + 2 × 3) us + 15 × shard / 50 GB/s.
+// 16 ranks of h200-sxm span two 8-GPU nodes: one of the 15 ring steps crosses the NIC, and the ring runs at
+// the NIC's 50 GB/s. Simple: 8.4 + 14 × 3.4 + (14.0 + 2 × 3) us + 15 × shard / 50 GB/s.
 TEST(CostCollectives, InterNodeRingIsBoundedByTheSlowestLink) {
   const HardwareProfile p = load_profile("h200-sxm");
   const double shard = 1e6;
-  const CollectivePlan plan = plan_collective(p, Collective::kAllGather, 16, shard, {Algorithm::kRing, Protocol::kSimple});
+  const CollectivePlan plan =
+      plan_collective(p, Collective::kAllGather, 16, shard, {Algorithm::kRing, Protocol::kSimple});
   EXPECT_EQ(plan.layout.domains, 2);
   EXPECT_EQ(plan.steps, 15);
   EXPECT_EQ(plan.inter_domain_steps, 1);
   EXPECT_DOUBLE_EQ(plan.link_bandwidth_Bps, 50e9);
   EXPECT_NEAR(plan.analytic_time_s, 8.4e-6 + 14 * 3.4e-6 + 20e-6 + 15 * shard / 50e9, 1e-12);
-  const CollectivePlan ar = plan_collective(p, Collective::kAllReduce, 24, shard, {Algorithm::kRing, Protocol::kLL});
+  const CollectivePlan ar =
+      plan_collective(p, Collective::kAllReduce, 24, shard, {Algorithm::kRing, Protocol::kLL});
   EXPECT_EQ(ar.inter_domain_steps, 4);  // 2 × (3 nodes − 1)
   // GB200 NVL72 keeps 64 ranks inside one NVLink domain.
   const HardwareProfile nvl72 = load_profile("gb200-nvl72");

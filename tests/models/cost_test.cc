@@ -1,5 +1,5 @@
-// Launch, memory-bound kernel, merge-kernel, signal and metric costs: properties that would break if a formula
-// were wrong, and hand-computed examples.
+// Launch, memory-bound kernel, merge-kernel, signal and metric costs: properties that would break if a
+// formula were wrong, and hand-computed examples.
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -32,17 +32,18 @@ TEST(CostLaunch, PdlHidesPartOfTheDependentGap) {
   for (const std::string& name : builtin_profile_names()) {
     const HardwareProfile p = load_profile(name);
     EXPECT_LT(dependent_kernel_gap(p, LaunchMode::kPdl), dependent_kernel_gap(p, LaunchMode::kGraph)) << name;
-    EXPECT_EQ(dependent_kernel_gap(p, LaunchMode::kEager), dependent_kernel_gap(p, LaunchMode::kGraph)) << name;
+    EXPECT_EQ(dependent_kernel_gap(p, LaunchMode::kEager), dependent_kernel_gap(p, LaunchMode::kGraph))
+        << name;
     EXPECT_LT(cpu_issue_time(p, LaunchMode::kGraph), cpu_issue_time(p, LaunchMode::kEager)) << name;
   }
 }
 
 TEST(CostLaunch, KernelStartsAfterLaunchLatencyOrAfterItsPredecessor) {
   const HardwareProfile p = load_profile("h200-sxm");
-  EXPECT_DOUBLE_EQ(kernel_start_time(p, LaunchMode::kGraph, 10e-6, -1), 13e-6);           // idle stream
-  EXPECT_DOUBLE_EQ(kernel_start_time(p, LaunchMode::kGraph, 10e-6, 20e-6), 20.6e-6);      // queued behind
+  EXPECT_DOUBLE_EQ(kernel_start_time(p, LaunchMode::kGraph, 10e-6, -1), 13e-6);       // idle stream
+  EXPECT_DOUBLE_EQ(kernel_start_time(p, LaunchMode::kGraph, 10e-6, 20e-6), 20.6e-6);  // queued behind
   EXPECT_DOUBLE_EQ(kernel_start_time(p, LaunchMode::kPdl, 10e-6, 20e-6), 20.2e-6);
-  EXPECT_DOUBLE_EQ(kernel_start_time(p, LaunchMode::kGraph, 10e-6, 11e-6), 13e-6);        // issued late
+  EXPECT_DOUBLE_EQ(kernel_start_time(p, LaunchMode::kGraph, 10e-6, 11e-6), 13e-6);  // issued late
 }
 
 TEST(CostKernels, MemoryKernelHandExample) {
@@ -116,7 +117,8 @@ TEST(CostKernels, MergeCostsGrowWithRowsAndShrinkWithBandwidth) {
   double previous = 0;
   for (int rows = 1; rows <= 512; rows *= 2) {
     const MergeShape m{8, rows, 128, 512, DType::kBF16};
-    const double t = correction_time(p, m) + a2a_pack_time(p, m) + unpack_combine_time(p, m) + direct_combine_time(p, m);
+    const double t =
+        correction_time(p, m) + a2a_pack_time(p, m) + unpack_combine_time(p, m) + direct_combine_time(p, m);
     EXPECT_GT(t, previous);
     EXPECT_LT(correction_time(faster, m), correction_time(p, m));
     previous = t;

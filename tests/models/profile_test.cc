@@ -1,5 +1,5 @@
-// Hardware profiles: the built-ins load, round-trip exactly, match their files, carry sources; user files with a
-// bad, missing or unknown field fail with one InputError naming the file and the field.
+// Hardware profiles: the built-ins load, round-trip exactly, match their files, carry sources; user files
+// with a bad, missing or unknown field fail with one InputError naming the file and the field.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -25,14 +25,17 @@ std::string read_text(const std::filesystem::path& path) {
   return s.str();
 }
 
-std::filesystem::path profile_dir() { return std::filesystem::path(DCPSIM_SOURCE_DIR) / "models" / "profiles"; }
+std::filesystem::path profile_dir() {
+  return std::filesystem::path(DCPSIM_SOURCE_DIR) / "models" / "profiles";
+}
 
 // A scratch file next to the test binary, removed at the end of the test.
 class ProfileFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::path(DCPSIM_BINARY_DIR) / (std::string("profile_test_") + info->name() + ".json");
+    path_ =
+        std::filesystem::path(DCPSIM_BINARY_DIR) / (std::string("profile_test_") + info->name() + ".json");
     base_ = ordered_json::parse(builtin_profile_json("h200-sxm"));
   }
   void TearDown() override { std::filesystem::remove(path_); }
@@ -113,7 +116,7 @@ TEST(Profile, EveryNumberCarriesUnitAndSource) {
   for (const std::string& name : builtin_profile_names()) {
     int numbers = 0;
     std::function<void(const ordered_json&, const std::string&)> walk = [&](const ordered_json& j,
-                                                                             const std::string& path) {
+                                                                            const std::string& path) {
       if (j.contains("value")) {
         ++numbers;
         ASSERT_TRUE(j.contains("source")) << name << " " << path;
@@ -154,7 +157,8 @@ TEST_F(ProfileFileTest, LoadsAUserFileLikeTheBuiltin) {
 
 TEST_F(ProfileFileTest, BadValueNamesFileFieldAndValue) {
   base_["nvlink"]["bandwidth"]["value"] = -3;
-  EXPECT_EQ(load_error(base_), path_.string() + ": nvlink.bandwidth.value: expected a positive number, got -3");
+  EXPECT_EQ(load_error(base_),
+            path_.string() + ": nvlink.bandwidth.value: expected a positive number, got -3");
 }
 
 TEST_F(ProfileFileTest, MissingFieldIsNamed) {
@@ -166,7 +170,8 @@ TEST_F(ProfileFileTest, MissingFieldIsNamed) {
 
 TEST_F(ProfileFileTest, UnknownFieldIsAnError) {
   base_["nvlink"]["latency_typo"] = base_["nvlink"]["hop_latency"];
-  EXPECT_THAT(load_error(base_), HasSubstr(path_.string() + ": nvlink.latency_typo: unknown field (allowed: "));
+  EXPECT_THAT(load_error(base_),
+              HasSubstr(path_.string() + ": nvlink.latency_typo: unknown field (allowed: "));
 }
 
 TEST_F(ProfileFileTest, MisspeltFieldReportsTheSpellingNotTheMissingName) {
@@ -182,9 +187,10 @@ TEST_F(ProfileFileTest, UnknownKeyInsideAQuantity) {
 
 TEST_F(ProfileFileTest, UnitOfTheWrongDimension) {
   base_["nvlink"]["bandwidth"]["unit"] = "us";
-  EXPECT_EQ(load_error(base_), path_.string() +
-                                   ": nvlink.bandwidth.unit: expected a bandwidth unit (B/s, GB/s, TB/s, Gb/s), "
-                                   "got \"us\"");
+  EXPECT_EQ(load_error(base_),
+            path_.string() +
+                ": nvlink.bandwidth.unit: expected a bandwidth unit (B/s, GB/s, TB/s, Gb/s), "
+                "got \"us\"");
 }
 
 TEST_F(ProfileFileTest, EmptySourceIsRejected) {
@@ -195,7 +201,8 @@ TEST_F(ProfileFileTest, EmptySourceIsRejected) {
 TEST_F(ProfileFileTest, RangesPerField) {
   ordered_json ratio = base_;
   ratio["nccl"]["protocol_efficiency"]["ll"]["value"] = 1.5;
-  EXPECT_THAT(load_error(ratio), HasSubstr("nccl.protocol_efficiency.ll.value: expected a ratio in (0, 1], got 1.5"));
+  EXPECT_THAT(load_error(ratio),
+              HasSubstr("nccl.protocol_efficiency.ll.value: expected a ratio in (0, 1], got 1.5"));
   ordered_json count = base_;
   count["gpu"]["sm_count"]["value"] = 131.5;
   EXPECT_THAT(load_error(count), HasSubstr("gpu.sm_count.value: expected a positive integer, got 131.5"));
@@ -221,7 +228,8 @@ TEST(Profile, UnknownNameListsTheBuiltins) {
     load_profile("h300");
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("unknown profile \"h300\" (built-in: b200, gb200-nvl72, h100-sxm, h200-sxm"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("unknown profile \"h300\" (built-in: b200, gb200-nvl72, h100-sxm, h200-sxm"));
   }
   EXPECT_THROW(load_profile("no/such/dir/profile.json"), InputError);
   EXPECT_THROW(builtin_profile_json("h300"), InputError);
@@ -230,8 +238,9 @@ TEST(Profile, UnknownNameListsTheBuiltins) {
 TEST(Profile, ValidateCatchesEditsMadeInCode) {
   HardwareProfile p = load_profile("b200");
   p.gpu.sm_count.value = 0;
-  EXPECT_THAT([&] { validate_profile(p, "calibrated"); },
-              ::testing::ThrowsMessage<InputError>(HasSubstr("calibrated: gpu.sm_count.value: expected a positive")));
+  EXPECT_THAT(
+      [&] { validate_profile(p, "calibrated"); },
+      ::testing::ThrowsMessage<InputError>(HasSubstr("calibrated: gpu.sm_count.value: expected a positive")));
   p = load_profile("b200");
   p.internode.latency.unit = Unit::kGBps;
   EXPECT_THROW(validate_profile(p, "calibrated"), InputError);

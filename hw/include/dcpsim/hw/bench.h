@@ -19,6 +19,7 @@ struct OpShape {
   std::int64_t context = 32768;  // attention: tokens on this rank
   bool transposed_lse = false;
   std::int64_t out_row_pad = 0;  // head-padded O storage (correction)
+  std::int64_t copy_bytes = std::int64_t{1} << 30;  // copy: bytes per copy
 };
 
 struct OpBenchConfig {

@@ -1,7 +1,7 @@
 #pragma once
 // Analytic cost models over a HardwareProfile, all in seconds (and bytes, bytes per second). Each is a small
-// function of the profile and a shape, with no state; sim/ composes them into a timeline and lets SimGrid carry
-// what crosses ranks, hw/ and analysis/ share the metric formulas. One header per concern:
+// function of the profile and a shape, with no state; sim/ composes them into a timeline and lets SimGrid
+// carry what crosses ranks, hw/ and analysis/ share the metric formulas. One header per concern:
 //   cost_launch.h       CPU issue, GPU launch latency, dependent-kernel gaps per launch mode
 //   cost_kernels.h      memory-bound kernels, split-KV decode attention (per-row completion), merge kernels
 //   cost_collectives.h  NCCL ring / tree / NVLS × LL / LL128 / Simple plans and the tuner, all-to-all

@@ -18,7 +18,7 @@
 namespace dcpsim::models {
 
 enum class Collective { kAllGather, kReduceScatter, kAllReduce, kAllToAll };
-std::string_view to_string(Collective c);     // "all-gather" | "reduce-scatter" | "all-reduce" | "all-to-all"
+std::string_view to_string(Collective c);  // "all-gather" | "reduce-scatter" | "all-reduce" | "all-to-all"
 Collective parse_collective(std::string_view s);
 
 // How N ranks sit on the hardware: consecutive ranks fill one NVLink domain before the next.
@@ -36,10 +36,10 @@ struct CollectiveOptions {
 };
 
 // A collective as a sequence of `steps` identical communication steps. In every step each rank sends
-// bytes_per_step_per_rank to its successor (ring), its parent/children (tree), the switch (NVLS), or spread over
-// all peers at once (p2p: one step, the whole send buffer minus the self block). Steps are sequential; step k
-// costs its latency plus bytes_per_step_per_rank / link_bandwidth_Bps. The first (steps − inter_domain_steps)
-// steps run over NVLink at per_step_latency_s; the rest cross the inter-node fabric at
+// bytes_per_step_per_rank to its successor (ring), its parent/children (tree), the switch (NVLS), or spread
+// over all peers at once (p2p: one step, the whole send buffer minus the self block). Steps are sequential;
+// step k costs its latency plus bytes_per_step_per_rank / link_bandwidth_Bps. The first (steps −
+// inter_domain_steps) steps run over NVLink at per_step_latency_s; the rest cross the inter-node fabric at
 // inter_domain_step_latency_s. The bandwidth is the slowest link's, times the protocol efficiency, so an
 // inter-node ring is bounded by its NIC.
 // analytic_time_s = base_latency_s + (steps − inter_domain_steps) × per_step_latency_s
@@ -53,8 +53,8 @@ struct CollectivePlan {
   int ranks = 1;
   GroupLayout layout;
   double bytes_per_rank = 0.0;  // the argument, as defined above
-  int steps = 0;                // ring: N−1 (AG/RS), 2(N−1) (AR); tree: 2(ranks_per_domain−1)+2⌊log2 domains⌋;
-                                // NVLS: 1 (AG/RS) or 2 (AR); p2p: 1; 0 for N = 1 or 0 bytes
+  int steps = 0;  // ring: N−1 (AG/RS), 2(N−1) (AR); tree: 2(ranks_per_domain−1)+2⌊log2 domains⌋;
+                  // NVLS: 1 (AG/RS) or 2 (AR); p2p: 1; 0 for N = 1 or 0 bytes
   int inter_domain_steps = 0;
   double bytes_per_step_per_rank = 0.0;
   double per_step_latency_s = 0.0;
@@ -67,8 +67,9 @@ struct CollectivePlan {
   double bytes_sent_per_rank() const { return steps * bytes_per_step_per_rank; }
 };
 
-// Every algorithm × protocol NCCL would consider for this collective on this profile (tree only for all-reduce,
-// NVLS only when enabled and inside one NVLink domain, p2p only for all-to-all), each with its analytic time.
+// Every algorithm × protocol NCCL would consider for this collective on this profile (tree only for
+// all-reduce, NVLS only when enabled and inside one NVLink domain, p2p only for all-to-all), each with its
+// analytic time.
 std::vector<CollectivePlan> candidate_plans(const HardwareProfile& p, Collective c, int ranks,
                                             double bytes_per_rank);
 // The fastest candidate that matches the options (ties keep the order ring, tree, NVLS; LL, LL128, Simple).

@@ -34,25 +34,25 @@ struct AttentionShape {
 AttentionShape attention_shape(const Scenario& s);
 // Bytes of KV read per token of a row's local shard (all KV heads).
 double kv_bytes_per_token(const AttentionShape& a);
-// Query heads each work unit handles, and work units per (row, split): MLA groups heads_per_cta query heads per
-// unit; GQA gives each KV head its own unit (with all its query heads).
+// Query heads each work unit handles, and work units per (row, split): MLA groups heads_per_cta query heads
+// per unit; GQA gives each KV head its own unit (with all its query heads).
 int heads_per_work_unit(const HardwareProfile& p, const AttentionShape& a);
 int head_groups(const HardwareProfile& p, const AttentionShape& a);
 
 struct AttentionTiming {
   // All times are relative to the attention kernel's start.
-  std::vector<double> row_done_s;   // per row: end of the wave holding its last work unit (floor if empty)
-  std::vector<int> row_splits;      // per row: KV splits (0 for an empty row)
-  std::vector<int> row_last_wave;   // per row: wave index of its last unit (-1 for an empty row)
-  int64_t split_tokens = 0;         // tokens per split (a multiple of attention.work_unit_tokens)
-  int work_units = 0;               // units over all rows, splits and head groups
-  int slots = 0;                    // units resident at once: SMs × ctas_per_sm
+  std::vector<double> row_done_s;  // per row: end of the wave holding its last work unit (floor if empty)
+  std::vector<int> row_splits;     // per row: KV splits (0 for an empty row)
+  std::vector<int> row_last_wave;  // per row: wave index of its last unit (-1 for an empty row)
+  int64_t split_tokens = 0;        // tokens per split (a multiple of attention.work_unit_tokens)
+  int work_units = 0;              // units over all rows, splits and head groups
+  int slots = 0;                   // units resident at once: SMs × ctas_per_sm
   int waves = 0;
-  std::vector<double> wave_end_s;   // per wave, its end
-  double total_bytes = 0.0;         // HBM bytes: every row's KV shard, queries and final output + LSE
-  double kernel_end_s = 0.0;        // floor + every wave
-  bool needs_combine = false;       // some row has more than one split
-  double combine_s = 0.0;           // duration of the split-KV combine kernel (0 when not needed)
+  std::vector<double> wave_end_s;  // per wave, its end
+  double total_bytes = 0.0;        // HBM bytes: every row's KV shard, queries and final output + LSE
+  double kernel_end_s = 0.0;       // floor + every wave
+  bool needs_combine = false;      // some row has more than one split
+  double combine_s = 0.0;          // duration of the split-KV combine kernel (0 when not needed)
   double combine_bytes = 0.0;
 
   // When each row's final output and LSE exist: rows with one split at row_done_s, split rows when the
@@ -63,11 +63,11 @@ struct AttentionTiming {
 // Decode attention on one rank over each row's local shard length (tokens; 0 = empty shard).
 // The split is the smallest multiple of attention.work_unit_tokens whose units fit in one wave of the slots
 // (SMs × ctas_per_sm); when rows × head groups alone exceed the slots, rows are not split and run in several
-// waves. Units are ordered row by row, split by split, head group by head group; unit i runs in wave i / slots. A unit
-// streams its share of the split's KV from HBM (head groups of one KV head share the read); its Q load and
-// partial write are L2 traffic inside cta_overhead. The units of a wave share the kernel's HBM bandwidth
-// (measured × efficiency(total_bytes)) evenly, each at most attention.max_cta_bandwidth, so a wave lasts
-// cta_overhead + its largest unit's bytes / that share.
+// waves. Units are ordered row by row, split by split, head group by head group; unit i runs in wave i /
+// slots. A unit streams its share of the split's KV from HBM (head groups of one KV head share the read); its
+// Q load and partial write are L2 traffic inside cta_overhead. The units of a wave share the kernel's HBM
+// bandwidth (measured × efficiency(total_bytes)) evenly, each at most attention.max_cta_bandwidth, so a wave
+// lasts cta_overhead + its largest unit's bytes / that share.
 AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionShape& a,
                                       std::span<const int64_t> local_tokens);
 

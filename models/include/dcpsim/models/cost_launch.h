@@ -1,6 +1,6 @@
 #pragma once
-// Launch costs per launch mode. A kernel's timeline on one rank: the CPU spends cpu_issue_time() issuing it; on
-// an idle GPU it starts gpu_launch_latency() after issue; behind a kernel it depends on, it starts
+// Launch costs per launch mode. A kernel's timeline on one rank: the CPU spends cpu_issue_time() issuing it;
+// on an idle GPU it starts gpu_launch_latency() after issue; behind a kernel it depends on, it starts
 // dependent_kernel_gap() after that kernel ends (or when issued + launch latency, whichever is later).
 #include "dcpsim/models/profile.h"
 #include "dcpsim/models/types.h"
@@ -13,8 +13,8 @@ double cpu_issue_time(const HardwareProfile& p, LaunchMode mode);
 // Issue to start of a kernel on an idle stream.
 double gpu_launch_latency(const HardwareProfile& p);
 
-// End of a kernel to the start of the next kernel on the same stream when it is already queued. PDL overlaps the
-// next kernel's launch and prologue with the tail of the previous one, so its gap is smaller.
+// End of a kernel to the start of the next kernel on the same stream when it is already queued. PDL overlaps
+// the next kernel's launch and prologue with the tail of the previous one, so its gap is smaller.
 double dependent_kernel_gap(const HardwareProfile& p, LaunchMode mode);
 
 // Earliest start of a kernel issued at `issued_s` that must follow a kernel ending at `previous_end_s` on the

@@ -1,8 +1,8 @@
 #pragma once
-// Bandwidth metrics exactly as nccl-tests defines them (doc/PERFORMANCE.md there), written once and used by both
-// sim/ and hw/. "size" here is nccl-tests' size: for all-gather the whole receive buffer (N × the per-rank
-// shard), for reduce-scatter the whole send buffer, for all-reduce the buffer, for all-to-all a rank's whole
-// send buffer.
+// Bandwidth metrics exactly as nccl-tests defines them (doc/PERFORMANCE.md there), written once and used by
+// both sim/ and hw/. "size" here is nccl-tests' size: for all-gather the whole receive buffer (N × the
+// per-rank shard), for reduce-scatter the whole send buffer, for all-reduce the buffer, for all-to-all a
+// rank's whole send buffer.
 //   algbw = size / time
 //   busbw = algbw × factor:  all-reduce 2(N−1)/N;  all-gather, reduce-scatter, all-to-all (N−1)/N
 #include "dcpsim/models/cost_collectives.h"

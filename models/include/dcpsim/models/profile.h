@@ -1,7 +1,8 @@
 #pragma once
-// Hardware profiles: every number the cost models and the simulator start from, each kept together with its unit
-// and its source. The JSON files in models/profiles/ are the single source of truth; the same files are embedded
-// in the library, so a built-in name works from any directory. See models/profiles/README.md for the format.
+// Hardware profiles: every number the cost models and the simulator start from, each kept together with its
+// unit and its source. The JSON files in models/profiles/ are the single source of truth; the same files are
+// embedded in the library, so a built-in name works from any directory. See models/profiles/README.md for the
+// format.
 #include <array>
 #include <string>
 #include <string_view>
@@ -9,22 +10,23 @@
 
 namespace dcpsim::models {
 
-// The units a profile may state a number in. Each field has one dimension (time, bytes, bandwidth, count, ratio);
-// a file may use any unit of that dimension, and the value is kept exactly as written so that files round-trip.
+// The units a profile may state a number in. Each field has one dimension (time, bytes, bandwidth, count,
+// ratio); a file may use any unit of that dimension, and the value is kept exactly as written so that files
+// round-trip.
 enum class Unit {
-  kCount,  // "count"
-  kRatio,  // "ratio" (dimensionless fraction, e.g. an efficiency)
-  kBytes,  // "B"
-  kKB,     // "KB"  = 1e3 B
-  kMB,     // "MB"  = 1e6 B
-  kGB,     // "GB"  = 1e9 B
-  kKiB,    // "KiB" = 1024 B
-  kMiB,    // "MiB" = 1024² B
-  kGiB,    // "GiB" = 1024³ B
-  kBps,    // "B/s"
-  kGBps,   // "GB/s" = 1e9 B/s
-  kTBps,   // "TB/s" = 1e12 B/s
-  kGbps,   // "Gb/s" = 1e9 bit/s = 1.25e8 B/s
+  kCount,         // "count"
+  kRatio,         // "ratio" (dimensionless fraction, e.g. an efficiency)
+  kBytes,         // "B"
+  kKB,            // "KB"  = 1e3 B
+  kMB,            // "MB"  = 1e6 B
+  kGB,            // "GB"  = 1e9 B
+  kKiB,           // "KiB" = 1024 B
+  kMiB,           // "MiB" = 1024² B
+  kGiB,           // "GiB" = 1024³ B
+  kBps,           // "B/s"
+  kGBps,          // "GB/s" = 1e9 B/s
+  kTBps,          // "TB/s" = 1e12 B/s
+  kGbps,          // "Gb/s" = 1e9 bit/s = 1.25e8 B/s
   kSeconds,       // "s"
   kMilliseconds,  // "ms"
   kMicroseconds,  // "us"
@@ -39,8 +41,8 @@ Dimension dimension_of(Unit u);
 // Factor from the unit to the base unit of its dimension (s, B, B/s, count, ratio).
 double si_factor(Unit u);
 
-// One number of a profile: value as written, its unit, and where it came from (a spec sheet, a source file and
-// line, a measurement with its command, "estimate: ..." when nothing better exists).
+// One number of a profile: value as written, its unit, and where it came from (a spec sheet, a source file
+// and line, a measurement with its command, "estimate: ..." when nothing better exists).
 struct Quantity {
   double value = 0.0;
   Unit unit = Unit::kCount;
@@ -121,12 +123,12 @@ struct KernelSpec {
 
 // Split-KV decode attention (FlashDecoding / FlashMLA style), modelled by work units and SM waves.
 struct AttentionSpec {
-  Quantity work_unit_tokens;  // count: split granularity in KV tokens (a split is a multiple of this)
-  Quantity ctas_per_sm;       // count: work units resident per SM at once
-  Quantity heads_per_cta;     // count: query heads one work unit handles when the KV is shared (MLA)
-  Quantity cta_overhead;      // time: fixed cost per work unit (Q load, softmax epilogue, partial write)
-  Quantity max_cta_bandwidth; // bandwidth: the most one work unit can stream (bytes in flight / HBM latency)
-  Quantity floor;             // time: fixed cost of the attention kernel (setup before any unit starts)
+  Quantity work_unit_tokens;   // count: split granularity in KV tokens (a split is a multiple of this)
+  Quantity ctas_per_sm;        // count: work units resident per SM at once
+  Quantity heads_per_cta;      // count: query heads one work unit handles when the KV is shared (MLA)
+  Quantity cta_overhead;       // time: fixed cost per work unit (Q load, softmax epilogue, partial write)
+  Quantity max_cta_bandwidth;  // bandwidth: the most one work unit can stream (bytes in flight / HBM latency)
+  Quantity floor;              // time: fixed cost of the attention kernel (setup before any unit starts)
   bool operator==(const AttentionSpec&) const = default;
 };
 
@@ -180,7 +182,8 @@ const std::vector<std::string>& builtin_profile_names();
 std::string_view builtin_profile_json(std::string_view name);
 
 // A built-in name or a path to a JSON file. Errors name the file and the field, e.g.
-// "h200.json: nvlink.bandwidth.value: expected a positive number, got -3"; unknown and missing fields are errors.
+// "h200.json: nvlink.bandwidth.value: expected a positive number, got -3"; unknown and missing fields are
+// errors.
 HardwareProfile load_profile(std::string_view name_or_path);
 // Parses profile JSON; `origin` (a file name or "built-in h200-sxm") prefixes every error message.
 HardwareProfile parse_profile(std::string_view json_text, std::string_view origin);

@@ -28,6 +28,10 @@ inline constexpr int kDefaultMaxGpus = 144;
 struct SimOptions {
   models::CollectiveOptions collective;  // force NCCL's algorithm / protocol (like NCCL_ALGO / NCCL_PROTO)
   int max_gpus = kDefaultMaxGpus;        // GPUs of the platform for this profile's domain size
+  // Transfers a rank keeps in flight to different peers (all-to-all, direct and row-stream pushes): the k-th
+  // waits for the (k − W)-th. NCCL spreads send/recv peers over a bounded set of channels, and a push kernel's
+  // CTAs take peers in rounds; groups of up to W + 1 ranks (every single-node group) are not limited at all.
+  int peers_in_flight = 16;
 };
 
 // One collective on its own, from every rank entering it to every rank leaving it (golden examples, tests).

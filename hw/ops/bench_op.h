@@ -1,0 +1,35 @@
+#pragma once
+// One benchmarkable operation (nccl-tests style): it sizes and fills its buffers from a shape, says how many bytes
+// it must move and how much arithmetic it must do, and launches one call. The shared runner (src/bench.cc) owns
+// warm-up, repetitions, CUDA-event timing, graph capture and the report. Operations keep several input sets and
+// rotate through them when one set would fit in L2, so a timing is of device memory, not of the cache.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dcpsim/hw/bench.h"
+
+namespace dcpsim::hw::ops {
+
+class BenchOp {
+ public:
+  virtual ~BenchOp() = default;
+  virtual std::string label() const = 0;
+  virtual double bytes() const = 0;
+  virtual double flops() const { return 0; }
+  virtual void launch(int call, cudaStream_t stream) = 0;  // `call` picks the input set
+};
+
+// How many input sets of `bytes_per_set` make their total at least three times the L2 (at most 8).
+int rotation_sets(double bytes_per_set);
+
+std::unique_ptr<BenchOp> make_copy_bench(const OpShape& s, std::uint64_t seed);
+std::unique_ptr<BenchOp> make_attention_bench(const OpShape& s, std::uint64_t seed);
+std::unique_ptr<BenchOp> make_correct_bench(const OpShape& s, std::uint64_t seed);
+std::unique_ptr<BenchOp> make_a2a_pack_bench(const OpShape& s, std::uint64_t seed);
+std::unique_ptr<BenchOp> make_a2a_combine_bench(const OpShape& s, std::uint64_t seed);
+std::unique_ptr<BenchOp> make_direct_bench(const OpShape& s, std::uint64_t seed);
+
+}  // namespace dcpsim::hw::ops

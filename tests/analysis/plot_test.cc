@@ -1,0 +1,102 @@
+// PNG plots through scripts/plot.py: each kind draws a real image from a CSV in its documented columns, and bad
+// requests fail with the right error. Needs python3 with matplotlib (Debian: python3-matplotlib).
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "dcpsim/analysis/plot.h"
+#include "dcpsim/error.h"
+
+namespace dcpsim::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+class PlotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("dcpsim_plot_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  fs::path write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+  // A PNG starts with its 8-byte signature and, for any real figure, is far larger than an empty image.
+  static void expect_png(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GT(bytes.size(), 10000u) << p;
+    EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  }
+  fs::path dir_;
+};
+
+TEST_F(PlotTest, ReplayStepsBecomeAPng) {
+  std::string csv =
+      "step,time_s,rows,admitted,sum_context,max_context,kv_tokens_max,step_latency_us_ag-rs,merge_latency_us_ag-rs,"
+      "step_latency_us_a2a,merge_latency_us_a2a\n";
+  for (int i = 0; i < 200; ++i) {
+    csv += std::to_string(i) + "," + std::to_string(0.01 * i) + "," + std::to_string(1 + i % 30) + ",0,1000,900,500," +
+           std::to_string(80 + i % 7) + "," + std::to_string(20 + i % 5) + "," + std::to_string(75 + i % 7) + "," +
+           std::to_string(12 + i % 3) + "\n";
+  }
+  plot_csv("replay", write("steps.csv", csv), dir_ / "steps.png");
+  expect_png(dir_ / "steps.png");
+}
+
+TEST_F(PlotTest, ScanPanelsBecomeAPng) {
+  std::string csv =
+      "profile,dcp,heads,head_dim,qk_dim,kv_heads,batch,context,strategy,launch,step_latency_us,merge_latency_us,"
+      "kv_bytes_per_rank,kv_capacity_tokens_per_gpu\n";
+  for (int heads : {64, 128}) {
+    for (int dim : {128, 512}) {
+      for (int dcp : {1, 2, 4, 8}) {
+        for (const char* s : {"ag-rs", "a2a", "direct"}) {
+          const double merge = dcp == 1 ? 0 : 8.0 + dcp * (s[0] == 'a' ? 2.0 : 1.0);
+          csv += "h200-sxm," + std::to_string(dcp) + "," + std::to_string(heads) + "," + std::to_string(dim) + "," +
+                 std::to_string(dim == 512 ? 576 : dim) + ",1,64,131072," + s + ",graph," +
+                 std::to_string(300.0 / dcp + merge + heads * 0.1) + "," + std::to_string(merge) + "," +
+                 std::to_string(1000000 / dcp) + "," + std::to_string(400000 * dcp) + "\n";
+        }
+      }
+    }
+  }
+  plot_csv("scan", write("scan.csv", csv), dir_ / "scan.png");
+  expect_png(dir_ / "scan.png");
+}
+
+TEST_F(PlotTest, ValidationReportBecomesAPng) {
+  std::string csv =
+      "trace,section,scenario,source,kind,figure,rank,row,measured_ns,predicted_ns,relative_error,within_tolerance,"
+      "interval_low_ns,interval_high_ns,inside_interval\n";
+  for (int i = 1; i <= 40; ++i) {
+    csv += "\"m.pb\",0,\"dcp8 h128\",hw,phase," + std::string(i % 2 ? "attention" : "collective") + ",0,-1," +
+           std::to_string(1000 * i) + "," + std::to_string(1000 * i + 20 * (i % 5)) + ",0.01,1,,,\n";
+  }
+  plot_csv("validate", write("report.csv", csv), dir_ / "validate.png");
+  expect_png(dir_ / "validate.png");
+}
+
+TEST_F(PlotTest, BadRequestsFailClearly) {
+  EXPECT_THROW(plot_csv("histogram", write("a.csv", "x\n1\n"), dir_ / "a.png"), InputError);
+  EXPECT_THROW(plot_csv("replay", dir_ / "absent.csv", dir_ / "a.png"), InputError);
+  EXPECT_THROW(plot_csv("replay", write("b.csv", "x\n1\n"), dir_ / "missing_dir" / "b.png"), InputError);
+  // Columns the script needs are missing: the script exits 2, which is a failed plot.
+  EXPECT_THROW(plot_csv("replay", write("c.csv", "x,y\n1,2\n"), dir_ / "c.png"), RuntimeError);
+  EXPECT_FALSE(fs::exists(dir_ / "c.png"));
+  EXPECT_TRUE(fs::is_regular_file(plot_script()));
+  EXPECT_FALSE(python_with_matplotlib().empty());
+}
+
+}  // namespace
+}  // namespace dcpsim::analysis
