@@ -1,6 +1,7 @@
 // dcpsim import: a profiler timeline (Kineto/Chrome JSON or an Nsight Systems SQLite export) into a measured
-// trace (.pb) of the dcpsim.trace.v1 schema (traces/import_kineto.h, traces/import_nsys.h). A profiler does not
-// know which DCP scenario it watched, so the scenario flags state it (they default as for `dcpsim simulate`).
+// trace (.pb) of the dcpsim.trace.v1 schema (traces/import_kineto.h, traces/import_nsys.h). A profiler does
+// not know which DCP scenario it watched, so the scenario flags state it (they default as for `dcpsim
+// simulate`).
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -43,7 +44,8 @@ void run_import(const ImportArgs& a) {
   traces::ProtobufTraceWriter writer(a.out);
   const traces::ImportStats stats = a.kineto.empty() ? traces::import_nsys(a.nsys, writer, options)
                                                      : traces::import_kineto(a.kineto, writer, options);
-  std::cout << "imported " << (a.kineto.empty() ? a.nsys : a.kineto) << ": " << traces::describe(stats) << "\n"
+  std::cout << "imported " << (a.kineto.empty() ? a.nsys : a.kineto) << ": " << traces::describe(stats)
+            << "\n"
             << "time 0 = " << stats.time_origin_ns << " ns on the profiler's clock; wrote " << a.out << " ("
             << writer.records_written() << " records)\n";
 }
@@ -52,10 +54,11 @@ void run_import(const ImportArgs& a) {
 
 void add_import_command(CLI::App& app) {
   auto args = std::make_shared<ImportArgs>();
-  CLI::App* cmd =
-      app.add_subcommand("import", "Import a Kineto (PyTorch profiler) or Nsight Systems timeline as a trace (.pb)");
+  CLI::App* cmd = app.add_subcommand(
+      "import", "Import a Kineto (PyTorch profiler) or Nsight Systems timeline as a trace (.pb)");
   cmd->add_option("--kineto", args->kineto, "Kineto / Chrome trace JSON (plain or .gz)");
-  cmd->add_option("--nsys", args->nsys, "Nsight Systems SQLite export (nsys export --type sqlite; plain or .gz)");
+  cmd->add_option("--nsys", args->nsys,
+                  "Nsight Systems SQLite export (nsys export --type sqlite; plain or .gz)");
   cmd->add_option("--out", args->out, "trace to write (.pb)")->required();
   cmd->add_option("--rank", args->rank, "DCP rank of the profiled process (default: the trace's own, else 0)")
       ->check(CLI::NonNegativeNumber);

@@ -1,4 +1,5 @@
-// dcpsim merge: the exact reference merge of user-supplied per-rank partials (models/merge.h), JSON in and out.
+// dcpsim merge: the exact reference merge of user-supplied per-rank partials (models/merge.h), JSON in and
+// out.
 #include <iostream>
 #include <memory>
 #include <string>
@@ -29,8 +30,9 @@ void run_merge(const MergeFlags& f) {
   const std::vector<models::Partial> partials = analysis::read_partials(f.input);
   const models::MergeResult result = models::merge(partials, options);
   analysis::write_json_file(f.out, analysis::merge_result_to_json(result, options));
-  std::cout << "merged " << partials.size() << " ranks x " << result.rows << " rows x " << result.heads << " heads x "
-            << result.dim << " (" << f.strategy << ", base " << f.base << ", " << f.dtype << ") -> " << f.out << "\n";
+  std::cout << "merged " << partials.size() << " ranks x " << result.rows << " rows x " << result.heads
+            << " heads x " << result.dim << " (" << f.strategy << ", base " << f.base << ", " << f.dtype
+            << ") -> " << f.out << "\n";
 }
 
 }  // namespace
@@ -38,10 +40,12 @@ void run_merge(const MergeFlags& f) {
 void add_merge_command(CLI::App& app) {
   auto flags = std::make_shared<MergeFlags>();
   CLI::App* sub = app.add_subcommand("merge", "Exact reference merge of user-supplied partials");
-  sub->add_option("--input", flags->input, "partials JSON: {\"lse\": [N][B][H], \"out\": [N][B][H][D]}")->required();
+  sub->add_option("--input", flags->input, "partials JSON: {\"lse\": [N][B][H], \"out\": [N][B][H][D]}")
+      ->required();
   sub->add_option("--out", flags->out, "merged JSON to write (temp file + rename)")->required();
   sub->add_option("--base", flags->base, "LSE base of the partials: e | 2")->capture_default_str();
-  sub->add_option("--strategy", flags->strategy, "ag-rs | ag-ar | a2a | direct | row-stream")->capture_default_str();
+  sub->add_option("--strategy", flags->strategy, "ag-rs | ag-ar | a2a | direct | row-stream")
+      ->capture_default_str();
   sub->add_option("--dtype", flags->dtype, "output dtype: fp32 | bf16 | fp16 | fp64")->capture_default_str();
   sub->add_option("--accumulate", flags->accumulate, "accumulation type: fp32 | fp64")->capture_default_str();
   sub->callback([flags] { run_merge(*flags); });

@@ -125,11 +125,13 @@ void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile
     if (now - last_report < std::chrono::seconds(2)) return;
     last_report = now;
     const double wall = std::chrono::duration<double>(now - started).count();
-    std::fprintf(stderr, "replay: step %lld at %.3f s simulated, %d rows, longest context %lld (%.0f steps/s)\n",
-                 static_cast<long long>(step.step), step.time_s, step.rows, static_cast<long long>(step.max_context),
-                 static_cast<double>(step.step + 1) / wall);
+    std::fprintf(stderr,
+                 "replay: step %lld at %.3f s simulated, %d rows, longest context %lld (%.0f steps/s)\n",
+                 static_cast<long long>(step.step), step.time_s, step.rows,
+                 static_cast<long long>(step.max_context), static_cast<double>(step.step + 1) / wall);
   };
-  const analysis::ReplayResult result = analysis::replay_requests(std::move(requests), config, timing, progress);
+  const analysis::ReplayResult result =
+      analysis::replay_requests(std::move(requests), config, timing, progress);
   analysis::write_steps_csv(result, a.out);
   std::cout << analysis::replay_summary(result) << "steps: " << a.out << "\n";
   if (!a.plot.empty()) {
@@ -140,9 +142,12 @@ void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile
 
 void add_geometry_flags(CLI::App& cmd, analysis::ScenarioFlags& f) {
   cmd.add_option("--dcp", f.dcp, "DCP group size N")->capture_default_str();
-  cmd.add_option("--heads", f.heads, "query heads per rank after the query all-gather (H)")->capture_default_str();
-  cmd.add_option("--head-dim", f.head_dim, "value head dim D (512 = MLA latent, 128 = GQA)")->capture_default_str();
-  cmd.add_option("--qk-dim", f.qk_dim, "query/key dim D_qk (default: 576 for D=512 with one KV head, else D)");
+  cmd.add_option("--heads", f.heads, "query heads per rank after the query all-gather (H)")
+      ->capture_default_str();
+  cmd.add_option("--head-dim", f.head_dim, "value head dim D (512 = MLA latent, 128 = GQA)")
+      ->capture_default_str();
+  cmd.add_option("--qk-dim", f.qk_dim,
+                 "query/key dim D_qk (default: 576 for D=512 with one KV head, else D)");
   cmd.add_option("--kv-heads", f.kv_heads, "KV heads H_kv, dividing H (1 = MQA/MLA)")->capture_default_str();
   cmd.add_option("--interleave", f.interleave, "KV interleave size I")->capture_default_str();
   cmd.add_option("--launch", f.launch, "kernel launch mode: eager, graph, pdl")->capture_default_str();
@@ -156,7 +161,8 @@ void add_geometry_flags(CLI::App& cmd, analysis::ScenarioFlags& f) {
 void add_replay_command(CLI::App& app) {
   auto args = std::make_shared<ReplayArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "replay", "Replay a request trace through continuous batching, simulating every decode step per strategy");
+      "replay",
+      "Replay a request trace through continuous batching, simulating every decode step per strategy");
   cmd->add_option("--requests", args->requests,
                   "request trace: Mooncake .jsonl or Azure .csv (optionally .gz); or a measured trace .pb to "
                   "re-simulate and compare")
@@ -173,8 +179,9 @@ void add_replay_command(CLI::App& app) {
   cmd->add_option("--kv-capacity-gb", args->kv_capacity_gb,
                   "KV cache per GPU in GB (1e9 B); default: the profile's HBM × --kv-fraction")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--kv-fraction", args->kv_fraction,
-                  "share of HBM left for KV after weights and activations (estimate: DeepSeek-V3 FP8 on 8 H200)")
+  cmd->add_option(
+         "--kv-fraction", args->kv_fraction,
+         "share of HBM left for KV after weights and activations (estimate: DeepSeek-V3 FP8 on 8 H200)")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_option("--layers", args->layers, "attention layers per decode step (61: DeepSeek-V3)")

@@ -1,10 +1,80 @@
-// dcpsim scan: Simulate a grid of scenarios into CSV.
+// dcpsim scan: a grid of scenarios (comma lists of the scenario flags) simulated on SimGrid into one CSV.
+#include <iostream>
+#include <memory>
+#include <string>
+#include <tuple>
+
 #include "commands.h"
+
+#ifdef DCPSIM_WITH_SIMGRID
+#include "dcpsim/analysis/scan.h"
+#include "dcpsim/models/profile.h"
+#endif
 
 namespace dcpsim::cli {
 
-void add_scan_command(CLI::App& app) {
-  add_unavailable_command(app, "scan", "Simulate a grid of scenarios into CSV", "not built yet");
+#ifdef DCPSIM_WITH_SIMGRID
+namespace {
+
+struct ScanCommand {
+  analysis::ScanOptions options;
+  std::string out;
+  std::string shard;
+  std::string nccl_algo;
+  std::string nccl_proto;
+  bool no_header = false;
+};
+
+void run_scan_command(ScanCommand& c) {
+  if (!c.shard.empty()) std::tie(c.options.shard_index, c.options.shard_count) = analysis::parse_shard(c.shard);
+  if (!c.nccl_algo.empty()) c.options.nccl_algo = models::parse_algorithm(c.nccl_algo);
+  if (!c.nccl_proto.empty()) c.options.nccl_proto = models::parse_protocol(c.nccl_proto);
+  c.options.header = !c.no_header;
+  const analysis::ScanReport report = analysis::run_scan(c.options, c.out, std::cerr);
+  std::cerr << "scan: wrote " << report.scenarios << " rows to " << c.out << " in " << report.wall_s << " s";
+  if (!report.skipped.empty()) std::cerr << " (" << report.skipped.size() << " combinations skipped)";
+  std::cerr << "\n";
 }
+
+}  // namespace
+
+void add_scan_command(CLI::App& app) {
+  auto c = std::make_shared<ScanCommand>();
+  analysis::ScanOptions& o = c->options;
+  CLI::App* cmd = app.add_subcommand("scan", "Simulate a grid of scenarios into CSV");
+  cmd->footer(
+      "Every combination of the comma lists, in the order dcp, heads, head-dim, kv-heads, batch, context, "
+      "strategy, launch (the last varies fastest); invalid combinations are skipped and reported on stderr.\n"
+      "--shard i/n keeps the i-th of n contiguous slices; only shard 0 writes the header line, so concatenating "
+      "shards 0..n-1 gives exactly the unsharded CSV. --no-header writes no header at all.\n"
+      "KV capacity per GPU = (HBM capacity - --weight-reserve-gib) / (KV bytes per token per layer x --layers).");
+  o.flags.strategy = "all";
+  analysis::add_scenario_flags(*cmd, o.flags, true);
+  cmd->add_option("--profile", o.profile, "hardware profile: a built-in name or a JSON file")->capture_default_str();
+  cmd->add_option("--out", c->out, "CSV file to write")->required();
+  cmd->add_option("--jobs", o.jobs, "worker processes")->capture_default_str();
+  cmd->add_option("--shard", c->shard, "i/n: simulate only the i-th of n contiguous slices of the grid");
+  cmd->add_flag("--no-header", c->no_header, "do not write the CSV header line");
+  cmd->add_option("--layers", o.layers, "attention layers holding KV, for the KV capacity columns")
+      ->capture_default_str();
+  cmd->add_option("--weight-reserve-gib", o.weight_reserve_gib,
+                  "HBM per GPU kept for weights and activations, for the KV capacity columns")
+      ->capture_default_str();
+  cmd->add_option("--nccl-algo", c->nccl_algo, "force NCCL's algorithm: ring, tree, nvls, p2p");
+  cmd->add_option("--nccl-proto", c->nccl_proto, "force NCCL's protocol: ll, ll128, simple");
+  cmd->add_option("--peers-in-flight", o.peers_in_flight,
+                  "transfers a rank keeps in flight to different peers (all-to-all, direct, row-stream)")
+      ->capture_default_str();
+  cmd->add_option("--chunk", o.chunk_size, "scenarios per worker process (0: automatic)")->capture_default_str();
+  cmd->callback([c] { run_scan_command(*c); });
+}
+
+#else
+
+void add_scan_command(CLI::App& app) {
+  add_unavailable_command(app, "scan", "Simulate a grid of scenarios into CSV", "built without SimGrid");
+}
+
+#endif
 
 }  // namespace dcpsim::cli

@@ -61,7 +61,8 @@ std::int64_t ContinuousBatcher::admit() {
       ++next_;
       continue;
     }
-    std::vector<std::int64_t> need = models::local_lengths(r.input_tokens + r.output_tokens - 1, dcp, interleave);
+    std::vector<std::int64_t> need =
+        models::local_lengths(r.input_tokens + r.output_tokens - 1, dcp, interleave);
     if (need.front() > config_.kv_capacity_tokens) {  // rank 0 holds the largest shard
       ++stats_.rejected;
       ++next_;
@@ -140,8 +141,8 @@ void ContinuousBatcher::finish_unfinished() {
   stats_.unfinished = static_cast<std::int64_t>(running_.size() + (requests_.size() - next_));
 }
 
-BatcherStats run_batcher(std::vector<Request> requests, const BatcherConfig& config, const StepLatency& step_latency,
-                         const StepObserver& observer) {
+BatcherStats run_batcher(std::vector<Request> requests, const BatcherConfig& config,
+                         const StepLatency& step_latency, const StepObserver& observer) {
   ContinuousBatcher batcher(std::move(requests), config);
   while (auto step = batcher.next_step()) {
     const double latency = step_latency(step->scenario);

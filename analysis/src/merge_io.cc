@@ -1,11 +1,11 @@
 // JSON I/O for `dcpsim merge`. Every shape problem is reported with the JSON path of the offending element.
 #include "dcpsim/analysis/merge_io.h"
 
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <unistd.h>
 
 #include "dcpsim/error.h"
 #include "dcpsim/version.h"
@@ -20,16 +20,20 @@ const json& array_at(const json& v, const std::string& where, long long expected
   if (!v.is_array()) throw InputError(where + " is " + std::string(v.type_name()) + ", expected an array");
   if (expected < 0 && v.empty()) throw InputError(where + " is empty, expected at least one element");
   if (expected >= 0 && static_cast<long long>(v.size()) != expected) {
-    throw InputError(where + " has " + std::to_string(v.size()) + " elements, expected " + std::to_string(expected) +
-                     " (arrays must not be ragged)");
+    throw InputError(where + " has " + std::to_string(v.size()) + " elements, expected " +
+                     std::to_string(expected) + " (arrays must not be ragged)");
   }
   return v;
 }
 
-std::string at(const std::string& where, std::size_t i) { return where + "[" + std::to_string(i) + "]"; }
+std::string at(const std::string& where, std::size_t i) {
+  return where + "[" + std::to_string(i) + "]";
+}
 
 const json& member(const json& doc, const char* key) {
-  if (!doc.is_object()) throw InputError("the partials document is " + std::string(doc.type_name()) + ", expected an object with \"lse\" and \"out\"");
+  if (!doc.is_object())
+    throw InputError("the partials document is " + std::string(doc.type_name()) +
+                     ", expected an object with \"lse\" and \"out\"");
   auto it = doc.find(key);
   if (it == doc.end()) throw InputError(std::string("the partials document has no \"") + key + "\" array");
   return *it;
@@ -41,7 +45,8 @@ json tensor3(const std::vector<double>& v, int rows, int heads, int dim) {
     json row = json::array();
     for (int h = 0; h < heads; ++h) {
       json head = json::array();
-      for (int d = 0; d < dim; ++d) head.push_back(double_to_json(v[(static_cast<std::size_t>(b) * heads + h) * dim + d]));
+      for (int d = 0; d < dim; ++d)
+        head.push_back(double_to_json(v[(static_cast<std::size_t>(b) * heads + h) * dim + d]));
       row.push_back(std::move(head));
     }
     out.push_back(std::move(row));
@@ -68,7 +73,8 @@ double json_to_double(const json& value, const std::string& where) {
     if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
     if (s == "inf" || s == "+inf") return std::numeric_limits<double>::infinity();
     if (s == "-inf") return -std::numeric_limits<double>::infinity();
-    throw InputError(where + " is the string \"" + s + "\"; only numbers and \"nan\", \"inf\", \"-inf\" are allowed");
+    throw InputError(where + " is the string \"" + s +
+                     "\"; only numbers and \"nan\", \"inf\", \"-inf\" are allowed");
   }
   throw InputError(where + " is " + std::string(value.type_name()) +
                    "; only numbers and \"nan\", \"inf\", \"-inf\" are allowed");
@@ -92,8 +98,10 @@ std::vector<models::Partial> partials_from_json(const json& doc) {
   const long long dim = static_cast<long long>(array_at(out[0][0][0], "out[0][0][0]", -1).size());
   std::vector<models::Partial> partials;
   for (std::size_t r = 0; r < out.size(); ++r) {
-    const int b_rows = static_cast<int>(rows), b_heads = static_cast<int>(heads), b_dim = static_cast<int>(dim);
-    models::Partial p{models::OutLayout::dense(b_rows, b_heads, b_dim), {}, models::LseLayout::dense(b_rows, b_heads), {}};
+    const int b_rows = static_cast<int>(rows), b_heads = static_cast<int>(heads),
+              b_dim = static_cast<int>(dim);
+    models::Partial p{
+        models::OutLayout::dense(b_rows, b_heads, b_dim), {}, models::LseLayout::dense(b_rows, b_heads), {}};
     p.out.reserve(static_cast<std::size_t>(rows * heads * dim));
     p.lse.reserve(static_cast<std::size_t>(rows * heads));
     const json& o_r = array_at(out[r], at("out", r), rows);

@@ -20,8 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Runs argv[0] (searched on PATH) with `argv`, optionally silenced, and returns its exit status; nullopt when it
-// could not be started or did not exit normally.
+// Runs argv[0] (searched on PATH) with `argv`, optionally silenced, and returns its exit status; nullopt when
+// it could not be started or did not exit normally.
 std::optional<int> run_program(const std::vector<std::string>& argv, bool quiet) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -46,7 +46,8 @@ std::optional<int> run_program(const std::vector<std::string>& argv, bool quiet)
 
 std::vector<fs::path> script_candidates() {
   std::vector<fs::path> places;
-  if (const char* env = std::getenv("DCPSIM_PLOT_SCRIPT"); env != nullptr && *env != '\0') places.emplace_back(env);
+  if (const char* env = std::getenv("DCPSIM_PLOT_SCRIPT"); env != nullptr && *env != '\0')
+    places.emplace_back(env);
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) places.push_back(exe.parent_path().parent_path() / "share" / "dcpsim" / "plot.py");
@@ -73,7 +74,8 @@ std::string python_with_matplotlib() {
   std::lock_guard lock(mutex);
   if (found) return *found;
   std::vector<std::string> candidates;
-  if (const char* env = std::getenv("DCPSIM_PYTHON"); env != nullptr && *env != '\0') candidates.emplace_back(env);
+  if (const char* env = std::getenv("DCPSIM_PYTHON"); env != nullptr && *env != '\0')
+    candidates.emplace_back(env);
   candidates.emplace_back("python3");
   candidates.emplace_back("/usr/bin/python3");
   std::string tried;
@@ -96,15 +98,17 @@ void plot_csv(std::string_view kind, const fs::path& csv, const fs::path& png) {
   if (!fs::is_regular_file(csv, ec)) throw InputError("cannot plot '" + csv.string() + "': no such file");
   const fs::path dir = png.has_parent_path() ? png.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec)) {
-    throw InputError("cannot write plot '" + png.string() + "': directory '" + dir.string() + "' does not exist");
+    throw InputError("cannot write plot '" + png.string() + "': directory '" + dir.string() +
+                     "' does not exist");
   }
   const std::string python = python_with_matplotlib();
   const fs::path script = plot_script();
-  const auto status = run_program({python, script.string(), std::string(kind), csv.string(), png.string()}, false);
+  const auto status =
+      run_program({python, script.string(), std::string(kind), csv.string(), png.string()}, false);
   if (!status) throw RuntimeError("could not run " + python + " " + script.string());
   if (*status != 0) {
-    throw RuntimeError("plot.py " + std::string(kind) + " failed (exit " + std::to_string(*status) + ") on '" +
-                       csv.string() + "'");
+    throw RuntimeError("plot.py " + std::string(kind) + " failed (exit " + std::to_string(*status) +
+                       ") on '" + csv.string() + "'");
   }
   if (!fs::is_regular_file(png, ec)) throw RuntimeError("plot.py did not write '" + png.string() + "'");
 }

@@ -124,8 +124,8 @@ std::int64_t kv_capacity_tokens(const models::Scenario& geometry, double capacit
   return static_cast<std::int64_t>(tokens);
 }
 
-ReplayResult replay_requests(std::vector<Request> requests, const ReplayConfig& config, const ScenarioTiming& timing,
-                             const ReplayProgress& progress) {
+ReplayResult replay_requests(std::vector<Request> requests, const ReplayConfig& config,
+                             const ScenarioTiming& timing, const ReplayProgress& progress) {
   validate_config(config);
   ReplayResult result;
   result.strategies = config.strategies;
@@ -140,7 +140,8 @@ ReplayResult replay_requests(std::vector<Request> requests, const ReplayConfig& 
     for (const models::Strategy s : config.strategies) {
       models::Scenario each = scenario;
       each.strategy = s;
-      const StepTiming t = memo.get(each, [&] { return timing(each); }, result);
+      const StepTiming t = memo.get(
+          each, [&] { return timing(each); }, result);
       check_timing(t, each);
       current.push_back(t);
     }
@@ -161,7 +162,8 @@ void write_steps_csv(const ReplayResult& result, const std::filesystem::path& pa
   if (!std::filesystem::is_directory(dir, ec)) {
     throw InputError("cannot write '" + path.string() + "': directory '" + dir.string() + "' does not exist");
   }
-  const std::filesystem::path temp = dir / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  const std::filesystem::path temp =
+      dir / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()));
   {
     std::ofstream out(temp);
     if (!out) throw InputError("cannot write '" + path.string() + "': the directory is not writable");
@@ -205,10 +207,10 @@ std::string replay_summary(const ReplayResult& r) {
   if (r.strategies.size() > 1) out << "  (clock: " << models::to_string(r.strategies.front()) << ")";
   out << "\n";
   for (const auto& s : r.summaries) {
-    out << "  " << std::left << std::setw(34) << models::to_string(s.strategy) << std::right << std::setprecision(2)
-        << std::setw(11) << s.merge_p50_s * 1e6 << std::setw(12) << s.merge_p99_s * 1e6 << std::setw(12)
-        << s.step_p50_s * 1e6 << std::setw(12) << s.step_p99_s * 1e6 << std::setw(12) << std::setprecision(1)
-        << s.merge_share * 100.0 << " %\n";
+    out << "  " << std::left << std::setw(34) << models::to_string(s.strategy) << std::right
+        << std::setprecision(2) << std::setw(11) << s.merge_p50_s * 1e6 << std::setw(12)
+        << s.merge_p99_s * 1e6 << std::setw(12) << s.step_p50_s * 1e6 << std::setw(12) << s.step_p99_s * 1e6
+        << std::setw(12) << std::setprecision(1) << s.merge_share * 100.0 << " %\n";
   }
   return out.str();
 }

@@ -59,7 +59,8 @@ std::vector<std::string_view> split_csv(std::string_view line, const std::string
   std::size_t begin = 0;
   while (true) {
     const std::size_t comma = line.find(',', begin);
-    std::string_view f = line.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin);
+    std::string_view f =
+        line.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin);
     while (!f.empty() && std::isspace(static_cast<unsigned char>(f.front()))) f.remove_prefix(1);
     while (!f.empty() && std::isspace(static_cast<unsigned char>(f.back()))) f.remove_suffix(1);
     fields.push_back(f);
@@ -79,7 +80,9 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
   return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
 }
 
-bool leap(std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+bool leap(std::int64_t y) {
+  return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
 
 }  // namespace
 
@@ -133,7 +136,8 @@ std::vector<Request> read_mooncake_jsonl(const std::filesystem::path& path) {
     } catch (const nlohmann::json::parse_error&) {
       throw InputError(where + ": not a JSON object (Mooncake traces hold one object per line)");
     }
-    if (!row.is_object()) throw InputError(where + ": not a JSON object (Mooncake traces hold one object per line)");
+    if (!row.is_object())
+      throw InputError(where + ": not a JSON object (Mooncake traces hold one object per line)");
     Request r;
     r.id = static_cast<std::int64_t>(requests.size());
     r.arrival_ns = json_timestamp_ns(row, where);
@@ -192,7 +196,7 @@ RequestFormat request_format_of(const std::filesystem::path& path) {
 
 std::vector<Request> read_requests(const std::filesystem::path& path) {
   return request_format_of(path) == RequestFormat::kMooncakeJsonl ? read_mooncake_jsonl(path)
-                                                                   : read_azure_csv(path);
+                                                                  : read_azure_csv(path);
 }
 
 }  // namespace dcpsim::analysis

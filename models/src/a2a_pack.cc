@@ -1,4 +1,5 @@
-// Packed all-to-all buffers as little-endian bytes, so a GPU buffer copied to the host compares byte for byte.
+// Packed all-to-all buffers as little-endian bytes, so a GPU buffer copied to the host compares byte for
+// byte.
 #include "dcpsim/models/a2a_pack.h"
 
 #include <algorithm>
@@ -57,21 +58,24 @@ std::uint64_t lse_bits(DType dtype, double lse) {
 
 void check_block(const A2aBuffer& b, int block) {
   if (block < 0 || block >= b.blocks) {
-    throw InputError("A2A block " + std::to_string(block) + " is outside [0, " + std::to_string(b.blocks) + ")");
+    throw InputError("A2A block " + std::to_string(block) + " is outside [0, " + std::to_string(b.blocks) +
+                     ")");
   }
 }
 
 }  // namespace
 
-int A2aBuffer::lse_lanes(DType dtype) { return dtype_bytes(dtype) == 2 ? 2 : 1; }
+int A2aBuffer::lse_lanes(DType dtype) {
+  return dtype_bytes(dtype) == 2 ? 2 : 1;
+}
 
 A2aBuffer pack_a2a(const Partial& partial, int dcp, DType dtype) {
   partial.validate();
   const OutLayout& l = partial.out_layout;
   if (dcp < 1) throw InputError("dcp = " + std::to_string(dcp) + " is not allowed (must be >= 1)");
   if (l.heads % dcp != 0) {
-    throw InputError("heads = " + std::to_string(l.heads) + " is not divisible by dcp = " + std::to_string(dcp) +
-                     ", which the packed A2A layout needs");
+    throw InputError("heads = " + std::to_string(l.heads) + " is not divisible by dcp = " +
+                     std::to_string(dcp) + ", which the packed A2A layout needs");
   }
   A2aBuffer buf{dtype, dcp, l.rows, l.heads / dcp, l.dim, {}};
   const std::size_t size = dtype_bytes(dtype);
@@ -80,7 +84,8 @@ A2aBuffer pack_a2a(const Partial& partial, int dcp, DType dtype) {
     for (int b = 0; b < l.rows; ++b) {
       for (int hl = 0; hl < buf.heads_per_block; ++hl) {
         const int h = n * buf.heads_per_block + hl;
-        for (int d = 0; d < l.dim; ++d) put(buf.bytes, buf.element_index(n, b, hl, d) * size, encode(dtype, partial.o(b, h, d)), size);
+        for (int d = 0; d < l.dim; ++d)
+          put(buf.bytes, buf.element_index(n, b, hl, d) * size, encode(dtype, partial.o(b, h, d)), size);
         const std::uint64_t bits = lse_bits(dtype, partial.l(b, h));
         if (size == 2) {  // fp32 LSE split across two 16-bit lanes, low half first
           put(buf.bytes, buf.element_index(n, b, hl, l.dim) * size, bits & 0xffff, 2);
@@ -100,8 +105,9 @@ std::vector<A2aBuffer> all_to_all(const std::vector<A2aBuffer>& send) {
     const A2aBuffer& s = send[r];
     if (s.blocks != n || s.dtype != send[0].dtype || s.rows != send[0].rows ||
         s.heads_per_block != send[0].heads_per_block || s.dim != send[0].dim) {
-      throw InputError("all-to-all: rank " + std::to_string(r) + "'s send buffer does not match rank 0's shape or has " +
-                       std::to_string(s.blocks) + " blocks for " + std::to_string(n) + " ranks");
+      throw InputError("all-to-all: rank " + std::to_string(r) +
+                       "'s send buffer does not match rank 0's shape or has " + std::to_string(s.blocks) +
+                       " blocks for " + std::to_string(n) + " ranks");
     }
   }
   std::vector<A2aBuffer> received(send.begin(), send.end());
@@ -109,7 +115,8 @@ std::vector<A2aBuffer> all_to_all(const std::vector<A2aBuffer>& send) {
   const std::size_t block_bytes = send[0].bytes.size() / static_cast<std::size_t>(n);
   for (int r = 0; r < n; ++r) {
     for (int src = 0; src < n; ++src) {
-      std::copy_n(send[src].bytes.begin() + r * block_bytes, block_bytes, received[r].bytes.begin() + src * block_bytes);
+      std::copy_n(send[src].bytes.begin() + r * block_bytes, block_bytes,
+                  received[r].bytes.begin() + src * block_bytes);
     }
   }
   return received;
@@ -126,19 +133,23 @@ double a2a_lse(const A2aBuffer& buffer, int block, int row, int head) {
   const std::size_t size = dtype_bytes(buffer.dtype);
   const std::int64_t at = buffer.element_index(block, row, head, buffer.dim) * size;
   if (buffer.dtype == DType::kF64) return std::bit_cast<double>(get(buffer.bytes, at, size));
-  const std::uint64_t bits = size == 2 ? get(buffer.bytes, at, 2) | (get(buffer.bytes, at + 2, 2) << 16) : get(buffer.bytes, at, 4);
+  const std::uint64_t bits =
+      size == 2 ? get(buffer.bytes, at, 2) | (get(buffer.bytes, at + 2, 2) << 16) : get(buffer.bytes, at, 4);
   return static_cast<double>(fp32_value(static_cast<std::uint32_t>(bits)));
 }
 
 Partial unpack_a2a(const A2aBuffer& received, int source) {
   check_block(received, source);
-  Partial p{OutLayout::dense(received.rows, received.heads_per_block, received.dim), {},
-            LseLayout::dense(received.rows, received.heads_per_block), {}};
+  Partial p{OutLayout::dense(received.rows, received.heads_per_block, received.dim),
+            {},
+            LseLayout::dense(received.rows, received.heads_per_block),
+            {}};
   p.out.resize(static_cast<std::size_t>(p.out_layout.storage_size()));
   p.lse.resize(static_cast<std::size_t>(p.lse_layout.storage_size()));
   for (int b = 0; b < received.rows; ++b) {
     for (int h = 0; h < received.heads_per_block; ++h) {
-      for (int d = 0; d < received.dim; ++d) p.out[p.out_layout.index(b, h, d)] = a2a_value(received, source, b, h, d);
+      for (int d = 0; d < received.dim; ++d)
+        p.out[p.out_layout.index(b, h, d)] = a2a_value(received, source, b, h, d);
       p.lse[p.lse_layout.index(b, h)] = a2a_lse(received, source, b, h);
     }
   }

@@ -1,5 +1,5 @@
-// Local decode attention, written like a decode kernel's math for one (row, head): scores, running max, sum of
-// exponentials, normalised output and LSE — in fp64 or in fp32 arithmetic.
+// Local decode attention, written like a decode kernel's math for one (row, head): scores, running max, sum
+// of exponentials, normalised output and LSE — in fp64 or in fp32 arithmetic.
 #include "dcpsim/models/attention.h"
 
 #include <algorithm>
@@ -45,12 +45,15 @@ T attend(const double* q, const double* k, const double* v, std::int64_t length,
 
 void check_options(const AttentionOptions& o) {
   if (o.compute != DType::kF64 && o.compute != DType::kF32) {
-    throw InputError("attention compute type " + std::string(to_string(o.compute)) + " is not supported (fp32 or fp64)");
+    throw InputError("attention compute type " + std::string(to_string(o.compute)) +
+                     " is not supported (fp32 or fp64)");
   }
   if (!(o.scale >= 0.0) || !std::isfinite(o.scale)) {
-    throw InputError("softmax scale " + std::to_string(o.scale) + " is not allowed (finite, >= 0; 0 = 1/sqrt(D_qk))");
+    throw InputError("softmax scale " + std::to_string(o.scale) +
+                     " is not allowed (finite, >= 0; 0 = 1/sqrt(D_qk))");
   }
-  if (o.out_row_pad < 0) throw InputError("output row padding " + std::to_string(o.out_row_pad) + " is negative");
+  if (o.out_row_pad < 0)
+    throw InputError("output row padding " + std::to_string(o.out_row_pad) + " is negative");
 }
 
 void check_shard(const Problem& p, const KvShard& s) {
@@ -61,7 +64,8 @@ void check_shard(const Problem& p, const KvShard& s) {
   }
   for (std::size_t b = 0; b < n; ++b) {
     const auto len = static_cast<std::size_t>(std::max<std::int64_t>(s.lengths[b], 0));
-    if (s.lengths[b] < 0 || s.k[b].size() != len * p.kv_heads * p.qk_dim || s.v[b].size() != len * p.kv_heads * p.dim) {
+    if (s.lengths[b] < 0 || s.k[b].size() != len * p.kv_heads * p.qk_dim ||
+        s.v[b].size() != len * p.kv_heads * p.dim) {
       throw InputError("KV shard row " + std::to_string(b) + ": length " + std::to_string(s.lengths[b]) +
                        " does not match its K/V buffers");
     }
@@ -121,7 +125,8 @@ Partial full_attention(const Problem& problem, const AttentionOptions& options) 
   return local_attention(problem, whole_kv(problem), options);
 }
 
-std::vector<Partial> rank_partials(const Problem& problem, int dcp, int interleave, const AttentionOptions& options) {
+std::vector<Partial> rank_partials(const Problem& problem, int dcp, int interleave,
+                                   const AttentionOptions& options) {
   if (dcp < 1) throw InputError("dcp = " + std::to_string(dcp) + " is not allowed (must be >= 1)");
   std::vector<Partial> partials;
   for (int r = 0; r < dcp; ++r) {

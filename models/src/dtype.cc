@@ -1,5 +1,6 @@
-// Software rounding to bf16/fp16/fp32. Everything goes through one routine that rounds a double to a binary format
-// of p significand bits and exponent range [emin, emax] in a single step, so a double is never rounded twice.
+// Software rounding to bf16/fp16/fp32. Everything goes through one routine that rounds a double to a binary
+// format of p significand bits and exponent range [emin, emax] in a single step, so a double is never rounded
+// twice.
 #include "dcpsim/models/dtype.h"
 
 #include <algorithm>
@@ -20,27 +21,31 @@ constexpr Format kBf16{8, -126, 127};
 constexpr Format kFp16{11, -14, 15};
 constexpr Format kFp32{24, -126, 127};
 
-// Round-to-nearest-even of x into `f`; NaN is returned unchanged, overflow becomes ±inf, the subnormal range keeps
-// the format's fixed quantum 2^(emin − p + 1).
+// Round-to-nearest-even of x into `f`; NaN is returned unchanged, overflow becomes ±inf, the subnormal range
+// keeps the format's fixed quantum 2^(emin − p + 1).
 double round_format(double x, const Format& f) {
   if (!std::isfinite(x) || x == 0.0) return x;
   const int exponent = std::max(std::ilogb(x), f.emin);
   const double quantum = std::ldexp(1.0, exponent - (f.precision - 1));
-  // x / quantum is exact (a power-of-two scaling inside the double range); nearbyint rounds half to even under
-  // the default rounding mode.
+  // x / quantum is exact (a power-of-two scaling inside the double range); nearbyint rounds half to even
+  // under the default rounding mode.
   const double rounded = std::nearbyint(x / quantum) * quantum;
   const double max_finite = std::ldexp(2.0 - std::ldexp(1.0, 1 - f.precision), f.emax);
   if (std::fabs(rounded) > max_finite) return std::copysign(std::numeric_limits<double>::infinity(), x);
   return rounded;
 }
 
-std::uint64_t double_bits(double x) { return std::bit_cast<std::uint64_t>(x); }
+std::uint64_t double_bits(double x) {
+  return std::bit_cast<std::uint64_t>(x);
+}
 
-// A quiet NaN of a format with `mantissa_bits` stored bits: sign, all-ones exponent, the double's high payload.
+// A quiet NaN of a format with `mantissa_bits` stored bits: sign, all-ones exponent, the double's high
+// payload.
 std::uint16_t nan16(double x, int mantissa_bits, std::uint16_t exponent_mask) {
   const std::uint64_t bits = double_bits(x);
   const auto sign = static_cast<std::uint16_t>((bits >> 63) << 15);
-  const auto payload = static_cast<std::uint16_t>((bits & ((std::uint64_t{1} << 52) - 1)) >> (52 - mantissa_bits));
+  const auto payload =
+      static_cast<std::uint16_t>((bits & ((std::uint64_t{1} << 52) - 1)) >> (52 - mantissa_bits));
   const auto quiet = static_cast<std::uint16_t>(1u << (mantissa_bits - 1));
   return static_cast<std::uint16_t>(sign | exponent_mask | quiet | payload);
 }
@@ -68,7 +73,9 @@ std::uint16_t fp16_bits(double x) {
   return static_cast<std::uint16_t>(sign | ((e + 15) << 10) | mantissa);
 }
 
-double bf16_value(std::uint16_t bits) { return fp32_value(static_cast<std::uint32_t>(bits) << 16); }
+double bf16_value(std::uint16_t bits) {
+  return fp32_value(static_cast<std::uint32_t>(bits) << 16);
+}
 
 double fp16_value(std::uint16_t bits) {
   const double sign = (bits & 0x8000) ? -1.0 : 1.0;
@@ -85,8 +92,12 @@ double fp16_value(std::uint16_t bits) {
   return sign * std::ldexp(static_cast<double>(mantissa + 1024), exponent - 25);
 }
 
-std::uint32_t fp32_bits(float x) { return std::bit_cast<std::uint32_t>(x); }
-float fp32_value(std::uint32_t bits) { return std::bit_cast<float>(bits); }
+std::uint32_t fp32_bits(float x) {
+  return std::bit_cast<std::uint32_t>(x);
+}
+float fp32_value(std::uint32_t bits) {
+  return std::bit_cast<float>(bits);
+}
 
 double round_to(DType type, double x) {
   switch (type) {

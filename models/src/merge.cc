@@ -1,6 +1,6 @@
-// The exact merge and the strategies' arithmetic. Every strategy computes the same weights; they differ in where
-// rounding to the output dtype happens (AG: per scaled partial and after the sum; A2A/direct: once) and in which
-// heads each rank keeps.
+// The exact merge and the strategies' arithmetic. Every strategy computes the same weights; they differ in
+// where rounding to the output dtype happens (AG: per scaled partial and after the sum; A2A/direct: once) and
+// in which heads each rank keeps.
 #include "dcpsim/models/merge.h"
 
 #include <algorithm>
@@ -29,14 +29,20 @@ T to(double x) {
 }
 
 template <typename T>
-T exp_base(T x, LseBase base) { return base == LseBase::k2 ? std::exp2(x) : std::exp(x); }
+T exp_base(T x, LseBase base) {
+  return base == LseBase::k2 ? std::exp2(x) : std::exp(x);
+}
 template <typename T>
-T log_base(T x, LseBase base) { return base == LseBase::k2 ? std::log2(x) : std::log(x); }
+T log_base(T x, LseBase base) {
+  return base == LseBase::k2 ? std::log2(x) : std::log(x);
+}
 
 // SPEC steps 1-4 for one (row, head). Writes one weight per partial and returns L (−inf if all are empty).
 template <typename T>
 T merge_lse_into(std::span<const double> lses, LseBase base, std::span<double> weights) {
-  auto sanitised = [](double l) { return std::isnan(l) || l == kInf ? -std::numeric_limits<T>::infinity() : to<T>(l); };
+  auto sanitised = [](double l) {
+    return std::isnan(l) || l == kInf ? -std::numeric_limits<T>::infinity() : to<T>(l);
+  };
   const T neg_inf = -std::numeric_limits<T>::infinity();
   T m = neg_inf;
   for (double l : lses) m = std::max(m, sanitised(l));
@@ -68,7 +74,8 @@ struct Plan {
 Plan check(std::span<const Partial> partials, const MergeOptions& o) {
   if (partials.empty()) throw InputError("merge needs at least one rank's partial (got none)");
   if (o.accumulate != DType::kF32 && o.accumulate != DType::kF64) {
-    throw InputError("merge accumulate type " + std::string(to_string(o.accumulate)) + " is not allowed (fp32 or fp64)");
+    throw InputError("merge accumulate type " + std::string(to_string(o.accumulate)) +
+                     " is not allowed (fp32 or fp64)");
   }
   const OutLayout& first = partials[0].out_layout;
   Plan plan{static_cast<int>(partials.size()), first.rows, first.heads, first.dim, first.rows, first.heads};
@@ -78,33 +85,37 @@ Plan check(std::span<const Partial> partials, const MergeOptions& o) {
     if (l.rows != plan.rows || l.heads != plan.heads || l.dim != plan.dim) {
       throw InputError("rank " + std::to_string(r) + " partial is [" + std::to_string(l.rows) + "][" +
                        std::to_string(l.heads) + "][" + std::to_string(l.dim) + "] but rank 0's is [" +
-                       std::to_string(plan.rows) + "][" + std::to_string(plan.heads) + "][" + std::to_string(plan.dim) +
-                       "]");
+                       std::to_string(plan.rows) + "][" + std::to_string(plan.heads) + "][" +
+                       std::to_string(plan.dim) + "]");
     }
   }
   if (o.valid_rows < -1 || o.valid_rows > plan.rows) {
-    throw InputError("valid_rows = " + std::to_string(o.valid_rows) + " is outside [0, " + std::to_string(plan.rows) +
-                     "] (or -1 for all rows)");
+    throw InputError("valid_rows = " + std::to_string(o.valid_rows) + " is outside [0, " +
+                     std::to_string(plan.rows) + "] (or -1 for all rows)");
   }
   if (o.valid_rows >= 0) plan.valid_rows = o.valid_rows;
   if (scatters_heads(o.strategy)) {
     if (plan.heads % plan.ranks != 0) {
       throw InputError("heads = " + std::to_string(plan.heads) + " is not divisible by the " +
-                       std::to_string(plan.ranks) + " ranks, which strategy " + std::string(to_string(o.strategy)) +
-                       " needs (use ag-ar)");
+                       std::to_string(plan.ranks) + " ranks, which strategy " +
+                       std::string(to_string(o.strategy)) + " needs (use ag-ar)");
     }
     plan.block = plan.heads / plan.ranks;
   }
   return plan;
 }
 
-// One owner's combine of heads [head_begin, head_end) of `parts` (direct, row-stream, and A2A after unpacking):
-// fp32/fp64 accumulation of the non-zero-weight partials, a single rounding to the output dtype.
+// One owner's combine of heads [head_begin, head_end) of `parts` (direct, row-stream, and A2A after
+// unpacking): fp32/fp64 accumulation of the non-zero-weight partials, a single rounding to the output dtype.
 template <typename T>
 RankOutput combine(std::span<const Partial> parts, int head_begin, int head_end, const Plan& plan,
                    const MergeOptions& o) {
   const int kept = head_end - head_begin;
-  RankOutput r{0, head_begin, head_end, std::vector<double>(static_cast<std::size_t>(plan.rows) * kept * plan.dim), {}};
+  RankOutput r{0,
+               head_begin,
+               head_end,
+               std::vector<double>(static_cast<std::size_t>(plan.rows) * kept * plan.dim),
+               {}};
   r.lse.assign(static_cast<std::size_t>(plan.rows) * kept, -kInf);
   std::vector<double> lses(parts.size()), weights(parts.size());
   std::vector<T> acc(static_cast<std::size_t>(plan.dim));
@@ -127,11 +138,12 @@ RankOutput combine(std::span<const Partial> parts, int head_begin, int head_end,
   return r;
 }
 
-// AG+RS / AG+AR: after the LSE all-gather every rank knows all weights; each scales its own O_r in place (stored
-// in the output dtype), then the collective sums the N scaled partials. Returns the summed [B][H][D] and [B][H] L.
+// AG+RS / AG+AR: after the LSE all-gather every rank knows all weights; each scales its own O_r in place
+// (stored in the output dtype), then the collective sums the N scaled partials. Returns the summed [B][H][D]
+// and [B][H] L.
 template <typename T>
-void all_gather_sum(std::span<const Partial> parts, const Plan& plan, const MergeOptions& o, std::vector<double>& out,
-                    std::vector<double>& lse) {
+void all_gather_sum(std::span<const Partial> parts, const Plan& plan, const MergeOptions& o,
+                    std::vector<double>& out, std::vector<double>& lse) {
   const std::size_t cells = static_cast<std::size_t>(plan.rows) * plan.heads;
   std::vector<double> weights(cells * plan.ranks, 0.0), lses(plan.ranks);
   lse.assign(cells, -kInf);
@@ -162,8 +174,8 @@ void all_gather_sum(std::span<const Partial> parts, const Plan& plan, const Merg
 }
 
 // Head block [begin, end) of a full [B][H][D] tensor (and of its [B][H] LSE).
-RankOutput slice(const std::vector<double>& out, const std::vector<double>& lse, const Plan& plan, int rank, int begin,
-                 int end) {
+RankOutput slice(const std::vector<double>& out, const std::vector<double>& lse, const Plan& plan, int rank,
+                 int begin, int end) {
   const int kept = end - begin;
   RankOutput r{rank, begin, end, std::vector<double>(static_cast<std::size_t>(plan.rows) * kept * plan.dim),
                std::vector<double>(static_cast<std::size_t>(plan.rows) * kept)};
@@ -215,7 +227,8 @@ void run_strategy(std::span<const Partial> parts, const Plan& plan, const MergeO
       m.ranks.push_back(std::move(out));
     }
   } else {  // direct, row-stream: the owner reads every rank's block of its heads
-    for (int r = 0; r < plan.ranks; ++r) m.ranks.push_back(combine<T>(parts, r * plan.block, (r + 1) * plan.block, plan, o));
+    for (int r = 0; r < plan.ranks; ++r)
+      m.ranks.push_back(combine<T>(parts, r * plan.block, (r + 1) * plan.block, plan, o));
   }
   for (int r = 0; r < plan.ranks; ++r) m.ranks[r].rank = r;
   assemble(m, plan);
@@ -241,7 +254,8 @@ void single_rank(const Partial& p, const Plan& plan, const MergeOptions& o, Merg
 
 LseMerge merge_lse(std::span<const double> lses, LseBase base, DType accumulate) {
   if (accumulate != DType::kF32 && accumulate != DType::kF64) {
-    throw InputError("merge accumulate type " + std::string(to_string(accumulate)) + " is not allowed (fp32 or fp64)");
+    throw InputError("merge accumulate type " + std::string(to_string(accumulate)) +
+                     " is not allowed (fp32 or fp64)");
   }
   LseMerge r{0.0, std::vector<double>(lses.size())};
   r.lse = accumulate == DType::kF32 ? static_cast<double>(merge_lse_into<float>(lses, base, r.weights))

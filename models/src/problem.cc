@@ -39,34 +39,37 @@ void fill(std::vector<double>& v, std::int64_t count, SplitMix64& rng, double st
 
 void Problem::validate() const {
   if (rows < 0 || heads < 1 || kv_heads < 1 || dim < 1 || qk_dim < dim) {
-    throw InputError("problem: impossible geometry rows=" + std::to_string(rows) + " heads=" + std::to_string(heads) +
-                     " kv_heads=" + std::to_string(kv_heads) + " dim=" + std::to_string(dim) +
-                     " qk_dim=" + std::to_string(qk_dim) + " (need heads, kv_heads, dim >= 1 and qk_dim >= dim)");
+    throw InputError("problem: impossible geometry rows=" + std::to_string(rows) +
+                     " heads=" + std::to_string(heads) + " kv_heads=" + std::to_string(kv_heads) +
+                     " dim=" + std::to_string(dim) + " qk_dim=" + std::to_string(qk_dim) +
+                     " (need heads, kv_heads, dim >= 1 and qk_dim >= dim)");
   }
   if (heads % kv_heads != 0) {
-    throw InputError("problem: kv_heads = " + std::to_string(kv_heads) + " does not divide heads = " +
-                     std::to_string(heads));
+    throw InputError("problem: kv_heads = " + std::to_string(kv_heads) +
+                     " does not divide heads = " + std::to_string(heads));
   }
   const auto n = static_cast<std::size_t>(rows);
   if (contexts.size() != n || k.size() != n || v.size() != n) {
     throw InputError("problem: " + std::to_string(rows) + " rows but " + std::to_string(contexts.size()) +
-                     " contexts, " + std::to_string(k.size()) + " K and " + std::to_string(v.size()) + " V buffers");
+                     " contexts, " + std::to_string(k.size()) + " K and " + std::to_string(v.size()) +
+                     " V buffers");
   }
   if (q.size() != n * static_cast<std::size_t>(heads) * static_cast<std::size_t>(qk_dim)) {
-    throw InputError("problem: Q holds " + std::to_string(q.size()) + " values, expected rows x heads x qk_dim");
+    throw InputError("problem: Q holds " + std::to_string(q.size()) +
+                     " values, expected rows x heads x qk_dim");
   }
   for (std::size_t b = 0; b < n; ++b) {
     const auto s = static_cast<std::size_t>(contexts[b]);
     if (contexts[b] < 0 || k[b].size() != s * kv_heads * qk_dim || v[b].size() != s * kv_heads * dim) {
       throw InputError("problem: row " + std::to_string(b) + " has context " + std::to_string(contexts[b]) +
-                       " but K/V buffers of " + std::to_string(k[b].size()) + "/" + std::to_string(v[b].size()) +
-                       " values");
+                       " but K/V buffers of " + std::to_string(k[b].size()) + "/" +
+                       std::to_string(v[b].size()) + " values");
     }
   }
 }
 
-Problem generate_problem(int heads, int kv_heads, int qk_dim, int dim, const std::vector<std::int64_t>& contexts,
-                         const GenerateOptions& options) {
+Problem generate_problem(int heads, int kv_heads, int qk_dim, int dim,
+                         const std::vector<std::int64_t>& contexts, const GenerateOptions& options) {
   Problem p;
   p.rows = static_cast<int>(contexts.size());
   p.heads = heads;
@@ -92,8 +95,8 @@ Problem generate_problem(int heads, int kv_heads, int qk_dim, int dim, const std
 
 Problem generate_problem(const Scenario& scenario, const GenerateOptions& options) {
   scenario.validate();
-  return generate_problem(scenario.heads, scenario.kv_heads, scenario.qk_dim, scenario.head_dim, scenario.contexts,
-                          options);
+  return generate_problem(scenario.heads, scenario.kv_heads, scenario.qk_dim, scenario.head_dim,
+                          scenario.contexts, options);
 }
 
 }  // namespace dcpsim::models

@@ -12,7 +12,8 @@ namespace dcpsim::models {
 namespace {
 
 void require_positive(const char* name, long long value) {
-  if (value < 1) throw InputError(std::string(name) + " = " + std::to_string(value) + " is not allowed (must be >= 1)");
+  if (value < 1)
+    throw InputError(std::string(name) + " = " + std::to_string(value) + " is not allowed (must be >= 1)");
 }
 
 }  // namespace
@@ -30,14 +31,16 @@ void Scenario::validate() const {
   require_positive("qk_dim", qk_dim);
   require_positive("interleave", interleave);
   if (heads % kv_heads != 0) {
-    throw InputError("kv_heads = " + std::to_string(kv_heads) + " does not divide heads = " + std::to_string(heads));
+    throw InputError("kv_heads = " + std::to_string(kv_heads) +
+                     " does not divide heads = " + std::to_string(heads));
   }
   if (qk_dim < head_dim) {
-    throw InputError("qk_dim = " + std::to_string(qk_dim) + " is smaller than head_dim = " + std::to_string(head_dim) +
-                     " (must be >= head_dim)");
+    throw InputError("qk_dim = " + std::to_string(qk_dim) +
+                     " is smaller than head_dim = " + std::to_string(head_dim) + " (must be >= head_dim)");
   }
   if (!(softmax_scale >= 0.0) || !std::isfinite(softmax_scale)) {
-    throw InputError("softmax_scale = " + std::to_string(softmax_scale) + " is not allowed (finite, >= 0; 0 = 1/sqrt(qk_dim))");
+    throw InputError("softmax_scale = " + std::to_string(softmax_scale) +
+                     " is not allowed (finite, >= 0; 0 = 1/sqrt(qk_dim))");
   }
   if (contexts.empty()) throw InputError("the batch has no rows (need at least one context length)");
   for (std::size_t b = 0; b < contexts.size(); ++b) {
@@ -47,14 +50,16 @@ void Scenario::validate() const {
     }
   }
   if (scatters_heads(strategy) && heads % dcp != 0) {
-    throw InputError("heads = " + std::to_string(heads) + " is not divisible by dcp = " + std::to_string(dcp) +
-                     ", which strategy " + std::string(to_string(strategy)) + " needs (use ag-ar or change dcp)");
+    throw InputError("heads = " + std::to_string(heads) +
+                     " is not divisible by dcp = " + std::to_string(dcp) + ", which strategy " +
+                     std::string(to_string(strategy)) + " needs (use ag-ar or change dcp)");
   }
 }
 
 std::string Scenario::label() const {
-  std::string s = "dcp" + std::to_string(dcp) + " h" + std::to_string(heads) + " d" + std::to_string(head_dim) + "/" +
-                  std::to_string(qk_dim) + " kv" + std::to_string(kv_heads) + " b" + std::to_string(rows());
+  std::string s = "dcp" + std::to_string(dcp) + " h" + std::to_string(heads) + " d" +
+                  std::to_string(head_dim) + "/" + std::to_string(qk_dim) + " kv" + std::to_string(kv_heads) +
+                  " b" + std::to_string(rows());
   if (!contexts.empty()) {
     int64_t lo = contexts.front(), hi = contexts.front();
     for (int64_t c : contexts) {
@@ -78,7 +83,8 @@ std::vector<int64_t> uniform_contexts(int rows, int64_t context) {
 int64_t parse_token_count(std::string_view s) {
   const std::string text(s);
   auto bad = [&text]() {
-    return InputError("token count '" + text + "' is not a non-negative integer with an optional k or m suffix " +
+    return InputError("token count '" + text +
+                      "' is not a non-negative integer with an optional k or m suffix " +
                       "(e.g. 4096, 32k, 1m; k = 1024, m = 1048576)");
   };
   if (s.empty()) throw bad();

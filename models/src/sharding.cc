@@ -18,7 +18,8 @@ void check_group(int dcp, int interleave) {
 
 void check_rank(int rank, int dcp) {
   if (rank < 0 || rank >= dcp) {
-    throw InputError("rank " + std::to_string(rank) + " is outside the group [0, " + std::to_string(dcp) + ")");
+    throw InputError("rank " + std::to_string(rank) + " is outside the group [0, " + std::to_string(dcp) +
+                     ")");
   }
 }
 
@@ -88,6 +89,8 @@ KvShard shard_kv(const Problem& problem, int rank, int dcp, int interleave) {
   return shard;
 }
 
-KvShard whole_kv(const Problem& problem) { return shard_kv(problem, 0, 1, 1); }
+KvShard whole_kv(const Problem& problem) {
+  return shard_kv(problem, 0, 1, 1);
+}
 
 }  // namespace dcpsim::models

@@ -8,11 +8,15 @@
 namespace dcpsim::models {
 namespace {
 
-std::string str(std::int64_t v) { return std::to_string(v); }
+std::string str(std::int64_t v) {
+  return std::to_string(v);
+}
 
 }  // namespace
 
-OutLayout OutLayout::dense(int rows, int heads, int dim) { return padded(rows, heads, dim, 0); }
+OutLayout OutLayout::dense(int rows, int heads, int dim) {
+  return padded(rows, heads, dim, 0);
+}
 
 OutLayout OutLayout::padded(int rows, int heads, int dim, std::int64_t pad) {
   return OutLayout{rows, heads, dim, static_cast<std::int64_t>(heads) * dim + pad, dim};
@@ -28,17 +32,22 @@ void OutLayout::validate() const {
   if (heads < 1) throw InputError("output layout: heads = " + str(heads) + " (must be >= 1)");
   if (dim < 1) throw InputError("output layout: head dim = " + str(dim) + " (must be >= 1)");
   if (head_stride < dim) {
-    throw InputError("output layout: head stride " + str(head_stride) + " is smaller than the head dim " + str(dim) +
-                     " (heads would overlap)");
+    throw InputError("output layout: head stride " + str(head_stride) + " is smaller than the head dim " +
+                     str(dim) + " (heads would overlap)");
   }
   if (row_stride < heads * head_stride) {
-    throw InputError("output layout: row stride " + str(row_stride) + " is smaller than heads x head stride = " +
-                     str(heads * head_stride) + " (rows would overlap)");
+    throw InputError("output layout: row stride " + str(row_stride) +
+                     " is smaller than heads x head stride = " + str(heads * head_stride) +
+                     " (rows would overlap)");
   }
 }
 
-LseLayout LseLayout::dense(int rows, int heads) { return LseLayout{rows, heads, heads, 1}; }
-LseLayout LseLayout::transposed(int rows, int heads) { return LseLayout{rows, heads, 1, rows}; }
+LseLayout LseLayout::dense(int rows, int heads) {
+  return LseLayout{rows, heads, heads, 1};
+}
+LseLayout LseLayout::transposed(int rows, int heads) {
+  return LseLayout{rows, heads, 1, rows};
+}
 
 std::int64_t LseLayout::storage_size() const {
   if (rows == 0 || heads == 0) return 0;

@@ -1,4 +1,5 @@
-// Spellings of the shared vocabulary types. Each enum's table is the single source of its flag/file spellings.
+// Spellings of the shared vocabulary types. Each enum's table is the single source of its flag/file
+// spellings.
 #include "dcpsim/models/types.h"
 
 #include <array>
@@ -47,15 +48,31 @@ Enum parse(const SpellingTable<Enum, N>& table, std::string_view s, std::string_
 
 }  // namespace
 
-std::string_view to_string(LseBase v) { return spell(kLseBases, v); }
-std::string_view to_string(DType v) { return spell(kDTypes, v); }
-std::string_view to_string(Strategy v) { return spell(kStrategies, v); }
-std::string_view to_string(LaunchMode v) { return spell(kLaunchModes, v); }
+std::string_view to_string(LseBase v) {
+  return spell(kLseBases, v);
+}
+std::string_view to_string(DType v) {
+  return spell(kDTypes, v);
+}
+std::string_view to_string(Strategy v) {
+  return spell(kStrategies, v);
+}
+std::string_view to_string(LaunchMode v) {
+  return spell(kLaunchModes, v);
+}
 
-LseBase parse_lse_base(std::string_view s) { return parse(kLseBases, s, "LSE base"); }
-DType parse_dtype(std::string_view s) { return parse(kDTypes, s, "dtype"); }
-Strategy parse_strategy(std::string_view s) { return parse(kStrategies, s, "strategy"); }
-LaunchMode parse_launch_mode(std::string_view s) { return parse(kLaunchModes, s, "launch mode"); }
+LseBase parse_lse_base(std::string_view s) {
+  return parse(kLseBases, s, "LSE base");
+}
+DType parse_dtype(std::string_view s) {
+  return parse(kDTypes, s, "dtype");
+}
+Strategy parse_strategy(std::string_view s) {
+  return parse(kStrategies, s, "strategy");
+}
+LaunchMode parse_launch_mode(std::string_view s) {
+  return parse(kLaunchModes, s, "launch mode");
+}
 
 const std::vector<Strategy>& all_strategies() {
   static const std::vector<Strategy> strategies = [] {
@@ -79,8 +96,12 @@ std::size_t dtype_bytes(DType v) {
   return 0;
 }
 
-bool scatters_heads(Strategy s) { return s != Strategy::kAgAr; }
+bool scatters_heads(Strategy s) {
+  return s != Strategy::kAgAr;
+}
 
-bool accumulates_in_fp32(Strategy s) { return s == Strategy::kA2a || s == Strategy::kDirect || s == Strategy::kRowStream; }
+bool accumulates_in_fp32(Strategy s) {
+  return s == Strategy::kA2a || s == Strategy::kDirect || s == Strategy::kRowStream;
+}
 
 }  // namespace dcpsim::models

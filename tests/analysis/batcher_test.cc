@@ -1,5 +1,5 @@
-// Continuous batching: a schedule computed by hand, and the invariants (FCFS, capacity, max rows, exact output
-// lengths, contexts growing one token per step) over a slice of the Azure code trace.
+// Continuous batching: a schedule computed by hand, and the invariants (FCFS, capacity, max rows, exact
+// output lengths, contexts growing one token per step) over a slice of the Azure code trace.
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -39,8 +39,8 @@ std::vector<Seen> schedule(std::vector<Request> requests, const BatcherConfig& c
                            BatcherStats* stats = nullptr) {
   std::vector<Seen> seen;
   const BatcherStats s = run_batcher(std::move(requests), c, latency, [&](const Step& step, double) {
-    seen.push_back({step.index, step.start_s, step.request_ids, step.scenario.contexts, step.kv_tokens_per_rank,
-                    step.admitted});
+    seen.push_back({step.index, step.start_s, step.request_ids, step.scenario.contexts,
+                    step.kv_tokens_per_rank, step.admitted});
   });
   if (stats != nullptr) *stats = s;
   return seen;
@@ -58,8 +58,8 @@ TEST(Batcher, HandComputedSchedule) {
   };
   BatcherStats stats;
   // Analytic step time: 0.25 s per row.
-  const auto seen = schedule(requests, config(2, 3, 6),
-                             [](const models::Scenario& s) { return 0.25 * s.rows(); }, &stats);
+  const auto seen = schedule(
+      requests, config(2, 3, 6), [](const models::Scenario& s) { return 0.25 * s.rows(); }, &stats);
   ASSERT_EQ(seen.size(), 4u);
   EXPECT_DOUBLE_EQ(seen[0].start_s, 0.0);
   EXPECT_EQ(seen[0].ids, (std::vector<std::int64_t>{0, 1}));
@@ -94,8 +94,8 @@ TEST(Batcher, HandComputedSchedule) {
 }
 
 TEST(Batcher, InvariantsOnTheAzureCodeTrace) {
-  std::vector<Request> requests =
-      read_requests(std::filesystem::path(DCPSIM_SOURCE_DIR) / "tests/data/AzureLLMInferenceTrace_code.csv.gz");
+  std::vector<Request> requests = read_requests(std::filesystem::path(DCPSIM_SOURCE_DIR) /
+                                                "tests/data/AzureLLMInferenceTrace_code.csv.gz");
   requests.resize(400);
   for (auto& r : requests) r.arrival_ns /= 50;  // a 50x busier service, so that rows and KV both run out
   BatcherConfig c = config(4, 24, 15000);
@@ -142,7 +142,8 @@ TEST(Batcher, InvariantsOnTheAzureCodeTrace) {
     for (auto kv : step.kv) ASSERT_LE(kv, 15000);
   }
   ASSERT_EQ(steps_of.size(), requests.size());
-  for (const auto& [id, n] : steps_of) ASSERT_EQ(n, requests[static_cast<std::size_t>(id)].output_tokens) << id;
+  for (const auto& [id, n] : steps_of)
+    ASSERT_EQ(n, requests[static_cast<std::size_t>(id)].output_tokens) << id;
   EXPECT_EQ(stats.finished, 400);
   EXPECT_EQ(stats.unfinished, 0);
   EXPECT_EQ(stats.rejected, 0);
@@ -174,8 +175,8 @@ TEST(Batcher, StepLimitAndTimeWindowStopTheReplay) {
 
 TEST(Batcher, RequestsWithoutOutputNeedNoStep) {
   BatcherStats stats;
-  const auto seen = schedule({{0, 0, 10, 0}, {1, 0, 10, 1}}, config(1, 4, 100),
-                             [](const models::Scenario&) { return 1.0; }, &stats);
+  const auto seen = schedule(
+      {{0, 0, 10, 0}, {1, 0, 10, 1}}, config(1, 4, 100), [](const models::Scenario&) { return 1.0; }, &stats);
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].ids, (std::vector<std::int64_t>{1}));
   EXPECT_EQ(stats.finished, 2);

@@ -3,6 +3,7 @@
 // grid of scenarios chosen so that every perturbed number moves some figure, and traces the simulator writes
 // from the true profile (standing in for measurements whose answer is known).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>

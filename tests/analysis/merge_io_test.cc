@@ -1,5 +1,5 @@
-// `dcpsim merge` JSON I/O: parse errors name the problem, non-finite values round-trip as strings, and a 2-rank
-// example merged by hand.
+// `dcpsim merge` JSON I/O: parse errors name the problem, non-finite values round-trip as strings, and a
+// 2-rank example merged by hand.
 #include "dcpsim/analysis/merge_io.h"
 
 #include <cmath>
@@ -15,8 +15,8 @@
 namespace dcpsim::analysis {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 std::string parse_error(const std::string& text) {
   try {
@@ -39,7 +39,8 @@ TEST(MergeIo, ShapeAndTypeErrorsNameTheElement) {
               HasSubstr("lse[0] has 1 elements, expected 2"));
   EXPECT_THAT(parse_error(R"({"lse": [[[0, "-Infinity"]]], "out": [[[[1], [2]]]]})"),
               HasSubstr("lse[0][0][1] is the string \"-Infinity\""));
-  EXPECT_THAT(parse_error(R"({"lse": [[[0]]], "out": [[[[true]]]]})"), HasSubstr("out[0][0][0][0] is boolean"));
+  EXPECT_THAT(parse_error(R"({"lse": [[[0]]], "out": [[[[true]]]]})"),
+              HasSubstr("out[0][0][0][0] is boolean"));
   EXPECT_THAT(parse_error(R"({"lse": [], "out": []})"), HasSubstr("lse is empty"));
 }
 
@@ -68,7 +69,8 @@ TEST(MergeIo, NonFiniteValuesRoundTripAsStrings) {
   EXPECT_EQ(json_to_double(json("-inf"), "x"), -inf);
   EXPECT_TRUE(std::isnan(json_to_double(json("nan"), "x")));
   // Through text: dump and parse keep every value, including the shortest round-trip form of 0.1.
-  const json doc = json::parse(json{{"v", {double_to_json(-inf), double_to_json(0.1), double_to_json(NAN)}}}.dump());
+  const json doc =
+      json::parse(json{{"v", {double_to_json(-inf), double_to_json(0.1), double_to_json(NAN)}}}.dump());
   EXPECT_EQ(json_to_double(doc["v"][0], "v"), -inf);
   EXPECT_EQ(json_to_double(doc["v"][1], "v"), 0.1);
   EXPECT_TRUE(std::isnan(json_to_double(doc["v"][2], "v")));

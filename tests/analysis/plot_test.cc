@@ -1,5 +1,5 @@
-// PNG plots through scripts/plot.py: each kind draws a real image from a CSV in its documented columns, and bad
-// requests fail with the right error. Needs python3 with matplotlib (Debian: python3-matplotlib).
+// PNG plots through scripts/plot.py: each kind draws a real image from a CSV in its documented columns, and
+// bad requests fail with the right error. Needs python3 with matplotlib (Debian: python3-matplotlib).
 #include <unistd.h>
 
 #include <filesystem>
@@ -43,12 +43,13 @@ class PlotTest : public ::testing::Test {
 
 TEST_F(PlotTest, ReplayStepsBecomeAPng) {
   std::string csv =
-      "step,time_s,rows,admitted,sum_context,max_context,kv_tokens_max,step_latency_us_ag-rs,merge_latency_us_ag-rs,"
+      "step,time_s,rows,admitted,sum_context,max_context,kv_tokens_max,step_latency_us_ag-rs,merge_latency_"
+      "us_ag-rs,"
       "step_latency_us_a2a,merge_latency_us_a2a\n";
   for (int i = 0; i < 200; ++i) {
-    csv += std::to_string(i) + "," + std::to_string(0.01 * i) + "," + std::to_string(1 + i % 30) + ",0,1000,900,500," +
-           std::to_string(80 + i % 7) + "," + std::to_string(20 + i % 5) + "," + std::to_string(75 + i % 7) + "," +
-           std::to_string(12 + i % 3) + "\n";
+    csv += std::to_string(i) + "," + std::to_string(0.01 * i) + "," + std::to_string(1 + i % 30) +
+           ",0,1000,900,500," + std::to_string(80 + i % 7) + "," + std::to_string(20 + i % 5) + "," +
+           std::to_string(75 + i % 7) + "," + std::to_string(12 + i % 3) + "\n";
   }
   plot_csv("replay", write("steps.csv", csv), dir_ / "steps.png");
   expect_png(dir_ / "steps.png");
@@ -56,15 +57,16 @@ TEST_F(PlotTest, ReplayStepsBecomeAPng) {
 
 TEST_F(PlotTest, ScanPanelsBecomeAPng) {
   std::string csv =
-      "profile,dcp,heads,head_dim,qk_dim,kv_heads,batch,context,strategy,launch,step_latency_us,merge_latency_us,"
+      "profile,dcp,heads,head_dim,qk_dim,kv_heads,batch,context,strategy,launch,step_latency_us,merge_"
+      "latency_us,"
       "kv_bytes_per_rank,kv_capacity_tokens_per_gpu\n";
   for (int heads : {64, 128}) {
     for (int dim : {128, 512}) {
       for (int dcp : {1, 2, 4, 8}) {
         for (const char* s : {"ag-rs", "a2a", "direct"}) {
           const double merge = dcp == 1 ? 0 : 8.0 + dcp * (s[0] == 'a' ? 2.0 : 1.0);
-          csv += "h200-sxm," + std::to_string(dcp) + "," + std::to_string(heads) + "," + std::to_string(dim) + "," +
-                 std::to_string(dim == 512 ? 576 : dim) + ",1,64,131072," + s + ",graph," +
+          csv += "h200-sxm," + std::to_string(dcp) + "," + std::to_string(heads) + "," + std::to_string(dim) +
+                 "," + std::to_string(dim == 512 ? 576 : dim) + ",1,64,131072," + s + ",graph," +
                  std::to_string(300.0 / dcp + merge + heads * 0.1) + "," + std::to_string(merge) + "," +
                  std::to_string(1000000 / dcp) + "," + std::to_string(400000 * dcp) + "\n";
         }
@@ -77,7 +79,8 @@ TEST_F(PlotTest, ScanPanelsBecomeAPng) {
 
 TEST_F(PlotTest, ValidationReportBecomesAPng) {
   std::string csv =
-      "trace,section,scenario,source,kind,figure,rank,row,measured_ns,predicted_ns,relative_error,within_tolerance,"
+      "trace,section,scenario,source,kind,figure,rank,row,measured_ns,predicted_ns,relative_error,within_"
+      "tolerance,"
       "interval_low_ns,interval_high_ns,inside_interval\n";
   for (int i = 1; i <= 40; ++i) {
     csv += "\"m.pb\",0,\"dcp8 h128\",hw,phase," + std::string(i % 2 ? "attention" : "collective") + ",0,-1," +

@@ -27,8 +27,8 @@ namespace fs = std::filesystem;
 using models::Strategy;
 using ::testing::HasSubstr;
 
-// Analytic: the step reads rank 0's KV at 1 ns per token plus 1 ms; the merge costs 10 µs per rank for ag-rs and
-// 5 µs per rank for a2a.
+// Analytic: the step reads rank 0's KV at 1 ns per token plus 1 ms; the merge costs 10 µs per rank for ag-rs
+// and 5 µs per rank for a2a.
 StepTiming analytic(const models::Scenario& s) {
   std::int64_t tokens = 0;
   for (auto c : s.contexts) tokens += models::local_length(c, 0, s.dcp, s.interleave);
@@ -80,7 +80,8 @@ TEST(Replay, EveryStrategyTimedOnTheSameScheduleClockedByTheFirst) {
 
 TEST(Replay, MemoIsExactAndAnswersRepeatedBatches) {
   // Three identical requests, each alone in the system: the same three batches recur.
-  const std::vector<Request> requests = {{0, 0, 3000, 3}, {1, 1'000'000'000, 3000, 3}, {2, 2'000'000'000, 3000, 3}};
+  const std::vector<Request> requests = {
+      {0, 0, 3000, 3}, {1, 1'000'000'000, 3000, 3}, {2, 2'000'000'000, 3000, 3}};
   int calls = 0;
   const ScenarioTiming counted = [&](const models::Scenario& s) {
     ++calls;
@@ -131,7 +132,8 @@ TEST(Replay, KvCapacityInTokensCountsEveryLayer) {
 TEST(Replay, StepsCsvHasOneRowPerStepAndNoTemporaryLeft) {
   const fs::path dir = fs::temp_directory_path() / ("dcpsim_replay_csv_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const ReplayResult r = replay_requests({{0, 0, 100, 2}}, config({Strategy::kAgRs, Strategy::kA2a}), analytic);
+  const ReplayResult r =
+      replay_requests({{0, 0, 100, 2}}, config({Strategy::kAgRs, Strategy::kA2a}), analytic);
   write_steps_csv(r, dir / "steps.csv");
   std::ifstream in(dir / "steps.csv");
   std::string header, row0, row1, extra;
@@ -144,7 +146,8 @@ TEST(Replay, StepsCsvHasOneRowPerStepAndNoTemporaryLeft) {
             "merge_latency_us_ag-rs,step_latency_us_a2a,merge_latency_us_a2a");
   std::ostringstream expected;
   expected.precision(12);
-  expected << "0,0,1,1,100,100,26," << (1e-3 + 25e-9 + 40e-6) * 1e6 << ",40," << (1e-3 + 25e-9 + 20e-6) * 1e6 << ",20";
+  expected << "0,0,1,1,100,100,26," << (1e-3 + 25e-9 + 40e-6) * 1e6 << ",40," << (1e-3 + 25e-9 + 20e-6) * 1e6
+           << ",20";
   EXPECT_EQ(row0, expected.str());
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
   EXPECT_THROW(write_steps_csv(r, dir / "missing" / "steps.csv"), InputError);
@@ -165,7 +168,8 @@ TEST(Replay, RejectsBadStrategiesLayersAndTimings) {
 
 #if DCPSIM_WITH_SIMGRID
 TEST(Replay, SimulatedStepsMatchTheSimulatorRunOnTheirOwn) {
-  const auto requests = read_requests(fs::path(DCPSIM_SOURCE_DIR) / "tests/data/mooncake_conversation_trace.head20.jsonl");
+  const auto requests =
+      read_requests(fs::path(DCPSIM_SOURCE_DIR) / "tests/data/mooncake_conversation_trace.head20.jsonl");
   ReplayConfig c = config({Strategy::kAgRs, Strategy::kDirect}, 61);
   c.batcher.geometry.dcp = 8;
   c.batcher.max_rows = 256;

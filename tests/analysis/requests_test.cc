@@ -1,5 +1,5 @@
-// Request-trace readers on the published Azure and Mooncake traces (tests/data/README.md), and their refusal of
-// malformed files with the file, the line and the problem named.
+// Request-trace readers on the published Azure and Mooncake traces (tests/data/README.md), and their refusal
+// of malformed files with the file, the line and the problem named.
 #include <unistd.h>
 
 #include <filesystem>
@@ -19,7 +19,9 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-fs::path data(const std::string& name) { return fs::path(DCPSIM_SOURCE_DIR) / "tests" / "data" / name; }
+fs::path data(const std::string& name) {
+  return fs::path(DCPSIM_SOURCE_DIR) / "tests" / "data" / name;
+}
 
 class Scratch {
  public:
@@ -81,8 +83,9 @@ TEST(DateTime, ParsesUtcWithFractionsExactly) {
   EXPECT_EQ(parse_utc_datetime_ns("2023-11-16 18:15:46.6805900", "t"), 1700158546LL * kSecond + 680'590'000);
   EXPECT_EQ(parse_utc_datetime_ns("2023-11-16T18:15:46.000000001Z", "t"), 1700158546LL * kSecond + 1);
   EXPECT_EQ(parse_utc_datetime_ns("1970-01-01 00:00:00", "t"), 0);
-  EXPECT_EQ(parse_utc_datetime_ns("2024-02-29 00:00:00", "t") - parse_utc_datetime_ns("2024-02-28 00:00:00", "t"),
-            86400 * kSecond);
+  EXPECT_EQ(
+      parse_utc_datetime_ns("2024-02-29 00:00:00", "t") - parse_utc_datetime_ns("2024-02-28 00:00:00", "t"),
+      86400 * kSecond);
   EXPECT_THROW(parse_utc_datetime_ns("2023-02-29 00:00:00", "t"), InputError);
   EXPECT_THROW(parse_utc_datetime_ns("2023-11-16 25:00:00", "t"), InputError);
   EXPECT_THROW(parse_utc_datetime_ns("2023-11-16 18:15:46.", "t"), InputError);
@@ -105,8 +108,9 @@ TEST(RequestErrors, AzureFilesThatAreMissingEmptyOrMalformed) {
   expect_error(fs::temp_directory_path() / "no_such_trace.csv", "does not exist");
   expect_error(s.file("empty.csv", ""), "is empty");
   expect_error(s.file("header_only.csv", header), "holds a header but no requests");
-  expect_error(s.file("columns.csv", "time,in,out\n2023-11-16 18:15:46,1,2\n"),
-               "header is 'time,in,out'; an Azure request trace starts with TIMESTAMP,ContextTokens,GeneratedTokens");
+  expect_error(
+      s.file("columns.csv", "time,in,out\n2023-11-16 18:15:46,1,2\n"),
+      "header is 'time,in,out'; an Azure request trace starts with TIMESTAMP,ContextTokens,GeneratedTokens");
   expect_error(s.file("fields.csv", header + "2023-11-16 18:15:46,1,2\n2023-11-16 18:15:47,3\n"),
                "fields.csv:3: 2 fields");
   expect_error(s.file("number.csv", header + "2023-11-16 18:15:46,12k,2\n"),
@@ -118,7 +122,8 @@ TEST(RequestErrors, AzureFilesThatAreMissingEmptyOrMalformed) {
 
 TEST(RequestErrors, MooncakeLinesThatAreNotRequests) {
   Scratch s;
-  const std::string good = R"({"timestamp": 0, "input_length": 10, "output_length": 2})" "\n";
+  const std::string good = R"({"timestamp": 0, "input_length": 10, "output_length": 2})"
+                           "\n";
   expect_error(s.file("empty.jsonl", "\n\n"), "holds no requests");
   expect_error(s.file("text.jsonl", good + "hello\n"), "text.jsonl:2: not a JSON object");
   expect_error(s.file("array.jsonl", good + "[1, 2]\n"), "array.jsonl:2: not a JSON object");

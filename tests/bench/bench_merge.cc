@@ -1,6 +1,6 @@
-// CPU reference merge throughput: (row, head) pairs merged per second for each strategy and a few decode shapes.
-// Partials are generated directly (random O in the output dtype, fp32 LSEs with some empty shards) so the benchmark
-// measures the merge alone, not local attention.
+// CPU reference merge throughput: (row, head) pairs merged per second for each strategy and a few decode
+// shapes. Partials are generated directly (random O in the output dtype, fp32 LSEs with some empty shards) so
+// the benchmark measures the merge alone, not local attention.
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -24,7 +24,8 @@ std::vector<Partial> random_partials(int ranks, int rows, int heads, int dim, DT
     p.out.resize(static_cast<std::size_t>(p.out_layout.storage_size()));
     for (double& x : p.out) x = round_to(out, value(rng));
     p.lse.resize(static_cast<std::size_t>(p.lse_layout.storage_size()));
-    for (double& l : p.lse) l = (rng() % 16 == 0) ? -std::numeric_limits<double>::infinity() : round_to(DType::kF32, lse(rng));
+    for (double& l : p.lse)
+      l = (rng() % 16 == 0) ? -std::numeric_limits<double>::infinity() : round_to(DType::kF32, lse(rng));
     parts.push_back(std::move(p));
   }
   return parts;
@@ -44,9 +45,10 @@ void BM_Merge(benchmark::State& state) {
     benchmark::DoNotOptimize(m.out.data());
   }
   state.SetItemsProcessed(state.iterations() * rows * heads);
-  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(ranks) * rows * heads * (dim * 2 + 4));
-  state.SetLabel(std::string(to_string(strategy)) + " N=" + std::to_string(ranks) + " B=" + std::to_string(rows) +
-                 " H=" + std::to_string(heads) + " D=" + std::to_string(dim));
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(ranks) * rows * heads *
+                          (dim * 2 + 4));
+  state.SetLabel(std::string(to_string(strategy)) + " N=" + std::to_string(ranks) +
+                 " B=" + std::to_string(rows) + " H=" + std::to_string(heads) + " D=" + std::to_string(dim));
 }
 
 void shapes(benchmark::internal::Benchmark* b) {

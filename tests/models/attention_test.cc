@@ -53,8 +53,8 @@ TEST(Attention, BaseTwoLseIsBaseELseOverLn2AndSameOutput) {
 }
 
 TEST(Attention, GqaQueryHeadReadsKvHeadHOverGroup) {
-  // 4 query heads, 2 kv heads: heads 0,1 read kv head 0 and heads 2,3 read kv head 1. With one key the output is
-  // that key's value row, which identifies the kv head.
+  // 4 query heads, 2 kv heads: heads 0,1 read kv head 0 and heads 2,3 read kv head 1. With one key the output
+  // is that key's value row, which identifies the kv head.
   Problem p;
   p.rows = 1;
   p.heads = 4;

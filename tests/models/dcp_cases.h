@@ -1,7 +1,7 @@
 #pragma once
-// Shared by the merge tests: randomised DCP problems (N from 1 to 9, MLA and GQA geometries, contexts from 0 to a
-// few thousand, some shorter than N) kept small enough that the whole suite stays fast under sanitizers, and the
-// per-element error bound that the 16-bit strategies must meet.
+// Shared by the merge tests: randomised DCP problems (N from 1 to 9, MLA and GQA geometries, contexts from 0
+// to a few thousand, some shorter than N) kept small enough that the whole suite stays fast under sanitizers,
+// and the per-element error bound that the 16-bit strategies must meet.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -26,9 +26,9 @@ struct DcpCase {
   std::uint64_t seed = 1;
 
   std::string describe() const {
-    std::string s = "N=" + std::to_string(dcp) + " H=" + std::to_string(heads) + " Hkv=" + std::to_string(kv_heads) +
-                    " D=" + std::to_string(dim) + "/" + std::to_string(qk_dim) + " I=" + std::to_string(interleave) +
-                    " ctx=";
+    std::string s = "N=" + std::to_string(dcp) + " H=" + std::to_string(heads) +
+                    " Hkv=" + std::to_string(kv_heads) + " D=" + std::to_string(dim) + "/" +
+                    std::to_string(qk_dim) + " I=" + std::to_string(interleave) + " ctx=";
     for (auto c : contexts) s += std::to_string(c) + ",";
     return s + " seed=" + std::to_string(seed);
   }
@@ -40,7 +40,9 @@ struct DcpCase {
 // Work per case (multiply-adds of one attention pass) is kept under `budget`.
 inline std::vector<DcpCase> random_cases(int count, std::uint64_t seed, double budget = 3e5) {
   std::mt19937_64 rng(seed);
-  auto pick = [&rng](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<std::uint64_t>(hi - lo + 1)); };
+  auto pick = [&rng](int lo, int hi) {
+    return lo + static_cast<int>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
+  };
   const int dims[] = {64, 128, 192, 512};
   const int interleaves[] = {1, 2, 16, 64};
   std::vector<DcpCase> cases;
@@ -55,9 +57,15 @@ inline std::vector<DcpCase> random_cases(int count, std::uint64_t seed, double b
     const int rows = pick(1, 3);
     for (int b = 0; b < rows; ++b) {
       switch (pick(0, 3)) {
-        case 0: c.contexts.push_back(pick(0, c.dcp - 1)); break;   // shorter than N: empty shards
-        case 1: c.contexts.push_back(pick(0, 3 * c.interleave * c.dcp)); break;
-        default: c.contexts.push_back(pick(0, 3000)); break;
+        case 0:
+          c.contexts.push_back(pick(0, c.dcp - 1));
+          break;  // shorter than N: empty shards
+        case 1:
+          c.contexts.push_back(pick(0, 3 * c.interleave * c.dcp));
+          break;
+        default:
+          c.contexts.push_back(pick(0, 3000));
+          break;
       }
     }
     std::int64_t tokens = 1;
@@ -96,14 +104,16 @@ inline AttentionOptions exact_options(LseBase base = LseBase::kE) {
 //   + u·S (AG+RS / AG+AR)    each scaled partial w_i·O_i rounded to the output dtype before the sum,
 //   + (ε_w + N·2^-24)·S      fp32 weights from fp32 LSEs and fp32 accumulation,
 // with ε_w = 2^-24·(4·max|L_i| + 16) for the rounding of L_i to fp32 and of exp/log; doubled for safety.
-inline double element_bound(DType out, Strategy strategy, double ref, double s, double max_abs_lse, int ranks) {
+inline double element_bound(DType out, Strategy strategy, double ref, double s, double max_abs_lse,
+                            int ranks) {
   const double u = unit_roundoff(out);
   const double eps_w = std::ldexp(1.0, -24) * (4.0 * max_abs_lse + 16.0);
   const double per_term = accumulates_in_fp32(strategy) ? u : 2.0 * u;
   return u * std::fabs(ref) + 2.0 * (per_term + eps_w + ranks * std::ldexp(1.0, -24)) * s + 1e-30;
 }
 
-inline MergeOptions merge_options(Strategy strategy, DType out, DType accumulate, LseBase base = LseBase::kE) {
+inline MergeOptions merge_options(Strategy strategy, DType out, DType accumulate,
+                                  LseBase base = LseBase::kE) {
   MergeOptions o;
   o.strategy = strategy;
   o.out_dtype = out;

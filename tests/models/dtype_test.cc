@@ -1,5 +1,5 @@
-// bf16/fp16/fp32 emulation: round-to-nearest-even, specials, subnormals and bit patterns, checked against values
-// worked out from the formats' definitions and exhaustively over every 16-bit pattern.
+// bf16/fp16/fp32 emulation: round-to-nearest-even, specials, subnormals and bit patterns, checked against
+// values worked out from the formats' definitions and exhaustively over every 16-bit pattern.
 #include "dcpsim/models/dtype.h"
 
 #include <bit>
@@ -24,16 +24,16 @@ TEST(Dtype, Bf16KnownPatterns) {
 }
 
 TEST(Dtype, Bf16RoundsToNearestEven) {
-  const double ulp = std::ldexp(1.0, -7);                 // spacing of bf16 in [1, 2)
-  EXPECT_EQ(round_to(DType::kBF16, 1.0 + ulp / 2), 1.0);  // tie to even (1.0)
+  const double ulp = std::ldexp(1.0, -7);                             // spacing of bf16 in [1, 2)
+  EXPECT_EQ(round_to(DType::kBF16, 1.0 + ulp / 2), 1.0);              // tie to even (1.0)
   EXPECT_EQ(round_to(DType::kBF16, 1.0 + 1.5 * ulp), 1.0 + 2 * ulp);  // tie to even (2 ulp)
   EXPECT_EQ(round_to(DType::kBF16, 1.0 + ulp / 2 + 1e-12), 1.0 + ulp);
   EXPECT_EQ(round_to(DType::kBF16, 1.0 + ulp / 2 - 1e-12), 1.0);
 }
 
 TEST(Dtype, NoDoubleRoundingThroughFp32) {
-  // Just above the bf16 midpoint by less than half an fp32 ulp: rounding through fp32 would land on the tie and go
-  // to even (down); a single rounding goes up.
+  // Just above the bf16 midpoint by less than half an fp32 ulp: rounding through fp32 would land on the tie
+  // and go to even (down); a single rounding goes up.
   const double x = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -30);
   EXPECT_EQ(round_to(DType::kBF16, x), 1.0 + std::ldexp(1.0, -7));
   EXPECT_EQ(round_to(DType::kBF16, static_cast<double>(static_cast<float>(x))), 1.0);
@@ -48,9 +48,9 @@ TEST(Dtype, OverflowAndUnderflow) {
   EXPECT_EQ(round_to(DType::kF16, 65519.0), 65504.0);
   EXPECT_EQ(round_to(DType::kF16, 65520.0), kInf);  // the tie with 65536 rounds to even = overflow
   EXPECT_EQ(round_to(DType::kF16, -70000.0), -kInf);
-  EXPECT_EQ(round_to(DType::kF16, std::ldexp(1.0, -25)), 0.0);                      // tie with 0: even
-  EXPECT_EQ(round_to(DType::kF16, std::ldexp(1.5, -25)), std::ldexp(1.0, -24));     // smallest subnormal
-  EXPECT_EQ(round_to(DType::kF16, std::ldexp(3.0, -25)), std::ldexp(2.0, -24));     // tie 1.5 -> 2
+  EXPECT_EQ(round_to(DType::kF16, std::ldexp(1.0, -25)), 0.0);                   // tie with 0: even
+  EXPECT_EQ(round_to(DType::kF16, std::ldexp(1.5, -25)), std::ldexp(1.0, -24));  // smallest subnormal
+  EXPECT_EQ(round_to(DType::kF16, std::ldexp(3.0, -25)), std::ldexp(2.0, -24));  // tie 1.5 -> 2
   EXPECT_EQ(round_to(DType::kF32, 1e39), kInf);
   EXPECT_EQ(round_to(DType::kF32, std::ldexp(1.0, -150)), 0.0);
   EXPECT_EQ(round_to(DType::kF32, std::ldexp(1.0, -149)), std::ldexp(1.0, -149));

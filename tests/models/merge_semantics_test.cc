@@ -1,5 +1,5 @@
-// Strategy semantics beyond the numbers: sentinels, base equivalence, rank permutation, strided inputs, padding
-// rows, N = 1, output placement, each strategy's rounding order, and impossible requests.
+// Strategy semantics beyond the numbers: sentinels, base equivalence, rank permutation, strided inputs,
+// padding rows, N = 1, output placement, each strategy's rounding order, and impossible requests.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -64,7 +64,8 @@ TEST(MergeSemantics, NaNAndPosInfLsesAreEmptyShardsWhoseOutputIsNeverRead) {
     EXPECT_TRUE(same_bits(a.out, b.out)) << to_string(st);
     EXPECT_TRUE(same_bits(a.lse, b.lse)) << to_string(st);
     for (int h = 0; h < 12; ++h) EXPECT_EQ(b.lse[12 + h], -kInf);  // row 1 is empty everywhere
-    EXPECT_TRUE(std::all_of(b.out.begin() + 12 * 64, b.out.begin() + 24 * 64, [](double x) { return x == 0.0; }));
+    EXPECT_TRUE(
+        std::all_of(b.out.begin() + 12 * 64, b.out.begin() + 24 * 64, [](double x) { return x == 0.0; }));
   }
 }
 
@@ -89,7 +90,8 @@ TEST(MergeSemantics, BaseTwoGivesTheSameOutputAndLseOverLn2) {
   for (Strategy st : all_strategies()) {
     const MergeResult me = merge(e.parts, merge_options(st, DType::kF64, DType::kF64, LseBase::kE));
     const MergeResult m2 = merge(two.parts, merge_options(st, DType::kF64, DType::kF64, LseBase::k2));
-    for (std::size_t i = 0; i < me.out.size(); ++i) ASSERT_NEAR(m2.out[i], me.out[i], 1e-6) << i;  // fp32 LSE inputs
+    for (std::size_t i = 0; i < me.out.size(); ++i)
+      ASSERT_NEAR(m2.out[i], me.out[i], 1e-6) << i;  // fp32 LSE inputs
     for (std::size_t i = 0; i < me.lse.size(); ++i) {
       if (me.lse[i] == -kInf) {
         ASSERT_EQ(m2.lse[i], -kInf);
@@ -111,7 +113,8 @@ TEST(MergeSemantics, PermutingRanksChangesOnlyRounding) {
     const MergeResult a16 = merge(s.parts, merge_options(st, DType::kBF16, DType::kF32));
     const MergeResult b16 = merge(permuted, merge_options(st, DType::kBF16, DType::kF32));
     for (std::size_t i = 0; i < a16.out.size(); ++i) {
-      ASSERT_NEAR(a16.out[i], b16.out[i], std::ldexp(1.0, -7) * std::fabs(a16.out[i]) + 1e-6) << to_string(st);
+      ASSERT_NEAR(a16.out[i], b16.out[i], std::ldexp(1.0, -7) * std::fabs(a16.out[i]) + 1e-6)
+          << to_string(st);
     }
   }
 }
@@ -121,9 +124,10 @@ TEST(MergeSemantics, StridedOutputAndTransposedLseGiveTheSameResult) {
   std::vector<Partial> strided;
   for (std::size_t r = 0; r < s.parts.size(); ++r) {
     const OutLayout& d = s.parts[r].out_layout;
-    const LseLayout lse = r % 2 ? LseLayout::transposed(d.rows, d.heads) : LseLayout{d.rows, d.heads, d.heads + 3, 1};
-    strided.push_back(relayout(s.parts[r], OutLayout{d.rows, d.heads, d.dim, d.heads * (d.dim + 5) + 11, d.dim + 5},
-                               lse, kNaN));
+    const LseLayout lse =
+        r % 2 ? LseLayout::transposed(d.rows, d.heads) : LseLayout{d.rows, d.heads, d.heads + 3, 1};
+    strided.push_back(relayout(
+        s.parts[r], OutLayout{d.rows, d.heads, d.dim, d.heads * (d.dim + 5) + 11, d.dim + 5}, lse, kNaN));
   }
   for (Strategy st : all_strategies()) {
     const MergeResult a = merge(s.parts, merge_options(st, DType::kBF16, DType::kF32));
@@ -185,7 +189,8 @@ TEST(MergeSemantics, OutputPlacementPerStrategy) {
       for (int b = 0; b < 4; ++b) {
         for (int h = begin; h < end; ++h) {
           EXPECT_TRUE(same_bits({ro.lse[b * kept + h - begin]}, {m.lse[b * 12 + h]}));
-          for (int d = 0; d < 64; ++d) ASSERT_EQ(ro.out[(b * kept + h - begin) * 64 + d], m.out[(b * 12 + h) * 64 + d]);
+          for (int d = 0; d < 64; ++d)
+            ASSERT_EQ(ro.out[(b * kept + h - begin) * 64 + d], m.out[(b * 12 + h) * 64 + d]);
         }
       }
     }
@@ -195,7 +200,8 @@ TEST(MergeSemantics, OutputPlacementPerStrategy) {
   }
 }
 
-// Recomputes one (row, head, d) the way each strategy rounds: AG rounds every scaled partial, the others once.
+// Recomputes one (row, head, d) the way each strategy rounds: AG rounds every scaled partial, the others
+// once.
 TEST(MergeSemantics, EachStrategyRoundsWhereItsKernelsDo) {
   const RankPartials s = bf16_setup();
   const MergeResult rs = merge(s.parts, merge_options(Strategy::kAgRs, DType::kBF16, DType::kF32));
@@ -247,7 +253,8 @@ TEST(MergeSemantics, ImpossibleRequestsNameTheValue) {
   EXPECT_EQ(merge_error(five, merge_options(Strategy::kAgAr, DType::kBF16, DType::kF32)), "no error");
   EXPECT_THAT(merge_error({}, MergeOptions{}), HasSubstr("got none"));
   std::vector<Partial> mismatched = s.parts;
-  mismatched[4] = full_attention(generate_problem(12, 3, 64, 32, {2, 0, 5, 4}, GenerateOptions{}), AttentionOptions{});
+  mismatched[4] =
+      full_attention(generate_problem(12, 3, 64, 32, {2, 0, 5, 4}, GenerateOptions{}), AttentionOptions{});
   EXPECT_THAT(merge_error(mismatched, MergeOptions{}), HasSubstr("rank 4 partial is [4][12][32]"));
   EXPECT_THAT(merge_error(s.parts, merge_options(Strategy::kAgRs, DType::kBF16, DType::kF16)),
               HasSubstr("accumulate type fp16"));

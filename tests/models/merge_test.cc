@@ -1,5 +1,6 @@
 // The exact merge: the scalar LSE step by hand, and the DCP result against attention over the whole KV on
-// randomised shapes — fp64 to 1e-12, and bf16/fp16 within a bound derived from the roundings each strategy makes.
+// randomised shapes — fp64 to 1e-12, and bf16/fp16 within a bound derived from the roundings each strategy
+// makes.
 #include "dcpsim/models/merge.h"
 
 #include <cmath>
@@ -56,7 +57,9 @@ TEST(MergeLse, LargeAndTinyLsesStayFinite) {
   EXPECT_NEAR(m.weights[0] + m.weights[1], 1.0, 1e-15);
 }
 
-TEST(MergeLse, RejectsOtherAccumulateTypes) { EXPECT_THROW(merge_lse({}, LseBase::kE, DType::kBF16), InputError); }
+TEST(MergeLse, RejectsOtherAccumulateTypes) {
+  EXPECT_THROW(merge_lse({}, LseBase::kE, DType::kBF16), InputError);
+}
 
 // Rows empty on every rank must come out exactly O = 0, L = −inf.
 void expect_empty_rows_zero(const DcpCase& c, const MergeResult& m) {
@@ -64,7 +67,8 @@ void expect_empty_rows_zero(const DcpCase& c, const MergeResult& m) {
     if (c.contexts[b] != 0) continue;
     for (int h = 0; h < m.heads; ++h) {
       ASSERT_EQ(m.lse[static_cast<std::size_t>(b) * m.heads + h], -kInf);
-      for (int d = 0; d < m.dim; ++d) ASSERT_EQ(m.out[(static_cast<std::size_t>(b) * m.heads + h) * m.dim + d], 0.0);
+      for (int d = 0; d < m.dim; ++d)
+        ASSERT_EQ(m.out[(static_cast<std::size_t>(b) * m.heads + h) * m.dim + d], 0.0);
     }
   }
 }
@@ -102,7 +106,8 @@ void expect_within_rounding_bound(const DcpCase& c, DType out, Strategy s, const
     for (int h = 0; h < m.heads; ++h) {
       const double lse = truth.l(b, h);
       double max_abs_lse = 0.0;
-      for (const Partial& e : exact) max_abs_lse = std::max(max_abs_lse, std::isfinite(e.l(b, h)) ? std::fabs(e.l(b, h)) : 0.0);
+      for (const Partial& e : exact)
+        max_abs_lse = std::max(max_abs_lse, std::isfinite(e.l(b, h)) ? std::fabs(e.l(b, h)) : 0.0);
       const std::size_t cell = static_cast<std::size_t>(b) * m.heads + h;
       if (lse == -kInf) {
         violations += m.lse[cell] != -kInf;
@@ -117,7 +122,9 @@ void expect_within_rounding_bound(const DcpCase& c, DType out, Strategy s, const
         const double ref = truth.o(b, h, d), got = m.out[cell * m.dim + d];
         const double bound = testing::element_bound(out, s, ref, s_abs, max_abs_lse, c.dcp);
         if (!(std::fabs(got - ref) <= bound)) {
-          if (violations < 5) ADD_FAILURE() << "b=" << b << " h=" << h << " d=" << d << " got " << got << " ref " << ref << " bound " << bound;
+          if (violations < 5)
+            ADD_FAILURE() << "b=" << b << " h=" << h << " d=" << d << " got " << got << " ref " << ref
+                          << " bound " << bound;
           ++violations;
         }
       }

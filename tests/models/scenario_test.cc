@@ -102,7 +102,8 @@ TEST(Scenario, ParseTokenCount) {
   EXPECT_EQ(parse_token_count("128K"), 128 * 1024);
   EXPECT_EQ(parse_token_count("1m"), 1024 * 1024);
   EXPECT_EQ(parse_token_count("1M"), 1024 * 1024);
-  for (const char* bad : {"", "k", "-5", "1.5k", "12g", "4 096", "99999999999999999999", "9007199254740993m"}) {
+  for (const char* bad :
+       {"", "k", "-5", "1.5k", "12g", "4 096", "99999999999999999999", "9007199254740993m"}) {
     try {
       parse_token_count(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";

@@ -25,7 +25,8 @@ std::string input_error_message(F&& f) {
 
 TEST(Types, SpellingsRoundTrip) {
   for (LseBase b : {LseBase::kE, LseBase::k2}) EXPECT_EQ(parse_lse_base(to_string(b)), b);
-  for (DType t : {DType::kF32, DType::kBF16, DType::kF16, DType::kF64}) EXPECT_EQ(parse_dtype(to_string(t)), t);
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16, DType::kF64})
+    EXPECT_EQ(parse_dtype(to_string(t)), t);
   for (Strategy s : all_strategies()) EXPECT_EQ(parse_strategy(to_string(s)), s);
   for (LaunchMode m : {LaunchMode::kEager, LaunchMode::kGraph, LaunchMode::kPdl}) {
     EXPECT_EQ(parse_launch_mode(to_string(m)), m);
@@ -49,7 +50,8 @@ TEST(Types, AllStrategiesListsEachOnce) {
 
 TEST(Types, BadSpellingsNameValueAndAllowed) {
   EXPECT_THAT(input_error_message([] { parse_lse_base("10"); }), AllOf(HasSubstr("'10'"), HasSubstr("e, 2")));
-  EXPECT_THAT(input_error_message([] { parse_dtype("int8"); }), AllOf(HasSubstr("'int8'"), HasSubstr("fp32, bf16")));
+  EXPECT_THAT(input_error_message([] { parse_dtype("int8"); }),
+              AllOf(HasSubstr("'int8'"), HasSubstr("fp32, bf16")));
   EXPECT_THAT(input_error_message([] { parse_strategy("ring"); }),
               AllOf(HasSubstr("'ring'"), HasSubstr("ag-rs, ag-ar, a2a, direct, row-stream")));
   EXPECT_THAT(input_error_message([] { parse_launch_mode(""); }), AllOf(HasSubstr("''"), HasSubstr("eager")));

@@ -29,7 +29,9 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-fs::path data(const std::string& name) { return fs::path(DCPSIM_SOURCE_DIR) / "tests" / "data" / name; }
+fs::path data(const std::string& name) {
+  return fs::path(DCPSIM_SOURCE_DIR) / "tests" / "data" / name;
+}
 
 class ScratchDir {
  public:
@@ -154,7 +156,8 @@ TEST(KinetoImport, CpuOpsBringLaunchFlowsThatMatchCorrelationIds) {
     const v1::Event* from = by_id.at(f.from_event());
     const v1::Event* to = by_id.at(f.to_event());
     EXPECT_EQ(from->kind(), v1::EVENT_KIND_LAUNCH);
-    EXPECT_EQ(from->args().at("correlation"), to->args().at("correlation")) << from->name() << " -> " << to->name();
+    EXPECT_EQ(from->args().at("correlation"), to->args().at("correlation"))
+        << from->name() << " -> " << to->name();
     EXPECT_EQ(f.name(), "ac2g");
   }
 }
@@ -265,10 +268,12 @@ TEST(KinetoImport, RejectsMissingCorruptAndMalformedFiles) {
   expect_input_error(dir.file("broken.json", R"({"traceEvents": [{"ph": "X", "ts": )"), "malformed JSON");
   expect_input_error(dir.file("none.json", R"({"schemaVersion": 1})"), "no \"traceEvents\" array");
   expect_input_error(dir.file("empty.json", ""), "malformed JSON");
-  expect_input_error(dir.file("ts.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": "x"}]})"),
-                     "ts is 'x'; a number is needed");
-  expect_input_error(dir.file("cpu_only.json", R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "k", "ts": 1}]})"),
-                     "holds no activity");
+  expect_input_error(
+      dir.file("ts.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": "x"}]})"),
+      "ts is 'x'; a number is needed");
+  expect_input_error(
+      dir.file("cpu_only.json", R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "k", "ts": 1}]})"),
+      "holds no activity");
 }
 
 TEST(KinetoImport, RejectsAScenarioTheSchemaWouldRefuse) {
@@ -346,8 +351,9 @@ TEST_F(NsysImport, RejectsFilesThatAreNotExportsOrLackColumns) {
   ScratchDir dir;
   TraceCollector sink;
   try {
-    import_nsys(dir.file("text.sqlite", "this is not a database, just text long enough to have a header......."),
-                sink, options_for(1));
+    import_nsys(
+        dir.file("text.sqlite", "this is not a database, just text long enough to have a header......."),
+        sink, options_for(1));
     FAIL() << "a text file was accepted";
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr("text.sqlite"));
@@ -362,11 +368,12 @@ TEST_F(NsysImport, NamesTheMissingColumnAndTheColumnsPresent) {
   const fs::path path = dir / "old.sqlite";
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db,
-                         "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, "
-                         "shortName INTEGER); INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 2, 0, 1);",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db,
+                   "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, "
+                   "shortName INTEGER); INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 2, 0, 1);",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
   sqlite3_close(db);
   TraceCollector sink;
   try {

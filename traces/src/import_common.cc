@@ -11,9 +11,9 @@ namespace dcpsim::traces {
 
 std::string describe(const ImportStats& s) {
   std::ostringstream out;
-  out << "rank " << s.rank << ": " << s.kernels << " kernels, " << s.collectives << " collectives, " << s.copies
-      << " copies, " << s.memsets << " memsets, " << s.cpu_events << " CPU events, " << s.ranges << " ranges, "
-      << s.flows << " flows over " << static_cast<double>(s.end_ns) * 1e-6 << " ms";
+  out << "rank " << s.rank << ": " << s.kernels << " kernels, " << s.collectives << " collectives, "
+      << s.copies << " copies, " << s.memsets << " memsets, " << s.cpu_events << " CPU events, " << s.ranges
+      << " ranges, " << s.flows << " flows over " << static_cast<double>(s.end_ns) * 1e-6 << " ms";
   if (s.skipped > 0) out << " (" << s.skipped << " malformed activities skipped)";
   return out.str();
 }
@@ -26,8 +26,9 @@ void check_scenario(const ImportOptions& options, int rank, const std::filesyste
     throw InputError("importing '" + path.string() + "': " + why);
   }
   if (rank < 0 || rank >= options.scenario.dcp()) {
-    throw InputError("importing '" + path.string() + "': rank " + std::to_string(rank) + " is outside the DCP group [0, " +
-                     std::to_string(options.scenario.dcp()) + "); give the scenario's --dcp or the --rank");
+    throw InputError("importing '" + path.string() + "': rank " + std::to_string(rank) +
+                     " is outside the DCP group [0, " + std::to_string(options.scenario.dcp()) +
+                     "); give the scenario's --dcp or the --rank");
   }
 }
 
@@ -35,7 +36,8 @@ void emit(Collected collected, v1::Header header, const ImportOptions& options, 
           const std::filesystem::path& path, ImportStats& stats, TraceSink& sink) {
   auto& events = collected.events;
   if (events.empty()) {
-    throw InputError("'" + path.string() + "' holds no activity this importer reads (kernels, copies, ranges)");
+    throw InputError("'" + path.string() +
+                     "' holds no activity this importer reads (kernels, copies, ranges)");
   }
   std::int64_t origin = events.front().start_ns();
   for (const auto& e : events) origin = std::min(origin, e.start_ns());

@@ -1,6 +1,6 @@
 #pragma once
-// What the Kineto and Nsight importers share: checking the caller's scenario, putting collected events in time
-// order relative to the origin, and writing the trace.
+// What the Kineto and Nsight importers share: checking the caller's scenario, putting collected events in
+// time order relative to the origin, and writing the trace.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -26,9 +26,10 @@ struct Collected {
   std::vector<Link> links;
 };
 
-// Shifts every event to the earliest start, sorts by (start, end, lane), numbers the events that flows link, and
-// writes header + scenario + events + flows into `sink`, then finish(). Fills stats.time_origin_ns (`clock_base_ns`
-// plus the earliest start), stats.flows and stats.end_ns. Throws InputError naming `path` when nothing was collected.
+// Shifts every event to the earliest start, sorts by (start, end, lane), numbers the events that flows link,
+// and writes header + scenario + events + flows into `sink`, then finish(). Fills stats.time_origin_ns
+// (`clock_base_ns` plus the earliest start), stats.flows and stats.end_ns. Throws InputError naming `path`
+// when nothing was collected.
 void emit(Collected collected, v1::Header header, const ImportOptions& options, std::int64_t clock_base_ns,
           const std::filesystem::path& path, ImportStats& stats, TraceSink& sink);
 

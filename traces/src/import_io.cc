@@ -17,8 +17,8 @@ class InputFile::GzipBuffer final : public std::streambuf {
  public:
   explicit GzipBuffer(const std::filesystem::path& path) : file_(gzopen(path.c_str(), "rb")) {
     if (file_ == nullptr) {
-      throw InputError("cannot open '" + path.string() + "': " +
-                       (errno != 0 ? std::strerror(errno) : "out of memory"));
+      throw InputError("cannot open '" + path.string() +
+                       "': " + (errno != 0 ? std::strerror(errno) : "out of memory"));
     }
     gzbuffer(file_, 1 << 17);
   }
@@ -74,9 +74,13 @@ InputFile::InputFile(std::filesystem::path path) : path_(std::move(path)) {
 
 InputFile::~InputFile() = default;
 
-std::istream& InputFile::stream() { return *stream_; }
+std::istream& InputFile::stream() {
+  return *stream_;
+}
 
-bool InputFile::gzipped() const { return !buffer_->direct(); }
+bool InputFile::gzipped() const {
+  return !buffer_->direct();
+}
 
 void InputFile::check() const {
   if (!buffer_->error().empty()) {
@@ -95,6 +99,8 @@ bool InputFile::next_line(std::string& line) {
   return true;
 }
 
-std::string InputFile::where(std::int64_t line) const { return path_.string() + ":" + std::to_string(line); }
+std::string InputFile::where(std::int64_t line) const {
+  return path_.string() + ":" + std::to_string(line);
+}
 
 }  // namespace dcpsim::traces

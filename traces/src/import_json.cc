@@ -12,8 +12,9 @@
 namespace dcpsim::traces::import_json {
 namespace {
 
-// Builds the document like nlohmann's own DOM parser, except that the elements of the streamed array are built
-// one at a time and handed off (a null entry on the stack stands for that array), and floats keep their text.
+// Builds the document like nlohmann's own DOM parser, except that the elements of the streamed array are
+// built one at a time and handed off (a null entry on the stack stands for that array), and floats keep their
+// text.
 class StreamingHandler final : public nlohmann::json_sax<Json> {
  public:
   StreamingHandler(std::string_view origin, std::string_view stream_key,
@@ -62,9 +63,11 @@ class StreamingHandler final : public nlohmann::json_sax<Json> {
 
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
     std::string what = e.what();
-    // nlohmann prefixes "[json.exception.parse_error.101] parse error at line 1, column 2: ": keep the reason.
+    // nlohmann prefixes "[json.exception.parse_error.101] parse error at line 1, column 2: ": keep the
+    // reason.
     if (auto colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
-    throw InputError(std::string(origin_) + ": malformed JSON near byte " + std::to_string(position) + ": " + what);
+    throw InputError(std::string(origin_) + ": malformed JSON near byte " + std::to_string(position) + ": " +
+                     what);
   }
 
  private:
@@ -120,8 +123,10 @@ class StreamingHandler final : public nlohmann::json_sax<Json> {
 __extension__ typedef __int128 Wide;  // products of two int64 values must not overflow
 constexpr Wide kInt64Max = std::numeric_limits<std::int64_t>::max();
 
-// Exact decimal text -> integer in units of 10^-scale_digits of the written unit, rounded half away from zero.
-std::int64_t decimal_to_scaled(const std::string& text, int scale_digits, const Json& v, std::string_view what) {
+// Exact decimal text -> integer in units of 10^-scale_digits of the written unit, rounded half away from
+// zero.
+std::int64_t decimal_to_scaled(const std::string& text, int scale_digits, const Json& v,
+                               std::string_view what) {
   std::size_t i = 0;
   const bool negative = i < text.size() && text[i] == '-';
   if (negative) ++i;
@@ -147,7 +152,8 @@ std::int64_t decimal_to_scaled(const std::string& text, int scale_digits, const 
     }
     i += 1 + used;
   }
-  if (digits.empty() || i != text.size() || digits.size() > 36 || std::abs(exponent) > 30) not_a_number(v, what);
+  if (digits.empty() || i != text.size() || digits.size() > 36 || std::abs(exponent) > 30)
+    not_a_number(v, what);
   int shift = exponent + scale_digits - fraction;
   Wide value = 0;
   for (char c : digits) value = value * 10 + (c - '0');
@@ -206,6 +212,8 @@ std::int64_t to_int64(const Json& v, std::string_view what) {
   throw InputError(std::string(what) + " is '" + to_text(v) + "'; an integer is needed");
 }
 
-std::string to_text(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+std::string to_text(const Json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
 
 }  // namespace dcpsim::traces::import_json

@@ -18,7 +18,18 @@ namespace {
 
 using import_json::Json;
 
-enum class Activity { kNone, kKernel, kCollective, kCopy, kMemset, kGpuRange, kCpuOp, kLaunch, kSync, kCpuRange };
+enum class Activity {
+  kNone,
+  kKernel,
+  kCollective,
+  kCopy,
+  kMemset,
+  kGpuRange,
+  kCpuOp,
+  kLaunch,
+  kSync,
+  kCpuRange
+};
 
 Activity classify(std::string_view cat, std::string_view name, const Json& args, bool cpu_ops) {
   if (cat == "kernel") {
@@ -40,33 +51,44 @@ Activity classify(std::string_view cat, std::string_view name, const Json& args,
 v1::EventKind kind_of(Activity a) {
   switch (a) {
     case Activity::kKernel:
-    case Activity::kMemset: return v1::EVENT_KIND_KERNEL;
-    case Activity::kCollective: return v1::EVENT_KIND_COLLECTIVE;
-    case Activity::kCopy: return v1::EVENT_KIND_COPY;
+    case Activity::kMemset:
+      return v1::EVENT_KIND_KERNEL;
+    case Activity::kCollective:
+      return v1::EVENT_KIND_COLLECTIVE;
+    case Activity::kCopy:
+      return v1::EVENT_KIND_COPY;
     case Activity::kGpuRange:
-    case Activity::kCpuRange: return v1::EVENT_KIND_PHASE;
-    case Activity::kCpuOp: return v1::EVENT_KIND_MARKER;
-    case Activity::kLaunch: return v1::EVENT_KIND_LAUNCH;
-    case Activity::kSync: return v1::EVENT_KIND_WAIT;
-    case Activity::kNone: break;
+    case Activity::kCpuRange:
+      return v1::EVENT_KIND_PHASE;
+    case Activity::kCpuOp:
+      return v1::EVENT_KIND_MARKER;
+    case Activity::kLaunch:
+      return v1::EVENT_KIND_LAUNCH;
+    case Activity::kSync:
+      return v1::EVENT_KIND_WAIT;
+    case Activity::kNone:
+      break;
   }
   return v1::EVENT_KIND_UNSPECIFIED;
 }
 
-bool on_gpu(Activity a) { return a <= Activity::kGpuRange; }
+bool on_gpu(Activity a) {
+  return a <= Activity::kGpuRange;
+}
 
 // c10::ScalarType names, as Kineto writes them in NCCL kernel args.
 std::int64_t dtype_bytes(std::string_view dtype) {
   static const std::map<std::string_view, std::int64_t> sizes = {
-      {"Byte", 1},     {"Char", 1},          {"Bool", 1},          {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
-      {"Short", 2},    {"Half", 2},          {"BFloat16", 2},      {"UInt16", 2},        {"Int", 4},
-      {"Float", 4},    {"UInt32", 4},        {"ComplexHalf", 4},   {"Long", 8},          {"Double", 8},
-      {"UInt64", 8},   {"ComplexFloat", 8},  {"ComplexDouble", 16}};
+      {"Byte", 1},   {"Char", 1},         {"Bool", 1},          {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
+      {"Short", 2},  {"Half", 2},         {"BFloat16", 2},      {"UInt16", 2},        {"Int", 4},
+      {"Float", 4},  {"UInt32", 4},       {"ComplexHalf", 4},   {"Long", 8},          {"Double", 8},
+      {"UInt64", 8}, {"ComplexFloat", 8}, {"ComplexDouble", 16}};
   const auto it = sizes.find(dtype);
   return it == sizes.end() ? 0 : it->second;
 }
 
-// "ncclKernel_AllReduce_RING_LL_Sum_float(...)" -> "allreduce", the spelling Kineto uses in "Collective name".
+// "ncclKernel_AllReduce_RING_LL_Sum_float(...)" -> "allreduce", the spelling Kineto uses in "Collective
+// name".
 std::string collective_from_kernel_name(std::string_view name) {
   for (std::string_view prefix : {"ncclDevKernel_", "ncclKernel_"}) {
     if (!name.starts_with(prefix)) continue;
@@ -84,7 +106,8 @@ void add_collective_args(const Json& args, std::string_view name, v1::Event& e, 
                                                        : collective_from_kernel_name(name);
   std::int64_t in = 0;
   std::int64_t out_n = 0;
-  if (args.contains("In msg nelems")) in = import_json::to_int64(args["In msg nelems"], where + " In msg nelems");
+  if (args.contains("In msg nelems"))
+    in = import_json::to_int64(args["In msg nelems"], where + " In msg nelems");
   if (args.contains("Out msg nelems")) {
     out_n = import_json::to_int64(args["Out msg nelems"], where + " Out msg nelems");
   }
@@ -180,7 +203,8 @@ class Collector {
     }
     if (activity == Activity::kCollective) add_collective_args(args, name, ev, at);
     if (activity == Activity::kMemset) out["activity"] = "memset";
-    if (on_gpu(activity) && args.contains("device")) devices_.insert(import_json::to_int64(args["device"], at));
+    if (on_gpu(activity) && args.contains("device"))
+      devices_.insert(import_json::to_int64(args["device"], at));
     count(activity);
     threads_[thread_key(e)].push_back({ts, ts + dur, collected_.events.size()});
     collected_.events.push_back(std::move(ev));
@@ -189,7 +213,8 @@ class Collector {
   static std::string lane(Activity activity, const Json& e, const Json& args) {
     const Json none;
     const Json& tid = e.contains("tid") ? e["tid"] : none;
-    if (on_gpu(activity)) return "stream" + import_json::to_text(args.contains("stream") ? args["stream"] : tid);
+    if (on_gpu(activity))
+      return "stream" + import_json::to_text(args.contains("stream") ? args["stream"] : tid);
     return "cpu" + import_json::to_text(tid);
   }
 
@@ -201,13 +226,25 @@ class Collector {
 
   void count(Activity a) {
     switch (a) {
-      case Activity::kKernel: ++stats_.kernels; break;
-      case Activity::kCollective: ++stats_.collectives; break;
-      case Activity::kCopy: ++stats_.copies; break;
-      case Activity::kMemset: ++stats_.memsets; break;
+      case Activity::kKernel:
+        ++stats_.kernels;
+        break;
+      case Activity::kCollective:
+        ++stats_.collectives;
+        break;
+      case Activity::kCopy:
+        ++stats_.copies;
+        break;
+      case Activity::kMemset:
+        ++stats_.memsets;
+        break;
       case Activity::kGpuRange:
-      case Activity::kCpuRange: ++stats_.ranges; break;
-      default: ++stats_.cpu_events; break;
+      case Activity::kCpuRange:
+        ++stats_.ranges;
+        break;
+      default:
+        ++stats_.cpu_events;
+        break;
     }
   }
 
@@ -244,15 +281,19 @@ class Collector {
 void add_devices(const Json& doc, const std::set<std::int64_t>& used, int rank, v1::Header& header) {
   if (!doc.contains("deviceProperties") || !doc["deviceProperties"].is_array()) return;
   for (const auto& p : doc["deviceProperties"]) {
-    if (!p.is_object() || !p.contains("id") || !used.contains(import_json::to_int64(p["id"], "device id"))) continue;
+    if (!p.is_object() || !p.contains("id") || !used.contains(import_json::to_int64(p["id"], "device id")))
+      continue;
     v1::Device* d = header.add_devices();
     d->set_index(static_cast<int>(import_json::to_int64(p["id"], "device id")));
     d->set_rank(rank);
     d->set_name(p.value("name", std::string()));
     if (p.contains("numSms")) d->set_sm_count(static_cast<int>(import_json::to_int64(p["numSms"], "numSms")));
-    if (p.contains("totalGlobalMem")) d->set_memory_bytes(import_json::to_int64(p["totalGlobalMem"], "memory"));
-    if (p.contains("computeMajor")) d->set_compute_capability_major(static_cast<int>(p.value("computeMajor", 0)));
-    if (p.contains("computeMinor")) d->set_compute_capability_minor(static_cast<int>(p.value("computeMinor", 0)));
+    if (p.contains("totalGlobalMem"))
+      d->set_memory_bytes(import_json::to_int64(p["totalGlobalMem"], "memory"));
+    if (p.contains("computeMajor"))
+      d->set_compute_capability_major(static_cast<int>(p.value("computeMajor", 0)));
+    if (p.contains("computeMinor"))
+      d->set_compute_capability_minor(static_cast<int>(p.value("computeMinor", 0)));
   }
 }
 
@@ -268,8 +309,8 @@ int trace_rank(const Json& doc, const ImportOptions& options, const std::filesys
 }  // namespace
 
 ImportStats import_kineto(const std::filesystem::path& path, TraceSink& sink, const ImportOptions& options) {
-  // The rank is needed for every event but lives in the document, which may come after traceEvents: events are
-  // filed under a provisional rank and corrected once the whole file has been read.
+  // The rank is needed for every event but lives in the document, which may come after traceEvents: events
+  // are filed under a provisional rank and corrected once the whole file has been read.
   if (options.rank) import_common::check_scenario(options, *options.rank, path);
   InputFile file(path);
   ImportStats stats;
@@ -283,7 +324,8 @@ ImportStats import_kineto(const std::filesystem::path& path, TraceSink& sink, co
     throw;
   }
   file.check();
-  if (!doc.is_object()) throw InputError("'" + path.string() + "' is not a Chrome/Kineto trace (no JSON object)");
+  if (!doc.is_object())
+    throw InputError("'" + path.string() + "' is not a Chrome/Kineto trace (no JSON object)");
 
   stats.rank = trace_rank(doc, options, path);
   import_common::check_scenario(options, stats.rank, path);

@@ -16,7 +16,9 @@ namespace dcpsim::traces {
 
 #if !DCPSIM_WITH_SQLITE
 
-bool nsys_import_available() { return false; }
+bool nsys_import_available() {
+  return false;
+}
 
 ImportStats import_nsys(const std::filesystem::path& path, TraceSink&, const ImportOptions&) {
   throw RuntimeError("cannot import '" + path.string() +
@@ -70,10 +72,12 @@ class NsysReader {
       : db_(db), options_(options), stats_(stats) {}
 
   import_common::Collected read() {
-    const char* tables[] = {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"};
+    const char* tables[] = {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                            "CUPTI_ACTIVITY_KIND_MEMSET"};
     if (std::none_of(std::begin(tables), std::end(tables), [&](const char* t) { return db_.has_table(t); })) {
-      db_.fail("has none of the tables CUPTI_ACTIVITY_KIND_KERNEL / _MEMCPY / _MEMSET (was it written by "
-               "`nsys export --type sqlite` of a report with CUDA tracing?)");
+      db_.fail(
+          "has none of the tables CUPTI_ACTIVITY_KIND_KERNEL / _MEMCPY / _MEMSET (was it written by "
+          "`nsys export --type sqlite` of a report with CUDA tracing?)");
     }
     if (db_.has_table(tables[0])) kernels();
     if (db_.has_table(tables[1])) copies();
@@ -107,18 +111,22 @@ class NsysReader {
                       "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
                       "dynamicSharedMemory", "contextId", "graphNodeId"});
     if (!rows.has("demangledName") && !rows.has("shortName") && !rows.has("mangledName")) {
-      db_.fail("table CUPTI_ACTIVITY_KIND_KERNEL has no name column (demangledName, shortName or mangledName)");
+      db_.fail(
+          "table CUPTI_ACTIVITY_KIND_KERNEL has no name column (demangledName, shortName or mangledName)");
     }
     while (rows.next()) {
-      const std::string name = rows.name("demangledName")
-                                   .value_or(rows.name("shortName").value_or(rows.name("mangledName").value_or("?")));
+      const std::string name =
+          rows.name("demangledName")
+              .value_or(rows.name("shortName").value_or(rows.name("mangledName").value_or("?")));
       const std::string collective = nccl_collective(rows.name("shortName").value_or(name));
       v1::Event e;
-      if (!gpu_event(rows, collective.empty() ? v1::EVENT_KIND_KERNEL : v1::EVENT_KIND_COLLECTIVE, name, e)) continue;
+      if (!gpu_event(rows, collective.empty() ? v1::EVENT_KIND_KERNEL : v1::EVENT_KIND_COLLECTIVE, name, e))
+        continue;
       if (const auto short_name = rows.name("shortName")) (*e.mutable_args())["short_name"] = *short_name;
       if (!collective.empty()) (*e.mutable_args())["collective"] = collective;
-      add_optional_args(rows, {"correlationId", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
-                               "registersPerThread", "staticSharedMemory", "dynamicSharedMemory", "graphNodeId"},
+      add_optional_args(rows,
+                        {"correlationId", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
+                         "registersPerThread", "staticSharedMemory", "dynamicSharedMemory", "graphNodeId"},
                         e);
       ++(collective.empty() ? stats_.kernels : stats_.collectives);
       collected_.events.push_back(std::move(e));
@@ -155,7 +163,8 @@ class NsysReader {
   }
 
   void nvtx() {
-    TableReader rows(db_, "NVTX_EVENTS", {"start", "end", "eventType"}, {"text", "textId", "globalTid", "domainId"});
+    TableReader rows(db_, "NVTX_EVENTS", {"start", "end", "eventType"},
+                     {"text", "textId", "globalTid", "domainId"});
     while (rows.next()) {
       const std::int64_t type = rows.int64("eventType");
       if ((type != kNvtxPushPopRange && type != kNvtxStartEndRange) || rows.is_null("end")) continue;
@@ -239,7 +248,9 @@ void add_export_notes(Database& db, v1::Header& header) {
 
 }  // namespace
 
-bool nsys_import_available() { return true; }
+bool nsys_import_available() {
+  return true;
+}
 
 ImportStats import_nsys(const std::filesystem::path& path, TraceSink& sink, const ImportOptions& options) {
   ImportStats stats;
@@ -254,7 +265,8 @@ ImportStats import_nsys(const std::filesystem::path& path, TraceSink& sink, cons
   (*header.mutable_notes())["imported_from"] = path.string();
   (*header.mutable_notes())["import_format"] = "nsys-sqlite";
   add_export_notes(db, header);
-  import_common::emit(std::move(collected), std::move(header), options, session_start_ns(db), path, stats, sink);
+  import_common::emit(std::move(collected), std::move(header), options, session_start_ns(db), path, stats,
+                      sink);
   return stats;
 }
 

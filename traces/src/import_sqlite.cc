@@ -37,7 +37,8 @@ Database::Database(const std::filesystem::path& path) : path_(path) {
 void Database::open() {
   InputFile file(path_);  // existence, directory and gzip checks with the usual messages
   if (file.gzipped()) {
-    const std::string bytes((std::istreambuf_iterator<char>(file.stream())), std::istreambuf_iterator<char>());
+    const std::string bytes((std::istreambuf_iterator<char>(file.stream())),
+                            std::istreambuf_iterator<char>());
     file.check();
     if (sqlite3_open_v2(":memory:", &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY, nullptr) != SQLITE_OK) {
       fail("cannot open an in-memory database");
@@ -61,13 +62,17 @@ void Database::open() {
   }
 }
 
-Database::~Database() { sqlite3_close(db_); }
+Database::~Database() {
+  sqlite3_close(db_);
+}
 
 void Database::fail(const std::string& what) const {
   throw InputError("'" + path_.string() + "': " + what);
 }
 
-bool Database::has_table(const std::string& table) const { return !columns(table).empty(); }
+bool Database::has_table(const std::string& table) const {
+  return !columns(table).empty();
+}
 
 std::vector<std::string> Database::columns(const std::string& table) const {
   sqlite3_stmt* st = nullptr;
@@ -117,7 +122,9 @@ TableReader::TableReader(Database& db, const std::string& table, const std::vect
   }
 }
 
-TableReader::~TableReader() { sqlite3_finalize(statement_); }
+TableReader::~TableReader() {
+  sqlite3_finalize(statement_);
+}
 
 bool TableReader::next() {
   const int rc = sqlite3_step(statement_);
@@ -134,7 +141,9 @@ int TableReader::index(const std::string& column) const {
   return it == index_.end() ? -1 : it->second;
 }
 
-bool TableReader::has(const std::string& column) const { return index(column) >= 0; }
+bool TableReader::has(const std::string& column) const {
+  return index(column) >= 0;
+}
 
 bool TableReader::is_null(const std::string& column) const {
   const int i = index(column);
@@ -160,17 +169,20 @@ std::optional<std::string> TableReader::name(const std::string& column) const {
   const int i = index(column);
   if (i < 0) return std::nullopt;
   switch (sqlite3_column_type(statement_, i)) {
-    case SQLITE_TEXT: return std::string(reinterpret_cast<const char*>(sqlite3_column_text(statement_, i)));
+    case SQLITE_TEXT:
+      return std::string(reinterpret_cast<const char*>(sqlite3_column_text(statement_, i)));
     case SQLITE_INTEGER: {
       const auto& strings = db_.strings();
       const auto it = strings.find(sqlite3_column_int64(statement_, i));
       if (it == strings.end()) {
         throw InputError(where() + ": column " + column + " refers to string id " +
-                         std::to_string(sqlite3_column_int64(statement_, i)) + ", which StringIds does not hold");
+                         std::to_string(sqlite3_column_int64(statement_, i)) +
+                         ", which StringIds does not hold");
       }
       return it->second;
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 

@@ -50,7 +50,8 @@ class TableReader {
   bool next();
   bool has(const std::string& column) const;
   bool is_null(const std::string& column) const;
-  std::int64_t int64(const std::string& column) const;  // throws InputError when the value is null or not integer
+  std::int64_t int64(
+      const std::string& column) const;  // throws InputError when the value is null or not integer
   std::optional<std::int64_t> optional_int64(const std::string& column) const;
   // A name that is either stored as text or as an id into StringIds; nullopt when null or absent.
   std::optional<std::string> name(const std::string& column) const;

@@ -8,7 +8,8 @@
 //  - KV capacity per GPU, in tokens (all layers): a request's KV is sharded over the N ranks by SPEC's local
 //    length formula, and it is admitted only if every rank has room for the largest KV it will ever hold
 //    (input + output − 1 tokens), so the cache never overflows and nothing is ever preempted. A request that
-//    could not fit even into an empty cache is rejected (counted, never admitted) rather than blocking forever.
+//    could not fit even into an empty cache is rejected (counted, never admitted) rather than blocking
+//    forever.
 //  - Decode context of a row = input tokens + tokens generated so far; each step generates one token per row;
 //    a request leaves after output_tokens steps. Requests with output_tokens = 0 need no decode step.
 //  - Time advances by the step latency that the injected function returns for the step's Scenario (the
@@ -25,8 +26,8 @@
 namespace dcpsim::analysis {
 
 struct BatcherConfig {
-  models::Scenario geometry;            // everything but contexts (dcp, interleave, heads, dims, strategy, ...)
-  int max_rows = 256;                   // rows per step, >= 1
+  models::Scenario geometry;  // everything but contexts (dcp, interleave, heads, dims, strategy, ...)
+  int max_rows = 256;         // rows per step, >= 1
   std::int64_t kv_capacity_tokens = 0;  // per GPU, >= 1: tokens of KV (all layers) one rank can hold
   std::int64_t max_steps = 0;           // 0: no limit
   double time_window_s = 0.0;           // 0: the whole trace
@@ -46,11 +47,11 @@ struct Step {
 
 struct BatcherStats {
   std::int64_t steps = 0;
-  std::int64_t requests = 0;       // considered (inside the time window)
+  std::int64_t requests = 0;  // considered (inside the time window)
   std::int64_t admitted = 0;
-  std::int64_t finished = 0;       // left after all their tokens (including those needing no step)
-  std::int64_t rejected = 0;       // too large for an empty cache
-  std::int64_t unfinished = 0;     // still waiting or running when a step or time limit stopped the replay
+  std::int64_t finished = 0;    // left after all their tokens (including those needing no step)
+  std::int64_t rejected = 0;    // too large for an empty cache
+  std::int64_t unfinished = 0;  // still waiting or running when a step or time limit stopped the replay
   std::int64_t peak_rows = 0;
   std::int64_t peak_kv_tokens = 0;  // the most any rank held at once
   double end_s = 0.0;               // clock when the replay stopped
@@ -96,7 +97,7 @@ using StepLatency = std::function<double(const models::Scenario&)>;
 using StepObserver = std::function<void(const Step&, double latency_s)>;
 
 // Runs the whole schedule: asks `step_latency` for each step's Scenario and reports every step to `observer`.
-BatcherStats run_batcher(std::vector<Request> requests, const BatcherConfig& config, const StepLatency& step_latency,
-                         const StepObserver& observer = {});
+BatcherStats run_batcher(std::vector<Request> requests, const BatcherConfig& config,
+                         const StepLatency& step_latency, const StepObserver& observer = {});
 
 }  // namespace dcpsim::analysis

@@ -3,18 +3,18 @@
 //   plot_csv("scan", "scan.csv", "scan.png")       latency vs DCP size, head-geometry heatmap, Pareto front
 //   plot_csv("replay", "steps.csv", "steps.png")   merge latency over time per strategy
 //   plot_csv("validate", "report.csv", "v.png")    predicted vs measured with the tolerance band
-// The script is found at $DCPSIM_PLOT_SCRIPT, else <executable dir>/../share/dcpsim/plot.py (installed), else in
-// the source tree this dcpsim was built from. The interpreter is the first of $DCPSIM_PYTHON, python3 on PATH and
-// /usr/bin/python3 that can import matplotlib.
+// The script is found at $DCPSIM_PLOT_SCRIPT, else <executable dir>/../share/dcpsim/plot.py (installed), else
+// in the source tree this dcpsim was built from. The interpreter is the first of $DCPSIM_PYTHON, python3 on
+// PATH and /usr/bin/python3 that can import matplotlib.
 #include <filesystem>
 #include <string>
 #include <string_view>
 
 namespace dcpsim::analysis {
 
-// Draws `csv` into `png` (written to a temporary file and renamed). Throws InputError for an unknown kind or a
-// missing CSV, RuntimeError when no python3 with matplotlib is found (saying how to install it) or the script
-// fails.
+// Draws `csv` into `png` (written to a temporary file and renamed). Throws InputError for an unknown kind or
+// a missing CSV, RuntimeError when no python3 with matplotlib is found (saying how to install it) or the
+// script fails.
 void plot_csv(std::string_view kind, const std::filesystem::path& csv, const std::filesystem::path& png);
 
 // The script plot_csv runs; RuntimeError listing the places looked at when it is nowhere.

@@ -3,10 +3,10 @@
 // every requested strategy, per-step CSV and a summary (merge latency p50/p99 and its share of the step).
 //
 // One schedule serves all strategies: the clock advances by `layers` × the step latency of the first strategy
-// (the "clock strategy"), and every other strategy is simulated on the very same batches, so the columns compare
-// strategies under identical load. Step and merge latencies are per layer, as the simulator reports them.
-// Simulated steps are memoised on (strategy, exact contexts in row order): the simulator is deterministic, so a
-// repeated batch gives the same timing bit for bit.
+// (the "clock strategy"), and every other strategy is simulated on the very same batches, so the columns
+// compare strategies under identical load. Step and merge latencies are per layer, as the simulator reports
+// them. Simulated steps are memoised on (strategy, exact contexts in row order): the simulator is
+// deterministic, so a repeated batch gives the same timing bit for bit.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -66,10 +66,10 @@ struct ReplayResult {
 // Called after each step (progress reports).
 using ReplayProgress = std::function<void(const ReplayStep&)>;
 
-// Throws InputError for an empty strategy list, a strategy the geometry cannot run, layers < 1, or a bad batcher
-// configuration; RuntimeError when a timing is not a positive finite step with 0 <= merge <= step.
-ReplayResult replay_requests(std::vector<Request> requests, const ReplayConfig& config, const ScenarioTiming& timing,
-                             const ReplayProgress& progress = {});
+// Throws InputError for an empty strategy list, a strategy the geometry cannot run, layers < 1, or a bad
+// batcher configuration; RuntimeError when a timing is not a positive finite step with 0 <= merge <= step.
+ReplayResult replay_requests(std::vector<Request> requests, const ReplayConfig& config,
+                             const ScenarioTiming& timing, const ReplayProgress& progress = {});
 
 // Tokens of KV (all layers) one GPU can hold: ⌊capacity_bytes / (KV bytes per token per layer × layers)⌋, the
 // per-layer bytes from models::kv_bytes_per_token for the geometry. InputError when that is below one token.
@@ -78,8 +78,9 @@ std::int64_t kv_capacity_tokens(const models::Scenario& geometry, double capacit
 // Nearest-rank percentile (p in (0, 100]) of `values`; 0 for none.
 double percentile(std::vector<double> values, double p);
 
-// step,time_s,rows,admitted,sum_context,max_context,kv_tokens_max, then step_latency_us_<s>,merge_latency_us_<s>
-// per strategy. Written to a temporary file beside `path` and renamed; InputError when the directory is missing.
+// step,time_s,rows,admitted,sum_context,max_context,kv_tokens_max, then
+// step_latency_us_<s>,merge_latency_us_<s> per strategy. Written to a temporary file beside `path` and
+// renamed; InputError when the directory is missing.
 void write_steps_csv(const ReplayResult& result, const std::filesystem::path& path);
 
 // The table printed at the end of a replay.

@@ -4,7 +4,8 @@
 // Formats (plain or gzip, recognised by content, not name):
 //  - Mooncake JSONL (kvcache-ai/Mooncake FAST'25 traces): one object per line with "timestamp" (ms since the
 //    start of the trace), "input_length" and "output_length"; other fields (hash_ids) are ignored.
-//  - Azure LLM inference CSV (Azure/AzurePublicDataset, 2023): header TIMESTAMP,ContextTokens,GeneratedTokens,
+//  - Azure LLM inference CSV (Azure/AzurePublicDataset, 2023): header
+//  TIMESTAMP,ContextTokens,GeneratedTokens,
 //    timestamps as "2023-11-16 18:15:46.6805900" (UTC date-time, up to 9 fractional digits), made relative to
 //    the first row.
 // Arrival times are kept as integer ns, so nothing is rounded on the way in.
@@ -32,7 +33,8 @@ enum class RequestFormat { kMooncakeJsonl, kAzureCsv };
 std::vector<Request> read_mooncake_jsonl(const std::filesystem::path& path);
 std::vector<Request> read_azure_csv(const std::filesystem::path& path);
 
-// Picks the format from the name (.jsonl / .json, .csv, each optionally .gz); throws InputError for any other.
+// Picks the format from the name (.jsonl / .json, .csv, each optionally .gz); throws InputError for any
+// other.
 RequestFormat request_format_of(const std::filesystem::path& path);
 std::vector<Request> read_requests(const std::filesystem::path& path);
 

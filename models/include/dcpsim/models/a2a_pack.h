@@ -1,8 +1,8 @@
 #pragma once
 // The packed all-to-all layout (SPEC "Packed A2A layout"): rank r sends to each destination n one block
 // [B][H/N][D + P] in the output dtype holding its O for heads [n·H/N, (n+1)·H/N) followed by the LSE bits:
-// P = 2 lanes for 16-bit outputs (fp32 LSE bit pattern, low 16 bits in lane D, high 16 bits in lane D+1), P = 1 for
-// fp32 outputs (the fp32 LSE itself). kF64 outputs (reference only) use P = 1 with the fp64 LSE.
+// P = 2 lanes for 16-bit outputs (fp32 LSE bit pattern, low 16 bits in lane D, high 16 bits in lane D+1), P =
+// 1 for fp32 outputs (the fp32 LSE itself). kF64 outputs (reference only) use P = 1 with the fp64 LSE.
 #include <cstdint>
 #include <vector>
 
@@ -28,8 +28,8 @@ struct A2aBuffer {
 };
 
 // Packs rank's partial (O already in `dtype`; values are rounded to `dtype` if not) for `dcp` destinations.
-// The LSE is stored as its fp32 bit pattern, so NaN payloads and infinities travel unchanged. Throws InputError
-// when H is not divisible by dcp.
+// The LSE is stored as its fp32 bit pattern, so NaN payloads and infinities travel unchanged. Throws
+// InputError when H is not divisible by dcp.
 A2aBuffer pack_a2a(const Partial& partial, int dcp, DType dtype);
 
 // The all-to-all itself, a pure permutation: receive[r] block n = send[n] block r.

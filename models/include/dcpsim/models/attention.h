@@ -1,6 +1,7 @@
 #pragma once
 // Local decode attention on one rank's KV shard, returning the locally normalised output and its log-sum-exp
-// (SPEC "Local attention"): s_j = scale·q·k_j, L = log Σ exp(s_j) (or log2 Σ 2^(s_j·log2 e)), O = Σ exp(s_j − L)·v_j.
+// (SPEC "Local attention"): s_j = scale·q·k_j, L = log Σ exp(s_j) (or log2 Σ 2^(s_j·log2 e)), O = Σ exp(s_j −
+// L)·v_j.
 #include <cstdint>
 #include <vector>
 
@@ -20,14 +21,14 @@ enum class EmptyRowMarker {
 
 struct AttentionOptions {
   LseBase base = LseBase::kE;
-  double scale = 0.0;                 // softmax scale; 0 means 1/sqrt(D_qk)
-  DType compute = DType::kF64;        // kF64 or kF32: arithmetic used for scores, exponentials and sums
-  DType out_dtype = DType::kF64;      // O is rounded once to this type
-  DType lse_dtype = DType::kF64;      // L is rounded to this type (kernels emit fp32)
+  double scale = 0.0;             // softmax scale; 0 means 1/sqrt(D_qk)
+  DType compute = DType::kF64;    // kF64 or kF32: arithmetic used for scores, exponentials and sums
+  DType out_dtype = DType::kF64;  // O is rounded once to this type
+  DType lse_dtype = DType::kF64;  // L is rounded to this type (kernels emit fp32)
   EmptyRowMarker empty = EmptyRowMarker::kNegInfNaN;
-  int valid_rows = -1;                // rows at or past this index are padding (masked as empty); −1: all valid
-  bool transposed_lse = false;        // store L as [H][B]
-  std::int64_t out_row_pad = 0;       // extra elements after each row of O (head-padded storage)
+  int valid_rows = -1;           // rows at or past this index are padding (masked as empty); −1: all valid
+  bool transposed_lse = false;   // store L as [H][B]
+  std::int64_t out_row_pad = 0;  // extra elements after each row of O (head-padded storage)
 };
 
 // Attention over `shard` for every row and head of `problem`. Throws InputError on a shape mismatch or an
@@ -38,10 +39,12 @@ Partial local_attention(const Problem& problem, const KvShard& shard, const Atte
 Partial full_attention(const Problem& problem, const AttentionOptions& options);
 
 // Shards `problem` over `dcp` ranks with `interleave` and runs local attention on each: one Partial per rank.
-std::vector<Partial> rank_partials(const Problem& problem, int dcp, int interleave, const AttentionOptions& options);
+std::vector<Partial> rank_partials(const Problem& problem, int dcp, int interleave,
+                                   const AttentionOptions& options);
 
-// The attention options a scenario implies for its ranks: its base, scale and output dtype, an fp32 LSE (fp64 when
-// the output is fp64), fp64 arithmetic (an exact kernel: the only errors left are the stores to O and L).
+// The attention options a scenario implies for its ranks: its base, scale and output dtype, an fp32 LSE (fp64
+// when the output is fp64), fp64 arithmetic (an exact kernel: the only errors left are the stores to O and
+// L).
 AttentionOptions attention_options(const Scenario& scenario);
 
 }  // namespace dcpsim::models

@@ -1,6 +1,7 @@
 #pragma once
-// A decode attention problem: the query rows of one step and every row's full KV cache (before sharding). Generated
-// deterministically from a seed so that the CPU reference and a GPU run given the same seed see the same numbers.
+// A decode attention problem: the query rows of one step and every row's full KV cache (before sharding).
+// Generated deterministically from a seed so that the CPU reference and a GPU run given the same seed see the
+// same numbers.
 #include <cstdint>
 #include <vector>
 
@@ -9,19 +10,22 @@
 namespace dcpsim::models {
 
 struct Problem {
-  int rows = 0;      // B
-  int heads = 0;     // H
-  int kv_heads = 1;  // H_kv; query head h reads kv head h / (H / H_kv)
-  int qk_dim = 0;    // D_qk
-  int dim = 0;       // D
+  int rows = 0;                        // B
+  int heads = 0;                       // H
+  int kv_heads = 1;                    // H_kv; query head h reads kv head h / (H / H_kv)
+  int qk_dim = 0;                      // D_qk
+  int dim = 0;                         // D
   std::vector<std::int64_t> contexts;  // S_b per row
   std::vector<double> q;               // [B][H][D_qk]
   std::vector<std::vector<double>> k;  // per row b: [S_b][H_kv][D_qk]
   std::vector<std::vector<double>> v;  // per row b: [S_b][H_kv][D]
 
   int group_size() const { return heads / kv_heads; }
-  double q_at(int row, int head, int d) const { return q[(static_cast<std::int64_t>(row) * heads + head) * qk_dim + d]; }
-  // Throws InputError on inconsistent extents (H_kv not dividing H, D_qk < D, buffer sizes not matching contexts).
+  double q_at(int row, int head, int d) const {
+    return q[(static_cast<std::int64_t>(row) * heads + head) * qk_dim + d];
+  }
+  // Throws InputError on inconsistent extents (H_kv not dividing H, D_qk < D, buffer sizes not matching
+  // contexts).
   void validate() const;
 };
 
@@ -32,13 +36,13 @@ struct GenerateOptions {
   double kv_std = 1.0;               // standard deviation of K and V entries
 };
 
-// Q, K, V with i.i.d. entries uniform on [-√3·std, √3·std), from a SplitMix64 stream seeded by `seed` (portable:
-// the same numbers on every platform and standard library). Shapes from the scenario (heads, kv_heads, qk_dim,
-// head_dim, contexts). Throws InputError when the scenario is invalid.
+// Q, K, V with i.i.d. entries uniform on [-√3·std, √3·std), from a SplitMix64 stream seeded by `seed`
+// (portable: the same numbers on every platform and standard library). Shapes from the scenario (heads,
+// kv_heads, qk_dim, head_dim, contexts). Throws InputError when the scenario is invalid.
 Problem generate_problem(const Scenario& scenario, const GenerateOptions& options);
 
 // Lower-level form: explicit geometry.
-Problem generate_problem(int heads, int kv_heads, int qk_dim, int dim, const std::vector<std::int64_t>& contexts,
-                         const GenerateOptions& options);
+Problem generate_problem(int heads, int kv_heads, int qk_dim, int dim,
+                         const std::vector<std::int64_t>& contexts, const GenerateOptions& options);
 
 }  // namespace dcpsim::models

@@ -12,8 +12,9 @@
 
 namespace dcpsim::models {
 
-// ‖out − ref‖₂ / ‖ref‖₂ (0 when both are zero) and max |out − ref|. Positions where both are the same infinity
-// count as equal; a NaN, or an infinity not matched in the reference, is counted in `mismatched_nonfinite`.
+// ‖out − ref‖₂ / ‖ref‖₂ (0 when both are zero) and max |out − ref|. Positions where both are the same
+// infinity count as equal; a NaN, or an infinity not matched in the reference, is counted in
+// `mismatched_nonfinite`.
 struct ErrorStats {
   double rel_l2 = 0.0;
   double max_abs = 0.0;
@@ -26,13 +27,14 @@ struct ReferenceRun {
   Problem problem;
   std::vector<Partial> partials;  // per rank
   MergeResult merged;
-  Partial truth;                  // fp64 attention over the whole KV, dense layouts
-  ErrorStats out_error;           // merged.out vs truth.out
-  ErrorStats lse_error;           // merged.lse vs truth.lse
+  Partial truth;         // fp64 attention over the whole KV, dense layouts
+  ErrorStats out_error;  // merged.out vs truth.out
+  ErrorStats lse_error;  // merged.lse vs truth.lse
 };
 
-// Generates the scenario's problem from `seed`, runs every rank's local attention (attention_options(scenario)),
-// merges with the scenario's strategy (accumulating in `accumulate`) and the fp64 ground truth.
+// Generates the scenario's problem from `seed`, runs every rank's local attention
+// (attention_options(scenario)), merges with the scenario's strategy (accumulating in `accumulate`) and the
+// fp64 ground truth.
 ReferenceRun run_reference(const Scenario& scenario, std::uint64_t seed, DType accumulate = DType::kF32);
 
 }  // namespace dcpsim::models

@@ -1,7 +1,7 @@
 #pragma once
-// KV ownership across the DCP group (SPEC "KV ownership"): token t of a request lives on rank (t / I) mod N at local
-// position (t / (N·I))·I + t mod I; local positions are dense. All functions throw InputError for N < 1, I < 1,
-// a rank outside [0, N) or a negative token/length.
+// KV ownership across the DCP group (SPEC "KV ownership"): token t of a request lives on rank (t / I) mod N
+// at local position (t / (N·I))·I + t mod I; local positions are dense. All functions throw InputError for N
+// < 1, I < 1, a rank outside [0, N) or a negative token/length.
 #include <cstdint>
 #include <vector>
 

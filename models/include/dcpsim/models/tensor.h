@@ -1,6 +1,7 @@
 #pragma once
-// Plain tensors for the reference: values in std::vector<double> plus an explicit layout. Layouts exist because a
-// rank's attention output may be head-padded (row stride larger than H·D) and its LSE may be stored transposed.
+// Plain tensors for the reference: values in std::vector<double> plus an explicit layout. Layouts exist
+// because a rank's attention output may be head-padded (row stride larger than H·D) and its LSE may be stored
+// transposed.
 #include <cstdint>
 #include <vector>
 
@@ -34,7 +35,8 @@ struct LseLayout {
   static LseLayout transposed(int rows, int heads);  // [H][B]: row_stride = 1, head_stride = B
   std::int64_t index(int row, int head) const { return row * row_stride + head * head_stride; }
   std::int64_t storage_size() const;
-  void validate() const;  // exactly one of the strides is 1 and the other spans the other extent, else InputError
+  void validate()
+      const;  // exactly one of the strides is 1 and the other spans the other extent, else InputError
 };
 
 // One rank's locally normalised attention result: O_r and L_r. Empty shards carry LSE −inf (or +inf, the

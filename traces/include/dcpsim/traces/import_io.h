@@ -1,8 +1,8 @@
 #pragma once
-// Reading the third-party files that importers take in: request traces, profiler timelines. A file may be plain
-// or gzip-compressed (recognised by its magic bytes, not its name), and is read as a stream so that a trace far
-// larger than memory is never held whole. Every problem — a missing or unreadable file, a corrupt or truncated
-// gzip stream — is an InputError that names the file.
+// Reading the third-party files that importers take in: request traces, profiler timelines. A file may be
+// plain or gzip-compressed (recognised by its magic bytes, not its name), and is read as a stream so that a
+// trace far larger than memory is never held whole. Every problem — a missing or unreadable file, a corrupt
+// or truncated gzip stream — is an InputError that names the file.
 #include <cstdint>
 #include <filesystem>
 #include <istream>
@@ -23,8 +23,8 @@ class InputFile {
   // InputError (a parser that fails first should call check() before reporting its own complaint).
   std::istream& stream();
 
-  // The next line without its terminator ("\n" or "\r\n"); false at the end of the data. Counts lines, so that
-  // errors can name them; a decompression error is thrown here as soon as it happens.
+  // The next line without its terminator ("\n" or "\r\n"); false at the end of the data. Counts lines, so
+  // that errors can name them; a decompression error is thrown here as soon as it happens.
   bool next_line(std::string& line);
   std::int64_t line_number() const { return line_number_; }
 

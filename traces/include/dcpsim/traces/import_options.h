@@ -12,8 +12,8 @@
 namespace dcpsim::traces {
 
 struct ImportOptions {
-  // The DCP scenario the profiled run executed; every field the schema requires must be set (the importer checks
-  // it before reading the timeline). Its dcp must exceed the rank the events are filed under.
+  // The DCP scenario the profiled run executed; every field the schema requires must be set (the importer
+  // checks it before reading the timeline). Its dcp must exceed the rank the events are filed under.
   v1::Scenario scenario;
   // The DCP rank to file every event under. Unset: the trace's own (Kineto distributedInfo.rank), else 0.
   std::optional<int> rank;
@@ -35,11 +35,11 @@ struct ImportStats {
   std::int64_t collectives = 0;     // NCCL kernels
   std::int64_t copies = 0;          // memcpys
   std::int64_t memsets = 0;
-  std::int64_t cpu_events = 0;      // CPU ops, runtime calls, synchronisations
-  std::int64_t ranges = 0;          // annotations / NVTX ranges
+  std::int64_t cpu_events = 0;  // CPU ops, runtime calls, synchronisations
+  std::int64_t ranges = 0;      // annotations / NVTX ranges
   std::int64_t flows = 0;
-  std::int64_t skipped = 0;         // activities dropped because they were malformed (e.g. negative duration)
-  std::int64_t end_ns = 0;          // the latest end among the events written
+  std::int64_t skipped = 0;  // activities dropped because they were malformed (e.g. negative duration)
+  std::int64_t end_ns = 0;   // the latest end among the events written
   std::int64_t events() const { return kernels + collectives + copies + memsets + cpu_events + ranges; }
 };
 

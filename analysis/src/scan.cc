@@ -1,0 +1,216 @@
+// The scan driver: grid, shard, chunks run in forked worker processes, CSV assembled in order.
+#include "dcpsim/analysis/scan.h"
+
+#include <charconv>
+
+#include "dcpsim/error.h"
+
+#ifdef DCPSIM_WITH_SIMGRID
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "dcpsim/sim/report.h"
+#include "dcpsim/sim/simulator.h"
+#endif
+
+namespace dcpsim::analysis {
+
+std::pair<int, int> parse_shard(std::string_view text) {
+  const auto slash = text.find('/');
+  int index = -1;
+  int count = 0;
+  bool ok = slash != std::string_view::npos;
+  if (ok) {
+    const auto a = std::from_chars(text.data(), text.data() + slash, index);
+    const auto b = std::from_chars(text.data() + slash + 1, text.data() + text.size(), count);
+    ok = a.ec == std::errc() && a.ptr == text.data() + slash && b.ec == std::errc() &&
+         b.ptr == text.data() + text.size() && count >= 1 && index >= 0 && index < count;
+  }
+  if (!ok) {
+    throw InputError("--shard '" + std::string(text) + "' is not i/n with 0 <= i < n (e.g. 0/4, 3/4)");
+  }
+  return {index, count};
+}
+
+std::pair<std::size_t, std::size_t> shard_range(std::size_t total, int index, int count) {
+  const auto edge = [&](int i) { return total * static_cast<std::size_t>(i) / static_cast<std::size_t>(count); };
+  return {edge(index), edge(index + 1)};
+}
+
+#ifdef DCPSIM_WITH_SIMGRID
+namespace {
+
+struct Chunk {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+  std::filesystem::path part;
+};
+
+struct Work {
+  const ScanOptions& options;
+  models::HardwareProfile profile;
+  sim::SimOptions sim;
+  std::vector<models::Scenario> scenarios;
+};
+
+// Runs in the worker process: simulates the chunk and writes its rows to the part file.
+[[noreturn]] void run_worker(const Work& work, const Chunk& chunk) {
+  int code = 0;
+  std::string error;
+  try {
+    const sim::Simulator simulator(work.profile, work.sim);
+    std::ofstream out(chunk.part, std::ios::binary | std::ios::trunc);
+    for (std::size_t i = chunk.begin; i < chunk.end; ++i) {
+      out << scan_csv_row(work.options, work.profile, simulator.run(work.scenarios[i])) << '\n';
+    }
+    out.close();
+    if (!out) throw RuntimeError("cannot write '" + chunk.part.string() + "'");
+  } catch (const InputError& e) {
+    code = 2;
+    error = e.what();
+  } catch (const std::exception& e) {
+    code = 1;
+    error = e.what();
+  }
+  if (code != 0) std::ofstream(chunk.part.string() + ".err") << error;
+  std::_Exit(code);
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void remove_parts(const std::vector<Chunk>& chunks) {
+  std::error_code ec;
+  for (const Chunk& c : chunks) {
+    std::filesystem::remove(c.part, ec);
+    std::filesystem::remove(c.part.string() + ".err", ec);
+  }
+}
+
+// Keeps up to `jobs` workers running until every chunk is done; on a failure stops the others and throws.
+void run_chunks(const Work& work, const std::vector<Chunk>& chunks, int jobs, std::ostream& log) {
+  const auto start = std::chrono::steady_clock::now();
+  std::map<pid_t, std::size_t> running;
+  std::size_t next = 0;
+  std::size_t done = 0;
+  const std::size_t total = work.scenarios.size();
+  while (next < chunks.size() || !running.empty()) {
+    while (static_cast<int>(running.size()) < jobs && next < chunks.size()) {
+      std::fflush(nullptr);
+      const pid_t pid = ::fork();
+      if (pid < 0) throw RuntimeError("scan: cannot start a worker process");
+      if (pid == 0) run_worker(work, chunks[next]);
+      running[pid] = next++;
+    }
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    auto it = running.find(pid);
+    if (pid < 0 || it == running.end()) continue;
+    const Chunk& chunk = chunks[it->second];
+    running.erase(it);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      done += chunk.end - chunk.begin;
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      log << "scan: " << done << "/" << total << " scenarios, " << elapsed << " s\n" << std::flush;
+      continue;
+    }
+    for (const auto& [other, index] : running) ::kill(other, SIGTERM);
+    for (const auto& [other, index] : running) ::waitpid(other, nullptr, 0);
+    const std::string why = read_file(chunk.part.string() + ".err");
+    remove_parts(chunks);
+    const std::string what = "scan: " + (why.empty() ? "a worker process failed" : why);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 2) throw InputError(what);
+    throw RuntimeError(what);
+  }
+}
+
+std::vector<Chunk> make_chunks(const ScanOptions& o, std::size_t count, const std::filesystem::path& out) {
+  std::size_t size = o.chunk_size > 0 ? static_cast<std::size_t>(o.chunk_size)
+                                      : (count + 4 * o.jobs - 1) / (4 * static_cast<std::size_t>(o.jobs));
+  if (o.chunk_size <= 0) size = std::clamp<std::size_t>(size, 8, 500);
+  std::vector<Chunk> chunks;
+  for (std::size_t b = 0; b < count; b += size) {
+    const std::string name = out.string() + ".part" + std::to_string(chunks.size()) + "." + std::to_string(::getpid());
+    chunks.push_back({b, std::min(count, b + size), name});
+  }
+  return chunks;
+}
+
+void check_options(const ScanOptions& o) {
+  if (o.jobs < 1) throw InputError("--jobs " + std::to_string(o.jobs) + " is not an integer >= 1");
+  if (o.layers < 1) throw InputError("--layers " + std::to_string(o.layers) + " is not an integer >= 1");
+  if (!(o.weight_reserve_gib >= 0)) {
+    throw InputError("--weight-reserve-gib " + std::to_string(o.weight_reserve_gib) + " is not a number >= 0");
+  }
+  if (o.peers_in_flight < 1) {
+    throw InputError("--peers-in-flight " + std::to_string(o.peers_in_flight) + " is not an integer >= 1");
+  }
+  if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count) {
+    throw InputError("--shard " + std::to_string(o.shard_index) + "/" + std::to_string(o.shard_count) +
+                     " is not i/n with 0 <= i < n");
+  }
+}
+
+}  // namespace
+
+ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std::ostream& log) {
+  check_options(o);
+  const auto start = std::chrono::steady_clock::now();
+  Work work{o, models::load_profile(o.profile), {}, {}};
+  if (o.nccl_algo) work.sim.collective.algorithm = o.nccl_algo;
+  if (o.nccl_proto) work.sim.collective.protocol = o.nccl_proto;
+  work.sim.peers_in_flight = o.peers_in_flight;
+
+  ScanGrid grid = expand_scan(o.flags);
+  const int domain = static_cast<int>(work.profile.topology.gpus_per_nvlink_domain.si());
+  std::vector<models::Scenario> valid;
+  for (models::Scenario& s : grid.scenarios) {
+    if (s.dcp > domain && !(work.profile.internode.bandwidth.si() > 0)) {
+      grid.skipped.push_back(s.label() + ": dcp exceeds one NVLink domain of " + work.profile.name +
+                             " and the profile has no inter-node fabric");
+      continue;
+    }
+    work.sim.max_gpus = std::max(work.sim.max_gpus, s.dcp);
+    valid.push_back(std::move(s));
+  }
+  const auto [begin, end] = shard_range(valid.size(), o.shard_index, o.shard_count);
+  work.scenarios.assign(valid.begin() + begin, valid.begin() + end);
+
+  log << "scan: " << work.scenarios.size() << " scenarios";
+  if (o.shard_count > 1) log << " (shard " << o.shard_index << "/" << o.shard_count << " of " << valid.size() << ")";
+  log << " on " << work.profile.name << ", " << o.jobs << " job(s); KV capacity assumes " << o.layers
+      << " layers and " << o.weight_reserve_gib << " GiB of HBM reserved for weights\n";
+  for (const std::string& why : grid.skipped) log << "scan: skipped " << why << "\n";
+
+  const std::vector<Chunk> chunks = make_chunks(o, work.scenarios.size(), out);
+  try {
+    run_chunks(work, chunks, o.jobs, log);
+    std::string csv = o.header && o.shard_index == 0 ? scan_csv_header() + "\n" : std::string();
+    for (const Chunk& c : chunks) csv += read_file(c.part);
+    remove_parts(chunks);
+    sim::write_file_atomically(out, csv);
+  } catch (...) {
+    remove_parts(chunks);
+    throw;
+  }
+  ScanReport report;
+  report.scenarios = work.scenarios.size();
+  report.skipped = grid.skipped;
+  report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+#endif  // DCPSIM_WITH_SIMGRID
+
+}  // namespace dcpsim::analysis

@@ -1,0 +1,94 @@
+// The scan's CSV: one row per simulated scenario, formatted identically whichever worker produced it.
+#ifdef DCPSIM_WITH_SIMGRID
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "dcpsim/models/cost_kernels.h"
+#include "dcpsim/analysis/scan.h"
+
+namespace dcpsim::analysis {
+namespace {
+
+constexpr std::string_view kPhases[] = {sim::kPhaseQueryGather, sim::kPhaseAttention, sim::kPhaseLseGather,
+                                        sim::kPhaseCorrection,   sim::kPhaseCollective, sim::kPhasePack,
+                                        sim::kPhasePush,         sim::kPhaseWait,       sim::kPhaseCombine};
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string context_text(const models::Scenario& s) {
+  const bool uniform = std::all_of(s.contexts.begin(), s.contexts.end(),
+                                   [&](int64_t c) { return c == s.contexts.front(); });
+  return uniform ? std::to_string(s.contexts.front()) : "mixed";
+}
+
+// Longest duration of a phase over the ranks (empty when the strategy has no such phase).
+std::string phase_us(const sim::StepResult& r, std::string_view phase) {
+  double longest = -1.0;
+  for (const sim::RankTimeline& t : r.ranks) {
+    for (const sim::PhaseSpan& p : t.phases) {
+      if (p.name == phase) longest = std::max(longest, p.duration_s());
+    }
+  }
+  return longest < 0 ? "" : fixed(longest * 1e6, 6);
+}
+
+std::string plans(const sim::StepResult& r) {
+  std::string out;
+  for (const sim::PlannedCollective& c : r.collectives) {
+    if (!out.empty()) out += ';';
+    out += c.phase + "=" + std::string(models::to_string(c.plan.algorithm)) + "/" +
+           std::string(models::to_string(c.plan.protocol));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string scan_csv_header() {
+  std::string h =
+      "profile,dcp,heads,kv_heads,head_dim,qk_dim,batch,context,strategy,launch,kv_dtype,out_dtype,interleave,"
+      "step_latency_us,attention_end_us,merge_latency_us,merge_share";
+  for (std::string_view p : kPhases) h += ",phase_" + std::string(p) + "_us";
+  h += ",kv_tokens_per_rank,kv_bytes_per_rank,layers,weight_reserve_gib,kv_capacity_tokens_per_gpu,"
+       "kv_capacity_tokens_group,kv_fits,plans";
+  return h;
+}
+
+std::string scan_csv_row(const ScanOptions& o, const models::HardwareProfile& p, const sim::StepResult& r) {
+  const models::Scenario& s = r.scenario;
+  std::int64_t tokens = 0;
+  std::int64_t bytes = 0;
+  for (const sim::RankTimeline& t : r.ranks) {
+    tokens = std::max(tokens, t.kv_tokens);
+    bytes = std::max(bytes, t.kv_bytes);
+  }
+  const double per_token = models::kv_bytes_per_token(models::attention_shape(s)) * o.layers;
+  const double budget = p.gpu.hbm_capacity.si() - o.weight_reserve_gib * 1073741824.0;
+  const auto capacity = static_cast<std::int64_t>(budget > 0 ? std::floor(budget / per_token) : 0.0);
+
+  std::string row = p.name + "," + std::to_string(s.dcp) + "," + std::to_string(s.heads) + "," +
+                    std::to_string(s.kv_heads) + "," + std::to_string(s.head_dim) + "," +
+                    std::to_string(s.qk_dim) + "," + std::to_string(s.rows()) + "," + context_text(s) + "," +
+                    std::string(models::to_string(s.strategy)) + "," + std::string(models::to_string(s.launch)) +
+                    "," + std::string(models::to_string(s.kv_dtype)) + "," +
+                    std::string(models::to_string(s.out_dtype)) + "," + std::to_string(s.interleave);
+  row += "," + fixed(r.step_latency_s * 1e6, 6) + "," + fixed(r.attention_end_s * 1e6, 6) + "," +
+         fixed(r.merge_latency_s * 1e6, 6) + "," +
+         fixed(r.step_latency_s > 0 ? r.merge_latency_s / r.step_latency_s : 0.0, 6);
+  for (std::string_view phase : kPhases) row += "," + phase_us(r, phase);
+  row += "," + std::to_string(tokens) + "," + std::to_string(bytes) + "," + std::to_string(o.layers) + "," +
+         fixed(o.weight_reserve_gib, 3) + "," + std::to_string(capacity) + "," +
+         std::to_string(capacity * s.dcp) + "," + (tokens <= capacity ? "true" : "false") + "," + plans(r);
+  return row;
+}
+
+}  // namespace dcpsim::analysis
+
+#endif  // DCPSIM_WITH_SIMGRID

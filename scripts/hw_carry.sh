@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Run here (the build machine): builds the hardware runner with a static C++ runtime, static Protobuf and static
+# cudart, and copies what the GPU machine needs into .carry/ (ignored by git): the dcpsim and hw_tests binaries
+# (stripped) and the scripts they are driven by. The GPU machine has CUDA, NCCL (inside PyTorch's environment) and
+# python3, but no Protobuf, CLI11, GoogleTest or network; these binaries need none of them there.
+#   scripts/hw_carry.sh [build-dir]        (default build-hw)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build-hw}
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+cmake -S . -B "$build" -G Ninja -DDCPSIM_WITH_CUDA=ON -DDCPSIM_WITH_SIMGRID=OFF -DDCPSIM_STATIC_RUNTIME=ON \
+  -DDCPSIM_WERROR=ON -DDCPSIM_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C "$build" -j "${DCPSIM_JOBS:-2}" dcpsim hw_tests
+rm -rf .carry/bin && mkdir -p .carry/bin
+strip -o .carry/bin/dcpsim "$build/analysis/dcpsim"
+strip -o .carry/bin/hw_tests "$build/tests/hw/hw_tests"
+# Shared libraries the binaries still need that a plain Ubuntu image may lack (NCCL is found there at run time).
+for lib in $(ldd .carry/bin/dcpsim .carry/bin/hw_tests | awk '/=> \//{print $3}' | sort -u); do
+  case "$(basename "$lib")" in
+    libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libnccl.so*|ld-linux*|libgcc_s*|libstdc++*) ;;
+    *) cp -L "$lib" .carry/bin/ ;;
+  esac
+done
+ls -la .carry/bin
+du -sh .carry

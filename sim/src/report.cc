@@ -1,0 +1,140 @@
+#include "dcpsim/sim/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <system_error>
+#include <unistd.h>
+
+#include "dcpsim/error.h"
+
+namespace dcpsim::sim {
+namespace {
+
+std::string us(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%10.3f", seconds * 1e6);
+  return buf;
+}
+
+std::string plan_text(const models::CollectivePlan& plan) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s/%s, %d steps of %.0f B per rank, analytic %.3f us",
+                std::string(models::to_string(plan.algorithm)).c_str(),
+                std::string(models::to_string(plan.protocol)).c_str(), plan.steps, plan.bytes_per_step_per_rank,
+                plan.analytic_time_s * 1e6);
+  return buf;
+}
+
+// Phase durations over ranks, in the order the phases first appear.
+std::vector<std::pair<std::string, std::vector<double>>> phase_durations(const StepResult& r) {
+  std::vector<std::pair<std::string, std::vector<double>>> out;
+  for (const RankTimeline& t : r.ranks) {
+    for (const PhaseSpan& p : t.phases) {
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == p.name; });
+      if (it == out.end()) it = out.insert(out.end(), {p.name, {}});
+      it->second.push_back(p.duration_s());
+    }
+  }
+  return out;
+}
+
+nlohmann::json spread_json(const Spread& s) {
+  return {{"min_us", s.min * 1e6}, {"median_us", s.median * 1e6}, {"max_us", s.max * 1e6}};
+}
+
+}  // namespace
+
+Spread spread(std::vector<double> values) {
+  if (values.empty()) return {};
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  const double median = n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+  return {values.front(), median, values.back()};
+}
+
+std::string format_summary(const StepResult& r) {
+  std::string out = "dcpsim simulate: " + r.profile + ", " + r.scenario.label() + "\n";
+  out += "  step latency " + us(r.step_latency_s) + " us   attention done at" + us(r.attention_end_s) +
+         " us   merge adds" + us(r.merge_latency_s) + " us\n";
+  for (const PlannedCollective& c : r.collectives) out += "  " + c.phase + ": " + plan_text(c.plan) + "\n";
+  out += "\n  phase (us over ranks)      min     median        max\n";
+  for (const auto& [name, durations] : phase_durations(r)) {
+    const Spread s = spread(durations);
+    char line[128];
+    std::snprintf(line, sizeof line, "  %-16s %10.3f %10.3f %10.3f\n", name.c_str(), s.min * 1e6, s.median * 1e6,
+                  s.max * 1e6);
+    out += line;
+  }
+  out += "\n  rank   KV tokens   lse ready min/median/max (us)        output ready min/median/max (us)\n";
+  for (const RankTimeline& t : r.ranks) {
+    const Spread l = spread(t.lse_ready_s);
+    const Spread o = spread(t.output_ready_s);
+    char line[192];
+    std::snprintf(line, sizeof line, "  %4d %11lld   %10.3f %10.3f %10.3f    %10.3f %10.3f %10.3f\n", t.rank,
+                  static_cast<long long>(t.kv_tokens), l.min * 1e6, l.median * 1e6, l.max * 1e6, o.min * 1e6,
+                  o.median * 1e6, o.max * 1e6);
+    out += line;
+  }
+  return out;
+}
+
+nlohmann::json summary_json(const StepResult& r) {
+  nlohmann::json j;
+  j["profile"] = r.profile;
+  j["scenario"] = r.scenario.label();
+  j["step_latency_us"] = r.step_latency_s * 1e6;
+  j["attention_end_us"] = r.attention_end_s * 1e6;
+  j["merge_latency_us"] = r.merge_latency_s * 1e6;
+  j["simgrid_activities"] = r.activities;
+  for (const PlannedCollective& c : r.collectives) {
+    j["collectives"].push_back({{"phase", c.phase},
+                                {"algorithm", models::to_string(c.plan.algorithm)},
+                                {"protocol", models::to_string(c.plan.protocol)},
+                                {"steps", c.plan.steps},
+                                {"bytes_per_step_per_rank", c.plan.bytes_per_step_per_rank},
+                                {"analytic_us", c.plan.analytic_time_s * 1e6}});
+  }
+  for (const auto& [name, durations] : phase_durations(r)) j["phases"][name] = spread_json(spread(durations));
+  for (const RankTimeline& t : r.ranks) {
+    nlohmann::json rank = {{"rank", t.rank},
+                           {"kv_tokens", t.kv_tokens},
+                           {"kv_bytes", t.kv_bytes},
+                           {"attention_end_us", t.attention_end_s * 1e6},
+                           {"done_us", t.done_s * 1e6},
+                           {"lse_ready", spread_json(spread(t.lse_ready_s))},
+                           {"output_ready", spread_json(spread(t.output_ready_s))}};
+    for (const PhaseSpan& p : t.phases) {
+      rank["phases"].push_back({{"name", p.name}, {"begin_us", p.begin_s * 1e6}, {"end_us", p.end_s * 1e6}});
+    }
+    j["ranks"].push_back(std::move(rank));
+  }
+  return j;
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view text) {
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw InputError("cannot write '" + path.string() + "': directory '" + dir.string() + "' does not exist");
+  }
+  const std::filesystem::path temp = path.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError("cannot write '" + path.string() + "': cannot create '" + temp.string() + "'");
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.close();
+    if (!out) {
+      std::filesystem::remove(temp, ec);
+      throw RuntimeError("writing '" + temp.string() + "' failed");
+    }
+  }
+  std::filesystem::rename(temp, path, ec);
+  if (ec) {
+    std::filesystem::remove(temp, ec);
+    throw RuntimeError("cannot rename '" + temp.string() + "' to '" + path.string() + "'");
+  }
+}
+
+}  // namespace dcpsim::sim

@@ -1,0 +1,252 @@
+// calibrate: the fit recovers a known perturbation of a profile from traces the simulator wrote under it;
+// bounded least squares; the phase map; parameters the data cannot identify stay put; outputs load back.
+#include <gtest/gtest.h>
+
+#if DCPSIM_WITH_SIMGRID
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "calibration_test_support.h"
+#include "dcpsim/analysis/calibrate.h"
+#include "dcpsim/analysis/least_squares.h"
+#include "dcpsim/analysis/phase_map.h"
+#include "dcpsim/error.h"
+#include "dcpsim/sim/step_result.h"
+
+namespace dcpsim::analysis {
+namespace {
+
+using testing::TempDir;
+
+const ParameterResult& param(const CalibrationResult& r, const std::string& name) {
+  for (const ParameterResult& p : r.parameters) {
+    if (p.name == name) return p;
+  }
+  throw std::runtime_error("no parameter " + name);
+}
+
+double si(const models::HardwareProfile& p, const std::string& name) {
+  return fit_parameter(name).quantity(p).si();
+}
+
+// One calibration of h200-sxm on the grid simulated under true_profile(), shared by the tests that inspect it
+// (each fit re-simulates the grid a few hundred times).
+struct Fixture {
+  TempDir dir;
+  models::HardwareProfile base = models::load_profile("h200-sxm");
+  models::HardwareProfile truth = testing::true_profile();
+  std::vector<MeasuredSection> sections;
+  CalibrationResult result;
+
+  explicit Fixture(traces::v1::Source source) {
+    testing::write_sim_trace(dir / "truth.pb", truth, testing::calibration_grid(), source);
+    sections = load_measured(dir / "truth.pb").sections;
+    result = calibrate(base, sections, {});
+  }
+};
+
+const Fixture& sim_fit() {
+  static const Fixture f(traces::v1::SOURCE_SIM);
+  return f;
+}
+
+// The tolerance a recovered parameter must meet. The traces are exact up to the simulator's clock resolution
+// (2^-40 s ≈ 1e-12 s on figures of >= ~1 µs, so relative noise <= 1e-6); a parameter is determined with the
+// relative standard error the fit reports, computed from those residuals. Five standard errors, and never
+// looser than the brief's 1%.
+double tolerance(const ParameterResult& p) { return std::min(0.01, std::max(5 * p.relative_std_error, 1e-6)); }
+
+TEST(Calibrate, RecoversPerturbedKernelNumbersWithinOnePercent) {
+  const Fixture& f = sim_fit();
+  for (const char* name : {"kernel.floor", "kernel.hbm_efficiency_max", "kernel.half_efficiency_bytes",
+                           "attention.floor", "attention.cta_overhead"}) {
+    const ParameterResult& p = param(f.result, name);
+    ASSERT_TRUE(p.fitted) << name << ": " << p.status;
+    const double want = si(f.truth, name), got = si(f.result.profile, name);
+    EXPECT_NEAR(got / want, 1.0, tolerance(p)) << name << " base " << si(f.base, name);
+  }
+}
+
+TEST(Calibrate, RecoversLaunchCollectiveAndSignalNumbers) {
+  const Fixture& f = sim_fit();
+  for (const char* name : {"launch.dependent_gap", "launch.cpu_issue_eager", "nvlink.measured_bandwidth",
+                           "nccl.ring.ll.base_latency", "signal.flag_write_latency"}) {
+    const ParameterResult& p = param(f.result, name);
+    ASSERT_TRUE(p.fitted) << name << ": " << p.status;
+    EXPECT_NEAR(si(f.result.profile, name) / si(f.truth, name), 1.0, tolerance(p)) << name;
+  }
+}
+
+TEST(Calibrate, ResidualsVanishOnExactData) {
+  const Fixture& f = sim_fit();
+  ASSERT_FALSE(f.result.residuals.empty());
+  const ResidualStats& all = f.result.residuals.back();
+  EXPECT_EQ(all.figure, "all");
+  EXPECT_EQ(all.count, f.result.observations);
+  EXPECT_GT(all.count, 200);
+  EXPECT_LT(all.max, 1e-4);
+}
+
+TEST(Calibrate, UnidentifiedParametersKeepBaseValueAndSource) {
+  const Fixture& f = sim_fit();
+  // No scenario spans two NVLink domains, so nothing depends on the inter-node fabric.
+  for (const char* name : {"internode.latency", "internode.bandwidth"}) {
+    const ParameterResult& p = param(f.result, name);
+    EXPECT_FALSE(p.fitted) << name;
+    EXPECT_NE(p.status.find("not identified"), std::string::npos) << p.status;
+    EXPECT_EQ(fit_parameter(name).quantity(f.result.profile), fit_parameter(name).quantity(f.base)) << name;
+  }
+}
+
+TEST(Calibrate, EmulatedTracesFitKernelsOnly) {
+  const Fixture f(traces::v1::SOURCE_EMULATED);
+  EXPECT_TRUE(param(f.result, "kernel.floor").fitted);
+  EXPECT_NEAR(si(f.result.profile, "kernel.hbm_efficiency_max") / si(f.truth, "kernel.hbm_efficiency_max"), 1.0,
+              0.01);
+  for (const char* name : {"nvlink.measured_bandwidth", "nccl.ring.ll.base_latency", "signal.flag_write_latency",
+                           "launch.dependent_gap"}) {
+    const ParameterResult& p = param(f.result, name);
+    EXPECT_FALSE(p.fitted) << name;
+    EXPECT_EQ(fit_parameter(name).quantity(f.result.profile), fit_parameter(name).quantity(f.base)) << name;
+  }
+  EXPECT_NE(param(f.result, "nvlink.measured_bandwidth").status.find("emulated"), std::string::npos);
+  ASSERT_FALSE(f.result.excluded.empty());
+  EXPECT_NE(f.result.excluded.front().find("emulat"), std::string::npos);
+}
+
+TEST(Calibrate, HoldOutSectionsAreNotFittedButReported) {
+  const Fixture& f = sim_fit();
+  std::vector<MeasuredSection> fit, held;
+  for (std::size_t i = 0; i < f.sections.size(); ++i) (i % 4 == 3 ? held : fit).push_back(f.sections[i]);
+  const CalibrationResult r = calibrate(f.base, fit, held);
+  EXPECT_EQ(r.fit_sections, static_cast<int>(fit.size()));
+  EXPECT_EQ(r.holdout_sections, static_cast<int>(held.size()));
+  ASSERT_FALSE(r.holdout_residuals.empty());
+  EXPECT_GT(r.holdout_residuals.back().count, 50);
+  EXPECT_LT(r.holdout_residuals.back().p90, 1e-3);  // the truth generalises to unseen scenarios
+}
+
+TEST(Calibrate, FixedParametersAreNotFitted) {
+  const Fixture& f = sim_fit();
+  CalibrateOptions opt;
+  opt.fixed = {"kernel.floor"};
+  std::vector<MeasuredSection> few(f.sections.begin(), f.sections.begin() + 12);
+  const CalibrationResult r = calibrate(f.base, few, {}, opt);
+  EXPECT_FALSE(param(r, "kernel.floor").fitted);
+  EXPECT_EQ(r.profile.kernel.floor, f.base.kernel.floor);
+  opt.fixed = {"kernel.flor"};
+  EXPECT_THROW(calibrate(f.base, few, {}, opt), InputError);
+}
+
+TEST(Calibrate, WritesLoadableProfileAndSidecar) {
+  const Fixture& f = sim_fit();
+  CalibrationResult r = f.result;
+  CalibrationProvenance prov{{f.dir / "truth.pb"}, {load_measured(f.dir / "truth.pb").header}, "2026-11-29", ""};
+  stamp_sources(r, prov);
+  TempDir out;
+  write_calibration(r, prov, out / "h200-cal.json");
+  const models::HardwareProfile loaded = models::load_profile((out / "h200-cal.json").string());
+  EXPECT_EQ(loaded, r.profile);
+  EXPECT_EQ(loaded.name, "h200-sxm-calibrated");
+  EXPECT_EQ(loaded.kernel.floor.source.rfind("calibrated: least squares over ", 0), 0u) << loaded.kernel.floor.source;
+  EXPECT_NE(loaded.kernel.floor.source.find("2026-11-29"), std::string::npos);
+  EXPECT_EQ(loaded.internode.latency.source, f.base.internode.latency.source);
+
+  std::ifstream in(out / "h200-cal.calibration.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j.at("format"), "dcpsim-calibration/1");
+  EXPECT_EQ(j.at("base_profile"), "h200-sxm");
+  EXPECT_TRUE(j.at("domain").at("dcp").get<std::set<int>>() == (std::set<int>{2, 4, 8}));
+  EXPECT_TRUE(j.at("residuals").contains("attention"));
+  EXPECT_GE(j.at("residuals").at("attention").at("sigma").get<double>(), 0.0);
+  EXPECT_EQ(j.at("provenance").at("traces").size(), 1u);
+  std::vector<std::filesystem::path> leftovers;
+  for (const auto& e : std::filesystem::directory_iterator(out.path())) leftovers.push_back(e.path().filename());
+  EXPECT_EQ(leftovers.size(), 2u);  // no temporary file left behind
+}
+
+TEST(Calibrate, NothingToFitIsAnInputError) {
+  const Fixture& f = sim_fit();
+  EXPECT_THROW(calibrate(f.base, {}, {}), InputError);
+}
+
+TEST(LeastSquares, NonNegativeSolutionMatchesKnownAnswer) {
+  // Unconstrained optimum (1, -1); with x >= 0 the second is held at 0 and the first re-solved: x1 = 1/2.
+  Eigen::MatrixXd a(3, 2);
+  a << 1, 0, 0, 1, 1, 1;
+  Eigen::VectorXd b(3);
+  b << 1, -1, 0;
+  const Eigen::VectorXd free = a.colPivHouseholderQr().solve(b);
+  EXPECT_NEAR(free(1), -1.0, 1e-12);
+  const Eigen::VectorXd x = solve_nonnegative(a, b);
+  EXPECT_NEAR(x(0), 0.5, 1e-12);
+  EXPECT_EQ(x(1), 0.0);
+}
+
+TEST(LeastSquares, InteriorOptimumIsTheUnconstrainedOne) {
+  Eigen::MatrixXd a(4, 2);
+  a << 1, 1, 1, 2, 1, 3, 1, 4;
+  const Eigen::VectorXd truth = (Eigen::VectorXd(2) << 0.5, 2.0).finished();
+  const Eigen::VectorXd x = solve_lower_bounded(a, a * truth, Eigen::VectorXd::Constant(2, 0.25));
+  EXPECT_NEAR(x(0), 0.5, 1e-12);
+  EXPECT_NEAR(x(1), 2.0, 1e-12);
+  const Eigen::VectorXd held = solve_lower_bounded(a, a * truth, (Eigen::VectorXd(2) << 1.0, 0.0).finished());
+  EXPECT_DOUBLE_EQ(held(0), 1.0);  // the bound binds
+}
+
+TEST(LeastSquares, IndependentColumnsAndCovariance) {
+  Eigen::MatrixXd a(4, 3);
+  a << 1, 2, 1, 1, 2, 2, 1, 2, 3, 1, 2, 5;  // column 1 = 2 x column 0
+  EXPECT_EQ(independent_columns(a, {0, 1, 2}), (std::vector<int>{0, 2}));
+  EXPECT_EQ(independent_columns(a, {1, 0, 2}), (std::vector<int>{1, 2}));
+  Eigen::MatrixXd full(4, 2);
+  full << a.col(0), a.col(2);
+  const Eigen::MatrixXd want = (full.transpose() * full).inverse();
+  EXPECT_TRUE(normal_inverse(full).isApprox(want, 1e-12));
+}
+
+TEST(PhaseMap, SimulatorPhasesMapToThemselves) {
+  for (std::string_view p : {sim::kPhaseQueryGather, sim::kPhaseAttention, sim::kPhaseLseGather,
+                             sim::kPhaseCorrection, sim::kPhaseCollective, sim::kPhasePack, sim::kPhasePush,
+                             sim::kPhaseWait, sim::kPhaseCombine}) {
+    EXPECT_EQ(map_phase(p, "t"), std::string(p));
+  }
+  EXPECT_EQ(map_phase("A2A-Pack", "t"), "pack");
+  EXPECT_EQ(map_phase("reduce_scatter", "t"), "collective");
+  EXPECT_EQ(map_phase("step", "t"), std::nullopt);
+  try {
+    map_phase("warp_drive", "x.pb#2");
+    FAIL() << "an unknown phase must be an error";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("x.pb#2: phase 'warp_drive' has no simulator counterpart", 0), 0u) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos);
+  }
+  EXPECT_TRUE(measures_faithfully(traces::v1::SOURCE_EMULATED, "attention"));
+  EXPECT_FALSE(measures_faithfully(traces::v1::SOURCE_EMULATED, "collective"));
+  EXPECT_TRUE(measures_faithfully(traces::v1::SOURCE_HW, "collective"));
+}
+
+TEST(FitParameters, CoordinatesRoundTrip) {
+  models::HardwareProfile p = models::load_profile("h200-sxm");
+  const models::HardwareProfile base = p;
+  for (const FitParameter& fp : fit_parameters()) {
+    const double x = fp.value(base);
+    fp.assign(p, x * 1.1);
+    EXPECT_NEAR(fp.value(p) / (x * 1.1), 1.0, 1e-12) << fp.name;
+    fp.assign(p, x);
+    EXPECT_NEAR(fp.quantity(p).value / fp.quantity(base).value, 1.0, 1e-12) << fp.name;
+    EXPECT_LE(fp.lower_bound(base), x) << fp.name;
+  }
+  // a = 1/(bw x max) at its bound means max = 1.
+  const FitParameter& rate = fit_parameter("kernel.hbm_efficiency_max");
+  rate.assign(p, rate.lower_bound(base));
+  EXPECT_NEAR(p.kernel.hbm_efficiency_max.value, 1.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace dcpsim::analysis
+
+#endif  // DCPSIM_WITH_SIMGRID

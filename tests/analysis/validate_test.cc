@@ -1,0 +1,201 @@
+// validate: ~0 error with the profile that produced the traces, a failing gate with a wrong one, reports, the
+// calibrated-domain warning, and one-line errors for files calibration cannot use (through the dcpsim CLI too).
+#include <gtest/gtest.h>
+
+#if DCPSIM_WITH_SIMGRID
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "calibration_test_support.h"
+#include "dcpsim/analysis/calibrate.h"
+#include "dcpsim/analysis/validate.h"
+#include "dcpsim/error.h"
+#include "dcpsim/models/scenario_proto.h"
+#include "dcpsim/traces/provenance.h"
+#include "dcpsim/traces/trace_collector.h"
+
+namespace dcpsim::analysis {
+namespace {
+
+using testing::TempDir;
+
+// A few scenarios of each strategy: enough for every kind of figure, quick to simulate.
+std::vector<models::Scenario> small_grid() {
+  std::vector<models::Scenario> out;
+  const auto grid = testing::calibration_grid();
+  for (std::size_t i = 0; i < grid.size(); i += 3) out.push_back(grid[i]);
+  return out;
+}
+
+struct Traces {
+  TempDir dir;
+  std::filesystem::path path = dir / "truth.pb";
+  Traces() { testing::write_sim_trace(path, testing::true_profile(), small_grid()); }
+};
+
+const Traces& truth_traces() {
+  static const Traces t;
+  return t;
+}
+
+std::string read(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs the dcpsim executable; returns its exit status and fills `err` with its stderr.
+int run_dcpsim(const std::string& args, std::string* err = nullptr) {
+  const std::filesystem::path exe = std::filesystem::path(DCPSIM_BINARY_DIR) / "analysis" / "dcpsim";
+  const TempDir tmp;
+  const std::string cmd = exe.string() + " " + args + " >" + (tmp / "out").string() + " 2>" + (tmp / "err").string();
+  const int status = std::system(cmd.c_str());
+  if (err) *err = read(tmp / "err");
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string error_of(const std::filesystem::path& p) {
+  try {
+    load_measured(p);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Validate, TheTrueProfileReproducesItsTraces) {
+  const auto sections = load_measured(truth_traces().path).sections;
+  const ValidationReport r = validate(testing::true_profile(), std::nullopt, sections);
+  EXPECT_TRUE(r.passed);
+  EXPECT_LT(r.median_error, 1e-6);
+  EXPECT_LT(r.per_figure.back().max, 1e-4);
+  EXPECT_EQ(r.per_figure.back().within_tolerance, 1.0);
+  // Every kind of figure is there: kernel and communication phases, the step, per-row ready times.
+  std::set<std::string> figures;
+  for (const ErrorSummary& s : r.per_figure) figures.insert(s.key);
+  for (const char* f : {"attention", "correction", "collective", "pack", "push", "wait", "combine", "query_gather",
+                        "step", "row_lse", "row_output"}) {
+    EXPECT_TRUE(figures.count(f)) << f;
+  }
+  EXPECT_FALSE(r.has_intervals);
+}
+
+TEST(Validate, AWrongProfileFailsTheGate) {
+  const auto sections = load_measured(truth_traces().path).sections;
+  const ValidationReport r = validate(models::load_profile("h200-sxm"), std::nullopt, sections);
+  EXPECT_FALSE(r.passed);
+  EXPECT_GT(r.median_error, 0.05);
+  ValidateOptions lax;
+  lax.max_median_error = 10.0;
+  EXPECT_TRUE(validate(models::load_profile("h200-sxm"), std::nullopt, sections, lax).passed);
+}
+
+TEST(Validate, ReportsAndPredictionIntervals) {
+  const auto sections = load_measured(truth_traces().path).sections;
+  CalibrationInfo cal;
+  cal.sigma = {{"attention", 0.02}, {"step", 0.0}};
+  cal.domain = domain_of({sections.front()});
+  const ValidationReport r = validate(testing::true_profile(), cal, sections);
+  ASSERT_TRUE(r.has_intervals);
+  for (const Comparison& c : r.comparisons) {
+    if (c.observation.phase == "attention") {
+      ASSERT_TRUE(c.interval_low_s.has_value());
+      EXPECT_NEAR(*c.interval_high_s - *c.interval_low_s, 2 * 1.96 * 0.02 * c.predicted_s, 1e-15);
+      EXPECT_TRUE(c.inside_interval);
+    } else if (c.observation.kind == ObservationKind::kRowLse) {
+      EXPECT_FALSE(c.interval_low_s.has_value());
+    }
+  }
+  // The domain came from the first section only, so the others are outside it.
+  ASSERT_FALSE(r.warnings.empty());
+  EXPECT_NE(r.warnings.front().find("outside the calibrated domain"), std::string::npos) << r.warnings.front();
+
+  const std::string md = validation_markdown(r, {}, "dcpsim validate ...");
+  EXPECT_NE(md.find("**PASS**"), std::string::npos);
+  EXPECT_NE(md.find("| attention |"), std::string::npos);
+  EXPECT_NE(md.find("inside 95% interval"), std::string::npos);
+  const std::string csv = validation_csv(r);
+  EXPECT_EQ(static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n')), r.comparisons.size() + 1);
+}
+
+TEST(Validate, EmulatedTracesCompareKernelPhasesOnly) {
+  TempDir dir;
+  testing::write_sim_trace(dir / "emu.pb", testing::true_profile(), small_grid(), traces::v1::SOURCE_EMULATED);
+  const ValidationReport r = validate(testing::true_profile(), std::nullopt, load_measured(dir / "emu.pb").sections);
+  EXPECT_TRUE(r.emulated);
+  for (const Comparison& c : r.comparisons) {
+    EXPECT_EQ(c.observation.kind, ObservationKind::kPhase);
+    EXPECT_TRUE(c.observation.phase == "attention" || c.observation.phase == "correction" ||
+                c.observation.phase == "pack" || c.observation.phase == "combine")
+        << c.observation.phase;
+  }
+  EXPECT_NE(validation_markdown(r, {}, "x").find("only the kernel phases"), std::string::npos);
+}
+
+TEST(BadTraces, TruncatedNotATraceNoSummariesAreOneLineErrors) {
+  TempDir dir;
+  const std::string full = read(truth_traces().path);
+  std::ofstream(dir / "cut.pb", std::ios::binary) << full.substr(0, full.size() / 2);
+  std::ofstream(dir / "text.pb") << "timestamp,phase\n1,attention\n";
+  {
+    traces::ProtobufTraceWriter w(dir / "bare.pb");
+    w.on_header(traces::make_header(traces::v1::SOURCE_HW));
+    w.on_scenario(models::to_proto(small_grid().front()));
+    w.finish();
+  }
+  {
+    traces::ProtobufTraceWriter w(dir / "odd.pb");
+    w.on_header(traces::make_header(traces::v1::SOURCE_HW));
+    w.on_scenario(models::to_proto(small_grid().front()));
+    traces::v1::PhaseSummary ph;
+    ph.set_phase("warp_drive");
+    ph.set_median_ns(1000);
+    w.on_phase_summary(ph);
+    w.finish();
+  }
+  for (const auto& [file, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"cut.pb", "cut.pb"}, {"text.pb", "text.pb"}, {"bare.pb", "no phase summaries"},
+           {"odd.pb", "phase 'warp_drive' has no simulator counterpart"}, {"missing.pb", "missing.pb"}}) {
+    const std::string what = error_of(dir / file);
+    EXPECT_NE(what.find(expect), std::string::npos) << file << ": " << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << file;
+  }
+}
+
+TEST(Cli, CalibrateThenValidateExitCodes) {
+  const std::string truth = truth_traces().path.string();
+  TempDir dir;
+  const std::string out = (dir / "cal.json").string();
+  std::string err;
+  ASSERT_EQ(run_dcpsim("calibrate --measured " + truth + " --profile h200-sxm --out " + out + " --hold-out 3", &err),
+            0)
+      << err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "cal.calibration.json"));
+  EXPECT_NE(read(dir / "cal.calibration.json").find("holdout_residuals"), std::string::npos);
+  // The fitted profile reproduces the traces; its sidecar gives intervals.
+  const std::string report = (dir / "report.md").string(), csv = (dir / "report.csv").string();
+  EXPECT_EQ(run_dcpsim("validate --measured " + truth + " --profile " + out + " --report " + report + " --csv " + csv,
+                       &err),
+            0)
+      << err;
+  EXPECT_NE(read(report).find("inside 95% interval"), std::string::npos);
+  // The uncalibrated profile misses by more than 5%: exit 1, one line naming the limit.
+  EXPECT_EQ(run_dcpsim("validate --measured " + truth + " --profile h200-sxm", &err), 1);
+  EXPECT_NE(err.find("exceeds --max-median-err"), std::string::npos) << err;
+  EXPECT_EQ(run_dcpsim("validate --measured " + (dir / "nope.pb").string() + " --profile h200-sxm", &err), 2);
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_EQ(run_dcpsim("calibrate --measured " + truth + " --profile h200-sxm --out " + out + " --hold-out 1", &err),
+            2);
+}
+
+}  // namespace
+}  // namespace dcpsim::analysis
+
+#endif  // DCPSIM_WITH_SIMGRID

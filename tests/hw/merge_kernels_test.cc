@@ -1,0 +1,229 @@
+// The merge kernels against the models/ reference: the AG strategies' LSE correction (in place and into the
+// reduce-scatter layout), the packed all-to-all (pack bit-exact, unpack-combine) and the direct merge with its
+// flags — random N (not only powers of two), empty shards, sentinel LSEs with NaN garbage, strided O,
+// transposed LSE, padding rows, both bases.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "dcpsim/hw/kernels.h"
+#include "dcpsim/models/a2a_pack.h"
+#include "dcpsim/models/attention.h"
+#include "dcpsim/models/merge.h"
+#include "dcpsim/models/tensor.h"
+#include "gpu_test_util.h"
+
+namespace dcpsim::hw {
+namespace {
+
+using models::DType;
+
+struct Setup {
+  int dcp, heads, dim;
+  std::vector<std::int64_t> contexts;
+  models::LseBase base = models::LseBase::kE;
+  DType out = DType::kBF16;
+  bool transposed = false;
+  std::int64_t pad = 0;
+};
+
+// Every rank's partial from the reference (O rounded to the output type, fp32 LSE, NaN in empty rows), with
+// FlashAttention's +inf marker and a NaN LSE planted on some rows to prove they are never read.
+std::vector<models::Partial> partials_for(const Setup& s, std::uint64_t seed, bool plant_sentinels) {
+  models::GenerateOptions g;
+  g.seed = seed;
+  const models::Problem p = models::generate_problem(s.heads, 1, s.dim, s.dim, s.contexts, g);
+  models::AttentionOptions o;
+  o.base = s.base;
+  o.compute = DType::kF32;
+  o.out_dtype = s.out;
+  o.lse_dtype = DType::kF32;
+  std::vector<models::Partial> parts = models::rank_partials(p, s.dcp, 1, o);
+  for (auto& part : parts) {
+    const auto ol = models::OutLayout::padded(p.rows, s.heads, s.dim, s.pad);
+    const auto ll = s.transposed ? models::LseLayout::transposed(p.rows, s.heads) : models::LseLayout::dense(p.rows, s.heads);
+    part = models::relayout(part, ol, ll, std::nan(""));
+  }
+  if (plant_sentinels && s.dcp > 1) {
+    auto& victim = parts[s.dcp - 1];
+    for (int h = 0; h < s.heads; h += 3) {
+      victim.lse[victim.lse_layout.index(0, h)] = h % 2 ? INFINITY : NAN;
+      for (int d = 0; d < s.dim; ++d) victim.out[victim.out_layout.index(0, h, d)] = NAN;
+    }
+  }
+  return parts;
+}
+
+double lse_of(const models::Partial& p, int b, int h) { return p.l(b, h); }
+
+TEST(Correct, MatchesTheReferenceScaling) {
+  DCPSIM_REQUIRE_GPU(gpu_lse_correct({}, 0, {}));
+  std::mt19937 rng(3);
+  for (int i = 0; i < 10; ++i) {
+    Setup s{1 + int(rng() % 7), 0, std::vector<int>{128, 512, 100, 7}[i % 4], {}};
+    s.heads = s.dcp * (1 + int(rng() % 4));
+    for (int b = 0; b < 3; ++b) s.contexts.push_back(std::vector<int>{0, 1, 2, 5, 90}[rng() % 5]);
+    s.base = i % 2 ? models::LseBase::k2 : models::LseBase::kE;
+    s.out = std::vector<DType>{DType::kBF16, DType::kF16, DType::kF32}[i % 3];
+    s.transposed = i % 3 == 1;
+    s.pad = i % 4 == 3 ? 24 : 0;
+    const auto parts = partials_for(s, 50 + i, true);
+    const double u = models::unit_roundoff(s.out);
+    for (int r = 0; r < s.dcp; ++r)
+      for (bool blocks : {false, true}) {
+        SCOPED_TRACE("case " + std::to_string(i) + " rank " + std::to_string(r) + (blocks ? " blocks" : " in place"));
+        GpuCorrectOptions o{s.base, s.out, -1, blocks};
+        const GpuCorrectResult g = gpu_lse_correct(parts, r, o);
+        const int B = int(s.contexts.size()), H = s.heads, J = H / s.dcp;
+        for (int b = 0; b < B; ++b)
+          for (int h = 0; h < H; ++h) {
+            std::vector<double> l;
+            for (const auto& part : parts) l.push_back(lse_of(part, b, h));
+            const models::LseMerge m = models::merge_lse(l, s.base, DType::kF64);
+            const double gl = g.lse[std::size_t(b) * H + h];
+            if (std::isinf(m.lse)) ASSERT_EQ(gl, m.lse);
+            else ASSERT_NEAR(gl, m.lse, 1e-5 * std::max(1.0, std::fabs(m.lse)));
+            for (int d = 0; d < s.dim; ++d) {
+              const double w = m.weights[r];
+              const double want = w == 0 ? 0.0 : models::round_to(s.out, w * parts[r].o(b, h, d));
+              const std::size_t at = blocks ? ((std::size_t(h / J) * B + b) * J + h % J) * s.dim + d
+                                            : std::size_t(parts[r].out_layout.index(b, h, d));
+              const double got = g.out[at];
+              ASSERT_FALSE(std::isnan(got)) << "row " << b << " head " << h;
+              ASSERT_LE(std::fabs(got - want), 4 * u * std::fabs(want) + 1e-30) << "row " << b << " head " << h;
+            }
+          }
+      }
+  }
+}
+
+TEST(Correct, PaddingRowsComeOutEmpty) {
+  DCPSIM_REQUIRE_GPU(gpu_lse_correct({}, 0, {}));
+  Setup s{3, 6, 128, {40, 40, 40}};
+  const auto parts = partials_for(s, 9, false);
+  const GpuCorrectResult g = gpu_lse_correct(parts, 1, GpuCorrectOptions{s.base, s.out, 2, false});
+  for (int h = 0; h < 6; ++h) {
+    EXPECT_EQ(g.lse[2 * 6 + h], -INFINITY);
+    for (int d = 0; d < 128; ++d) EXPECT_EQ(g.out[parts[1].out_layout.index(2, h, d)], 0.0);
+  }
+}
+
+void expect_block_matches(const GpuMergedBlock& g, const models::RankOutput& ref, DType out, const std::string& what) {
+  const double u = models::unit_roundoff(out);
+  ASSERT_EQ(g.out.size(), ref.out.size()) << what;
+  for (std::size_t i = 0; i < g.out.size(); ++i)
+    ASSERT_LE(std::fabs(g.out[i] - ref.out[i]), 4 * u * std::fabs(ref.out[i]) + 1e-6) << what << " at " << i;
+  for (std::size_t i = 0; i < g.lse.size(); ++i) {
+    if (std::isinf(ref.lse[i])) ASSERT_EQ(g.lse[i], ref.lse[i]) << what;
+    else ASSERT_NEAR(g.lse[i], ref.lse[i], 1e-5 * std::max(1.0, std::fabs(ref.lse[i]))) << what;
+  }
+}
+
+TEST(A2a, PackIsBitExactAndCombineMatchesTheReference) {
+  DCPSIM_REQUIRE_GPU(gpu_a2a_pack(models::Partial{}, 1, DType::kBF16));
+  std::mt19937 rng(5);
+  for (int i = 0; i < 8; ++i) {
+    Setup s{std::vector<int>{2, 3, 5, 7, 8, 1, 4, 6}[i], 0, std::vector<int>{128, 512, 64}[i % 3], {}};
+    s.heads = s.dcp * (1 + int(rng() % 3));
+    for (int b = 0; b < 2 + i % 2; ++b) s.contexts.push_back(std::vector<int>{0, 1, 3, 60}[rng() % 4]);
+    s.base = i % 2 ? models::LseBase::k2 : models::LseBase::kE;
+    s.out = i % 4 == 3 ? DType::kF32 : DType::kBF16;
+    s.transposed = i % 2 == 0;
+    s.pad = i % 3 == 0 ? 8 : 0;
+    SCOPED_TRACE("case " + std::to_string(i));
+    const auto parts = partials_for(s, 70 + i, true);
+    std::vector<models::A2aBuffer> sent;
+    for (int r = 0; r < s.dcp; ++r) {
+      const models::A2aBuffer gb = gpu_a2a_pack(parts[r], s.dcp, s.out);
+      const models::A2aBuffer rb = models::pack_a2a(parts[r], s.dcp, s.out);
+      ASSERT_EQ(gb.bytes.size(), rb.bytes.size());
+      for (int n = 0; n < s.dcp; ++n)
+        for (int b = 0; b < gb.rows; ++b)
+          for (int j = 0; j < gb.heads_per_block; ++j) {
+            const double rl = models::a2a_lse(rb, n, b, j), gl = models::a2a_lse(gb, n, b, j);
+            ASSERT_TRUE(std::memcmp(&rl, &gl, sizeof rl) == 0 || (std::isnan(rl) && std::isnan(gl)))
+                << "LSE bits differ at block " << n << " row " << b << " head " << j;
+            if (!std::isfinite(rl)) continue;
+            for (int d = 0; d < gb.dim; ++d)
+              ASSERT_EQ(models::a2a_value(gb, n, b, j, d), models::a2a_value(rb, n, b, j, d));
+          }
+      sent.push_back(gb);
+    }
+    const std::vector<models::A2aBuffer> received = models::all_to_all(sent);
+    models::MergeOptions mo;
+    mo.strategy = models::Strategy::kA2a;
+    mo.base = s.base;
+    mo.out_dtype = s.out;
+    const models::MergeResult ref = models::merge(parts, mo);
+    for (int r = 0; r < s.dcp; ++r)
+      expect_block_matches(gpu_a2a_combine(received[r], s.base, s.out), ref.ranks[r], s.out,
+                           "rank " + std::to_string(r));
+  }
+}
+
+TEST(A2a, PackMasksPaddingRows) {
+  DCPSIM_REQUIRE_GPU(gpu_a2a_pack(models::Partial{}, 1, DType::kBF16));
+  Setup s{2, 4, 128, {30, 30}};
+  const auto parts = partials_for(s, 12, false);
+  const models::A2aBuffer b = gpu_a2a_pack(parts[0], 2, s.out, 1);
+  for (int n = 0; n < 2; ++n)
+    for (int j = 0; j < 2; ++j) {
+      EXPECT_EQ(models::a2a_lse(b, n, 1, j), -INFINITY);
+      for (int d = 0; d < 128; ++d) EXPECT_EQ(models::a2a_value(b, n, 1, j, d), 0.0);
+    }
+}
+
+TEST(Direct, MatchesTheReferenceOverSeveralEpochs) {
+  DCPSIM_REQUIRE_GPU(gpu_direct_merge({}, {}));
+  for (int i = 0; i < 6; ++i) {
+    Setup s{std::vector<int>{2, 3, 5, 8, 1, 6}[i], 0, i % 2 ? 512 : 128, {0, 2, 7, 150}};
+    s.heads = s.dcp * (1 + i % 3);
+    s.base = i % 2 ? models::LseBase::k2 : models::LseBase::kE;
+    s.transposed = i % 3 == 0;
+    s.pad = i == 2 ? 16 : 0;
+    SCOPED_TRACE("case " + std::to_string(i));
+    const auto parts = partials_for(s, 90 + i, true);
+    GpuDirectOptions o;
+    o.base = s.base;
+    o.out_dtype = s.out;
+    o.steps = 3;
+    const auto got = gpu_direct_merge(parts, o);
+    models::MergeOptions mo;
+    mo.strategy = models::Strategy::kDirect;
+    mo.base = s.base;
+    mo.out_dtype = s.out;
+    const models::MergeResult ref = models::merge(parts, mo);
+    for (int r = 0; r < s.dcp; ++r) expect_block_matches(got[r], ref.ranks[r], s.out, "owner " + std::to_string(r));
+  }
+}
+
+TEST(Direct, AMissingFlagEndsInAClearError) {
+  DCPSIM_REQUIRE_GPU(gpu_direct_merge({}, {}));
+  Setup s{3, 6, 128, {10, 20}};
+  const auto parts = partials_for(s, 5, false);
+  GpuDirectOptions o;
+  o.skip_writer = 1;
+  o.timeout_ns = 20'000'000;
+  o.steps = 1;
+  try {
+    gpu_direct_merge(parts, o);
+    FAIL() << "no error";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("flag of rank 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Direct, RejectsHeadsNotDivisibleByN) {
+  DCPSIM_REQUIRE_GPU(gpu_direct_merge({}, {}));
+  Setup s{3, 4, 128, {10}};
+  s.dcp = 2;
+  s.heads = 4;
+  auto parts = partials_for(s, 1, false);
+  parts.push_back(parts[0]);
+  EXPECT_THROW(gpu_direct_merge(parts, {}), InputError);
+}
+
+}  // namespace
+}  // namespace dcpsim::hw
