@@ -25,19 +25,20 @@ void check_duration(double ns, const std::string& where, const std::string& what
   }
 }
 
-std::vector<MeasuredPhase> read_phases(const traces::TraceSection& s, const std::string& where) {
+std::vector<MeasuredPhase> read_phases(const traces::TraceSection& s, traces::v1::Source source,
+                                       const std::string& where) {
   std::vector<MeasuredPhase> per_rank, all_ranks;
   for (const auto& ps : s.phase_summaries) {
     const std::string what = "phase '" + ps.phase() + "' rank " + std::to_string(ps.rank());
-    const std::optional<std::string> phase = map_phase(ps.phase(), where);
-    if (!phase) continue;
+    const std::optional<std::vector<std::string>> sim_phases = map_phase(ps.phase(), source, where);
+    if (!sim_phases) continue;
     if (ps.rank() < -1 || ps.rank() >= s.scenario.dcp()) {
       throw InputError(where + ": " + what + ": rank out of range (-1 for all ranks, or 0.." +
                        std::to_string(s.scenario.dcp() - 1) + ")");
     }
     check_duration(ps.median_ns(), where, what + " median");
-    MeasuredPhase m{ps.rank(), ps.phase(), *phase, ps.median_ns() * kNs, ps.min_ns() * kNs,
-                    ps.max_ns() * kNs, ps.repetitions()};
+    MeasuredPhase m{ps.rank(),         ps.phase(),         figure_name(*sim_phases), *sim_phases,
+                    ps.median_ns() * kNs, ps.min_ns() * kNs, ps.max_ns() * kNs,        ps.repetitions()};
     (ps.rank() < 0 ? all_ranks : per_rank).push_back(std::move(m));
   }
   // A phase a rank ran in several pieces (or under two names that map to one simulator phase) is compared as
@@ -106,7 +107,7 @@ MeasuredSection read_section(const std::filesystem::path& path, int index, trace
     throw InputError(where + ": no phase summaries (calibrate and validate compare per-phase medians; a trace "
                              "from `dcpsim simulate` or `dcpsim hw run` has them)");
   }
-  out.phases = read_phases(s, where);
+  out.phases = read_phases(s, source, where);
   out.rows = read_rows(s, where);
   if (!s.summaries.empty() && s.summaries.back().step_latency_ns() > 0) {
     check_duration(s.summaries.back().step_latency_ns(), where, "step latency");

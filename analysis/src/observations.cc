@@ -75,25 +75,27 @@ ObservationSet build_observations(const std::vector<MeasuredSection>& sections, 
   for (int i = 0; i < static_cast<int>(sections.size()); ++i) {
     const MeasuredSection& s = sections[i];
     for (const MeasuredPhase& m : s.phases) {
-      if (!measures_faithfully(s.source, m.phase)) {
+      if (!measures_faithfully(s.source, m.sim_phases)) {
         unfaithful.insert(m.phase);
         ++unfaithful_count;
       } else if (m.median_s <= 0) {
         ++zero_count;
       } else {
-        set.observations.push_back({i, ObservationKind::kPhase, m.rank, m.phase, -1, m.median_s});
+        set.observations.push_back({i, ObservationKind::kPhase, m.rank, m.phase, -1, m.median_s, m.sim_phases});
       }
     }
     if (!step_is_faithful(s.source)) {
       step_rows_skipped += (s.step_s ? 1 : 0) + static_cast<int>(s.rows.size());
       continue;
     }
-    if (s.step_s && *s.step_s > 0) set.observations.push_back({i, ObservationKind::kStep, -1, "step", -1, *s.step_s});
+    if (s.step_s && *s.step_s > 0) set.observations.push_back({i, ObservationKind::kStep, -1, "step", -1, *s.step_s, {}});
     if (!include_rows) continue;
     for (const MeasuredRow& r : s.rows) {
-      if (r.lse_ready_s > 0) set.observations.push_back({i, ObservationKind::kRowLse, r.rank, "row_lse", r.row, r.lse_ready_s});
+      if (r.lse_ready_s > 0) {
+        set.observations.push_back({i, ObservationKind::kRowLse, r.rank, "row_lse", r.row, r.lse_ready_s, {}});
+      }
       if (r.output_ready_s > 0) {
-        set.observations.push_back({i, ObservationKind::kRowOutput, r.rank, "row_output", r.row, r.output_ready_s});
+        set.observations.push_back({i, ObservationKind::kRowOutput, r.rank, "row_output", r.row, r.output_ready_s, {}});
       }
     }
   }
@@ -119,14 +121,20 @@ double predicted(const Prediction& p, const Observation& o) {
   switch (o.kind) {
     case ObservationKind::kStep: return p.step_s;
     case ObservationKind::kPhase: {
-      if (o.rank >= 0) {
-        auto it = p.phase_s.find({o.rank, o.phase});
-        return it == p.phase_s.end() ? nan : it->second;
-      }
+      const int ranks = static_cast<int>(p.lse_ready_s.size());
       // A figure over all ranks is compared with the slowest rank's: the step waits for it.
       double worst = nan;
-      for (const auto& [key, seconds] : p.phase_s) {
-        if (key.second == o.phase) worst = std::isnan(worst) ? seconds : std::max(worst, seconds);
+      for (int r = o.rank < 0 ? 0 : o.rank; r < (o.rank < 0 ? ranks : o.rank + 1); ++r) {
+        double sum = 0.0;
+        for (const std::string& phase : o.sim_phases) {
+          auto it = p.phase_s.find({r, phase});
+          if (it == p.phase_s.end()) {
+            sum = nan;
+            break;
+          }
+          sum += it->second;
+        }
+        if (!std::isnan(sum)) worst = std::isnan(worst) ? sum : std::max(worst, sum);
       }
       return worst;
     }

@@ -84,8 +84,9 @@ A2aBuffer pack_a2a(const Partial& partial, int dcp, DType dtype) {
     for (int b = 0; b < l.rows; ++b) {
       for (int hl = 0; hl < buf.heads_per_block; ++hl) {
         const int h = n * buf.heads_per_block + hl;
-        for (int d = 0; d < l.dim; ++d)
-          put(buf.bytes, buf.element_index(n, b, hl, d) * size, encode(dtype, partial.o(b, h, d)), size);
+        const std::int64_t lane0 = buf.element_index(n, b, hl, 0);
+        const double* o = partial.out.data() + l.index(b, h, 0);
+        for (int d = 0; d < l.dim; ++d) put(buf.bytes, (lane0 + d) * size, encode(dtype, o[d]), size);
         const std::uint64_t bits = lse_bits(dtype, partial.l(b, h));
         if (size == 2) {  // fp32 LSE split across two 16-bit lanes, low half first
           put(buf.bytes, buf.element_index(n, b, hl, l.dim) * size, bits & 0xffff, 2);
@@ -122,20 +123,33 @@ std::vector<A2aBuffer> all_to_all(const std::vector<A2aBuffer>& send) {
   return received;
 }
 
-double a2a_value(const A2aBuffer& buffer, int block, int row, int head, int lane) {
-  check_block(buffer, block);
+namespace {
+
+double value_at(const A2aBuffer& buffer, std::int64_t element) {
   const std::size_t size = dtype_bytes(buffer.dtype);
-  return decode(buffer.dtype, get(buffer.bytes, buffer.element_index(block, row, head, lane) * size, size));
+  return decode(buffer.dtype, get(buffer.bytes, element * static_cast<std::int64_t>(size), size));
 }
 
-double a2a_lse(const A2aBuffer& buffer, int block, int row, int head) {
-  check_block(buffer, block);
+// The LSE stored from lane D of the (block, row, head) whose lane 0 is `element`.
+double lse_at(const A2aBuffer& buffer, std::int64_t element) {
   const std::size_t size = dtype_bytes(buffer.dtype);
-  const std::int64_t at = buffer.element_index(block, row, head, buffer.dim) * size;
+  const std::int64_t at = (element + buffer.dim) * static_cast<std::int64_t>(size);
   if (buffer.dtype == DType::kF64) return std::bit_cast<double>(get(buffer.bytes, at, size));
   const std::uint64_t bits =
       size == 2 ? get(buffer.bytes, at, 2) | (get(buffer.bytes, at + 2, 2) << 16) : get(buffer.bytes, at, 4);
   return static_cast<double>(fp32_value(static_cast<std::uint32_t>(bits)));
+}
+
+}  // namespace
+
+double a2a_value(const A2aBuffer& buffer, int block, int row, int head, int lane) {
+  check_block(buffer, block);
+  return value_at(buffer, buffer.element_index(block, row, head, lane));
+}
+
+double a2a_lse(const A2aBuffer& buffer, int block, int row, int head) {
+  check_block(buffer, block);
+  return lse_at(buffer, buffer.element_index(block, row, head, 0));
 }
 
 Partial unpack_a2a(const A2aBuffer& received, int source) {
@@ -148,9 +162,10 @@ Partial unpack_a2a(const A2aBuffer& received, int source) {
   p.lse.resize(static_cast<std::size_t>(p.lse_layout.storage_size()));
   for (int b = 0; b < received.rows; ++b) {
     for (int h = 0; h < received.heads_per_block; ++h) {
+      const std::int64_t lane0 = received.element_index(source, b, h, 0);
       for (int d = 0; d < received.dim; ++d)
-        p.out[p.out_layout.index(b, h, d)] = a2a_value(received, source, b, h, d);
-      p.lse[p.lse_layout.index(b, h)] = a2a_lse(received, source, b, h);
+        p.out[p.out_layout.index(b, h, d)] = value_at(received, lane0 + d);
+      p.lse[p.lse_layout.index(b, h)] = lse_at(received, lane0);
     }
   }
   return p;

@@ -12,14 +12,16 @@ namespace dcpsim::models {
 namespace {
 
 struct Format {
-  int precision;  // significand bits including the implicit one
-  int emin;       // exponent of the smallest normal number
-  int emax;       // exponent of the largest finite number
+  int precision;      // significand bits including the implicit one
+  int emin;           // exponent of the smallest normal number
+  int emax;           // exponent of the largest finite number
+  double min_normal;  // 2^emin
+  double max_finite;  // (2 − 2^(1−p))·2^emax
 };
 
-constexpr Format kBf16{8, -126, 127};
-constexpr Format kFp16{11, -14, 15};
-constexpr Format kFp32{24, -126, 127};
+constexpr Format kBf16{8, -126, 127, 0x1p-126, 0x1.fep127};
+constexpr Format kFp16{11, -14, 15, 0x1p-14, 65504.0};
+constexpr Format kFp32{24, -126, 127, 0x1p-126, 0x1.fffffep127};
 
 // Round-to-nearest-even of x into `f`; NaN is returned unchanged, overflow becomes ±inf, the subnormal range
 // keeps the format's fixed quantum 2^(emin − p + 1).
@@ -30,13 +32,25 @@ double round_format(double x, const Format& f) {
   // x / quantum is exact (a power-of-two scaling inside the double range); nearbyint rounds half to even
   // under the default rounding mode.
   const double rounded = std::nearbyint(x / quantum) * quantum;
-  const double max_finite = std::ldexp(2.0 - std::ldexp(1.0, 1 - f.precision), f.emax);
-  if (std::fabs(rounded) > max_finite) return std::copysign(std::numeric_limits<double>::infinity(), x);
+  if (std::fabs(rounded) > f.max_finite) return std::copysign(std::numeric_limits<double>::infinity(), x);
   return rounded;
 }
 
 std::uint64_t double_bits(double x) {
   return std::bit_cast<std::uint64_t>(x);
+}
+
+// Fast path for the normal range of a narrow format: round-to-nearest-even on the double's bit pattern,
+// keeping p − 1 stored bits (a carry out of the mantissa correctly bumps the exponent; below max_finite it
+// cannot overflow). Falls back to round_format for NaN, infinities, overflow and the format's subnormal
+// range.
+double round_normal_bits(double x, const Format& f) {
+  const double a = std::fabs(x);
+  if (!(a >= f.min_normal) || !(a <= f.max_finite)) return round_format(x, f);
+  const int drop = 52 - (f.precision - 1);
+  const std::uint64_t bits = double_bits(x);
+  const std::uint64_t half = (std::uint64_t{1} << (drop - 1)) - 1 + ((bits >> drop) & 1);
+  return std::bit_cast<double>((bits + half) & ~((std::uint64_t{1} << drop) - 1));
 }
 
 // A quiet NaN of a format with `mantissa_bits` stored bits: sign, all-ones exponent, the double's high
@@ -55,13 +69,13 @@ std::uint16_t nan16(double x, int mantissa_bits, std::uint16_t exponent_mask) {
 std::uint16_t bf16_bits(double x) {
   if (std::isnan(x)) return nan16(x, 7, 0x7f80);
   // The rounded value is exact in fp32, whose upper half is the bf16 pattern.
-  const auto f = static_cast<float>(round_format(x, kBf16));
+  const auto f = static_cast<float>(round_normal_bits(x, kBf16));
   return static_cast<std::uint16_t>(fp32_bits(f) >> 16);
 }
 
 std::uint16_t fp16_bits(double x) {
   if (std::isnan(x)) return nan16(x, 10, 0x7c00);
-  const double r = round_format(x, kFp16);
+  const double r = round_normal_bits(x, kFp16);
   const auto sign = static_cast<std::uint16_t>(std::signbit(r) ? 0x8000 : 0);
   const double a = std::fabs(r);
   if (std::isinf(a)) return static_cast<std::uint16_t>(sign | 0x7c00);
@@ -104,11 +118,15 @@ double round_to(DType type, double x) {
     case DType::kF64:
       return x;
     case DType::kF32:
+      // Inside the fp32 range the hardware conversion rounds to nearest even (subnormals included).
+      if (std::fabs(x) <= static_cast<double>(std::numeric_limits<float>::max())) {
+        return static_cast<double>(static_cast<float>(x));
+      }
       return round_format(x, kFp32);
     case DType::kBF16:
-      return round_format(x, kBf16);
+      return round_normal_bits(x, kBf16);
     case DType::kF16:
-      return round_format(x, kFp16);
+      return round_normal_bits(x, kFp16);
   }
   return x;
 }

@@ -60,6 +60,7 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   }
   detail::RankNodes& rank = step.ranks[r];
   rank.attention_end = att.end;
+  rank.partial_ready = att.rows;
   rank.phases.push_back({kPhaseAttention, att.start, att.end});
   return att;
 }
@@ -110,6 +111,7 @@ StepResult collect(const StepGraph& step) {
     t.done_s = g.end(nodes.done);
     for (int b = 0; b < s.rows(); ++b) {
       t.kv_tokens += models::local_length(s.contexts[b], r, s.dcp, s.interleave);
+      t.partial_ready_s.push_back(at(g, nodes.partial_ready[b]));
       t.lse_ready_s.push_back(at(g, nodes.lse_ready[b]));
       t.output_ready_s.push_back(at(g, nodes.output_ready[b]));
     }
@@ -134,7 +136,10 @@ const PhaseSpan* StepResult::phase(int rank, std::string_view name) const {
 
 Simulator::Simulator(models::HardwareProfile profile, SimOptions options)
     : profile_(std::move(profile)), options_(options) {
-  models::validate_profile(profile_, profile_.name);
+  // To the simulator an inter-node bandwidth of 0 means "no inter-node fabric": groups must fit one domain.
+  models::HardwareProfile checked = profile_;
+  if (checked.internode.bandwidth.value == 0) checked.internode.bandwidth.value = 1;
+  models::validate_profile(checked, profile_.name);
   if (options_.max_gpus < 1) {
     throw InputError("simulator: max_gpus must be >= 1, got " + std::to_string(options_.max_gpus));
   }

@@ -58,6 +58,7 @@ struct RankNodes {
   NodeId attention_end = 0;
   NodeId done = 0;
   std::vector<PhaseRef> phases;
+  std::vector<RowRef> partial_ready;
   std::vector<RowRef> lse_ready;
   std::vector<RowRef> output_ready;
 };

@@ -207,17 +207,21 @@ TEST(LeastSquares, IndependentColumnsAndCovariance) {
   EXPECT_TRUE(normal_inverse(full).isApprox(want, 1e-12));
 }
 
-TEST(PhaseMap, SimulatorPhasesMapToThemselves) {
+TEST(PhaseMap, SimulatorAndRunnerNamesMap) {
+  using V = std::vector<std::string>;
+  constexpr auto kSim = traces::v1::SOURCE_SIM;
   for (std::string_view p : {sim::kPhaseQueryGather, sim::kPhaseAttention, sim::kPhaseLseGather,
                              sim::kPhaseCorrection, sim::kPhaseCollective, sim::kPhasePack, sim::kPhasePush,
                              sim::kPhaseWait, sim::kPhaseCombine}) {
-    EXPECT_EQ(map_phase(p, "t"), std::string(p));
+    EXPECT_EQ(map_phase(p, kSim, "t"), V{std::string(p)});
   }
-  EXPECT_EQ(map_phase("A2A-Pack", "t"), "pack");
-  EXPECT_EQ(map_phase("reduce_scatter", "t"), "collective");
-  EXPECT_EQ(map_phase("step", "t"), std::nullopt);
+  EXPECT_EQ(map_phase("A2A-Pack", traces::v1::SOURCE_HW, "t"), V{"pack"});
+  EXPECT_EQ(map_phase("reduce_scatter", traces::v1::SOURCE_HW, "t"), V{"collective"});
+  EXPECT_EQ(map_phase("direct_combine", traces::v1::SOURCE_HW, "t"), (V{"wait", "combine"}));
+  EXPECT_EQ(map_phase("direct_combine", traces::v1::SOURCE_EMULATED, "t"), V{"combine"});
+  EXPECT_EQ(map_phase("step", kSim, "t"), std::nullopt);
   try {
-    map_phase("warp_drive", "x.pb#2");
+    map_phase("warp_drive", kSim, "x.pb#2");
     FAIL() << "an unknown phase must be an error";
   } catch (const InputError& e) {
     const std::string what = e.what();
@@ -226,6 +230,7 @@ TEST(PhaseMap, SimulatorPhasesMapToThemselves) {
   }
   EXPECT_TRUE(measures_faithfully(traces::v1::SOURCE_EMULATED, "attention"));
   EXPECT_FALSE(measures_faithfully(traces::v1::SOURCE_EMULATED, "collective"));
+  EXPECT_FALSE(measures_faithfully(traces::v1::SOURCE_EMULATED, V{"wait", "combine"}));
   EXPECT_TRUE(measures_faithfully(traces::v1::SOURCE_HW, "collective"));
 }
 

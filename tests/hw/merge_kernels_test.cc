@@ -20,7 +20,7 @@ namespace {
 
 using models::DType;
 
-struct Setup {
+struct MergeSetup {
   int dcp, heads, dim;
   std::vector<std::int64_t> contexts;
   models::LseBase base = models::LseBase::kE;
@@ -31,7 +31,7 @@ struct Setup {
 
 // Every rank's partial from the reference (O rounded to the output type, fp32 LSE, NaN in empty rows), with
 // FlashAttention's +inf marker and a NaN LSE planted on some rows to prove they are never read.
-std::vector<models::Partial> partials_for(const Setup& s, std::uint64_t seed, bool plant_sentinels) {
+std::vector<models::Partial> partials_for(const MergeSetup& s, std::uint64_t seed, bool plant_sentinels) {
   models::GenerateOptions g;
   g.seed = seed;
   const models::Problem p = models::generate_problem(s.heads, 1, s.dim, s.dim, s.contexts, g);
@@ -62,7 +62,7 @@ TEST(Correct, MatchesTheReferenceScaling) {
   DCPSIM_REQUIRE_GPU(gpu_lse_correct({}, 0, {}));
   std::mt19937 rng(3);
   for (int i = 0; i < 10; ++i) {
-    Setup s{1 + int(rng() % 7), 0, std::vector<int>{128, 512, 100, 7}[i % 4], {}};
+    MergeSetup s{1 + int(rng() % 7), 0, std::vector<int>{128, 512, 100, 7}[i % 4], {}};
     s.heads = s.dcp * (1 + int(rng() % 4));
     for (int b = 0; b < 3; ++b) s.contexts.push_back(std::vector<int>{0, 1, 2, 5, 90}[rng() % 5]);
     s.base = i % 2 ? models::LseBase::k2 : models::LseBase::kE;
@@ -101,7 +101,7 @@ TEST(Correct, MatchesTheReferenceScaling) {
 
 TEST(Correct, PaddingRowsComeOutEmpty) {
   DCPSIM_REQUIRE_GPU(gpu_lse_correct({}, 0, {}));
-  Setup s{3, 6, 128, {40, 40, 40}};
+  MergeSetup s{3, 6, 128, {40, 40, 40}};
   const auto parts = partials_for(s, 9, false);
   const GpuCorrectResult g = gpu_lse_correct(parts, 1, GpuCorrectOptions{s.base, s.out, 2, false});
   for (int h = 0; h < 6; ++h) {
@@ -125,7 +125,7 @@ TEST(A2a, PackIsBitExactAndCombineMatchesTheReference) {
   DCPSIM_REQUIRE_GPU(gpu_a2a_pack(models::Partial{}, 1, DType::kBF16));
   std::mt19937 rng(5);
   for (int i = 0; i < 8; ++i) {
-    Setup s{std::vector<int>{2, 3, 5, 7, 8, 1, 4, 6}[i], 0, std::vector<int>{128, 512, 64}[i % 3], {}};
+    MergeSetup s{std::vector<int>{2, 3, 5, 7, 8, 1, 4, 6}[i], 0, std::vector<int>{128, 512, 64}[i % 3], {}};
     s.heads = s.dcp * (1 + int(rng() % 3));
     for (int b = 0; b < 2 + i % 2; ++b) s.contexts.push_back(std::vector<int>{0, 1, 3, 60}[rng() % 4]);
     s.base = i % 2 ? models::LseBase::k2 : models::LseBase::kE;
@@ -165,7 +165,7 @@ TEST(A2a, PackIsBitExactAndCombineMatchesTheReference) {
 
 TEST(A2a, PackMasksPaddingRows) {
   DCPSIM_REQUIRE_GPU(gpu_a2a_pack(models::Partial{}, 1, DType::kBF16));
-  Setup s{2, 4, 128, {30, 30}};
+  MergeSetup s{2, 4, 128, {30, 30}};
   const auto parts = partials_for(s, 12, false);
   const models::A2aBuffer b = gpu_a2a_pack(parts[0], 2, s.out, 1);
   for (int n = 0; n < 2; ++n)
@@ -178,7 +178,7 @@ TEST(A2a, PackMasksPaddingRows) {
 TEST(Direct, MatchesTheReferenceOverSeveralEpochs) {
   DCPSIM_REQUIRE_GPU(gpu_direct_merge({}, {}));
   for (int i = 0; i < 6; ++i) {
-    Setup s{std::vector<int>{2, 3, 5, 8, 1, 6}[i], 0, i % 2 ? 512 : 128, {0, 2, 7, 150}};
+    MergeSetup s{std::vector<int>{2, 3, 5, 8, 1, 6}[i], 0, i % 2 ? 512 : 128, {0, 2, 7, 150}};
     s.heads = s.dcp * (1 + i % 3);
     s.base = i % 2 ? models::LseBase::k2 : models::LseBase::kE;
     s.transposed = i % 3 == 0;
@@ -201,7 +201,7 @@ TEST(Direct, MatchesTheReferenceOverSeveralEpochs) {
 
 TEST(Direct, AMissingFlagEndsInAClearError) {
   DCPSIM_REQUIRE_GPU(gpu_direct_merge({}, {}));
-  Setup s{3, 6, 128, {10, 20}};
+  MergeSetup s{3, 6, 128, {10, 20}};
   const auto parts = partials_for(s, 5, false);
   GpuDirectOptions o;
   o.skip_writer = 1;
@@ -217,7 +217,7 @@ TEST(Direct, AMissingFlagEndsInAClearError) {
 
 TEST(Direct, RejectsHeadsNotDivisibleByN) {
   DCPSIM_REQUIRE_GPU(gpu_direct_merge({}, {}));
-  Setup s{3, 4, 128, {10}};
+  MergeSetup s{3, 4, 128, {10}};
   s.dcp = 2;
   s.heads = 4;
   auto parts = partials_for(s, 1, false);

@@ -79,7 +79,7 @@ TEST(Runner, WritesATraceSection) {
   for (const auto& e : sec.events) {
     emulated += e.emulated();
     kernels += e.kind() == traces::v1::EVENT_KIND_KERNEL;
-    EXPECT_LE(e.start_ns, e.end_ns());
+    EXPECT_LE(e.start_ns(), e.end_ns());
   }
   EXPECT_EQ(emulated, 3 * 2);  // q all-gather and all-to-all on each rank
   EXPECT_EQ(kernels, 3 * 3);   // attention, pack, combine

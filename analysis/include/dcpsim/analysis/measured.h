@@ -17,7 +17,8 @@ namespace dcpsim::analysis {
 struct MeasuredPhase {
   int rank = 0;
   std::string measured_name;  // as the trace spells it
-  std::string phase;          // the simulator phase it maps to
+  std::string phase;          // the figure: the simulator phase it maps to ("wait+combine" for several)
+  std::vector<std::string> sim_phases;  // the simulator phases whose summed duration it measures
   double median_s = 0.0;
   double min_s = 0.0;
   double max_s = 0.0;

@@ -43,9 +43,10 @@ struct Observation {
   int section = 0;  // index into the section list it was built from
   ObservationKind kind = ObservationKind::kPhase;
   int rank = 0;       // -1: the slowest rank (phase summaries over all ranks; the step)
-  std::string phase;  // simulator phase (kPhase), else the kind's name
+  std::string phase;  // the figure: simulator phase(s) (kPhase, "wait+combine" for a sum), else the kind's name
   int row = -1;       // kRowLse / kRowOutput
   double measured_s = 0.0;
+  std::vector<std::string> sim_phases;  // kPhase: the simulator phases whose summed duration is compared
 };
 
 struct ObservationSet {

@@ -41,6 +41,8 @@ struct RankTimeline {
   double done_s = 0.0;            // its last kernel ends
   std::int64_t kv_tokens = 0;     // KV tokens it holds over all rows (SPEC sharding)
   std::int64_t kv_bytes = 0;      // bytes of those tokens (one layer; models::kv_bytes_per_token)
+  // Per row: when this rank's partial (O_r, L_r) of the row exists (its attention, or split-KV combine, is done).
+  std::vector<double> partial_ready_s;
   // Per row: when the row's merged LSE can be formed on this rank (every rank's partial LSE is there), and when
   // the row's merged output for this rank's heads is final. With N = 1 both are the row's attention result.
   std::vector<double> lse_ready_s;

@@ -1,0 +1,73 @@
+// Wall time of simulating one DCP decode step (engine reused, as scans do): items_per_second is scenarios per
+// second; counters give the SimGrid activities per step and the simulated step latency. Targets (docs/
+// PERFORMANCE.md): <= 1 ms per DCP8 / batch-64 step, <= 20 ms per DCP72 / batch-256 step.
+#include <benchmark/benchmark.h>
+
+#ifdef DCPSIM_WITH_SIMGRID
+#include <algorithm>
+#include <string>
+
+#include "dcpsim/models/profile.h"
+#include "dcpsim/sim/simulator.h"
+
+namespace {
+
+using namespace dcpsim;
+
+void run_step(benchmark::State& state, const std::string& profile, int dcp, int heads, int batch,
+              models::Strategy strategy) {
+  sim::SimOptions options;
+  options.max_gpus = std::max(options.max_gpus, dcp);
+  const sim::Simulator simulator(models::load_profile(profile), options);
+  models::Scenario s;
+  s.dcp = dcp;
+  s.heads = heads;
+  s.contexts = models::uniform_contexts(batch, 131072);
+  s.strategy = strategy;
+  sim::StepResult r = simulator.run(s);  // the first run builds the platform
+  for (auto _ : state) {
+    r = simulator.run(s);
+    benchmark::DoNotOptimize(r.step_latency_s);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["activities"] = static_cast<double>(r.activities);
+  state.counters["step_us"] = r.step_latency_s * 1e6;
+}
+
+// Args: dcp, batch, strategy index (models::all_strategies()).
+void BM_StepH200(benchmark::State& state) {
+  const auto strategy = models::all_strategies()[state.range(2)];
+  state.SetLabel(std::string(models::to_string(strategy)));
+  run_step(state, "h200-sxm", static_cast<int>(state.range(0)), 128, static_cast<int>(state.range(1)), strategy);
+}
+BENCHMARK(BM_StepH200)
+    ->ArgsProduct({{8}, {64}, {0, 1, 2, 3, 4}})
+    ->ArgsProduct({{8}, {1, 16, 256}, {0}})
+    ->ArgsProduct({{2, 4, 16, 32}, {64}, {0}})
+    ->Unit(benchmark::kMillisecond);
+
+// 144 heads: divisible by 72, so every strategy is valid at DCP72.
+void BM_StepGb200(benchmark::State& state) {
+  const auto strategy = models::all_strategies()[state.range(2)];
+  state.SetLabel(std::string(models::to_string(strategy)));
+  run_step(state, "gb200-nvl72", static_cast<int>(state.range(0)), 144, static_cast<int>(state.range(1)),
+           strategy);
+}
+BENCHMARK(BM_StepGb200)
+    ->ArgsProduct({{72}, {256}, {0, 1, 2, 3, 4}})
+    ->ArgsProduct({{8, 16, 36, 72}, {64}, {0}})
+    ->ArgsProduct({{72}, {1, 16, 64}, {0}})
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+#else
+
+static void BM_SimulatorUnavailable(benchmark::State& state) {
+  state.SkipWithError("built without SimGrid (DCPSIM_WITH_SIMGRID=OFF)");
+  for (auto _ : state) {
+  }
+}
+BENCHMARK(BM_SimulatorUnavailable);
+
+#endif

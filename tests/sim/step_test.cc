@@ -1,0 +1,136 @@
+// One simulated decode step: its phases per strategy, per-row readiness, and every strategy on every built-in
+// profile for the group sizes users try.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "dcpsim/models/cost.h"
+#include "dcpsim/models/sharding.h"
+#include "sim_test_support.h"
+
+namespace dcpsim::sim {
+namespace {
+
+using models::Strategy;
+using testing::builtin;
+using testing::mla;
+
+std::vector<std::string> phase_names(const StepResult& r, int rank) {
+  std::vector<std::string> out;
+  for (const PhaseSpan& p : r.ranks[rank].phases) out.push_back(p.name);
+  return out;
+}
+
+TEST(Step, OneRankHasNoCollectiveAndNoMerge) {
+  const Simulator sim(builtin("h200-sxm"));
+  for (Strategy st : models::all_strategies()) {
+    const StepResult r = sim.run(mla(1, 128, 16, 8192, st));
+    EXPECT_TRUE(r.collectives.empty()) << models::to_string(st);
+    EXPECT_EQ(phase_names(r, 0), std::vector<std::string>{"attention"});
+    EXPECT_EQ(r.merge_latency_s, 0.0);
+    EXPECT_EQ(r.step_latency_s, r.attention_end_s);
+    for (int b = 0; b < 16; ++b) {
+      EXPECT_EQ(r.ranks[0].output_ready_s[b], r.ranks[0].partial_ready_s[b]);
+      EXPECT_EQ(r.ranks[0].lse_ready_s[b], r.ranks[0].partial_ready_s[b]);
+    }
+  }
+}
+
+TEST(Step, EachStrategyRunsItsOwnPhasesInOrder) {
+  const Simulator sim(builtin("h200-sxm"));
+  const std::vector<std::pair<Strategy, std::vector<std::string>>> expected = {
+      {Strategy::kAgRs, {"query_gather", "attention", "lse_gather", "correction", "collective"}},
+      {Strategy::kAgAr, {"query_gather", "attention", "lse_gather", "correction", "collective"}},
+      {Strategy::kA2a, {"query_gather", "attention", "pack", "collective", "combine"}},
+      {Strategy::kDirect, {"query_gather", "attention", "push", "wait", "combine"}},
+      {Strategy::kRowStream, {"query_gather", "attention", "push", "wait", "combine"}}};
+  for (const auto& [st, phases] : expected) {
+    const StepResult r = sim.run(mla(4, 128, 8, 16384, st));
+    for (int rank = 0; rank < 4; ++rank) {
+      EXPECT_EQ(phase_names(r, rank), phases) << models::to_string(st);
+      const auto& ph = r.ranks[rank].phases;
+      for (const PhaseSpan& p : ph) EXPECT_LE(p.begin_s, p.end_s) << p.name;
+      // Stream-ordered phases do not overlap (row-stream's combine runs on a second stream, beside attention).
+      if (st != Strategy::kRowStream) {
+        for (std::size_t i = 1; i < ph.size(); ++i) EXPECT_GE(ph[i].begin_s, ph[i - 1].end_s) << ph[i].name;
+      }
+    }
+    EXPECT_GT(r.merge_latency_s, 0.0) << models::to_string(st);
+  }
+}
+
+TEST(Step, NoRowIsReadyBeforeEveryRanksPartialOfIt) {
+  // Uneven contexts (some shorter than the group) so ranks finish their rows at different times.
+  for (Strategy st : models::all_strategies()) {
+    models::Scenario s = mla(4, 128, 6, 0, st);
+    s.contexts = {3, 70000, 1, 20000, 512, 131072};
+    const StepResult r = Simulator(builtin("h200-sxm")).run(s);
+    for (int b = 0; b < s.rows(); ++b) {
+      double partials = 0.0;
+      for (const RankTimeline& t : r.ranks) partials = std::max(partials, t.partial_ready_s[b]);
+      for (const RankTimeline& t : r.ranks) {
+        EXPECT_GE(t.lse_ready_s[b], partials) << models::to_string(st) << " row " << b << " rank " << t.rank;
+        EXPECT_GE(t.output_ready_s[b], t.lse_ready_s[b]) << models::to_string(st);
+        EXPECT_LE(t.output_ready_s[b], r.step_latency_s);
+      }
+    }
+  }
+}
+
+TEST(Step, RowStreamOverlapsTheMergeWithAttention) {
+  // Many short rows finish in different waves; pushing each as it completes leaves less after attention.
+  const Simulator sim(builtin("h200-sxm"));
+  const StepResult direct = sim.run(mla(8, 128, 256, 4096, Strategy::kDirect));
+  const StepResult stream = sim.run(mla(8, 128, 256, 4096, Strategy::kRowStream));
+  EXPECT_EQ(direct.attention_end_s, stream.attention_end_s);
+  EXPECT_LT(stream.merge_latency_s, direct.merge_latency_s);
+  // Rows of early waves are out before attention ends.
+  double earliest = stream.step_latency_s;
+  for (double t : stream.ranks[0].output_ready_s) earliest = std::min(earliest, t);
+  EXPECT_LT(earliest, stream.attention_end_s);
+}
+
+TEST(Step, KvHeldPerRankFollowsTheSharding) {
+  const Simulator sim(builtin("h200-sxm"));
+  models::Scenario s = mla(3, 129, 2, 0, Strategy::kAgAr);
+  s.contexts = {10, 100};
+  s.interleave = 16;
+  const StepResult r = sim.run(s);
+  const double per_token = models::kv_bytes_per_token(models::attention_shape(s));
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::int64_t tokens =
+        models::local_length(10, rank, 3, 16) + models::local_length(100, rank, 3, 16);
+    EXPECT_EQ(r.ranks[rank].kv_tokens, tokens);
+    EXPECT_EQ(r.ranks[rank].kv_bytes, static_cast<std::int64_t>(tokens * per_token));
+  }
+}
+
+TEST(Step, EagerLaunchesAreSlowerThanAGraph) {
+  const Simulator sim(builtin("h200-sxm"));
+  const StepResult graph = sim.run(mla(8, 128, 4, 2048, Strategy::kAgRs, models::LaunchMode::kGraph));
+  const StepResult eager = sim.run(mla(8, 128, 4, 2048, Strategy::kAgRs, models::LaunchMode::kEager));
+  EXPECT_GT(eager.step_latency_s, graph.step_latency_s);
+}
+
+// Every strategy, on every built-in profile, for the group sizes of the brief (H = 144 divides all of them).
+TEST(Step, EveryStrategyRunsOnEveryProfileForCommonGroupSizes) {
+  SimOptions options;
+  options.peers_in_flight = 4;  // keeps the 72-rank all-pairs cases quick; the result stays valid
+  for (const std::string& name : models::builtin_profile_names()) {
+    const Simulator sim(builtin(name), options);
+    for (int n : {1, 2, 3, 4, 8, 16, 72}) {
+      for (Strategy st : models::all_strategies()) {
+        const StepResult r = sim.run(mla(n, 144, 2, 4096, st));
+        ASSERT_EQ(static_cast<int>(r.ranks.size()), n);
+        EXPECT_GT(r.step_latency_s, 0.0) << name << " dcp" << n << " " << models::to_string(st);
+        EXPECT_GE(r.step_latency_s, r.attention_end_s);
+        EXPECT_EQ(r.collectives.empty(), n == 1);
+        for (const RankTimeline& t : r.ranks) EXPECT_LE(t.done_s, r.step_latency_s);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dcpsim::sim
