@@ -1,7 +1,8 @@
 // LSE correction for the AG strategies: after the LSE all-gather, rank r scales its O_r by w_r = base^(L_r − L)
 // and rounds once to the output type, in place or into the reduce-scatter's head-block layout. Any N, any D, any
-// O strides, any LSE layout. A block first computes the weights of 32 (row, head) pairs into shared memory, then
-// streams their D lanes with 16-byte accesses where the layout allows (scalar otherwise).
+// O strides, any LSE layout. A block first computes the weights of its (row, head) pairs into shared memory, then
+// streams their D lanes with 16-byte accesses where the layout allows (scalar otherwise), several loads in
+// flight per thread for bandwidth, or one vector per thread over many blocks for small, latency-bound calls.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -18,70 +19,120 @@
 namespace dcpsim::hw::ops {
 namespace {
 
-constexpr int kPairsPerBlock = 32;
 constexpr int kThreads = 256;
+constexpr int kFastN = 16;  // up to this many ranks the LSEs are loaded together into registers
 
 template <typename T, int VEC>
 struct alignas(sizeof(T) * VEC) Vec {  // 16-byte aligned when vectorised: one 128-bit load/store
   T v[VEC];
 };
 
-template <typename T, int VEC>
-__global__ void __launch_bounds__(kThreads) correct_kernel(CorrectArgs a) {
-  __shared__ float w_s[kPairsPerBlock];
-  const int pairs = a.rows * a.heads;
-  const int p0 = blockIdx.x * kPairsPerBlock;
-  const float k = a.base2 ? 1.f : kLog2e;
-  if (threadIdx.x < kPairsPerBlock) {
-    const int pi = p0 + threadIdx.x;
-    float w = 0.f;
-    if (pi < pairs) {
-      const int b = pi / a.heads, h = pi % a.heads;
-      float merged = -INFINITY;
-      if (b < a.valid_rows) {
-        const float* l = a.lse.ptr + std::int64_t(b) * a.lse.row_stride + std::int64_t(h) * a.lse.head_stride;
-        auto get = [&](int n) { return l[std::int64_t(n) * a.lse.rank_stride]; };
-        merged = merged_lse_log2(a.dcp, k, get);
-        w = merge_weight(get(a.rank), k, merged);
-      }
-      if (a.merged_lse.ptr != nullptr)
-        a.merged_lse.ptr[std::int64_t(b) * a.merged_lse.row_stride + std::int64_t(h) * a.merged_lse.head_stride] =
-            merged == -INFINITY ? -INFINITY : merged / k;
+// w_r and the merged LSE (log2 units) of one (row, head).
+__device__ __forceinline__ float pair_weight(const CorrectArgs& a, int b, int h, float k, float& merged) {
+  const float* l = a.lse.ptr + std::int64_t(b) * a.lse.row_stride + std::int64_t(h) * a.lse.head_stride;
+  if (a.dcp <= kFastN) {
+    float v[kFastN];
+#pragma unroll
+    for (int i = 0; i < kFastN; ++i) v[i] = i < a.dcp ? sanitize_lse(l[i * a.lse.rank_stride]) * k : -INFINITY;
+    float m = -INFINITY, mine = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kFastN; ++i) {
+      m = fmaxf(m, v[i]);
+      if (i == a.rank) mine = v[i];
     }
-    w_s[threadIdx.x] = w;
+    if (m == -INFINITY) {
+      merged = -INFINITY;
+      return 0.f;
+    }
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < kFastN; ++i) sum += exp2f(v[i] - m);
+    merged = m + log2f(sum);
+    const float w = exp2f(mine - merged);
+    return w == w ? w : 0.f;
+  }
+  auto get = [&](int n) { return l[std::int64_t(n) * a.lse.rank_stride]; };
+  merged = merged_lse_log2(a.dcp, k, get);
+  return merge_weight(get(a.rank), k, merged);
+}
+
+// A block owns `pairs` consecutive (row, head) pairs: their weights first, then their D lanes, VPT vectors per
+// thread with every load issued before the first store (in place, loads and stores may alias, so the compiler
+// would not overlap them across iterations on its own).
+template <typename T, int VEC, int VPT>
+__global__ void __launch_bounds__(kThreads) correct_kernel(CorrectArgs a, int pairs) {
+  extern __shared__ float w_s[];
+  const int total_pairs = a.rows * a.heads;
+  const int p0 = blockIdx.x * pairs;
+  const int my_pairs = min(pairs, total_pairs - p0);
+  const float k = a.base2 ? 1.f : kLog2e;
+  for (int pl = threadIdx.x; pl < my_pairs; pl += kThreads) {
+    const int pi = p0 + pl, b = pi / a.heads, h = pi % a.heads;
+    float merged = -INFINITY, w = 0.f;
+    if (b < a.valid_rows) w = pair_weight(a, b, h, k, merged);
+    w_s[pl] = w;
+    if (a.merged_lse.ptr != nullptr)
+      a.merged_lse.ptr[std::int64_t(b) * a.merged_lse.row_stride + std::int64_t(h) * a.merged_lse.head_stride] =
+          merged == -INFINITY ? -INFINITY : merged / k;
   }
   __syncthreads();
   const int vecs = a.dim / VEC;
+  const int total = my_pairs * vecs;
   const T* in = static_cast<const T*>(a.in);
   T* out = static_cast<T*>(a.out);
-  for (int i = threadIdx.x; i < kPairsPerBlock * vecs; i += kThreads) {
-    const int pl = i / vecs, pi = p0 + pl;
-    if (pi >= pairs) break;
-    const int b = pi / a.heads, h = pi % a.heads, d = (i % vecs) * VEC;
-    const float w = w_s[pl];
-    T* dst = out + std::int64_t(h / a.out_block_heads) * a.out_block_stride + std::int64_t(b) * a.out_row_stride +
-             std::int64_t(h % a.out_block_heads) * a.out_head_stride + d;
-    Vec<T, VEC> v;
-    if (w == 0.f) {  // an empty partial is never read: NaN garbage must not reach the sum
+  for (int base = 0; base < total; base += kThreads * VPT) {
+    Vec<T, VEC> v[VPT];
+    float w[VPT];
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) v.v[j] = from_f32<T>(0.f);
-    } else {
-      v = *reinterpret_cast<const Vec<T, VEC>*>(in + std::int64_t(b) * a.in_row_stride +
-                                               std::int64_t(h) * a.in_head_stride + d);
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) v.v[j] = from_f32<T>(w * to_f32(v.v[j]));
+    for (int u = 0; u < VPT; ++u) {
+      const int i = base + u * kThreads + threadIdx.x;
+      w[u] = 0.f;
+      if (i < total) {
+        const int pl = i / vecs, pi = p0 + pl, b = pi / a.heads, h = pi % a.heads, d = (i % vecs) * VEC;
+        w[u] = w_s[pl];
+        if (w[u] != 0.f)  // an empty partial is never read: NaN garbage must not reach the sum
+          v[u] = *reinterpret_cast<const Vec<T, VEC>*>(in + std::int64_t(b) * a.in_row_stride +
+                                                      std::int64_t(h) * a.in_head_stride + d);
+      }
     }
-    *reinterpret_cast<Vec<T, VEC>*>(dst) = v;
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) {
+      const int i = base + u * kThreads + threadIdx.x;
+      if (i >= total) continue;
+      const int pl = i / vecs, pi = p0 + pl, b = pi / a.heads, h = pi % a.heads, d = (i % vecs) * VEC;
+      Vec<T, VEC> r;
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) r.v[j] = from_f32<T>(w[u] == 0.f ? 0.f : w[u] * to_f32(v[u].v[j]));
+      *reinterpret_cast<Vec<T, VEC>*>(out + std::int64_t(h / a.out_block_heads) * a.out_block_stride +
+                                      std::int64_t(b) * a.out_row_stride +
+                                      std::int64_t(h % a.out_block_heads) * a.out_head_stride + d) = r;
+    }
   }
   if (a.stamps.stamps != nullptr) {
     __syncthreads();
-    const int pi = p0 + threadIdx.x;
-    if (threadIdx.x < kPairsPerBlock && pi < pairs) {
+    for (int pl = threadIdx.x; pl < my_pairs; pl += kThreads) {
       __threadfence();
-      const int b = pi / a.heads;
+      const int b = (p0 + pl) / a.heads;
       if (atomicAdd(&a.stamps.counters[b], 1u) + 1u == unsigned(a.heads)) a.stamps.stamps[b] = global_timer();
     }
   }
+}
+
+template <typename T, int VEC>
+void launch_vec(const CorrectArgs& a, cudaStream_t stream) {
+  const int vecs = a.dim / VEC;
+  const std::int64_t total_vecs = std::int64_t(a.rows) * a.heads * vecs;
+  // Small calls: one vector per thread, as many blocks as possible (latency); large: four in flight per thread.
+  const bool small = total_vecs < std::int64_t(132) * 2048;
+  const int vpt = small ? 1 : 4;
+  const int pairs = std::max(1, kThreads * vpt / std::max(1, vecs));
+  const int blocks = ceil_div(std::int64_t(a.rows) * a.heads, pairs);
+  const std::size_t smem = std::size_t(pairs) * sizeof(float);
+  if (small)
+    correct_kernel<T, VEC, 1><<<blocks, kThreads, smem, stream>>>(a, pairs);
+  else
+    correct_kernel<T, VEC, 4><<<blocks, kThreads, smem, stream>>>(a, pairs);
+  DCPSIM_CUDA_LAUNCHED("correct_kernel");
 }
 
 template <typename T>
@@ -91,12 +142,10 @@ void launch_typed(const CorrectArgs& a, cudaStream_t stream) {
                                   a.out_block_stride, a.dim};
   bool vec = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 && reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0;
   for (auto s : strides) vec = vec && s % kVec == 0;
-  const int blocks = ceil_div(std::int64_t(a.rows) * a.heads, kPairsPerBlock);
   if (vec)
-    correct_kernel<T, kVec><<<blocks, kThreads, 0, stream>>>(a);
+    launch_vec<T, kVec>(a, stream);
   else
-    correct_kernel<T, 1><<<blocks, kThreads, 0, stream>>>(a);
-  DCPSIM_CUDA_LAUNCHED("correct_kernel");
+    launch_vec<T, 1>(a, stream);
 }
 
 }  // namespace

@@ -12,6 +12,10 @@
 #include <cstdio>
 #include <future>
 #include <limits>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
 
 #include "dcpsim/models/attention.h"
 #include "dcpsim/models/dtype.h"
@@ -29,37 +33,47 @@ double input_value(const StepPlan& p, std::uint64_t stream, std::int64_t index) 
   return models::round_to(p.s.kv_dtype, static_cast<double>(f));
 }
 
-// Row `row` of the step as a one-row reference problem (the whole KV cache, unsharded).
-models::Problem row_problem(const StepPlan& p, int row) {
+// Heads [h0, h1) of row `row` as a one-row reference problem over the whole KV cache (unsharded); for GQA the
+// range covers whole KV-head groups and only their KV heads are built.
+models::Problem row_problem(const StepPlan& p, int row, int h0, int h1) {
+  const int g = p.H / p.Hkv;
+  const int kv0 = p.Hkv == 1 ? 0 : h0 / g, kv1 = p.Hkv == 1 ? 1 : h1 / g;
   models::Problem q;
   q.rows = 1;
-  q.heads = p.H;
-  q.kv_heads = p.Hkv;
+  q.heads = h1 - h0;
+  q.kv_heads = kv1 - kv0;
   q.qk_dim = p.Dqk;
   q.dim = p.D;
   const std::int64_t S = p.contexts[row];
   q.contexts = {S};
-  q.q.resize(std::size_t(p.H) * p.Dqk);
-  for (int h = 0; h < p.H; ++h)
-    for (int d = 0; d < p.Dqk; ++d) q.q[std::size_t(h) * p.Dqk + d] = input_value(p, p.q_stream(), p.q_index(row, h, d));
-  std::vector<double> k(std::size_t(S) * p.k_width()), v(std::size_t(S) * p.v_width());
+  q.q.resize(std::size_t(q.heads) * p.Dqk);
+  for (int h = h0; h < h1; ++h)
+    for (int d = 0; d < p.Dqk; ++d)
+      q.q[std::size_t(h - h0) * p.Dqk + d] = input_value(p, p.q_stream(), p.q_index(row, h, d));
+  const int kw = q.kv_heads * p.Dqk, vw = q.kv_heads * p.D;
+  std::vector<double> k(std::size_t(S) * kw), v(std::size_t(S) * vw);
   const std::int64_t base = p.global_row_base[row];
-  for (std::int64_t i = 0; i < std::int64_t(k.size()); ++i) k[i] = input_value(p, p.k_stream(), base * p.k_width() + i);
-  for (std::int64_t t = 0; t < S; ++t)
-    for (std::int64_t e = 0; e < p.v_width(); ++e)
-      v[t * p.v_width() + e] = p.mla ? k[t * p.k_width() + e] : input_value(p, p.v_stream(), (base + t) * p.v_width() + e);
+  for (std::int64_t t = 0; t < S; ++t) {
+    for (int e = 0; e < kw; ++e)
+      k[t * kw + e] = input_value(p, p.k_stream(), (base + t) * p.k_width() + std::int64_t(kv0) * p.Dqk + e);
+    for (int kh = 0; kh < q.kv_heads; ++kh)
+      for (int d = 0; d < p.D; ++d)
+        v[t * vw + kh * p.D + d] =
+            p.mla ? k[t * kw + kh * p.Dqk + d]
+                  : input_value(p, p.v_stream(), (base + t) * p.v_width() + std::int64_t(kv0 + kh) * p.D + d);
+  }
   q.k = {std::move(k)};
   q.v = {std::move(v)};
   return q;
 }
 
+// The fp64 truth of one row: O [H][D] and L [H], and A [H][D], attention with |V| (the bound's scale).
 struct RowTruth {
-  models::Partial truth;  // O and L
-  models::Partial abs;    // attention with |V|: the scale of the rounding bound
+  std::vector<double> o, l, abs;
 };
 
-RowTruth row_truth(const StepPlan& p, int row) {
-  models::Problem prob = row_problem(p, row);
+void truth_of_heads(const StepPlan& p, int row, int h0, int h1, RowTruth& t) {
+  models::Problem prob = row_problem(p, row, h0, h1);
   models::AttentionOptions o;
   o.base = p.s.lse_base;
   o.scale = p.s.scale();
@@ -67,10 +81,59 @@ RowTruth row_truth(const StepPlan& p, int row) {
   o.out_dtype = models::DType::kF64;
   o.lse_dtype = models::DType::kF64;
   o.empty = models::EmptyRowMarker::kNegInfZero;
-  RowTruth t;
-  t.truth = models::full_attention(prob, o);
+  const models::Partial truth = models::full_attention(prob, o);
   for (auto& x : prob.v[0]) x = std::fabs(x);
-  t.abs = models::full_attention(prob, o);
+  const models::Partial abs = models::full_attention(prob, o);
+  for (int h = h0; h < h1; ++h) {
+    t.l[h] = truth.l(0, h - h0);
+    for (int d = 0; d < p.D; ++d) {
+      t.o[std::size_t(h) * p.D + d] = truth.o(0, h - h0, d);
+      t.abs[std::size_t(h) * p.D + d] = abs.o(0, h - h0, d);
+    }
+  }
+}
+
+// Split over head ranges (whole KV-head groups) so a long row uses every core.
+RowTruth row_truth(const StepPlan& p, int row) {
+  RowTruth t;
+  t.o.resize(std::size_t(p.H) * p.D);
+  t.abs.resize(t.o.size());
+  t.l.resize(p.H);
+  const int g = p.H / p.Hkv, unit = p.Hkv == 1 ? 1 : g;
+  const int units = p.H / unit;
+  const int parts = std::max(1, std::min<int>(units, static_cast<int>(std::thread::hardware_concurrency())));
+  std::vector<std::future<void>> f;
+  for (int i = 0; i < parts; ++i) {
+    const int h0 = (units * i / parts) * unit, h1 = (units * (i + 1) / parts) * unit;
+    if (h1 > h0) f.push_back(std::async(std::launch::async, [&, h0, h1] { truth_of_heads(p, row, h0, h1, t); }));
+  }
+  for (auto& x : f) x.get();
+  return t;
+}
+
+// The same inputs give the same truth for every strategy of a `--strategy all` run: keep the rows computed.
+std::string truth_key(const StepPlan& p, int row) {
+  std::string k = std::to_string(p.seed) + "/" + std::to_string(p.H) + "/" + std::to_string(p.Hkv) + "/" +
+                  std::to_string(p.Dqk) + "/" + std::to_string(p.D) + "/" + std::to_string(p.contexts[row]) + "/" +
+                  std::to_string(p.global_row_base[row]) + "/" + std::to_string(row) + "/" +
+                  std::to_string(p.rows_total) + "/" + std::to_string(p.gather_q ? p.J : 0) + "/" +
+                  std::string(models::to_string(p.s.lse_base)) + "/" + std::string(models::to_string(p.s.kv_dtype)) +
+                  "/" + std::to_string(p.s.scale());
+  return k;
+}
+
+RowTruth cached_truth(const StepPlan& p, int row) {
+  static std::mutex mu;
+  static std::map<std::string, RowTruth> cache;
+  const std::string key = truth_key(p, row);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  RowTruth t = row_truth(p, row);
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() > 64) cache.clear();
+  cache.emplace(key, t);
   return t;
 }
 
@@ -87,26 +150,22 @@ std::vector<int> pick_rows(const StepPlan& p, int check_rows) {
 
 CheckResult check_outputs(const StepPlan& p, const RunConfig& c, const std::vector<RankOutputs>& outputs) {
   const std::vector<int> rows = pick_rows(p, c.check_rows);
-  std::vector<std::future<RowTruth>> futures;
-  for (int row : rows) {
-    if (row < p.B) futures.push_back(std::async(std::launch::async, [&p, row] { return row_truth(p, row); }));
-  }
+
   const bool ag = p.N > 1 && (p.s.strategy == models::Strategy::kAgRs || p.s.strategy == models::Strategy::kAgAr);
   const double u_in = models::unit_roundoff(p.s.kv_dtype), u_out = models::unit_roundoff(p.s.out_dtype);
   const double coeff = 4 * u_in + (ag ? p.N + 2 : 2) * u_out + 64 * std::ldexp(1.0, -24);
 
   CheckResult r;
   std::vector<double> got, want;
-  std::size_t next = 0;
   for (int row : rows) {
     const bool padding = row >= p.B;
     RowTruth t;
-    if (!padding) t = futures[next++].get();
+    if (!padding) t = cached_truth(p, row);
     for (const RankOutputs& ro : outputs) {
       for (int j = 0; j < ro.heads; ++j) {
         const int h = ro.head_begin + j;
         const double gl = ro.lse[std::size_t(row) * ro.lse_row_stride + ro.lse_offset + j];
-        const double tl = padding ? -std::numeric_limits<double>::infinity() : t.truth.l(0, h);
+        const double tl = padding ? -std::numeric_limits<double>::infinity() : t.l[h];
         if (std::isinf(tl) || std::isinf(gl) || std::isnan(gl)) {
           if (!(gl == tl)) ++r.mismatched_nonfinite;
         } else {
@@ -114,8 +173,8 @@ CheckResult check_outputs(const StepPlan& p, const RunConfig& c, const std::vect
         }
         for (int d = 0; d < p.D; ++d) {
           const double g = ro.out[(std::size_t(row) * ro.heads + j) * p.D + d];
-          const double w = padding ? 0.0 : t.truth.o(0, h, d);
-          const double bound = padding ? 0.0 : coeff * t.abs.o(0, h, d) + 1e-30;
+          const double w = padding ? 0.0 : t.o[std::size_t(h) * p.D + d];
+          const double bound = padding ? 0.0 : coeff * t.abs[std::size_t(h) * p.D + d] + 1e-30;
           got.push_back(g);
           want.push_back(w);
           const double err = std::fabs(g - w);

@@ -92,7 +92,8 @@ TEST(Correct, MatchesTheReferenceScaling) {
                                             : std::size_t(parts[r].out_layout.index(b, h, d));
               const double got = g.out[at];
               ASSERT_FALSE(std::isnan(got)) << "row " << b << " head " << h;
-              ASSERT_LE(std::fabs(got - want), 4 * u * std::fabs(want) + 1e-30) << "row " << b << " head " << h;
+              // The weight is an fp32 exp2: a few ulp of fp32 on top of the output rounding.
+              ASSERT_LE(std::fabs(got - want), (4 * u + 16 * std::ldexp(1.0, -24)) * std::fabs(want) + 1e-30) << "row " << b << " head " << h;
             }
           }
       }

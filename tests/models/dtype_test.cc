@@ -103,11 +103,22 @@ TEST(Dtype, EveryBf16AndFp16PatternRoundTrips) {
 }
 
 TEST(Dtype, MidpointsBetweenNeighboursRoundToTheEvenOne) {
-  // For every pair of adjacent positive finite fp16 values the midpoint goes to the one with an even pattern.
-  for (std::uint16_t bits = 0; bits < 0x7bff; ++bits) {
-    const double lo = fp16_value(bits), hi = fp16_value(static_cast<std::uint16_t>(bits + 1));
-    const double even = (bits % 2 == 0) ? lo : hi;
-    ASSERT_EQ(round_to(DType::kF16, (lo + hi) / 2), even) << bits;
+  // For every pair of adjacent positive finite values the midpoint goes to the one with the even pattern, and
+  // anything off the midpoint goes to the nearer one (normal, subnormal and binade-crossing pairs alike).
+  struct Case {
+    DType type;
+    double (*value)(std::uint16_t);
+    std::uint16_t max_pattern;
+  };
+  for (const Case& c : {Case{DType::kF16, fp16_value, 0x7bff}, Case{DType::kBF16, bf16_value, 0x7f7f}}) {
+    for (std::uint16_t bits = 0; bits < c.max_pattern; ++bits) {
+      const double lo = c.value(bits), hi = c.value(static_cast<std::uint16_t>(bits + 1));
+      const double mid = (lo + hi) / 2, nudge = (hi - lo) / 1024;
+      ASSERT_EQ(round_to(c.type, mid), bits % 2 == 0 ? lo : hi) << bits;
+      ASSERT_EQ(round_to(c.type, mid - nudge), lo) << bits;
+      ASSERT_EQ(round_to(c.type, mid + nudge), hi) << bits;
+      ASSERT_EQ(round_to(c.type, -(mid + nudge)), -hi) << bits;
+    }
   }
 }
 
