@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "commands.h"
+#include "dcpsim/analysis/plot.h"
 #include "dcpsim/analysis/validate.h"
 #include "dcpsim/error.h"
 
@@ -61,12 +62,27 @@ void print_report(const analysis::ValidationReport& r, const analysis::ValidateO
             << pct(opt.max_median_error) << ")\n";
 }
 
-void run(const ValidateArgs& a) {
-  if (!a.plot.empty()) {
-    // The plotting helper (analysis/plot.h with scripts/plot.py validate) is not in this tree yet.
-    throw InputError("--plot " + a.plot + ": the plotting helper is not built into this dcpsim yet; use --csv and "
-                     "plot the measured_ns / predicted_ns columns");
+// Draws the CSV through the plotting helper (scripts/plot.py validate); without --csv the CSV is a temporary
+// file next to the image.
+void plot(const analysis::ValidationReport& report, const ValidateArgs& a) {
+  std::filesystem::path csv = a.csv;
+  const bool temporary = csv.empty();
+  if (temporary) {
+    csv = std::filesystem::path(a.plot).string() + ".csv.tmp";
+    analysis::write_file_atomically(csv, analysis::validation_csv(report));
   }
+  try {
+    analysis::plot_csv("validate", csv, a.plot);
+  } catch (...) {
+    std::error_code ec;
+    if (temporary) std::filesystem::remove(csv, ec);
+    throw;
+  }
+  std::error_code ec;
+  if (temporary) std::filesystem::remove(csv, ec);
+}
+
+void run(const ValidateArgs& a) {
   std::vector<analysis::MeasuredTrace> traces;
   for (const std::string& m : a.measured) traces.push_back(analysis::load_measured(m));
   analysis::ValidateOptions opt;
@@ -78,6 +94,7 @@ void run(const ValidateArgs& a) {
     analysis::write_file_atomically(a.report, analysis::validation_markdown(report, opt, command_line(a.argv)));
   }
   if (!a.csv.empty()) analysis::write_file_atomically(a.csv, analysis::validation_csv(report));
+  if (!a.plot.empty()) plot(report, a);
   print_report(report, opt);
   if (!report.passed) {
     throw RuntimeError("median |relative error| " + pct(report.median_error) + " exceeds --max-median-err " +
@@ -96,7 +113,7 @@ void add_validate_command(CLI::App& app) {
                   "Calibration sidecar for prediction intervals (default: <profile>.calibration.json when present)");
   cmd->add_option("--report", args->report, "Markdown report to write");
   cmd->add_option("--csv", args->csv, "CSV with one line per compared figure");
-  cmd->add_option("--plot", args->plot, "Predicted vs measured plot (PNG) with the prediction band");
+  cmd->add_option("--plot", args->plot, "Predicted vs measured plot (PNG) with the tolerance band (needs matplotlib)");
   cmd->add_option("--max-median-err", args->max_median_err,
                   "Exit 1 when the median |relative error| exceeds this (default 0.05)")
       ->check(CLI::PositiveNumber);

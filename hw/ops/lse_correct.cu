@@ -31,24 +31,21 @@ struct alignas(sizeof(T) * VEC) Vec {  // 16-byte aligned when vectorised: one 1
 __device__ __forceinline__ float pair_weight(const CorrectArgs& a, int b, int h, float k, float& merged) {
   const float* l = a.lse.ptr + std::int64_t(b) * a.lse.row_stride + std::int64_t(h) * a.lse.head_stride;
   if (a.dcp <= kFastN) {
-    float v[kFastN];
+    // Unrolled with a guard: the N loads are independent and issue together; the second pass hits L1.
+    float m = -INFINITY;
 #pragma unroll
-    for (int i = 0; i < kFastN; ++i) v[i] = i < a.dcp ? sanitize_lse(l[i * a.lse.rank_stride]) * k : -INFINITY;
-    float m = -INFINITY, mine = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < kFastN; ++i) {
-      m = fmaxf(m, v[i]);
-      if (i == a.rank) mine = v[i];
-    }
+    for (int i = 0; i < kFastN; ++i)
+      if (i < a.dcp) m = fmaxf(m, sanitize_lse(l[i * a.lse.rank_stride]) * k);
     if (m == -INFINITY) {
       merged = -INFINITY;
       return 0.f;
     }
     float sum = 0.f;
 #pragma unroll
-    for (int i = 0; i < kFastN; ++i) sum += exp2f(v[i] - m);
+    for (int i = 0; i < kFastN; ++i)
+      if (i < a.dcp) sum += exp2f(sanitize_lse(l[i * a.lse.rank_stride]) * k - m);
     merged = m + log2f(sum);
-    const float w = exp2f(mine - merged);
+    const float w = exp2f(sanitize_lse(l[a.rank * a.lse.rank_stride]) * k - merged);
     return w == w ? w : 0.f;
   }
   auto get = [&](int n) { return l[std::int64_t(n) * a.lse.rank_stride]; };
@@ -56,65 +53,103 @@ __device__ __forceinline__ float pair_weight(const CorrectArgs& a, int b, int h,
   return merge_weight(get(a.rank), k, merged);
 }
 
-// A block owns `pairs` consecutive (row, head) pairs: their weights first, then their D lanes, VPT vectors per
-// thread with every load issued before the first store (in place, loads and stores may alias, so the compiler
-// would not overlap them across iterations on its own).
+template <typename T>
+__device__ __forceinline__ std::int64_t in_offset(const CorrectArgs& a, int b, int h) {
+  return std::int64_t(b) * a.in_row_stride + std::int64_t(h) * a.in_head_stride;
+}
+template <typename T>
+__device__ __forceinline__ std::int64_t out_offset(const CorrectArgs& a, int b, int h) {
+  return std::int64_t(h / a.out_block_heads) * a.out_block_stride + std::int64_t(b) * a.out_row_stride +
+         std::int64_t(h % a.out_block_heads) * a.out_head_stride;
+}
+
+__device__ __forceinline__ void stamp_pair(const CorrectArgs& a, int b) {
+  __threadfence();
+  if (atomicAdd(&a.stamps.counters[b], 1u) + 1u == unsigned(a.heads)) a.stamps.stamps[b] = global_timer();
+}
+
+// Small calls are latency-bound: one vector per thread, no shared memory and no barrier. Each thread computes its
+// own pair's weight (the N loads of a pair are the same addresses across the pair's threads) while its O load is
+// already in flight; an O value whose weight is 0 is discarded unread by the arithmetic (the result is exactly 0).
+template <typename T, int VEC>
+__global__ void __launch_bounds__(kThreads) correct_small_kernel(CorrectArgs a) {
+  const int vecs = a.dim / VEC;
+  const std::int64_t i = blockIdx.x * std::int64_t(kThreads) + threadIdx.x;
+  if (i >= std::int64_t(a.rows) * a.heads * vecs) return;
+  const int pi = static_cast<int>(i / vecs), d = static_cast<int>(i % vecs) * VEC;
+  const int b = pi / a.heads, h = pi % a.heads;
+  const Vec<T, VEC> v = *reinterpret_cast<const Vec<T, VEC>*>(static_cast<const T*>(a.in) + in_offset<T>(a, b, h) + d);
+  const float k = a.base2 ? 1.f : kLog2e;
+  float merged = -INFINITY, w = 0.f;
+  if (b < a.valid_rows) w = pair_weight(a, b, h, k, merged);
+  Vec<T, VEC> r;
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) r.v[j] = from_f32<T>(w == 0.f ? 0.f : w * to_f32(v.v[j]));
+  *reinterpret_cast<Vec<T, VEC>*>(static_cast<T*>(a.out) + out_offset<T>(a, b, h) + d) = r;
+  if (d == 0) {
+    if (a.merged_lse.ptr != nullptr)
+      a.merged_lse.ptr[std::int64_t(b) * a.merged_lse.row_stride + std::int64_t(h) * a.merged_lse.head_stride] =
+          merged == -INFINITY ? -INFINITY : merged / k;
+  }
+  if (a.stamps.stamps != nullptr) {
+    // Every thread of the pair must have stored before the pair counts: count per vector, row done at H·vecs.
+    __threadfence();
+    if (atomicAdd(&a.stamps.counters[b], 1u) + 1u == unsigned(a.heads) * unsigned(vecs))
+      a.stamps.stamps[b] = global_timer();
+  }
+}
+
+// Large calls are bandwidth-bound: a block owns `pairs` consecutive (row, head) pairs; their weights and base
+// offsets go to shared memory first (no division in the streaming loop), then each thread streams VPT vectors of
+// a fixed lane with every load issued before the first store (in place, loads and stores may alias, so the
+// compiler would not overlap them across iterations on its own). Needs kThreads % vecs == 0.
 template <typename T, int VEC, int VPT>
 __global__ void __launch_bounds__(kThreads) correct_kernel(CorrectArgs a, int pairs) {
-  extern __shared__ float w_s[];
-  const int total_pairs = a.rows * a.heads;
+  extern __shared__ __align__(16) unsigned char smem[];
+  std::int64_t* in_off = reinterpret_cast<std::int64_t*>(smem);
+  std::int64_t* out_off = in_off + pairs;
+  float* w_s = reinterpret_cast<float*>(out_off + pairs);
   const int p0 = blockIdx.x * pairs;
-  const int my_pairs = min(pairs, total_pairs - p0);
+  const int my_pairs = min(pairs, a.rows * a.heads - p0);
   const float k = a.base2 ? 1.f : kLog2e;
   for (int pl = threadIdx.x; pl < my_pairs; pl += kThreads) {
     const int pi = p0 + pl, b = pi / a.heads, h = pi % a.heads;
     float merged = -INFINITY, w = 0.f;
     if (b < a.valid_rows) w = pair_weight(a, b, h, k, merged);
     w_s[pl] = w;
+    in_off[pl] = in_offset<T>(a, b, h);
+    out_off[pl] = out_offset<T>(a, b, h);
     if (a.merged_lse.ptr != nullptr)
       a.merged_lse.ptr[std::int64_t(b) * a.merged_lse.row_stride + std::int64_t(h) * a.merged_lse.head_stride] =
           merged == -INFINITY ? -INFINITY : merged / k;
   }
   __syncthreads();
-  const int vecs = a.dim / VEC;
-  const int total = my_pairs * vecs;
+  const int vecs = a.dim / VEC, per = kThreads / vecs;
+  const int d = (threadIdx.x % vecs) * VEC, first = threadIdx.x / vecs;
   const T* in = static_cast<const T*>(a.in);
   T* out = static_cast<T*>(a.out);
-  for (int base = 0; base < total; base += kThreads * VPT) {
+  for (int base = first; base < my_pairs; base += per * VPT) {
     Vec<T, VEC> v[VPT];
-    float w[VPT];
 #pragma unroll
     for (int u = 0; u < VPT; ++u) {
-      const int i = base + u * kThreads + threadIdx.x;
-      w[u] = 0.f;
-      if (i < total) {
-        const int pl = i / vecs, pi = p0 + pl, b = pi / a.heads, h = pi % a.heads, d = (i % vecs) * VEC;
-        w[u] = w_s[pl];
-        if (w[u] != 0.f)  // an empty partial is never read: NaN garbage must not reach the sum
-          v[u] = *reinterpret_cast<const Vec<T, VEC>*>(in + std::int64_t(b) * a.in_row_stride +
-                                                      std::int64_t(h) * a.in_head_stride + d);
-      }
+      const int pl = base + u * per;
+      if (pl < my_pairs && w_s[pl] != 0.f)  // an empty partial is never read
+        v[u] = *reinterpret_cast<const Vec<T, VEC>*>(in + in_off[pl] + d);
     }
 #pragma unroll
     for (int u = 0; u < VPT; ++u) {
-      const int i = base + u * kThreads + threadIdx.x;
-      if (i >= total) continue;
-      const int pl = i / vecs, pi = p0 + pl, b = pi / a.heads, h = pi % a.heads, d = (i % vecs) * VEC;
+      const int pl = base + u * per;
+      if (pl >= my_pairs) break;
+      const float w = w_s[pl];
       Vec<T, VEC> r;
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) r.v[j] = from_f32<T>(w[u] == 0.f ? 0.f : w[u] * to_f32(v[u].v[j]));
-      *reinterpret_cast<Vec<T, VEC>*>(out + std::int64_t(h / a.out_block_heads) * a.out_block_stride +
-                                      std::int64_t(b) * a.out_row_stride +
-                                      std::int64_t(h % a.out_block_heads) * a.out_head_stride + d) = r;
+      for (int j = 0; j < VEC; ++j) r.v[j] = from_f32<T>(w == 0.f ? 0.f : w * to_f32(v[u].v[j]));
+      *reinterpret_cast<Vec<T, VEC>*>(out + out_off[pl] + d) = r;
     }
   }
   if (a.stamps.stamps != nullptr) {
     __syncthreads();
-    for (int pl = threadIdx.x; pl < my_pairs; pl += kThreads) {
-      __threadfence();
-      const int b = (p0 + pl) / a.heads;
-      if (atomicAdd(&a.stamps.counters[b], 1u) + 1u == unsigned(a.heads)) a.stamps.stamps[b] = global_timer();
-    }
+    for (int pl = threadIdx.x; pl < my_pairs; pl += kThreads) stamp_pair(a, (p0 + pl) / a.heads);
   }
 }
 
@@ -122,16 +157,14 @@ template <typename T, int VEC>
 void launch_vec(const CorrectArgs& a, cudaStream_t stream) {
   const int vecs = a.dim / VEC;
   const std::int64_t total_vecs = std::int64_t(a.rows) * a.heads * vecs;
-  // Small calls: one vector per thread, as many blocks as possible (latency); large: four in flight per thread.
-  const bool small = total_vecs < std::int64_t(132) * 2048;
-  const int vpt = small ? 1 : 4;
-  const int pairs = std::max(1, kThreads * vpt / std::max(1, vecs));
-  const int blocks = ceil_div(std::int64_t(a.rows) * a.heads, pairs);
-  const std::size_t smem = std::size_t(pairs) * sizeof(float);
-  if (small)
-    correct_kernel<T, VEC, 1><<<blocks, kThreads, smem, stream>>>(a, pairs);
-  else
-    correct_kernel<T, VEC, 4><<<blocks, kThreads, smem, stream>>>(a, pairs);
+  if (total_vecs < std::int64_t(132) * 2048 || kThreads % vecs != 0) {
+    correct_small_kernel<T, VEC><<<ceil_div(total_vecs, kThreads), kThreads, 0, stream>>>(a);
+  } else {
+    constexpr int kVpt = 4;
+    const int pairs = kThreads / vecs * kVpt;
+    const std::size_t smem = std::size_t(pairs) * (2 * sizeof(std::int64_t) + sizeof(float));
+    correct_kernel<T, VEC, kVpt><<<ceil_div(std::int64_t(a.rows) * a.heads, pairs), kThreads, smem, stream>>>(a, pairs);
+  }
   DCPSIM_CUDA_LAUNCHED("correct_kernel");
 }
 
