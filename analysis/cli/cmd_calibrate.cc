@@ -45,8 +45,9 @@ void print_stats(const char* title, const std::vector<analysis::ResidualStats>& 
 }
 
 void print_result(const analysis::CalibrationResult& r, const std::string& out) {
-  std::cout << "calibrated " << r.profile.name << " from " << r.base.name << ": " << r.observations << " figures, "
-            << r.fit_sections << " scenarios, " << r.iterations << " Gauss-Newton iterations\n";
+  std::cout << "calibrated " << r.profile.name << " from " << r.base.name << ": " << r.observations
+            << " figures, " << r.fit_sections << " scenarios, " << r.iterations
+            << " Gauss-Newton iterations\n";
   for (const analysis::ParameterResult& p : r.parameters) {
     if (!p.fitted) continue;
     std::printf("  %-36s %14s -> %-14s (rel. std. error %s)%s\n", p.name.c_str(), quantity(p.base).c_str(),
@@ -70,13 +71,15 @@ void run(const CalibrateArgs& a) {
     const bool held = a.hold_out >= 2 && (i + 1) % static_cast<std::size_t>(a.hold_out) == 0;
     (held ? holdout : fit).push_back(sections[i]);
   }
-  if (fit.empty()) throw InputError("--hold-out " + std::to_string(a.hold_out) + " leaves no scenario to fit");
+  if (fit.empty())
+    throw InputError("--hold-out " + std::to_string(a.hold_out) + " leaves no scenario to fit");
 
   analysis::CalibrateOptions options;
   options.max_iterations = a.max_iterations;
   options.max_relative_std_error = a.max_std_error;
   if (!a.fix.empty()) options.fixed = analysis::split_list(a.fix, "--fix");
-  analysis::CalibrationResult result = analysis::calibrate(models::load_profile(a.profile), fit, holdout, options);
+  analysis::CalibrationResult result =
+      analysis::calibrate(models::load_profile(a.profile), fit, holdout, options);
 
   analysis::CalibrationProvenance prov;
   for (const std::string& m : a.measured) prov.traces.emplace_back(m);
@@ -95,20 +98,27 @@ void run(const CalibrateArgs& a) {
 void add_calibrate_command(CLI::App& app) {
   auto args = std::make_shared<CalibrateArgs>();
   CLI::App* cmd = app.add_subcommand("calibrate", "Fit a hardware profile to measured traces");
-  cmd->add_option("--measured", args->measured, "Measured (or simulated) .pb traces to fit")->required()->expected(1, -1);
+  cmd->add_option("--measured", args->measured, "Measured (or simulated) .pb traces to fit")
+      ->required()
+      ->expected(1, -1);
   cmd->add_option("--profile", args->profile, "Base profile: a built-in name or a JSON file")->required();
-  cmd->add_option("--out", args->out, "Calibrated profile JSON to write (a .calibration.json sidecar goes next to it)")
+  cmd->add_option("--out", args->out,
+                  "Calibrated profile JSON to write (a .calibration.json sidecar goes next to it)")
       ->required();
-  cmd->add_option("--name", args->name, "Name of the calibrated profile (default: base name + \"-calibrated\")");
-  auto* k = cmd->add_option("--hold-out", args->hold_out,
-                            "Hold out every K-th scenario of --measured (in file order) and report its residuals")
-                ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--hold-out-file", args->hold_out_files, "Traces used only to check the fit, never to fit it")
+  cmd->add_option("--name", args->name,
+                  "Name of the calibrated profile (default: base name + \"-calibrated\")");
+  auto* k =
+      cmd->add_option("--hold-out", args->hold_out,
+                      "Hold out every K-th scenario of --measured (in file order) and report its residuals")
+          ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--hold-out-file", args->hold_out_files,
+                  "Traces used only to check the fit, never to fit it")
       ->expected(1, -1)
       ->excludes(k);
   cmd->add_option("--fix", args->fix, "Comma list of profile parameters to keep from the base profile");
   cmd->add_option("--date", args->date, "Date recorded in the sources (default: today, UTC)");
-  cmd->add_option("--max-iterations", args->max_iterations, "Gauss-Newton iterations at most")->check(CLI::PositiveNumber);
+  cmd->add_option("--max-iterations", args->max_iterations, "Gauss-Newton iterations at most")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--max-std-error", args->max_std_error,
                   "Revert parameters whose relative standard error exceeds this (default 0.5)")
       ->check(CLI::PositiveNumber);

@@ -51,15 +51,15 @@ std::string command_line(const std::vector<std::string>& argv) {
 void print_report(const analysis::ValidationReport& r, const analysis::ValidateOptions& opt) {
   std::printf("%-12s %6s %9s %9s %9s %9s %9s\n", "figure", "n", "median", "p90", "max", "in-tol", "in-band");
   for (const analysis::ErrorSummary& s : r.per_figure) {
-    std::printf("%-12s %6d %9s %9s %9s %9s %9s\n", s.key.c_str(), s.count, pct(s.median).c_str(), pct(s.p90).c_str(),
-                pct(s.max).c_str(), pct(s.within_tolerance).c_str(),
+    std::printf("%-12s %6d %9s %9s %9s %9s %9s\n", s.key.c_str(), s.count, pct(s.median).c_str(),
+                pct(s.p90).c_str(), pct(s.max).c_str(), pct(s.within_tolerance).c_str(),
                 s.with_interval > 0 ? pct(s.inside_interval).c_str() : "n/a");
   }
   if (r.emulated) std::cout << "note: emulated traces: kernel phases only\n";
   for (const std::string& e : r.excluded) std::cout << "note: left out " << e << "\n";
   for (const std::string& w : r.warnings) std::cerr << "warning: " << w << "\n";
-  std::cout << (r.passed ? "PASS" : "FAIL") << ": median |relative error| " << pct(r.median_error) << " (limit "
-            << pct(opt.max_median_error) << ")\n";
+  std::cout << (r.passed ? "PASS" : "FAIL") << ": median |relative error| " << pct(r.median_error)
+            << " (limit " << pct(opt.max_median_error) << ")\n";
 }
 
 // Draws the CSV through the plotting helper (scripts/plot.py validate); without --csv the CSV is a temporary
@@ -88,10 +88,11 @@ void run(const ValidateArgs& a) {
   analysis::ValidateOptions opt;
   opt.max_median_error = a.max_median_err;
   opt.include_rows = !a.no_rows;
-  const analysis::ValidationReport report =
-      analysis::validate(models::load_profile(a.profile), calibration_for(a), analysis::all_sections(traces), opt);
+  const analysis::ValidationReport report = analysis::validate(
+      models::load_profile(a.profile), calibration_for(a), analysis::all_sections(traces), opt);
   if (!a.report.empty()) {
-    analysis::write_file_atomically(a.report, analysis::validation_markdown(report, opt, command_line(a.argv)));
+    analysis::write_file_atomically(a.report,
+                                    analysis::validation_markdown(report, opt, command_line(a.argv)));
   }
   if (!a.csv.empty()) analysis::write_file_atomically(a.csv, analysis::validation_csv(report));
   if (!a.plot.empty()) plot(report, a);
@@ -107,13 +108,17 @@ void run(const ValidateArgs& a) {
 void add_validate_command(CLI::App& app) {
   auto args = std::make_shared<ValidateArgs>();
   CLI::App* cmd = app.add_subcommand("validate", "Re-simulate measured traces under a profile and compare");
-  cmd->add_option("--measured", args->measured, "Measured (or simulated) .pb traces")->required()->expected(1, -1);
+  cmd->add_option("--measured", args->measured, "Measured (or simulated) .pb traces")
+      ->required()
+      ->expected(1, -1);
   cmd->add_option("--profile", args->profile, "Profile: a built-in name or a JSON file")->required();
-  cmd->add_option("--calibration", args->calibration,
-                  "Calibration sidecar for prediction intervals (default: <profile>.calibration.json when present)");
+  cmd->add_option(
+      "--calibration", args->calibration,
+      "Calibration sidecar for prediction intervals (default: <profile>.calibration.json when present)");
   cmd->add_option("--report", args->report, "Markdown report to write");
   cmd->add_option("--csv", args->csv, "CSV with one line per compared figure");
-  cmd->add_option("--plot", args->plot, "Predicted vs measured plot (PNG) with the tolerance band (needs matplotlib)");
+  cmd->add_option("--plot", args->plot,
+                  "Predicted vs measured plot (PNG) with the tolerance band (needs matplotlib)");
   cmd->add_option("--max-median-err", args->max_median_err,
                   "Exit 1 when the median |relative error| exceeds this (default 0.05)")
       ->check(CLI::PositiveNumber);

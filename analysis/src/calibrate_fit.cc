@@ -17,10 +17,10 @@ namespace {
 
 using models::HardwareProfile;
 
-// Finite-difference step in scaled coordinates (1% of each parameter). The simulator's times are linear in most
-// coordinates (fit_params.h), so the step's size matters only where a max() or a tuner choice switches; it must
-// stay well above the simulator's clock resolution (2^-40 s, sim_engine.h), which a 1e-4 step of a sub-µs
-// parameter would not.
+// Finite-difference step in scaled coordinates (1% of each parameter). The simulator's times are linear in
+// most coordinates (fit_params.h), so the step's size matters only where a max() or a tuner choice switches;
+// it must stay well above the simulator's clock resolution (2^-40 s, sim_engine.h), which a 1e-4 step of a
+// sub-µs parameter would not.
 constexpr double kStep = 1e-2;
 // A parameter on which no figure moves by more than 1e-5 (relative) when it moves by 1% is one no figure
 // depends on: below that, differences are clock resolution, not sensitivity.
@@ -46,7 +46,8 @@ Eigen::VectorXd predict_all(const HardwareProfile& p, const std::vector<Measured
   Eigen::VectorXd f(static_cast<Eigen::Index>(obs.size()));
   for (std::size_t i = 0; i < obs.size(); ++i) {
     auto it = cache.find(obs[i].section);
-    if (it == cache.end()) it = cache.emplace(obs[i].section, predictor.predict(sections[obs[i].section].scenario)).first;
+    if (it == cache.end())
+      it = cache.emplace(obs[i].section, predictor.predict(sections[obs[i].section].scenario)).first;
     f(static_cast<Eigen::Index>(i)) = predicted(it->second, obs[i]);
   }
   return f;
@@ -77,9 +78,10 @@ Problem make_problem(const HardwareProfile& base, const std::vector<MeasuredSect
     }
   }
   for (const auto& [figure, n] : missing) {
-    warnings.push_back(std::to_string(n) + " measured '" + figure +
-                       "' figures have no simulated counterpart (the simulator runs no such phase there) and are "
-                       "not compared");
+    warnings.push_back(
+        std::to_string(n) + " measured '" + figure +
+        "' figures have no simulated counterpart (the simulator runs no such phase there) and are "
+        "not compared");
   }
   pb.y.resize(static_cast<Eigen::Index>(pb.obs.size()));
   for (std::size_t i = 0; i < pb.obs.size(); ++i) pb.y(static_cast<Eigen::Index>(i)) = pb.obs[i].measured_s;
@@ -87,12 +89,13 @@ Problem make_problem(const HardwareProfile& base, const std::vector<MeasuredSect
 }
 
 struct Coordinates {
-  std::vector<int> active;  // indices into fit_parameters()
+  std::vector<int> active;       // indices into fit_parameters()
   Eigen::VectorXd scale, lower;  // per active parameter: scale s_k and lower bound in scaled units
 
   HardwareProfile profile(const HardwareProfile& base, const Eigen::VectorXd& u) const {
     std::vector<double> values(active.size());
-    for (std::size_t k = 0; k < active.size(); ++k) values[k] = u(static_cast<Eigen::Index>(k)) * scale(static_cast<Eigen::Index>(k));
+    for (std::size_t k = 0; k < active.size(); ++k)
+      values[k] = u(static_cast<Eigen::Index>(k)) * scale(static_cast<Eigen::Index>(k));
     return apply_parameters(base, active, values);
   }
 };
@@ -112,7 +115,8 @@ Coordinates coordinates(const HardwareProfile& base, const std::vector<int>& act
   return c;
 }
 
-Eigen::MatrixXd jacobian(const Problem& pb, const Coordinates& c, const Eigen::VectorXd& u, const Eigen::VectorXd& r0) {
+Eigen::MatrixXd jacobian(const Problem& pb, const Coordinates& c, const Eigen::VectorXd& u,
+                         const Eigen::VectorXd& r0) {
   Eigen::MatrixXd a(r0.size(), u.size());
   for (Eigen::Index k = 0; k < u.size(); ++k) {
     Eigen::VectorXd up = u;
@@ -137,7 +141,8 @@ FitOutcome gauss_newton(const Problem& pb, const Coordinates& c, Eigen::VectorXd
   while (!converged && out.iterations < max_iterations) {
     ++out.iterations;
     const Eigen::MatrixXd a = jacobian(pb, c, u, r);
-    // Minimise ||r + A (u' − u)|| over u' >= lower: with u' = lower + v, ||A v − (A (u − lower) − r)||, v >= 0.
+    // Minimise ||r + A (u' − u)|| over u' >= lower: with u' = lower + v, ||A v − (A (u − lower) − r)||, v >=
+    // 0.
     const Eigen::VectorXd delta = solve_lower_bounded(a, a * u - r, c.lower) - u;
     converged = true;  // unless a step still lowers the cost noticeably
     double alpha = 1.0;
@@ -168,7 +173,8 @@ Eigen::VectorXd relative_std_errors(const FitOutcome& f, const Coordinates& c) {
   const Eigen::MatrixXd cov = sigma2 * normal_inverse(f.a);
   const auto& all = fit_parameters();
   for (Eigen::Index k = 0; k < p; ++k) {
-    const double typical = all[static_cast<std::size_t>(c.active[static_cast<std::size_t>(k)])].typical / c.scale(k);
+    const double typical =
+        all[static_cast<std::size_t>(c.active[static_cast<std::size_t>(k)])].typical / c.scale(k);
     se(k) = std::sqrt(std::max(cov(k, k), 0.0)) / std::max(std::abs(f.u(k)), typical);
   }
   return se;
@@ -208,8 +214,8 @@ ResidualStats stats_of(std::string figure, const std::vector<double>& rel) {
 }
 
 // Which parameters the figures can pin down, in catalogue order; the others get their status here.
-std::vector<int> identify(const Problem& pb, const std::vector<int>& candidates, std::vector<ParameterResult>& results,
-                          bool has_communication) {
+std::vector<int> identify(const Problem& pb, const std::vector<int>& candidates,
+                          std::vector<ParameterResult>& results, bool has_communication) {
   Eigen::VectorXd u0;
   const Coordinates c = coordinates(pb.base, candidates, u0);
   const Eigen::VectorXd r0 = pb.relative(c.profile(pb.base, u0));
@@ -220,8 +226,10 @@ std::vector<int> identify(const Problem& pb, const std::vector<int>& candidates,
     ParameterResult& res = results[static_cast<std::size_t>(candidates[static_cast<std::size_t>(k)])];
     if (a.col(k).lpNorm<Eigen::Infinity>() > kNoDependence) {
       depends.push_back(k);
-    } else if (!has_communication && res.group != ParameterGroup::kKernel && res.group != ParameterGroup::kLaunch) {
-      res.status = "not identified: the traces measure no real communication (emulated), kept from the base profile";
+    } else if (!has_communication && res.group != ParameterGroup::kKernel &&
+               res.group != ParameterGroup::kLaunch) {
+      res.status =
+          "not identified: the traces measure no real communication (emulated), kept from the base profile";
     } else {
       res.status = "not identified: no measured figure depends on it, kept from the base profile";
     }
@@ -233,15 +241,17 @@ std::vector<int> identify(const Problem& pb, const std::vector<int>& candidates,
     if (std::find(taken.begin(), taken.end(), k) != taken.end()) {
       active.push_back(candidates[static_cast<std::size_t>(k)]);
     } else {
-      res.status = "not identified: confounded with parameters fitted before it (the figures cannot tell them "
-                   "apart), kept from the base profile";
+      res.status =
+          "not identified: confounded with parameters fitted before it (the figures cannot tell them "
+          "apart), kept from the base profile";
     }
   }
   return active;
 }
 
 std::vector<double> relative_residuals(const HardwareProfile& p, const std::vector<MeasuredSection>& sections,
-                                       const std::vector<Observation>& obs, std::vector<std::string>& figures) {
+                                       const std::vector<Observation>& obs,
+                                       std::vector<std::string>& figures) {
   const Eigen::VectorXd f = predict_all(p, sections, obs);
   std::vector<double> rel;
   for (std::size_t i = 0; i < obs.size(); ++i) {
@@ -255,7 +265,8 @@ std::vector<double> relative_residuals(const HardwareProfile& p, const std::vect
 
 }  // namespace
 
-std::vector<ResidualStats> residual_stats(const std::vector<std::string>& figures, const std::vector<double>& relative) {
+std::vector<ResidualStats> residual_stats(const std::vector<std::string>& figures,
+                                          const std::vector<double>& relative) {
   std::map<std::string, std::vector<double>> by_figure;
   for (std::size_t i = 0; i < figures.size(); ++i) by_figure[figures[i]].push_back(relative[i]);
   std::vector<ResidualStats> out;
@@ -313,7 +324,8 @@ CalibrationResult calibrate(const HardwareProfile& base, const std::vector<Measu
     Eigen::Index worst = 0;
     if (se.size() == 0 || se.maxCoeff(&worst) <= options.max_relative_std_error) {
       for (Eigen::Index k = 0; k < se.size(); ++k) {
-        res.parameters[static_cast<std::size_t>(active[static_cast<std::size_t>(k)])].relative_std_error = se(k);
+        res.parameters[static_cast<std::size_t>(active[static_cast<std::size_t>(k)])].relative_std_error =
+            se(k);
       }
       break;
     }
@@ -340,7 +352,8 @@ CalibrationResult calibrate(const HardwareProfile& base, const std::vector<Measu
   if (!holdout.empty()) {
     const ObservationSet held = build_observations(holdout);
     std::vector<std::string> held_figures;
-    const std::vector<double> held_rel = relative_residuals(res.profile, holdout, held.observations, held_figures);
+    const std::vector<double> held_rel =
+        relative_residuals(res.profile, holdout, held.observations, held_figures);
     res.holdout_residuals = residual_stats(held_figures, held_rel);
   }
   return res;

@@ -1,5 +1,6 @@
-// What a calibration writes: the calibrated profile (sources naming the fit) and its sidecar (provenance, domain,
-// parameters, residual statistics).
+// What a calibration writes: the calibrated profile (sources naming the fit) and its sidecar (provenance,
+// domain, parameters, residual statistics).
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -7,7 +8,6 @@
 #include <fstream>
 #include <set>
 #include <system_error>
-#include <unistd.h>
 
 #include "dcpsim/analysis/calibrate.h"
 #include "dcpsim/error.h"
@@ -42,7 +42,8 @@ std::string describe_traces(const std::vector<std::filesystem::path>& traces) {
     return out;
   }
   const auto dir = traces.front().parent_path();
-  const bool same = std::all_of(traces.begin(), traces.end(), [&](const auto& t) { return t.parent_path() == dir; });
+  const bool same =
+      std::all_of(traces.begin(), traces.end(), [&](const auto& t) { return t.parent_path() == dir; });
   const std::string count = " (" + std::to_string(traces.size()) + " files)";
   return same ? (dir / "*.pb").string() + count : std::to_string(traces.size()) + " trace files";
 }
@@ -57,8 +58,8 @@ const ResidualStats* find_stats(const std::vector<ResidualStats>& v, const std::
 json stats_json(const std::vector<ResidualStats>& v) {
   json out = json::object();
   for (const ResidualStats& s : v) {
-    out[s.figure] = {{"count", s.count}, {"p50", s.p50}, {"p90", s.p90}, {"max", s.max}, {"mean", s.mean},
-                     {"sigma", s.sigma}};
+    out[s.figure] = {{"count", s.count}, {"p50", s.p50},   {"p90", s.p90},
+                     {"max", s.max},     {"mean", s.mean}, {"sigma", s.sigma}};
   }
   return out;
 }
@@ -79,8 +80,12 @@ json provenance_json(const CalibrationProvenance& prov) {
     tools.insert(h.tool_version() + (h.git_sha().empty() ? "" : " (" + h.git_sha() + ")"));
     for (const auto& d : h.devices()) {
       if (!seen_devices.insert(d.uuid() + d.host_name() + std::to_string(d.index())).second) continue;
-      devices.push_back({{"name", d.name()}, {"uuid", d.uuid()}, {"pci_bus_id", d.pci_bus_id()},
-                         {"host", d.host_name()}, {"sm_count", d.sm_count()}, {"memory_bytes", d.memory_bytes()}});
+      devices.push_back({{"name", d.name()},
+                         {"uuid", d.uuid()},
+                         {"pci_bus_id", d.pci_bus_id()},
+                         {"host", d.host_name()},
+                         {"sm_count", d.sm_count()},
+                         {"memory_bytes", d.memory_bytes()}});
     }
   }
   json traces = json::array();
@@ -93,8 +98,8 @@ json provenance_json(const CalibrationProvenance& prov) {
 }  // namespace
 
 std::string geometry_label(const models::Scenario& s) {
-  return "h" + std::to_string(s.heads) + " kv" + std::to_string(s.kv_heads) + " d" + std::to_string(s.head_dim) +
-         "/" + std::to_string(s.qk_dim);
+  return "h" + std::to_string(s.heads) + " kv" + std::to_string(s.kv_heads) + " d" +
+         std::to_string(s.head_dim) + "/" + std::to_string(s.qk_dim);
 }
 
 CalibrationDomain domain_of(const std::vector<MeasuredSection>& sections) {
@@ -157,7 +162,8 @@ std::string outside_domain(const CalibrationDomain& d, const models::Scenario& s
   };
   std::vector<std::string> why;
   if (!d.dcp.count(s.dcp)) why.push_back("dcp " + std::to_string(s.dcp) + " not in " + list(d.dcp));
-  if (!d.geometries.count(geometry_label(s))) why.push_back("geometry " + geometry_label(s) + " not in " + list(d.geometries));
+  if (!d.geometries.count(geometry_label(s)))
+    why.push_back("geometry " + geometry_label(s) + " not in " + list(d.geometries));
   const std::string strategy(models::to_string(s.strategy)), launch(models::to_string(s.launch));
   if (!d.strategies.count(strategy)) why.push_back("strategy " + strategy + " not in " + list(d.strategies));
   if (!d.launch_modes.count(launch)) why.push_back("launch " + launch + " not in " + list(d.launch_modes));
@@ -180,10 +186,10 @@ std::string outside_domain(const CalibrationDomain& d, const models::Scenario& s
 void stamp_sources(CalibrationResult& result, const CalibrationProvenance& prov) {
   const std::string date = prov.date.empty() ? today_utc() : prov.date;
   const ResidualStats* all = find_stats(result.residuals, "all");
-  const std::string fit = "least squares over " + std::to_string(result.observations) + " measured figures (" +
-                          std::to_string(result.fit_sections) + " scenarios) from " + describe_traces(prov.traces) +
-                          ", " + date + ", residual p50 " + percent(all ? all->p50 : 0) + ", p90 " +
-                          percent(all ? all->p90 : 0);
+  const std::string fit = "least squares over " + std::to_string(result.observations) +
+                          " measured figures (" + std::to_string(result.fit_sections) + " scenarios) from " +
+                          describe_traces(prov.traces) + ", " + date + ", residual p50 " +
+                          percent(all ? all->p50 : 0) + ", p90 " + percent(all ? all->p90 : 0);
   const auto& params = fit_parameters();
   for (std::size_t k = 0; k < params.size(); ++k) {
     ParameterResult& r = result.parameters[k];
@@ -195,7 +201,8 @@ void stamp_sources(CalibrationResult& result, const CalibrationProvenance& prov)
   }
   result.profile.name = prov.name.empty() ? result.base.name + "-calibrated" : prov.name;
   result.profile.description = result.base.description + "; calibrated " + date + " against " +
-                               describe_traces(prov.traces) + " (fit details in the .calibration.json sidecar)";
+                               describe_traces(prov.traces) +
+                               " (fit details in the .calibration.json sidecar)";
   models::validate_profile(result.profile, "calibrated profile " + result.profile.name);
 }
 
@@ -227,11 +234,15 @@ json calibration_json(const CalibrationResult& r, const CalibrationProvenance& p
               {"tool", std::string(kVersion) + " (" + kGitSha + ")"},
               {"provenance", provenance_json(prov)},
               {"domain", domain_json(r.domain)},
-              {"fit", {{"sections", r.fit_sections}, {"figures", r.observations}, {"iterations", r.iterations},
-                       {"holdout_sections", r.holdout_sections}}},
+              {"fit",
+               {{"sections", r.fit_sections},
+                {"figures", r.observations},
+                {"iterations", r.iterations},
+                {"holdout_sections", r.holdout_sections}}},
               {"parameters", params},
               {"residuals", stats_json(r.residuals)},
-              {"prediction_interval", {{"z", kIntervalZ}, {"rule", "predicted x (1 +- z x residuals[figure].sigma)"}}},
+              {"prediction_interval",
+               {{"z", kIntervalZ}, {"rule", "predicted x (1 +- z x residuals[figure].sigma)"}}},
               {"excluded", r.excluded},
               {"warnings", r.warnings}};
   if (!r.holdout_residuals.empty()) out["holdout_residuals"] = stats_json(r.holdout_residuals);
@@ -244,7 +255,8 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
   if (!std::filesystem::is_directory(dir, ec)) {
     throw InputError(path.string() + ": the folder " + dir.string() + " does not exist");
   }
-  const std::filesystem::path temp = dir / ("." + path.filename().string() + ".tmp" + std::to_string(::getpid()));
+  const std::filesystem::path temp =
+      dir / ("." + path.filename().string() + ".tmp" + std::to_string(::getpid()));
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     if (!out) throw InputError(path.string() + ": cannot write in " + dir.string());

@@ -14,10 +14,14 @@ using models::Quantity;
 
 std::string_view to_string(ParameterGroup g) {
   switch (g) {
-    case ParameterGroup::kKernel: return "kernel";
-    case ParameterGroup::kLaunch: return "launch";
-    case ParameterGroup::kCollective: return "collective";
-    case ParameterGroup::kSignal: return "signal";
+    case ParameterGroup::kKernel:
+      return "kernel";
+    case ParameterGroup::kLaunch:
+      return "launch";
+    case ParameterGroup::kCollective:
+      return "collective";
+    case ParameterGroup::kSignal:
+      return "signal";
   }
   return "?";
 }
@@ -28,7 +32,9 @@ double kernel_rate(const HardwareProfile& p) {
   return 1.0 / (p.gpu.hbm_bandwidth_measured.si() * p.kernel.hbm_efficiency_max.si());
 }
 
-void write_si(Quantity& q, double si) { q.value = si / models::si_factor(q.unit); }
+void write_si(Quantity& q, double si) {
+  q.value = si / models::si_factor(q.unit);
+}
 
 using Field = std::function<Quantity&(HardwareProfile&)>;
 
@@ -56,7 +62,8 @@ FitParameter inverse_param(std::string name, std::string coordinate, ParameterGr
 
 void add_kernel_parameters(std::vector<FitParameter>& out) {
   constexpr auto kK = ParameterGroup::kKernel;
-  out.push_back(time_param("kernel.floor", kK, [](HardwareProfile& p) -> Quantity& { return p.kernel.floor; }));
+  out.push_back(
+      time_param("kernel.floor", kK, [](HardwareProfile& p) -> Quantity& { return p.kernel.floor; }));
   FitParameter rate;
   rate.name = "kernel.hbm_efficiency_max";
   rate.coordinate = "a = 1/(hbm_bandwidth_measured x hbm_efficiency_max) [s/B]";
@@ -73,7 +80,8 @@ void add_kernel_parameters(std::vector<FitParameter>& out) {
   half.field = [](HardwareProfile& p) -> Quantity& { return p.kernel.half_efficiency_bytes; };
   half.typical = 2.5e-7;
   out.push_back(half);
-  out.push_back(time_param("attention.floor", kK, [](HardwareProfile& p) -> Quantity& { return p.attention.floor; }));
+  out.push_back(
+      time_param("attention.floor", kK, [](HardwareProfile& p) -> Quantity& { return p.attention.floor; }));
   out.push_back(time_param("attention.cta_overhead", kK,
                            [](HardwareProfile& p) -> Quantity& { return p.attention.cta_overhead; }));
   // Bounds a wave with few units (min with the kernel bandwidth's share), so only such waves identify it.
@@ -104,14 +112,16 @@ void add_collective_parameters(std::vector<FitParameter>& out) {
       "nvlink.measured_bandwidth", "1/measured_bandwidth [s/B]", kC,
       [](HardwareProfile& p) -> Quantity& { return p.nvlink.measured_bandwidth; },
       [](const HardwareProfile& p) { return p.nvlink.bandwidth.si(); }, 2.5e-12));
-  out.push_back(time_param("nvlink.hop_latency", kC, [](HardwareProfile& p) -> Quantity& { return p.nvlink.hop_latency; }));
+  out.push_back(time_param("nvlink.hop_latency", kC,
+                           [](HardwareProfile& p) -> Quantity& { return p.nvlink.hop_latency; }));
   constexpr std::array<const char*, 3> kProto = {"ll", "ll128", "simple"};
   for (std::size_t i = 0; i < kProto.size(); ++i) {
     const std::string proto = kProto[i];
     out.push_back(time_param("nccl.ring." + proto + ".base_latency", kC,
                              [i](HardwareProfile& p) -> Quantity& { return p.nccl.ring[i].base_latency; }));
-    out.push_back(time_param("nccl.ring." + proto + ".nvlink_hop_latency", kC,
-                             [i](HardwareProfile& p) -> Quantity& { return p.nccl.ring[i].nvlink_hop_latency; }));
+    out.push_back(
+        time_param("nccl.ring." + proto + ".nvlink_hop_latency", kC,
+                   [i](HardwareProfile& p) -> Quantity& { return p.nccl.ring[i].nvlink_hop_latency; }));
     out.push_back(time_param("nccl.tree." + proto + ".base_latency", kC,
                              [i](HardwareProfile& p) -> Quantity& { return p.nccl.tree[i].base_latency; }));
   }
@@ -126,11 +136,13 @@ void add_collective_parameters(std::vector<FitParameter>& out) {
       [](HardwareProfile& p) -> Quantity& { return p.nccl.ll_max_bus_bandwidth; }, nullptr, 1e-11));
   out.push_back(time_param("nccl.p2p.base_latency", kC,
                            [](HardwareProfile& p) -> Quantity& { return p.nccl.p2p_base_latency; }));
-  out.push_back(time_param("nccl.nvls.latency", kC, [](HardwareProfile& p) -> Quantity& { return p.nccl.nvls_latency; }));
+  out.push_back(time_param("nccl.nvls.latency", kC,
+                           [](HardwareProfile& p) -> Quantity& { return p.nccl.nvls_latency; }));
   out.push_back(inverse_param(
       "internode.bandwidth", "1/bandwidth [s/B]", kC,
       [](HardwareProfile& p) -> Quantity& { return p.internode.bandwidth; }, nullptr, 2e-11));
-  out.push_back(time_param("internode.latency", kC, [](HardwareProfile& p) -> Quantity& { return p.internode.latency; }));
+  out.push_back(time_param("internode.latency", kC,
+                           [](HardwareProfile& p) -> Quantity& { return p.internode.latency; }));
 }
 
 void add_signal_parameters(std::vector<FitParameter>& out) {
@@ -153,10 +165,14 @@ const Quantity& FitParameter::quantity(const HardwareProfile& p) const {
 double FitParameter::value(const HardwareProfile& p) const {
   const double si = quantity(p).si();
   switch (transform) {
-    case Transform::kTime: return si;
-    case Transform::kInverse: return 1.0 / si;
-    case Transform::kKernelRate: return kernel_rate(p);
-    case Transform::kKernelHalf: return si * kernel_rate(p);
+    case Transform::kTime:
+      return si;
+    case Transform::kInverse:
+      return 1.0 / si;
+    case Transform::kKernelRate:
+      return kernel_rate(p);
+    case Transform::kKernelHalf:
+      return si * kernel_rate(p);
   }
   return si;
 }
@@ -164,20 +180,31 @@ double FitParameter::value(const HardwareProfile& p) const {
 void FitParameter::assign(HardwareProfile& p, double x) const {
   Quantity& q = field(p);
   switch (transform) {
-    case Transform::kTime: write_si(q, x); break;
-    case Transform::kInverse: write_si(q, 1.0 / x); break;
-    case Transform::kKernelRate: write_si(q, 1.0 / (x * p.gpu.hbm_bandwidth_measured.si())); break;
-    case Transform::kKernelHalf: write_si(q, x / kernel_rate(p)); break;
+    case Transform::kTime:
+      write_si(q, x);
+      break;
+    case Transform::kInverse:
+      write_si(q, 1.0 / x);
+      break;
+    case Transform::kKernelRate:
+      write_si(q, 1.0 / (x * p.gpu.hbm_bandwidth_measured.si()));
+      break;
+    case Transform::kKernelHalf:
+      write_si(q, x / kernel_rate(p));
+      break;
   }
 }
 
 double FitParameter::lower_bound(const HardwareProfile& p) const {
   switch (transform) {
     case Transform::kTime:
-    case Transform::kKernelHalf: return 0.0;
+    case Transform::kKernelHalf:
+      return 0.0;
     // Without a natural ceiling, a tiny positive floor keeps the bandwidth finite.
-    case Transform::kInverse: return upper_field ? 1.0 / upper_field(p) : 1e-6 * typical;
-    case Transform::kKernelRate: return 1.0 / p.gpu.hbm_bandwidth_measured.si();  // efficiency <= 1
+    case Transform::kInverse:
+      return upper_field ? 1.0 / upper_field(p) : 1e-6 * typical;
+    case Transform::kKernelRate:
+      return 1.0 / p.gpu.hbm_bandwidth_measured.si();  // efficiency <= 1
   }
   return 0.0;
 }
@@ -205,10 +232,12 @@ const FitParameter& fit_parameter(std::string_view name) {
 
 HardwareProfile apply_parameters(const HardwareProfile& base, const std::vector<int>& which,
                                  const std::vector<double>& values) {
-  if (which.size() != values.size()) throw RuntimeError("apply_parameters: one value per parameter is needed");
+  if (which.size() != values.size())
+    throw RuntimeError("apply_parameters: one value per parameter is needed");
   HardwareProfile p = base;
   const auto& all = fit_parameters();
-  for (std::size_t i = 0; i < which.size(); ++i) all.at(static_cast<std::size_t>(which[i])).assign(p, values[i]);
+  for (std::size_t i = 0; i < which.size(); ++i)
+    all.at(static_cast<std::size_t>(which[i])).assign(p, values[i]);
   return p;
 }
 

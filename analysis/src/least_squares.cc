@@ -10,7 +10,8 @@ namespace dcpsim::analysis {
 namespace {
 
 // Least squares over the passive columns only; the others are 0.
-Eigen::VectorXd passive_solution(const Eigen::MatrixXd& a, const Eigen::VectorXd& b, const std::vector<bool>& passive) {
+Eigen::VectorXd passive_solution(const Eigen::MatrixXd& a, const Eigen::VectorXd& b,
+                                 const std::vector<bool>& passive) {
   std::vector<int> cols;
   for (int j = 0; j < static_cast<int>(passive.size()); ++j) {
     if (passive[j]) cols.push_back(j);
@@ -67,18 +68,21 @@ Eigen::VectorXd solve_nonnegative(const Eigen::MatrixXd& a, const Eigen::VectorX
                      " iterations (" + std::to_string(a.rows()) + " x " + std::to_string(n) + " system)");
 }
 
-Eigen::VectorXd solve_lower_bounded(const Eigen::MatrixXd& a, const Eigen::VectorXd& b, const Eigen::VectorXd& lower) {
+Eigen::VectorXd solve_lower_bounded(const Eigen::MatrixXd& a, const Eigen::VectorXd& b,
+                                    const Eigen::VectorXd& lower) {
   return lower + solve_nonnegative(a, b - a * lower);
 }
 
-std::vector<int> independent_columns(const Eigen::MatrixXd& a, const std::vector<int>& order, double rel_tol) {
+std::vector<int> independent_columns(const Eigen::MatrixXd& a, const std::vector<int>& order,
+                                     double rel_tol) {
   std::vector<int> taken;
   for (int k : order) {
     const double norm = a.col(k).norm();
     if (!(norm > 0) || !std::isfinite(norm)) continue;
     if (!taken.empty()) {
       Eigen::MatrixXd basis(a.rows(), static_cast<Eigen::Index>(taken.size()));
-      for (std::size_t i = 0; i < taken.size(); ++i) basis.col(static_cast<Eigen::Index>(i)) = a.col(taken[i]);
+      for (std::size_t i = 0; i < taken.size(); ++i)
+        basis.col(static_cast<Eigen::Index>(i)) = a.col(taken[i]);
       const Eigen::VectorXd coef = basis.colPivHouseholderQr().solve(a.col(k));
       if ((a.col(k) - basis * coef).norm() <= rel_tol * norm) continue;
     }
@@ -91,8 +95,7 @@ Eigen::MatrixXd normal_inverse(const Eigen::MatrixXd& a) {
   const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(a);
   const Eigen::Index n = a.cols();
   const Eigen::MatrixXd r = qr.matrixR().topLeftCorner(n, n).triangularView<Eigen::Upper>();
-  const Eigen::MatrixXd r_inv =
-      r.triangularView<Eigen::Upper>().solve(Eigen::MatrixXd::Identity(n, n));
+  const Eigen::MatrixXd r_inv = r.triangularView<Eigen::Upper>().solve(Eigen::MatrixXd::Identity(n, n));
   // A P = Q R, so (AᵀA)⁻¹ = P R⁻¹ R⁻ᵀ Pᵀ.
   const auto& perm = qr.colsPermutation();
   return perm * (r_inv * r_inv.transpose()) * perm.transpose();

@@ -17,7 +17,9 @@ namespace {
 
 constexpr double kNs = 1e-9;
 
-std::string file_name(const std::filesystem::path& p) { return p.string(); }
+std::string file_name(const std::filesystem::path& p) {
+  return p.string();
+}
 
 void check_duration(double ns, const std::string& where, const std::string& what) {
   if (!std::isfinite(ns) || ns < 0) {
@@ -37,8 +39,9 @@ std::vector<MeasuredPhase> read_phases(const traces::TraceSection& s, traces::v1
                        std::to_string(s.scenario.dcp() - 1) + ")");
     }
     check_duration(ps.median_ns(), where, what + " median");
-    MeasuredPhase m{ps.rank(),         ps.phase(),         figure_name(*sim_phases), *sim_phases,
-                    ps.median_ns() * kNs, ps.min_ns() * kNs, ps.max_ns() * kNs,        ps.repetitions()};
+    MeasuredPhase m{ps.rank(),         ps.phase(),           figure_name(*sim_phases),
+                    *sim_phases,       ps.median_ns() * kNs, ps.min_ns() * kNs,
+                    ps.max_ns() * kNs, ps.repetitions()};
     (ps.rank() < 0 ? all_ranks : per_rank).push_back(std::move(m));
   }
   // A phase a rank ran in several pieces (or under two names that map to one simulator phase) is compared as
@@ -104,8 +107,9 @@ MeasuredSection read_section(const std::filesystem::path& path, int index, trace
     throw InputError(where + ": " + e.what());
   }
   if (s.phase_summaries.empty()) {
-    throw InputError(where + ": no phase summaries (calibrate and validate compare per-phase medians; a trace "
-                             "from `dcpsim simulate` or `dcpsim hw run` has them)");
+    throw InputError(where +
+                     ": no phase summaries (calibrate and validate compare per-phase medians; a trace "
+                     "from `dcpsim simulate` or `dcpsim hw run` has them)");
   }
   out.phases = read_phases(s, source, where);
   out.rows = read_rows(s, where);
@@ -127,15 +131,18 @@ MeasuredTrace load_measured(const std::filesystem::path& path) {
   MeasuredTrace out;
   out.path = path;
   if (!trace.header) {
-    throw InputError(file_name(path) + ": no header record, so the trace's source (sim, hw or emulated) is unknown");
+    throw InputError(file_name(path) +
+                     ": no header record, so the trace's source (sim, hw or emulated) is unknown");
   }
   out.header = *trace.header;
   const traces::v1::Source source = out.header.source();
-  if (source != traces::v1::SOURCE_SIM && source != traces::v1::SOURCE_HW && source != traces::v1::SOURCE_EMULATED) {
+  if (source != traces::v1::SOURCE_SIM && source != traces::v1::SOURCE_HW &&
+      source != traces::v1::SOURCE_EMULATED) {
     throw InputError(file_name(path) + ": header source is '" + std::string(traces::to_string(source)) +
                      "'; sim, hw or emulated is needed");
   }
-  if (trace.sections.empty()) throw InputError(file_name(path) + ": no scenario sections (nothing was measured)");
+  if (trace.sections.empty())
+    throw InputError(file_name(path) + ": no scenario sections (nothing was measured)");
   for (std::size_t i = 0; i < trace.sections.size(); ++i) {
     out.sections.push_back(read_section(path, static_cast<int>(i), source, trace.sections[i]));
   }

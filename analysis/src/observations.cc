@@ -38,11 +38,14 @@ Prediction Predictor::predict(const models::Scenario& scenario) const {
 struct Predictor::Impl {};
 
 Predictor::Predictor(const models::HardwareProfile&) {
-  throw InputError("calibrate and validate re-simulate every scenario, but this dcpsim was built without the "
-                   "SimGrid simulator (configure with -DDCPSIM_WITH_SIMGRID=ON)");
+  throw InputError(
+      "calibrate and validate re-simulate every scenario, but this dcpsim was built without the "
+      "SimGrid simulator (configure with -DDCPSIM_WITH_SIMGRID=ON)");
 }
 
-Prediction Predictor::predict(const models::Scenario&) const { return {}; }
+Prediction Predictor::predict(const models::Scenario&) const {
+  return {};
+}
 #endif
 
 Predictor::~Predictor() = default;
@@ -50,10 +53,14 @@ Predictor::Predictor(Predictor&&) noexcept = default;
 
 std::string_view to_string(ObservationKind k) {
   switch (k) {
-    case ObservationKind::kPhase: return "phase";
-    case ObservationKind::kStep: return "step";
-    case ObservationKind::kRowLse: return "row_lse";
-    case ObservationKind::kRowOutput: return "row_output";
+    case ObservationKind::kPhase:
+      return "phase";
+    case ObservationKind::kStep:
+      return "step";
+    case ObservationKind::kRowLse:
+      return "row_lse";
+    case ObservationKind::kRowOutput:
+      return "row_output";
   }
   return "?";
 }
@@ -81,21 +88,25 @@ ObservationSet build_observations(const std::vector<MeasuredSection>& sections, 
       } else if (m.median_s <= 0) {
         ++zero_count;
       } else {
-        set.observations.push_back({i, ObservationKind::kPhase, m.rank, m.phase, -1, m.median_s, m.sim_phases});
+        set.observations.push_back(
+            {i, ObservationKind::kPhase, m.rank, m.phase, -1, m.median_s, m.sim_phases});
       }
     }
     if (!step_is_faithful(s.source)) {
       step_rows_skipped += (s.step_s ? 1 : 0) + static_cast<int>(s.rows.size());
       continue;
     }
-    if (s.step_s && *s.step_s > 0) set.observations.push_back({i, ObservationKind::kStep, -1, "step", -1, *s.step_s, {}});
+    if (s.step_s && *s.step_s > 0)
+      set.observations.push_back({i, ObservationKind::kStep, -1, "step", -1, *s.step_s, {}});
     if (!include_rows) continue;
     for (const MeasuredRow& r : s.rows) {
       if (r.lse_ready_s > 0) {
-        set.observations.push_back({i, ObservationKind::kRowLse, r.rank, "row_lse", r.row, r.lse_ready_s, {}});
+        set.observations.push_back(
+            {i, ObservationKind::kRowLse, r.rank, "row_lse", r.row, r.lse_ready_s, {}});
       }
       if (r.output_ready_s > 0) {
-        set.observations.push_back({i, ObservationKind::kRowOutput, r.rank, "row_output", r.row, r.output_ready_s, {}});
+        set.observations.push_back(
+            {i, ObservationKind::kRowOutput, r.rank, "row_output", r.row, r.output_ready_s, {}});
       }
     }
   }
@@ -106,9 +117,10 @@ ObservationSet build_observations(const std::vector<MeasuredSection>& sections, 
                            "waits with device-local copies, so only kernel phases are compared");
   }
   if (step_rows_skipped > 0) {
-    set.excluded.push_back(std::to_string(step_rows_skipped) +
-                           " step latencies and per-row ready times of emulated traces: the emulated step runs "
-                           "the ranks one after another");
+    set.excluded.push_back(
+        std::to_string(step_rows_skipped) +
+        " step latencies and per-row ready times of emulated traces: the emulated step runs "
+        "the ranks one after another");
   }
   if (zero_count > 0) {
     set.excluded.push_back(std::to_string(zero_count) + " phase medians of 0 ns (no relative error exists)");
@@ -119,7 +131,8 @@ ObservationSet build_observations(const std::vector<MeasuredSection>& sections, 
 double predicted(const Prediction& p, const Observation& o) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   switch (o.kind) {
-    case ObservationKind::kStep: return p.step_s;
+    case ObservationKind::kStep:
+      return p.step_s;
     case ObservationKind::kPhase: {
       const int ranks = static_cast<int>(p.lse_ready_s.size());
       // A figure over all ranks is compared with the slowest rank's: the step waits for it.

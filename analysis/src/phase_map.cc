@@ -42,7 +42,8 @@ const std::vector<PhaseMapping>& phase_mappings() {
       {"all_to_all", {"collective"}, {}},
       {"a2a_combine", {"combine"}, {}},
       {"direct_write", {"push"}, {}},
-      // The owner's combine kernel polls the N flags before combining, so on real GPUs it spans the simulator's
+      // The owner's combine kernel polls the N flags before combining, so on real GPUs it spans the
+      // simulator's
       // wait and combine; emulation writes every logical rank's blocks and flags before any owner's combine
       // runs, so there it never waits and measures the combine alone.
       {"direct_combine", {"wait", "combine"}, {"combine"}},
@@ -65,7 +66,8 @@ std::optional<std::vector<std::string>> map_phase(std::string_view measured, tra
     return std::vector<std::string>(sim.begin(), sim.end());
   }
   std::string known;
-  for (const PhaseMapping& m : phase_mappings()) known += (known.empty() ? "" : ", ") + std::string(m.measured);
+  for (const PhaseMapping& m : phase_mappings())
+    known += (known.empty() ? "" : ", ") + std::string(m.measured);
   throw InputError(std::string(where) + ": phase '" + std::string(measured) +
                    "' has no simulator counterpart (known phases: " + known + ")");
 }
@@ -77,7 +79,8 @@ std::string figure_name(const std::vector<std::string>& sim_phases) {
 }
 
 bool is_kernel_phase(std::string_view sim_phase) {
-  return sim_phase == "attention" || sim_phase == "correction" || sim_phase == "pack" || sim_phase == "combine";
+  return sim_phase == "attention" || sim_phase == "correction" || sim_phase == "pack" ||
+         sim_phase == "combine";
 }
 
 bool measures_faithfully(traces::v1::Source source, std::string_view sim_phase) {
@@ -90,6 +93,8 @@ bool measures_faithfully(traces::v1::Source source, const std::vector<std::strin
                      [&](const std::string& p) { return measures_faithfully(source, p); });
 }
 
-bool step_is_faithful(traces::v1::Source source) { return source != traces::v1::SOURCE_EMULATED; }
+bool step_is_faithful(traces::v1::Source source) {
+  return source != traces::v1::SOURCE_EMULATED;
+}
 
 }  // namespace dcpsim::analysis

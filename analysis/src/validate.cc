@@ -57,7 +57,8 @@ Comparison compare(const Observation& o, double predicted_s, const std::optional
   c.predicted_s = predicted_s;
   const double diff = predicted_s - o.measured_s;
   c.relative_error = diff / o.measured_s;
-  c.within_tolerance = std::abs(diff) <= std::max(opt.tolerance_relative * o.measured_s, opt.tolerance_absolute_s);
+  c.within_tolerance =
+      std::abs(diff) <= std::max(opt.tolerance_relative * o.measured_s, opt.tolerance_absolute_s);
   if (cal) {
     auto it = cal->sigma.find(figure_name(o));
     if (it != cal->sigma.end()) {
@@ -90,7 +91,8 @@ CalibrationInfo load_calibration_info(const std::filesystem::path& path) {
       throw InputError(path.string() + ": format '" + j.at("format").get<std::string>() +
                        "' is not dcpsim-calibration/1");
     }
-    for (const auto& [figure, stats] : j.at("residuals").items()) info.sigma[figure] = stats.at("sigma").get<double>();
+    for (const auto& [figure, stats] : j.at("residuals").items())
+      info.sigma[figure] = stats.at("sigma").get<double>();
     info.z = j.at("prediction_interval").at("z").get<double>();
   } catch (const json::exception& e) {
     throw InputError(path.string() + ": " + e.what());
@@ -119,7 +121,8 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
   std::map<std::string, int> unmatched;
   for (const Observation& o : set.observations) {
     auto it = cache.find(o.section);
-    if (it == cache.end()) it = cache.emplace(o.section, predictor.predict(sections[o.section].scenario)).first;
+    if (it == cache.end())
+      it = cache.emplace(o.section, predictor.predict(sections[o.section].scenario)).first;
     const double p = predicted(it->second, o);
     if (!std::isfinite(p)) {
       ++unmatched[figure_name(o)];
@@ -147,7 +150,8 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
   }
   for (const auto& [figure, items] : by_figure) rep.per_figure.push_back(summarise(figure, items));
   rep.per_figure.push_back(summarise("all", everything));
-  for (const auto& [section, items] : by_section) rep.per_section.push_back(summarise(sections[section].where(), items));
+  for (const auto& [section, items] : by_section)
+    rep.per_section.push_back(summarise(sections[section].where(), items));
   rep.median_error = rep.per_figure.back().median;
   rep.passed = rep.median_error <= opt.max_median_error;
   return rep;

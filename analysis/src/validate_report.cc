@@ -54,8 +54,10 @@ void summary_table(std::ostringstream& md, const std::vector<ErrorSummary>& rows
 
 void notes(std::ostringstream& md, const ValidationReport& r) {
   if (r.emulated) {
-    md << "- Emulated traces (N logical ranks on one GPU, collectives replaced by device-local copies): only the "
-          "kernel phases (attention, correction, pack, combine) are compared; communication phases, the step and "
+    md << "- Emulated traces (N logical ranks on one GPU, collectives replaced by device-local copies): only "
+          "the "
+          "kernel phases (attention, correction, pack, combine) are compared; communication phases, the step "
+          "and "
           "per-row ready times are not measured faithfully by emulation.\n";
   }
   for (const std::string& e : r.excluded) md << "- Left out: " << e << ".\n";
@@ -67,18 +69,20 @@ void notes(std::ostringstream& md, const ValidationReport& r) {
 
 }  // namespace
 
-std::string validation_markdown(const ValidationReport& r, const ValidateOptions& opt, const std::string& command) {
+std::string validation_markdown(const ValidationReport& r, const ValidateOptions& opt,
+                                const std::string& command) {
   std::ostringstream md;
   std::set<std::string> files;
   for (const MeasuredSection& s : r.sections) files.insert(s.trace.string());
   md << "# dcpsim validate: profile " << r.profile << "\n\n";
   md << "Command: `" << command << "`\n\n";
   md << "Traces: ";
-  for (auto it = files.begin(); it != files.end(); ++it) md << (it == files.begin() ? "" : ", ") << "`" << *it << "`";
+  for (auto it = files.begin(); it != files.end(); ++it)
+    md << (it == files.begin() ? "" : ", ") << "`" << *it << "`";
   md << " (" << r.sections.size() << " scenarios, " << r.comparisons.size() << " figures compared)\n\n";
-  md << "**" << (r.passed ? "PASS" : "FAIL") << "**: median |relative error| " << pct(r.median_error) << " (limit "
-     << pct(opt.max_median_error) << "), p90 " << pct(r.per_figure.back().p90) << ", max " << pct(r.per_figure.back().max)
-     << ".\n\n";
+  md << "**" << (r.passed ? "PASS" : "FAIL") << "**: median |relative error| " << pct(r.median_error)
+     << " (limit " << pct(opt.max_median_error) << "), p90 " << pct(r.per_figure.back().p90) << ", max "
+     << pct(r.per_figure.back().max) << ".\n\n";
   notes(md, r);
   md << "\n## Per figure\n\n";
   summary_table(md, r.per_figure, "figure", r.has_intervals);
@@ -96,8 +100,9 @@ std::string validation_markdown(const ValidationReport& r, const ValidateOptions
   for (const Comparison* c : worst) {
     const Observation& o = c->observation;
     md << "| " << cell(r.sections[o.section].where()) << " | " << figure_of(o) << " | "
-       << (o.rank < 0 ? "all" : std::to_string(o.rank)) << " | " << (o.row < 0 ? "" : std::to_string(o.row)) << " | "
-       << us(o.measured_s) << " | " << us(c->predicted_s) << " | " << pct(c->relative_error) << " |\n";
+       << (o.rank < 0 ? "all" : std::to_string(o.rank)) << " | " << (o.row < 0 ? "" : std::to_string(o.row))
+       << " | " << us(o.measured_s) << " | " << us(c->predicted_s) << " | " << pct(c->relative_error)
+       << " |\n";
   }
   return md.str();
 }
@@ -110,10 +115,10 @@ std::string validation_csv(const ValidationReport& r) {
     const Observation& o = c.observation;
     const MeasuredSection& s = r.sections[o.section];
     csv << '"' << s.trace.string() << "\"," << s.index << ",\"" << s.label << "\","
-        << traces::to_string(s.source) << ',' << to_string(o.kind) << ',' << figure_of(o) << ',' << o.rank << ','
-        << o.row << ',' << ns(o.measured_s) << ',' << ns(c.predicted_s) << ',' << c.relative_error << ','
-        << (c.within_tolerance ? 1 : 0) << ',' << (c.interval_low_s ? ns(*c.interval_low_s) : "") << ','
-        << (c.interval_high_s ? ns(*c.interval_high_s) : "") << ','
+        << traces::to_string(s.source) << ',' << to_string(o.kind) << ',' << figure_of(o) << ',' << o.rank
+        << ',' << o.row << ',' << ns(o.measured_s) << ',' << ns(c.predicted_s) << ',' << c.relative_error
+        << ',' << (c.within_tolerance ? 1 : 0) << ',' << (c.interval_low_s ? ns(*c.interval_low_s) : "")
+        << ',' << (c.interval_high_s ? ns(*c.interval_high_s) : "") << ','
         << (c.interval_low_s ? (c.inside_interval ? "1" : "0") : "") << "\n";
   }
   return csv.str();

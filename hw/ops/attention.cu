@@ -356,7 +356,9 @@ __global__ void combine_splits_kernel(CombineSplitsParams p) {
     for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
     if (threadIdx.x == 0) merged = (m == -INFINITY || b >= p.valid_rows) ? -INFINITY : m + log2f(sum);
     __syncwarp();
-    for (int s = threadIdx.x; s < p.splits; s += 32) w[s] = sum > 0.f ? w[s] / sum : 0.f;
+    // The weight array is padded to a multiple of 8 with zeros: the unrolled sum reads it eight at a time.
+    const int padded = (p.splits + 7) / 8 * 8;
+    for (int s = threadIdx.x; s < padded; s += 32) w[s] = s < p.splits && sum > 0.f ? w[s] / sum : 0.f;
   }
   __syncthreads();
   const float L = merged;
@@ -474,7 +476,7 @@ void launch_attention(const AttentionArgs& a, cudaStream_t stream) {
   CombineSplitsParams cp{sp.ws_o, sp.ws_lse, a.heads, splits, dv, a.valid_rows, a.base2, a.o, a.o_row_stride,
                          a.o_head_stride, a.lse, a.empty_lse, a.empty_fill, a.stamps};
   const dim3 grid(a.heads, a.rows);
-  const std::size_t smem = std::size_t(splits) * sizeof(float);
+  const std::size_t smem = std::size_t(splits + 7) / 8 * 8 * sizeof(float);
   switch (a.out) {
     case Elem::kF32: combine_splits_kernel<float><<<grid, 128, smem, stream>>>(cp); break;
     case Elem::kBF16: combine_splits_kernel<__nv_bfloat16><<<grid, 128, smem, stream>>>(cp); break;

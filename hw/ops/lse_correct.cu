@@ -20,32 +20,60 @@ namespace dcpsim::hw::ops {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kFastN = 16;  // up to this many ranks the LSEs are loaded together into registers
+constexpr int kFastN = 8;  // up to this many ranks the LSEs are loaded together into registers
 
+template <int BYTES>
+struct RawOf;
+template <>
+struct RawOf<16> {
+  using type = uint4;
+};
+template <>
+struct RawOf<4> {
+  using type = unsigned int;
+};
+template <>
+struct RawOf<2> {
+  using type = unsigned short;
+};
+
+// VEC elements moved as one raw word (one 128-bit access when VEC·sizeof(T) = 16), converted lane by lane.
 template <typename T, int VEC>
-struct alignas(sizeof(T) * VEC) Vec {  // 16-byte aligned when vectorised: one 128-bit load/store
-  T v[VEC];
+struct Vec {
+  using Raw = typename RawOf<sizeof(T) * VEC>::type;
+  Raw raw;
+  __device__ __forceinline__ void load(const T* p) { raw = *reinterpret_cast<const Raw*>(p); }
+  __device__ __forceinline__ void store(T* p) const { *reinterpret_cast<Raw*>(p) = raw; }
+  __device__ __forceinline__ float get(int j) const { return to_f32(reinterpret_cast<const T*>(&raw)[j]); }
+  __device__ __forceinline__ void set(int j, float x) { reinterpret_cast<T*>(&raw)[j] = from_f32<T>(x); }
 };
 
 // w_r and the merged LSE (log2 units) of one (row, head).
 __device__ __forceinline__ float pair_weight(const CorrectArgs& a, int b, int h, float k, float& merged) {
   const float* l = a.lse.ptr + std::int64_t(b) * a.lse.row_stride + std::int64_t(h) * a.lse.head_stride;
   if (a.dcp <= kFastN) {
-    // Unrolled with a guard: the N loads are independent and issue together; the second pass hits L1.
-    float m = -INFINITY;
+    // Every load is unconditional (the index is clamped, the value masked) so all N issue back to back.
+    float v[kFastN];
 #pragma unroll
-    for (int i = 0; i < kFastN; ++i)
-      if (i < a.dcp) m = fmaxf(m, sanitize_lse(l[i * a.lse.rank_stride]) * k);
+    for (int i = 0; i < kFastN; ++i) {
+      const float x = sanitize_lse(l[std::int64_t(min(i, a.dcp - 1)) * a.lse.rank_stride]) * k;
+      v[i] = i < a.dcp ? x : -INFINITY;
+    }
+    float m = -INFINITY, mine = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kFastN; ++i) {
+      m = fmaxf(m, v[i]);
+      mine = i == a.rank ? v[i] : mine;
+    }
     if (m == -INFINITY) {
       merged = -INFINITY;
       return 0.f;
     }
     float sum = 0.f;
 #pragma unroll
-    for (int i = 0; i < kFastN; ++i)
-      if (i < a.dcp) sum += exp2f(sanitize_lse(l[i * a.lse.rank_stride]) * k - m);
+    for (int i = 0; i < kFastN; ++i) sum += exp2f(v[i] - m);
     merged = m + log2f(sum);
-    const float w = exp2f(sanitize_lse(l[a.rank * a.lse.rank_stride]) * k - merged);
+    const float w = exp2f(mine - merged);
     return w == w ? w : 0.f;
   }
   auto get = [&](int n) { return l[std::int64_t(n) * a.lse.rank_stride]; };
@@ -73,19 +101,20 @@ __device__ __forceinline__ void stamp_pair(const CorrectArgs& a, int b) {
 // already in flight; an O value whose weight is 0 is discarded unread by the arithmetic (the result is exactly 0).
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kThreads) correct_small_kernel(CorrectArgs a) {
-  const int vecs = a.dim / VEC;
-  const std::int64_t i = blockIdx.x * std::int64_t(kThreads) + threadIdx.x;
-  if (i >= std::int64_t(a.rows) * a.heads * vecs) return;
+  const unsigned vecs = a.dim / VEC;
+  const unsigned i = blockIdx.x * kThreads + threadIdx.x;  // 32-bit: the launch checks the total fits
+  if (i >= unsigned(a.rows) * unsigned(a.heads) * vecs) return;
   const int pi = static_cast<int>(i / vecs), d = static_cast<int>(i % vecs) * VEC;
   const int b = pi / a.heads, h = pi % a.heads;
-  const Vec<T, VEC> v = *reinterpret_cast<const Vec<T, VEC>*>(static_cast<const T*>(a.in) + in_offset<T>(a, b, h) + d);
+  Vec<T, VEC> v;
+  v.load(static_cast<const T*>(a.in) + in_offset<T>(a, b, h) + d);
   const float k = a.base2 ? 1.f : kLog2e;
   float merged = -INFINITY, w = 0.f;
   if (b < a.valid_rows) w = pair_weight(a, b, h, k, merged);
   Vec<T, VEC> r;
 #pragma unroll
-  for (int j = 0; j < VEC; ++j) r.v[j] = from_f32<T>(w == 0.f ? 0.f : w * to_f32(v.v[j]));
-  *reinterpret_cast<Vec<T, VEC>*>(static_cast<T*>(a.out) + out_offset<T>(a, b, h) + d) = r;
+  for (int j = 0; j < VEC; ++j) r.set(j, w == 0.f ? 0.f : w * v.get(j));
+  r.store(static_cast<T*>(a.out) + out_offset<T>(a, b, h) + d);
   if (d == 0) {
     if (a.merged_lse.ptr != nullptr)
       a.merged_lse.ptr[std::int64_t(b) * a.merged_lse.row_stride + std::int64_t(h) * a.merged_lse.head_stride] =
@@ -134,7 +163,7 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(CorrectArgs a, int pa
     for (int u = 0; u < VPT; ++u) {
       const int pl = base + u * per;
       if (pl < my_pairs && w_s[pl] != 0.f)  // an empty partial is never read
-        v[u] = *reinterpret_cast<const Vec<T, VEC>*>(in + in_off[pl] + d);
+        v[u].load(in + in_off[pl] + d);
     }
 #pragma unroll
     for (int u = 0; u < VPT; ++u) {
@@ -143,8 +172,8 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(CorrectArgs a, int pa
       const float w = w_s[pl];
       Vec<T, VEC> r;
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) r.v[j] = from_f32<T>(w == 0.f ? 0.f : w * to_f32(v[u].v[j]));
-      *reinterpret_cast<Vec<T, VEC>*>(out + out_off[pl] + d) = r;
+      for (int j = 0; j < VEC; ++j) r.set(j, w == 0.f ? 0.f : w * v[u].get(j));
+      r.store(out + out_off[pl] + d);
     }
   }
   if (a.stamps.stamps != nullptr) {
@@ -157,6 +186,8 @@ template <typename T, int VEC>
 void launch_vec(const CorrectArgs& a, cudaStream_t stream) {
   const int vecs = a.dim / VEC;
   const std::int64_t total_vecs = std::int64_t(a.rows) * a.heads * vecs;
+  if (total_vecs >= (std::int64_t{1} << 31))
+    throw InputError("correction: B·H·D = " + std::to_string(total_vecs * VEC) + " elements is too many for one call");
   if (total_vecs < std::int64_t(132) * 2048 || kThreads % vecs != 0) {
     correct_small_kernel<T, VEC><<<ceil_div(total_vecs, kThreads), kThreads, 0, stream>>>(a);
   } else {

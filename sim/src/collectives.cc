@@ -6,8 +6,9 @@
 // the difference is added as a latency node (a negative difference comes off the base latency). Transfers carry
 // bytes / efficiency, the efficiency being the plan's protocol-effective bandwidth over the physical one, so an
 // uncontended transfer takes bytes / link_bandwidth_Bps as the plan says.
-//   ring, tree  each step every rank sends to its ring successor once it has entered the collective and received
-//               the previous step (tree plans keep NCCL's step count and bytes on the same links)
+//   ring, tree  each step every rank sends to its ring successor once it has entered the collective, started the
+//               previous step and received what it brought (tree plans keep NCCL's step count and bytes on the
+//               same links); a rank is done when all its sends and receives are
 //   NVLS        each step every rank sends to its domain's NVSwitch, which sends to every rank as soon as all
 //               have entered the step (multicast and reduction pipelined through the switch)
 //   p2p         one step: every rank sends a block to every peer at once (at most SimOptions::peers_in_flight
@@ -75,23 +76,28 @@ std::vector<NodeId> ring(Realisation& r, const std::vector<NodeId>& begin) {
     const int b = (a + 1) % n;
     excess = std::max(excess, r.step.platform.gpu_latency(a, b) - r.step_latency(a, b));
   }
-  std::vector<NodeId> entered(n), received(n), sent(n);
-  for (int a = 0; a < n; ++a) entered[a] = g.after_latency(begin[a], base_latency(r, excess));
+  std::vector<NodeId> gate(n), received(n);
+  std::vector<std::vector<NodeId>> touching(n);
+  for (int a = 0; a < n; ++a) gate[a] = g.after_latency(begin[a], base_latency(r, excess));
   for (int s = 0; s < r.plan.steps; ++s) {
-    std::vector<NodeId> now(n);
+    std::vector<NodeId> sent(n);
     for (int a = 0; a < n; ++a) {
       const int b = (a + 1) % n;
-      // A rank forwards step s once it runs the collective and holds what step s − 1 brought it.
-      NodeId gate = entered[a];
-      if (s > 0) gate = g.join_of({entered[a], received[a]});
-      now[a] = r.transfer(a, b, r.plan.bytes_per_step_per_rank, s);
-      g.after(g.after_latency(gate, r.extra_latency(a, b)), now[a]);
+      // Steps start in order (NCCL's FIFO slots), each once step s − 1 has brought its data; several may be
+      // in flight at once, which is how the ring pipelines.
+      if (s > 0) gate[a] = g.join_of({gate[a], received[a]});
+      sent[a] = r.transfer(a, b, r.plan.bytes_per_step_per_rank, s);
+      g.after(g.after_latency(gate[a], r.extra_latency(a, b)), sent[a]);
+      touching[a].push_back(sent[a]);
+      touching[b].push_back(sent[a]);
     }
-    for (int a = 0; a < n; ++a) received[(a + 1) % n] = now[a];
-    sent = now;
+    for (int a = 0; a < n; ++a) received[(a + 1) % n] = sent[a];
   }
   std::vector<NodeId> end(n);
-  for (int a = 0; a < n; ++a) end[a] = r.plan.steps > 0 ? g.join_of({sent[a], received[a]}) : entered[a];
+  for (int a = 0; a < n; ++a) {
+    touching[a].push_back(gate[a]);
+    end[a] = g.join_of(touching[a]);
+  }
   return end;
 }
 
@@ -146,6 +152,8 @@ std::vector<NodeId> p2p(Realisation& r, const std::vector<NodeId>& begin) {
 
 std::vector<NodeId> add_collective(StepGraph& step, const models::CollectivePlan& plan,
                                    const std::vector<NodeId>& begin, std::string_view what) {
+  // NCCL returns without launching anything for one rank or no bytes.
+  if (plan.steps == 0) return begin;
   Realisation r{step, plan, what, static_cast<int>(begin.size()), efficiency_of(step, plan)};
   if (!(r.efficiency > 0)) {
     throw RuntimeError(std::string(what) + ": collective plan has no usable bandwidth");

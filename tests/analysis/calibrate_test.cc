@@ -56,7 +56,9 @@ const Fixture& sim_fit() {
 // (2^-40 s ≈ 1e-12 s on figures of >= ~1 µs, so relative noise <= 1e-6); a parameter is determined with the
 // relative standard error the fit reports, computed from those residuals. Five standard errors, and never
 // looser than the brief's 1%.
-double tolerance(const ParameterResult& p) { return std::min(0.01, std::max(5 * p.relative_std_error, 1e-6)); }
+double tolerance(const ParameterResult& p) {
+  return std::min(0.01, std::max(5 * p.relative_std_error, 1e-6));
+}
 
 TEST(Calibrate, RecoversPerturbedKernelNumbersWithinOnePercent) {
   const Fixture& f = sim_fit();
@@ -103,10 +105,10 @@ TEST(Calibrate, UnidentifiedParametersKeepBaseValueAndSource) {
 TEST(Calibrate, EmulatedTracesFitKernelsOnly) {
   const Fixture f(traces::v1::SOURCE_EMULATED);
   EXPECT_TRUE(param(f.result, "kernel.floor").fitted);
-  EXPECT_NEAR(si(f.result.profile, "kernel.hbm_efficiency_max") / si(f.truth, "kernel.hbm_efficiency_max"), 1.0,
-              0.01);
-  for (const char* name : {"nvlink.measured_bandwidth", "nccl.ring.ll.base_latency", "signal.flag_write_latency",
-                           "launch.dependent_gap"}) {
+  EXPECT_NEAR(si(f.result.profile, "kernel.hbm_efficiency_max") / si(f.truth, "kernel.hbm_efficiency_max"),
+              1.0, 0.01);
+  for (const char* name : {"nvlink.measured_bandwidth", "nccl.ring.ll.base_latency",
+                           "signal.flag_write_latency", "launch.dependent_gap"}) {
     const ParameterResult& p = param(f.result, name);
     EXPECT_FALSE(p.fitted) << name;
     EXPECT_EQ(fit_parameter(name).quantity(f.result.profile), fit_parameter(name).quantity(f.base)) << name;
@@ -143,14 +145,16 @@ TEST(Calibrate, FixedParametersAreNotFitted) {
 TEST(Calibrate, WritesLoadableProfileAndSidecar) {
   const Fixture& f = sim_fit();
   CalibrationResult r = f.result;
-  CalibrationProvenance prov{{f.dir / "truth.pb"}, {load_measured(f.dir / "truth.pb").header}, "2026-11-29", ""};
+  CalibrationProvenance prov{
+      {f.dir / "truth.pb"}, {load_measured(f.dir / "truth.pb").header}, "2026-11-29", ""};
   stamp_sources(r, prov);
   TempDir out;
   write_calibration(r, prov, out / "h200-cal.json");
   const models::HardwareProfile loaded = models::load_profile((out / "h200-cal.json").string());
   EXPECT_EQ(loaded, r.profile);
   EXPECT_EQ(loaded.name, "h200-sxm-calibrated");
-  EXPECT_EQ(loaded.kernel.floor.source.rfind("calibrated: least squares over ", 0), 0u) << loaded.kernel.floor.source;
+  EXPECT_EQ(loaded.kernel.floor.source.rfind("calibrated: least squares over ", 0), 0u)
+      << loaded.kernel.floor.source;
   EXPECT_NE(loaded.kernel.floor.source.find("2026-11-29"), std::string::npos);
   EXPECT_EQ(loaded.internode.latency.source, f.base.internode.latency.source);
 
@@ -163,7 +167,8 @@ TEST(Calibrate, WritesLoadableProfileAndSidecar) {
   EXPECT_GE(j.at("residuals").at("attention").at("sigma").get<double>(), 0.0);
   EXPECT_EQ(j.at("provenance").at("traces").size(), 1u);
   std::vector<std::filesystem::path> leftovers;
-  for (const auto& e : std::filesystem::directory_iterator(out.path())) leftovers.push_back(e.path().filename());
+  for (const auto& e : std::filesystem::directory_iterator(out.path()))
+    leftovers.push_back(e.path().filename());
   EXPECT_EQ(leftovers.size(), 2u);  // no temporary file left behind
 }
 
@@ -210,9 +215,9 @@ TEST(LeastSquares, IndependentColumnsAndCovariance) {
 TEST(PhaseMap, SimulatorAndRunnerNamesMap) {
   using V = std::vector<std::string>;
   constexpr auto kSim = traces::v1::SOURCE_SIM;
-  for (std::string_view p : {sim::kPhaseQueryGather, sim::kPhaseAttention, sim::kPhaseLseGather,
-                             sim::kPhaseCorrection, sim::kPhaseCollective, sim::kPhasePack, sim::kPhasePush,
-                             sim::kPhaseWait, sim::kPhaseCombine}) {
+  for (std::string_view p :
+       {sim::kPhaseQueryGather, sim::kPhaseAttention, sim::kPhaseLseGather, sim::kPhaseCorrection,
+        sim::kPhaseCollective, sim::kPhasePack, sim::kPhasePush, sim::kPhaseWait, sim::kPhaseCombine}) {
     EXPECT_EQ(map_phase(p, kSim, "t"), V{std::string(p)});
   }
   EXPECT_EQ(map_phase("A2A-Pack", traces::v1::SOURCE_HW, "t"), V{"pack"});

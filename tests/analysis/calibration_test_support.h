@@ -39,22 +39,25 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-inline void scale_si(models::Quantity& q, double factor) { q.value *= factor; }
+inline void scale_si(models::Quantity& q, double factor) {
+  q.value *= factor;
+}
 
-// h200-sxm with its kernel, launch, collective and signal numbers moved by 10-40%: what calibration must find.
+// h200-sxm with its kernel, launch, collective and signal numbers moved by 10-40%: what calibration must
+// find.
 inline models::HardwareProfile true_profile() {
   models::HardwareProfile p = models::load_profile("h200-sxm");
   p.name = "h200-true";
-  p.kernel.floor.value = 0.9;                   // us, base 0.66
-  p.kernel.hbm_efficiency_max.value = 0.8;      // base 0.9
-  p.kernel.half_efficiency_bytes.value = 1.5;   // MiB, base 1
-  p.attention.floor.value = 8.5;                // us, base 7
-  p.attention.cta_overhead.value = 1.6;         // us, base 2
+  p.kernel.floor.value = 0.9;                  // us, base 0.66
+  p.kernel.hbm_efficiency_max.value = 0.8;     // base 0.9
+  p.kernel.half_efficiency_bytes.value = 1.5;  // MiB, base 1
+  p.attention.floor.value = 8.5;               // us, base 7
+  p.attention.cta_overhead.value = 1.6;        // us, base 2
   scale_si(p.launch.dependent_gap, 1.4);
   scale_si(p.launch.cpu_issue_eager, 0.8);
   scale_si(p.launch.cpu_issue_graph, 1.25);
   scale_si(p.nvlink.measured_bandwidth, 0.85);
-  scale_si(p.nccl.ring[0].base_latency, 1.3);   // LL: the small collectives of decode
+  scale_si(p.nccl.ring[0].base_latency, 1.3);  // LL: the small collectives of decode
   scale_si(p.nccl.p2p_base_latency, 1.2);
   scale_si(p.signal.flag_write_latency, 1.4);
   return p;
@@ -94,8 +97,8 @@ inline std::vector<models::Scenario> calibration_grid() {
   return out;
 }
 
-// Simulates `scenarios` under `profile` into one trace file; `source` overrides the header's (SIM) to stand in
-// for measured traces (EMULATED: as `hw run --emulate` labels them).
+// Simulates `scenarios` under `profile` into one trace file; `source` overrides the header's (SIM) to stand
+// in for measured traces (EMULATED: as `hw run --emulate` labels them).
 inline void write_sim_trace(const std::filesystem::path& path, const models::HardwareProfile& profile,
                             const std::vector<models::Scenario>& scenarios,
                             traces::v1::Source source = traces::v1::SOURCE_SIM) {

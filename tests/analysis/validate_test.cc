@@ -1,16 +1,17 @@
 // validate: ~0 error with the profile that produced the traces, a failing gate with a wrong one, reports, the
-// calibrated-domain warning, and one-line errors for files calibration cannot use (through the dcpsim CLI too).
+// calibrated-domain warning, and one-line errors for files calibration cannot use (through the dcpsim CLI
+// too).
 #include <gtest/gtest.h>
 
 #if DCPSIM_WITH_SIMGRID
 
+#include <sys/wait.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <sys/wait.h>
 
 #include "calibration_test_support.h"
 #include "dcpsim/analysis/calibrate.h"
@@ -55,7 +56,8 @@ std::string read(const std::filesystem::path& p) {
 int run_dcpsim(const std::string& args, std::string* err = nullptr) {
   const std::filesystem::path exe = std::filesystem::path(DCPSIM_BINARY_DIR) / "analysis" / "dcpsim";
   const TempDir tmp;
-  const std::string cmd = exe.string() + " " + args + " >" + (tmp / "out").string() + " 2>" + (tmp / "err").string();
+  const std::string cmd =
+      exe.string() + " " + args + " >" + (tmp / "out").string() + " 2>" + (tmp / "err").string();
   const int status = std::system(cmd.c_str());
   if (err) *err = read(tmp / "err");
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -80,8 +82,8 @@ TEST(Validate, TheTrueProfileReproducesItsTraces) {
   // Every kind of figure is there: kernel and communication phases, the step, per-row ready times.
   std::set<std::string> figures;
   for (const ErrorSummary& s : r.per_figure) figures.insert(s.key);
-  for (const char* f : {"attention", "correction", "collective", "pack", "push", "wait", "combine", "query_gather",
-                        "step", "row_lse", "row_output"}) {
+  for (const char* f : {"attention", "correction", "collective", "pack", "push", "wait", "combine",
+                        "query_gather", "step", "row_lse", "row_output"}) {
     EXPECT_TRUE(figures.count(f)) << f;
   }
   EXPECT_FALSE(r.has_intervals);
@@ -115,7 +117,8 @@ TEST(Validate, ReportsAndPredictionIntervals) {
   }
   // The domain came from the first section only, so the others are outside it.
   ASSERT_FALSE(r.warnings.empty());
-  EXPECT_NE(r.warnings.front().find("outside the calibrated domain"), std::string::npos) << r.warnings.front();
+  EXPECT_NE(r.warnings.front().find("outside the calibrated domain"), std::string::npos)
+      << r.warnings.front();
 
   const std::string md = validation_markdown(r, {}, "dcpsim validate ...");
   EXPECT_NE(md.find("**PASS**"), std::string::npos);
@@ -127,8 +130,10 @@ TEST(Validate, ReportsAndPredictionIntervals) {
 
 TEST(Validate, EmulatedTracesCompareKernelPhasesOnly) {
   TempDir dir;
-  testing::write_sim_trace(dir / "emu.pb", testing::true_profile(), small_grid(), traces::v1::SOURCE_EMULATED);
-  const ValidationReport r = validate(testing::true_profile(), std::nullopt, load_measured(dir / "emu.pb").sections);
+  testing::write_sim_trace(dir / "emu.pb", testing::true_profile(), small_grid(),
+                           traces::v1::SOURCE_EMULATED);
+  const ValidationReport r =
+      validate(testing::true_profile(), std::nullopt, load_measured(dir / "emu.pb").sections);
   EXPECT_TRUE(r.emulated);
   for (const Comparison& c : r.comparisons) {
     EXPECT_EQ(c.observation.kind, ObservationKind::kPhase);
@@ -161,8 +166,11 @@ TEST(BadTraces, TruncatedNotATraceNoSummariesAreOneLineErrors) {
     w.finish();
   }
   for (const auto& [file, expect] : std::vector<std::pair<std::string, std::string>>{
-           {"cut.pb", "cut.pb"}, {"text.pb", "text.pb"}, {"bare.pb", "no phase summaries"},
-           {"odd.pb", "phase 'warp_drive' has no simulator counterpart"}, {"missing.pb", "missing.pb"}}) {
+           {"cut.pb", "cut.pb"},
+           {"text.pb", "text.pb"},
+           {"bare.pb", "no phase summaries"},
+           {"odd.pb", "phase 'warp_drive' has no simulator counterpart"},
+           {"missing.pb", "missing.pb"}}) {
     const std::string what = error_of(dir / file);
     EXPECT_NE(what.find(expect), std::string::npos) << file << ": " << what;
     EXPECT_EQ(what.find('\n'), std::string::npos) << file;
@@ -174,14 +182,16 @@ TEST(Cli, CalibrateThenValidateExitCodes) {
   TempDir dir;
   const std::string out = (dir / "cal.json").string();
   std::string err;
-  ASSERT_EQ(run_dcpsim("calibrate --measured " + truth + " --profile h200-sxm --out " + out + " --hold-out 3", &err),
+  ASSERT_EQ(run_dcpsim("calibrate --measured " + truth + " --profile h200-sxm --out " + out + " --hold-out 3",
+                       &err),
             0)
       << err;
   EXPECT_TRUE(std::filesystem::exists(dir / "cal.calibration.json"));
   EXPECT_NE(read(dir / "cal.calibration.json").find("holdout_residuals"), std::string::npos);
   // The fitted profile reproduces the traces; its sidecar gives intervals.
   const std::string report = (dir / "report.md").string(), csv = (dir / "report.csv").string();
-  EXPECT_EQ(run_dcpsim("validate --measured " + truth + " --profile " + out + " --report " + report + " --csv " + csv,
+  EXPECT_EQ(run_dcpsim("validate --measured " + truth + " --profile " + out + " --report " + report +
+                           " --csv " + csv,
                        &err),
             0)
       << err;
@@ -191,7 +201,8 @@ TEST(Cli, CalibrateThenValidateExitCodes) {
   EXPECT_NE(err.find("exceeds --max-median-err"), std::string::npos) << err;
   EXPECT_EQ(run_dcpsim("validate --measured " + (dir / "nope.pb").string() + " --profile h200-sxm", &err), 2);
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
-  EXPECT_EQ(run_dcpsim("calibrate --measured " + truth + " --profile h200-sxm --out " + out + " --hold-out 1", &err),
+  EXPECT_EQ(run_dcpsim("calibrate --measured " + truth + " --profile h200-sxm --out " + out + " --hold-out 1",
+                       &err),
             2);
 }
 

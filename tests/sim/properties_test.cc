@@ -54,8 +54,8 @@ TEST_P(Monotonic, LessLatencyNeverSlower) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, Monotonic, ::testing::ValuesIn(models::all_strategies()),
-                         [](const auto& info) {
-                           std::string n(models::to_string(info.param));
+                         [](const ::testing::TestParamInfo<Strategy>& param) {
+                           std::string n(models::to_string(param.param));
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });

@@ -3,6 +3,8 @@
 // StepResult the run returned.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -34,7 +36,7 @@ TEST(Trace, SectionMatchesTheResult) {
   EXPECT_EQ(sec.scenario.params().at("profile"), "h200-sxm");
   EXPECT_EQ(sec.row_results.size(), 4u * 8u);
   for (const auto& row : sec.row_results) {
-    EXPECT_EQ(row.output_ready_ns, std::llround(r.ranks[row.rank()].output_ready_s[row.row()] * 1e9));
+    EXPECT_EQ(row.output_ready_ns(), std::llround(r.ranks[row.rank()].output_ready_s[row.row()] * 1e9));
   }
   ASSERT_EQ(sec.summaries.size(), 1u);
   EXPECT_DOUBLE_EQ(sec.summaries[0].step_latency_ns(), r.step_latency_s * 1e9);

@@ -5,9 +5,9 @@
 // profile; the profile numbers in fit_params.h are fitted by bounded least squares on relative errors
 // (least_squares.h): Gauss–Newton steps whose Jacobian comes from the simulator itself (finite differences in
 // coordinates where the model is linear, so one step is exact for kernels), each step solved with the bounds
-// that keep the profile valid, with a backtracking line search. Parameters the data do not identify (no figure
-// depends on them, they are confounded with an earlier one, or their relative standard error stays above a
-// threshold) keep the base profile's value and source; fitted ones get a source naming the fit.
+// that keep the profile valid, with a backtracking line search. Parameters the data do not identify (no
+// figure depends on them, they are confounded with an earlier one, or their relative standard error stays
+// above a threshold) keep the base profile's value and source; fitted ones get a source naming the fit.
 //
 // Outputs: a complete profile (same JSON format, loadable by load_profile) and a sidecar
 // "<out minus .json>.calibration.json" with provenance, the domain covered, the fitted parameters and the
@@ -98,7 +98,8 @@ struct CalibrationResult {
 // Fits `base` to the figures of `fit`; figures of `holdout` are only re-simulated with the result. Throws
 // InputError when nothing can be fitted (no faithful figure, or no parameter identified).
 CalibrationResult calibrate(const models::HardwareProfile& base, const std::vector<MeasuredSection>& fit,
-                            const std::vector<MeasuredSection>& holdout, const CalibrateOptions& options = {});
+                            const std::vector<MeasuredSection>& holdout,
+                            const CalibrateOptions& options = {});
 
 // What the fitted quantities' sources and the sidecar say about where the data came from.
 struct CalibrationProvenance {

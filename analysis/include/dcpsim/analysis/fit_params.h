@@ -2,8 +2,8 @@
 // The profile numbers calibration may fit, each in the coordinate in which the simulator's times are linear
 // (or nearly so), with the lower bound that keeps the profile valid.
 //
-// Memory-bound kernels take floor + (bytes + half) / (bw × max) (cost_kernels.cc), so their coordinates are the
-// floor, a = 1/(bw × max) (seconds per byte; a >= 1/bw keeps max <= 1) and b = half × a (seconds). Decode
+// Memory-bound kernels take floor + (bytes + half) / (bw × max) (cost_kernels.cc), so their coordinates are
+// the floor, a = 1/(bw × max) (seconds per byte; a >= 1/bw keeps max <= 1) and b = half × a (seconds). Decode
 // attention's waves take cta_overhead + bytes × slots × (a + b / total_bytes), so the attention floor and CTA
 // overhead join them linearly and b becomes identifiable from kernels of different sizes. The measured HBM
 // bandwidth stays as measured: only bw × max is identifiable. NVLink bandwidth and protocol efficiencies are
@@ -26,11 +26,12 @@ enum class Transform {
   kTime,        // the time itself, in seconds
   kInverse,     // 1 / the field in base units (a bandwidth becomes seconds per byte, an efficiency 1/eff)
   kKernelRate,  // a = 1/(hbm_bandwidth_measured × hbm_efficiency_max)
-  kKernelHalf,  // b = half_efficiency_bytes × a (needs the profile's efficiency, so it comes after kKernelRate)
+  kKernelHalf,  // b = half_efficiency_bytes × a (needs the profile's efficiency, so it comes after
+                // kKernelRate)
 };
 
 struct FitParameter {
-  std::string name;  // the profile field it writes, e.g. "kernel.hbm_efficiency_max"
+  std::string name;        // the profile field it writes, e.g. "kernel.hbm_efficiency_max"
   std::string coordinate;  // what is fitted, e.g. "1/(hbm_bandwidth_measured x hbm_efficiency_max) [s/B]"
   ParameterGroup group = ParameterGroup::kKernel;
   Transform transform = Transform::kTime;
@@ -40,9 +41,9 @@ struct FitParameter {
   std::function<double(const models::HardwareProfile&)> upper_field;
   double typical = 1e-6;  // coordinate scale when the base value is 0
 
-  double value(const models::HardwareProfile& p) const;         // the coordinate in `p`
-  void assign(models::HardwareProfile& p, double x) const;      // writes the field (unit and source kept)
-  double lower_bound(const models::HardwareProfile& p) const;   // the coordinate's lower bound
+  double value(const models::HardwareProfile& p) const;        // the coordinate in `p`
+  void assign(models::HardwareProfile& p, double x) const;     // writes the field (unit and source kept)
+  double lower_bound(const models::HardwareProfile& p) const;  // the coordinate's lower bound
   const models::Quantity& quantity(const models::HardwareProfile& p) const;
 };
 

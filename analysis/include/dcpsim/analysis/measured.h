@@ -52,8 +52,8 @@ struct MeasuredTrace {
   std::vector<MeasuredSection> sections;
 };
 
-// Reads one trace. Phases that map to no simulator phase (aggregates) are left out; rank -1 summaries are kept
-// only for phases no rank reports on its own.
+// Reads one trace. Phases that map to no simulator phase (aggregates) are left out; rank -1 summaries are
+// kept only for phases no rank reports on its own.
 MeasuredTrace load_measured(const std::filesystem::path& path);
 
 // Every section of every file, in order.

@@ -1,6 +1,6 @@
 #pragma once
-// What calibrate fits and validate checks: measured figures (phase medians, step latency, per-row ready times)
-// paired with the simulator's prediction of the same figure for the same scenario under a profile.
+// What calibrate fits and validate checks: measured figures (phase medians, step latency, per-row ready
+// times) paired with the simulator's prediction of the same figure for the same scenario under a profile.
 #include <map>
 #include <memory>
 #include <string>
@@ -42,9 +42,10 @@ std::string_view to_string(ObservationKind k);  // "phase" | "step" | "row_lse" 
 struct Observation {
   int section = 0;  // index into the section list it was built from
   ObservationKind kind = ObservationKind::kPhase;
-  int rank = 0;       // -1: the slowest rank (phase summaries over all ranks; the step)
-  std::string phase;  // the figure: simulator phase(s) (kPhase, "wait+combine" for a sum), else the kind's name
-  int row = -1;       // kRowLse / kRowOutput
+  int rank = 0;  // -1: the slowest rank (phase summaries over all ranks; the step)
+  std::string
+      phase;     // the figure: simulator phase(s) (kPhase, "wait+combine" for a sum), else the kind's name
+  int row = -1;  // kRowLse / kRowOutput
   double measured_s = 0.0;
   std::vector<std::string> sim_phases;  // kPhase: the simulator phases whose summed duration is compared
 };
@@ -61,8 +62,8 @@ struct ObservationSet {
 // (a relative error of a 0 ns phase means nothing).
 ObservationSet build_observations(const std::vector<MeasuredSection>& sections, bool include_rows = true);
 
-// The prediction of one observation; NaN when the simulator has no such figure for that scenario (e.g. a phase
-// the strategy does not run).
+// The prediction of one observation; NaN when the simulator has no such figure for that scenario (e.g. a
+// phase the strategy does not run).
 double predicted(const Prediction& p, const Observation& o);
 
 }  // namespace dcpsim::analysis

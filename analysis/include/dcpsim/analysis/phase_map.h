@@ -1,13 +1,14 @@
 #pragma once
-// The one table that says which simulator phase (sim/step_result.h) a measured phase name stands for, and which
-// phases a trace of a given source measures faithfully.
+// The one table that says which simulator phase (sim/step_result.h) a measured phase name stands for, and
+// which phases a trace of a given source measures faithfully.
 //
-// Measured traces (`dcpsim hw run`) and simulated ones name phases independently; every name a trace may carry is
-// listed in phase_map.cc with the simulator phase it is compared with. Aggregates that span several phases
+// Measured traces (`dcpsim hw run`) and simulated ones name phases independently; every name a trace may
+// carry is listed in phase_map.cc with the simulator phase it is compared with. Aggregates that span several
+// phases
 // ("step", "merge", "total") are known but compared with nothing (the step is compared through the Summary
-// record). Any other name is an InputError: a phase that cannot be mapped is never silently dropped. A measured
-// phase may span several simulator phases (the hardware runner's direct_combine kernel polls the flags, so it
-// measures the simulator's wait + combine); it is then compared with their sum.
+// record). Any other name is an InputError: a phase that cannot be mapped is never silently dropped. A
+// measured phase may span several simulator phases (the hardware runner's direct_combine kernel polls the
+// flags, so it measures the simulator's wait + combine); it is then compared with their sum.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,20 +30,20 @@ struct PhaseMapping {
 const std::vector<PhaseMapping>& phase_mappings();
 
 // The simulator phases a measured name stands for in a trace of `source`: nullopt for a known aggregate;
-// InputError naming the phase and the known names otherwise. `where` prefixes the message (a file and section).
-// Case and '-' vs '_' do not matter.
+// InputError naming the phase and the known names otherwise. `where` prefixes the message (a file and
+// section). Case and '-' vs '_' do not matter.
 std::optional<std::vector<std::string>> map_phase(std::string_view measured, traces::v1::Source source,
                                                   std::string_view where);
 
 // "wait+combine": the figure name of a measured phase that stands for several simulator phases.
 std::string figure_name(const std::vector<std::string>& sim_phases);
 
-// Kernel phases: attention (with its split-KV combine), correction, pack, combine. Their durations depend only
-// on the GPU, so a single-device emulation measures them as the real step would.
+// Kernel phases: attention (with its split-KV combine), correction, pack, combine. Their durations depend
+// only on the GPU, so a single-device emulation measures them as the real step would.
 bool is_kernel_phase(std::string_view sim_phase);
 
-// Whether a trace of `source` measures `sim_phase` as the real multi-GPU step would. Simulated and real traces
-// measure every phase; emulated ones only the kernel phases (their collectives, pushes and waits are
+// Whether a trace of `source` measures `sim_phase` as the real multi-GPU step would. Simulated and real
+// traces measure every phase; emulated ones only the kernel phases (their collectives, pushes and waits are
 // device-local stand-ins).
 bool measures_faithfully(traces::v1::Source source, std::string_view sim_phase);
 bool measures_faithfully(traces::v1::Source source, const std::vector<std::string>& sim_phases);

@@ -1,8 +1,9 @@
 #pragma once
 // `dcpsim validate`: re-simulate every measured scenario under a profile and compare, figure by figure (phase
 // medians per rank, the step, per-row ready times where measured), with the relative error, a tolerance band
-// of max(3%, 0.5 µs), and the prediction intervals of the profile's calibration (calibrate.h) when its sidecar
-// is present. Emulated traces are compared on kernel phases only (phase_map.h), and the report says so.
+// of max(3%, 0.5 µs), and the prediction intervals of the profile's calibration (calibrate.h) when its
+// sidecar is present. Emulated traces are compared on kernel phases only (phase_map.h), and the report says
+// so.
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -66,7 +67,8 @@ struct ValidationReport {
 };
 
 // Throws InputError when no figure can be compared.
-ValidationReport validate(const models::HardwareProfile& profile, const std::optional<CalibrationInfo>& calibration,
+ValidationReport validate(const models::HardwareProfile& profile,
+                          const std::optional<CalibrationInfo>& calibration,
                           const std::vector<MeasuredSection>& sections, const ValidateOptions& options = {});
 
 // `command` is the command line to record in the report.
