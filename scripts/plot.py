@@ -2,7 +2,8 @@
 """Plots for dcpsim's CSV outputs, one subcommand per workflow:
 
   plot.py scan     scan.csv     out.png   latency vs DCP size per strategy, best step latency over head
-                                          geometry, and step latency vs KV capacity per GPU (Pareto front)
+                                          geometry, and step latency vs the KV capacity each DCP size buys
+                                          (Pareto front)
   plot.py replay   steps.csv    out.png   merge latency over time per strategy, its share of the step, load
   plot.py validate report.csv   out.png   predicted vs measured with the max(3%, 0.5 us) tolerance band
 
@@ -79,6 +80,10 @@ def scan_plot(path, out):
     for r in rows:
         for c in ("dcp", "step_latency_us", "merge_latency_us", "kv_capacity_tokens_per_gpu"):
             r[c] = number(r, c, path)
+        # With DCP each token lives on one rank: the group holds N times a GPU's capacity (the context one
+        # request may reach, or the requests that fit). Per GPU alone it would not depend on N.
+        r["kv_group"] = (number(r, "kv_capacity_tokens_group", path) if "kv_capacity_tokens_group" in r
+                         else r["kv_capacity_tokens_per_gpu"] * r["dcp"])
     key = lambda r: tuple(r[c] for c in SCAN_GROUP)  # noqa: E731
     group = Counter(key(r) for r in rows).most_common(1)[0][0]
     chosen = [r for r in rows if key(r) == group]
@@ -135,24 +140,31 @@ def scan_heatmap(ax, rows, label):
 
 
 def scan_pareto(ax, rows, label):
-    """Step latency vs KV capacity per GPU for one geometry and load; the front keeps points no other beats."""
+    """Step latency vs the DCP group's KV capacity for one geometry and load; the front keeps the points that no
+    other point beats on both (lower latency and at least as much capacity)."""
     same = [r for r in rows if all(r[c] == label[c] for c in SCAN_GROUP)]
     for s in strategies_in({r["strategy"] for r in same}):
         pts = [r for r in same if r["strategy"] == s]
-        ax.scatter([p["kv_capacity_tokens_per_gpu"] for p in pts], [p["step_latency_us"] for p in pts], label=s,
-                   s=22)
+        ax.scatter([p["kv_group"] for p in pts], [p["step_latency_us"] for p in pts], label=s, s=22)
+    best_per_n = {}
+    for r in same:
+        if r["dcp"] not in best_per_n or r["step_latency_us"] < best_per_n[r["dcp"]]["step_latency_us"]:
+            best_per_n[r["dcp"]] = r
+    line = [best_per_n[n] for n in sorted(best_per_n)]
+    ax.plot([r["kv_group"] for r in line], [r["step_latency_us"] for r in line], color="black", linewidth=0.8,
+            linestyle=":", label="best strategy per N")
     front, best = [], math.inf
-    for r in sorted(same, key=lambda r: (-r["kv_capacity_tokens_per_gpu"], r["step_latency_us"])):
+    for r in sorted(same, key=lambda r: (-r["kv_group"], r["step_latency_us"])):
         if r["step_latency_us"] < best:
             best = r["step_latency_us"]
             front.append(r)
-    ax.step([r["kv_capacity_tokens_per_gpu"] for r in front], [r["step_latency_us"] for r in front], where="post",
-            color="black", linewidth=1, label="Pareto front")
-    for r in front:
-        ax.annotate(f"N={int(r['dcp'])}", (r["kv_capacity_tokens_per_gpu"], r["step_latency_us"]), fontsize=7,
-                    xytext=(3, 3), textcoords="offset points")
+    ax.scatter([r["kv_group"] for r in front], [r["step_latency_us"] for r in front], s=110, facecolors="none",
+               edgecolors="black", linewidths=1.2, label="Pareto front")
+    for r in line:
+        ax.annotate(f"N={int(r['dcp'])} {r['strategy']}", (r["kv_group"], r["step_latency_us"]), fontsize=7,
+                    xytext=(4, -10), textcoords="offset points")
     ax.set_xscale("log")
-    ax.set_xlabel("KV capacity per GPU (tokens)")
+    ax.set_xlabel("KV capacity of the DCP group (tokens: per GPU × N)")
     ax.set_ylabel("step latency per layer (µs)")
     ax.set_title("latency vs KV capacity (same geometry and load)", fontsize=10)
     ax.grid(True, alpha=0.3)

@@ -22,6 +22,7 @@ struct CalibrateArgs {
   std::string date;
   int max_iterations = 20;
   double max_std_error = 0.5;
+  bool verbose = false;
 };
 
 std::string pct(double x) {
@@ -78,6 +79,7 @@ void run(const CalibrateArgs& a) {
   options.max_iterations = a.max_iterations;
   options.max_relative_std_error = a.max_std_error;
   if (!a.fix.empty()) options.fixed = analysis::split_list(a.fix, "--fix");
+  if (a.verbose) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   analysis::CalibrationResult result =
       analysis::calibrate(models::load_profile(a.profile), fit, holdout, options);
 
@@ -122,6 +124,7 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--max-std-error", args->max_std_error,
                   "Revert parameters whose relative standard error exceeds this (default 0.5)")
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--verbose", args->verbose, "Print each Gauss-Newton iteration on stderr");
   cmd->callback([args] { run(*args); });
 }
 

@@ -42,7 +42,7 @@ struct ReplayArgs {
   std::string strategies = "all";
   int max_rows = 256;
   double kv_capacity_gb = 0.0;
-  double kv_fraction = 0.4;
+  double weight_reserve_gib = 60.0;
   int layers = 61;
   std::int64_t steps = 0;
   double time_window = 0.0;
@@ -57,6 +57,16 @@ std::vector<models::Strategy> parse_strategies(const std::string& list) {
   if (items.size() == 1 && items[0] == "all") return models::all_strategies();
   for (const auto& s : items) out.push_back(models::parse_strategy(s));
   return out;
+}
+
+// Checked before any simulation, so that a long replay does not end in an unwritable path.
+void require_directory_of(const std::string& file, const char* flag) {
+  const std::filesystem::path p(file);
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw InputError(std::string(flag) + " '" + file + "': directory '" + dir.string() + "' does not exist");
+  }
 }
 
 bool is_measured_trace(const std::filesystem::path& path) {
@@ -100,8 +110,10 @@ analysis::ReplayConfig make_config(const ReplayArgs& a, const models::HardwarePr
   c.batcher.max_rows = a.max_rows;
   c.batcher.max_steps = a.steps;
   c.batcher.time_window_s = a.time_window;
-  const double capacity_bytes =
-      a.kv_capacity_gb > 0 ? a.kv_capacity_gb * 1e9 : profile.gpu.hbm_capacity.si() * a.kv_fraction;
+  // Without --kv-capacity-gb, as `dcpsim scan` counts it: HBM less a reserve for weights and activations.
+  const double capacity_bytes = a.kv_capacity_gb > 0
+                                    ? a.kv_capacity_gb * 1e9
+                                    : profile.gpu.hbm_capacity.si() - a.weight_reserve_gib * 1073741824.0;
   c.batcher.kv_capacity_tokens = analysis::kv_capacity_tokens(c.batcher.geometry, capacity_bytes, a.layers);
   c.layers = a.layers;
   c.memoise = !a.no_memo;
@@ -177,12 +189,11 @@ void add_replay_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   cmd->add_option("--kv-capacity-gb", args->kv_capacity_gb,
-                  "KV cache per GPU in GB (1e9 B); default: the profile's HBM × --kv-fraction")
+                  "KV cache per GPU in GB (1e9 B); default: the profile's HBM less --weight-reserve-gib")
       ->check(CLI::PositiveNumber);
-  cmd->add_option(
-         "--kv-fraction", args->kv_fraction,
-         "share of HBM left for KV after weights and activations (estimate: DeepSeek-V3 FP8 on 8 H200)")
-      ->check(CLI::Range(0.0, 1.0))
+  cmd->add_option("--weight-reserve-gib", args->weight_reserve_gib,
+                  "HBM kept for weights, activations and workspace (GiB), as in dcpsim scan")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--layers", args->layers, "attention layers per decode step (61: DeepSeek-V3)")
       ->check(CLI::Range(1, 100000))
@@ -198,6 +209,8 @@ void add_replay_command(CLI::App& app) {
   cmd->add_option("--plot", args->plot, "also draw the CSV into this PNG (needs python3 with matplotlib)");
   cmd->add_flag("--no-memo", args->no_memo, "simulate every step even when an identical batch was simulated");
   cmd->callback([args] {
+    require_directory_of(args->out, "--out");
+    if (!args->plot.empty()) require_directory_of(args->plot, "--plot");
     const models::HardwareProfile profile = models::load_profile(args->profile);
     if (is_measured_trace(args->requests)) {
       replay_measured(*args, profile);

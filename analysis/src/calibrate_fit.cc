@@ -133,29 +133,37 @@ struct FitOutcome {
   int iterations = 0;
 };
 
-FitOutcome gauss_newton(const Problem& pb, const Coordinates& c, Eigen::VectorXd u, int max_iterations) {
+FitOutcome gauss_newton(const Problem& pb, const Coordinates& c, Eigen::VectorXd u, const CalibrateOptions& opt) {
   FitOutcome out;
   Eigen::VectorXd r = pb.relative(c.profile(pb.base, u));
   double cost = r.squaredNorm();
-  bool converged = false;
-  while (!converged && out.iterations < max_iterations) {
+  // Exact data (simulated traces) reach the clock resolution: relative residuals ~1e-9 at most.
+  const double exact_cost = 1e-18 * double(r.size());
+  bool converged = cost <= exact_cost;
+  while (!converged && out.iterations < opt.max_iterations) {
     ++out.iterations;
     const Eigen::MatrixXd a = jacobian(pb, c, u, r);
-    // Minimise ||r + A (u' − u)|| over u' >= lower: with u' = lower + v, ||A v − (A (u − lower) − r)||, v >=
-    // 0.
+    // Minimise ||r + A (u' − u)|| over u' >= lower: with u' = lower + v, ||A v − (A (u − lower) − r)||, v >= 0.
     const Eigen::VectorXd delta = solve_lower_bounded(a, a * u - r, c.lower) - u;
     converged = true;  // unless a step still lowers the cost noticeably
     double alpha = 1.0;
-    for (int halvings = 0; halvings < 30; ++halvings, alpha *= 0.5) {
+    for (int halvings = 0; halvings < 12; ++halvings, alpha *= 0.5) {
       const Eigen::VectorXd trial = u + alpha * delta;
       const Eigen::VectorXd rt = pb.relative(c.profile(pb.base, trial));
       if (!rt.allFinite() || rt.squaredNorm() >= cost) continue;
       const double gain = cost - rt.squaredNorm();
-      converged = (alpha * delta).lpNorm<Eigen::Infinity>() < 1e-10 || gain <= 1e-12 * cost;
+      converged = (alpha * delta).lpNorm<Eigen::Infinity>() < 1e-10 || gain <= 1e-10 * cost ||
+                  rt.squaredNorm() <= exact_cost;
       u = trial;
       r = rt;
       cost = rt.squaredNorm();
       break;
+    }
+    if (opt.progress) {
+      char line[160];
+      std::snprintf(line, sizeof line, "iteration %d: %zu parameters, step %g, rms relative residual %.3g",
+                    out.iterations, c.active.size(), alpha, std::sqrt(cost / double(r.size())));
+      opt.progress(line);
     }
   }
   out.u = u;
@@ -165,17 +173,30 @@ FitOutcome gauss_newton(const Problem& pb, const Coordinates& c, Eigen::VectorXd
 }
 
 // Relative standard error of each scaled coordinate from the residual variance and (AᵀA)⁻¹.
+// Relative standard error of each scaled coordinate from the residual variance and (AᵀA)⁻¹; +inf for a
+// parameter the Jacobian at the solution no longer resolves (its column fell into the span of earlier ones,
+// e.g. a plan the tuner stopped choosing).
 Eigen::VectorXd relative_std_errors(const FitOutcome& f, const Coordinates& c) {
   const auto n = f.r.size(), p = f.u.size();
-  Eigen::VectorXd se = Eigen::VectorXd::Zero(p);
-  if (n <= p) return se;  // no degrees of freedom left to estimate the noise
-  const double sigma2 = f.r.squaredNorm() / double(n - p);
-  const Eigen::MatrixXd cov = sigma2 * normal_inverse(f.a);
+  Eigen::VectorXd se = Eigen::VectorXd::Constant(p, std::numeric_limits<double>::infinity());
+  std::vector<int> order(static_cast<std::size_t>(p));
+  for (int k = 0; k < static_cast<int>(p); ++k) order[static_cast<std::size_t>(k)] = k;
+  const std::vector<int> resolved = independent_columns(f.a, order, kConfounded);
+  const auto m = static_cast<Eigen::Index>(resolved.size());
+  if (n <= m) {  // no degrees of freedom left to estimate the noise
+    for (int k : resolved) se(k) = 0.0;
+    return se;
+  }
+  Eigen::MatrixXd a(n, m);
+  for (Eigen::Index j = 0; j < m; ++j) a.col(j) = f.a.col(resolved[static_cast<std::size_t>(j)]);
+  const double sigma2 = f.r.squaredNorm() / double(n - m);
+  const Eigen::MatrixXd cov = sigma2 * normal_inverse(a);
   const auto& all = fit_parameters();
-  for (Eigen::Index k = 0; k < p; ++k) {
+  for (Eigen::Index j = 0; j < m; ++j) {
+    const int k = resolved[static_cast<std::size_t>(j)];
     const double typical =
         all[static_cast<std::size_t>(c.active[static_cast<std::size_t>(k)])].typical / c.scale(k);
-    se(k) = std::sqrt(std::max(cov(k, k), 0.0)) / std::max(std::abs(f.u(k)), typical);
+    se(k) = std::sqrt(std::max(cov(j, j), 0.0)) / std::max(std::abs(f.u(k)), typical);
   }
   return se;
 }
@@ -283,7 +304,9 @@ CalibrationResult calibrate(const HardwareProfile& base, const std::vector<Measu
   res.fit_sections = static_cast<int>(fit.size());
   res.holdout_sections = static_cast<int>(holdout.size());
   res.domain = domain_of(fit);
-  const ObservationSet set = build_observations(fit);
+  // Per-row ready times are left to validate: thousands of them per step, all driven by the same phases, would
+  // outweigh the phase medians they follow from.
+  const ObservationSet set = build_observations(fit, /*include_rows=*/false);
   res.excluded = set.excluded;
   const Problem pb = make_problem(base, fit, set.observations, res.warnings);
   if (pb.obs.empty()) {
@@ -319,10 +342,14 @@ CalibrationResult calibrate(const HardwareProfile& base, const std::vector<Measu
     }
     Eigen::VectorXd u0;
     coords = coordinates(base, active, u0);
-    outcome = gauss_newton(pb, coords, u0, options.max_iterations);
+    outcome = gauss_newton(pb, coords, u0, options);
     const Eigen::VectorXd se = relative_std_errors(outcome, coords);
+    // Unresolved parameters (+inf) go first, the last of them in catalogue order.
     Eigen::Index worst = 0;
-    if (se.size() == 0 || se.maxCoeff(&worst) <= options.max_relative_std_error) {
+    for (Eigen::Index k = 0; k < se.size(); ++k) {
+      if (se(k) >= se(worst)) worst = k;
+    }
+    if (se.size() == 0 || se(worst) <= options.max_relative_std_error) {
       for (Eigen::Index k = 0; k < se.size(); ++k) {
         res.parameters[static_cast<std::size_t>(active[static_cast<std::size_t>(k)])].relative_std_error =
             se(k);
@@ -330,8 +357,12 @@ CalibrationResult calibrate(const HardwareProfile& base, const std::vector<Measu
       break;
     }
     ParameterResult& weak = res.parameters[static_cast<std::size_t>(active[static_cast<std::size_t>(worst)])];
-    weak.status = "weakly identified: relative standard error " + fmt_percent(se(worst)) + " > " +
-                  fmt_percent(options.max_relative_std_error) + ", kept from the base profile";
+    weak.status = std::isinf(se(worst))
+                      ? "not identified: at the fitted values the figures no longer resolve it (confounded with "
+                        "parameters fitted before it), kept from the base profile"
+                      : "weakly identified: relative standard error " + fmt_percent(se(worst)) + " > " +
+                            fmt_percent(options.max_relative_std_error) + ", kept from the base profile";
+    if (options.progress) options.progress(weak.name + ": " + weak.status);
     active.erase(active.begin() + worst);
   }
   res.iterations = outcome.iterations;

@@ -100,7 +100,8 @@ __global__ void __launch_bounds__(kThreads) combine_kernel(CombineArgs a) {
 template <typename TIn>
 void launch_out(const CombineArgs& a, cudaStream_t stream) {
   const dim3 grid(a.heads, a.rows);
-  const std::size_t smem = std::size_t(a.dcp) * sizeof(float);
+  // Padded to whole 32-byte groups: the unrolled sum may load the weights several at a time.
+  const std::size_t smem = std::size_t(a.dcp + 7) / 8 * 8 * sizeof(float);
   switch (a.out) {
     case Elem::kF32: combine_kernel<TIn, float><<<grid, kThreads, smem, stream>>>(a); break;
     case Elem::kBF16: combine_kernel<TIn, __nv_bfloat16><<<grid, kThreads, smem, stream>>>(a); break;

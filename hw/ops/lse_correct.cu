@@ -44,6 +44,15 @@ struct Vec {
   Raw raw;
   __device__ __forceinline__ void load(const T* p) { raw = *reinterpret_cast<const Raw*>(p); }
   __device__ __forceinline__ void store(T* p) const { *reinterpret_cast<Raw*>(p) = raw; }
+  // Streaming forms (evict first): each element is touched once, so it should not displace anything in L2.
+  __device__ __forceinline__ void load_stream(const T* p) {
+    if constexpr (sizeof(Raw) == 16) raw = __ldcs(reinterpret_cast<const uint4*>(p));
+    else load(p);
+  }
+  __device__ __forceinline__ void store_stream(T* p) const {
+    if constexpr (sizeof(Raw) == 16) __stcs(reinterpret_cast<uint4*>(p), raw);
+    else store(p);
+  }
   __device__ __forceinline__ float get(int j) const { return to_f32(reinterpret_cast<const T*>(&raw)[j]); }
   __device__ __forceinline__ void set(int j, float x) { reinterpret_cast<T*>(&raw)[j] = from_f32<T>(x); }
 };
@@ -133,7 +142,7 @@ __global__ void __launch_bounds__(kThreads) correct_small_kernel(CorrectArgs a) 
 // a fixed lane with every load issued before the first store (in place, loads and stores may alias, so the
 // compiler would not overlap them across iterations on its own). Needs kThreads % vecs == 0.
 template <typename T, int VEC, int VPT>
-__global__ void __launch_bounds__(kThreads) correct_kernel(CorrectArgs a, int pairs) {
+__global__ void __launch_bounds__(kThreads, 4) correct_kernel(CorrectArgs a, int pairs) {
   extern __shared__ __align__(16) unsigned char smem[];
   std::int64_t* in_off = reinterpret_cast<std::int64_t*>(smem);
   std::int64_t* out_off = in_off + pairs;
@@ -163,7 +172,7 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(CorrectArgs a, int pa
     for (int u = 0; u < VPT; ++u) {
       const int pl = base + u * per;
       if (pl < my_pairs && w_s[pl] != 0.f)  // an empty partial is never read
-        v[u].load(in + in_off[pl] + d);
+        v[u].load_stream(in + in_off[pl] + d);
     }
 #pragma unroll
     for (int u = 0; u < VPT; ++u) {
@@ -173,7 +182,7 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(CorrectArgs a, int pa
       Vec<T, VEC> r;
 #pragma unroll
       for (int j = 0; j < VEC; ++j) r.set(j, w == 0.f ? 0.f : w * v[u].get(j));
-      r.store(out + out_off[pl] + d);
+      r.store_stream(out + out_off[pl] + d);
     }
   }
   if (a.stamps.stamps != nullptr) {
@@ -191,7 +200,7 @@ void launch_vec(const CorrectArgs& a, cudaStream_t stream) {
   if (total_vecs < std::int64_t(132) * 2048 || kThreads % vecs != 0) {
     correct_small_kernel<T, VEC><<<ceil_div(total_vecs, kThreads), kThreads, 0, stream>>>(a);
   } else {
-    constexpr int kVpt = 4;
+    constexpr int kVpt = 8;
     const int pairs = kThreads / vecs * kVpt;
     const std::size_t smem = std::size_t(pairs) * (2 * sizeof(std::int64_t) + sizeof(float));
     correct_kernel<T, VEC, kVpt><<<ceil_div(std::int64_t(a.rows) * a.heads, pairs), kThreads, smem, stream>>>(a, pairs);

@@ -90,6 +90,16 @@ inline std::vector<DcpCase> random_cases(int count, std::uint64_t seed, double b
   return cases;
 }
 
+// Fixed shapes the random draw rarely reaches under its budget: long contexts (thousands of tokens), H = 128,
+// MLA 512/576 with many heads, N = 9 with H not a power of two.
+inline std::vector<DcpCase> edge_cases() {
+  return {
+      DcpCase{3, 3, 1, 64, 64, 1, {3500, 2}, 101},      DcpCase{7, 7, 7, 64, 64, 64, {2900}, 102},
+      DcpCase{8, 128, 8, 64, 64, 2, {0, 5, 37}, 103},   DcpCase{4, 128, 1, 576, 512, 16, {7, 3}, 104},
+      DcpCase{9, 126, 2, 128, 128, 1, {8, 1, 20}, 105},
+  };
+}
+
 inline AttentionOptions exact_options(LseBase base = LseBase::kE) {
   AttentionOptions o;
   o.base = base;
@@ -104,12 +114,15 @@ inline AttentionOptions exact_options(LseBase base = LseBase::kE) {
 //   + u·S (AG+RS / AG+AR)    each scaled partial w_i·O_i rounded to the output dtype before the sum,
 //   + (ε_w + N·2^-24)·S      fp32 weights from fp32 LSEs and fp32 accumulation,
 // with ε_w = 2^-24·(4·max|L_i| + 16) for the rounding of L_i to fp32 and of exp/log; doubled for safety.
+// Below the normal range a rounding errs by up to half the smallest subnormal η (absolute, not relative:
+// fp16's η = 2^-25 matters for small outputs), once per stored value: (N + 2)·η covers every store.
 inline double element_bound(DType out, Strategy strategy, double ref, double s, double max_abs_lse,
                             int ranks) {
   const double u = unit_roundoff(out);
+  const double eta = out == DType::kF16 ? std::ldexp(1.0, -25) : std::ldexp(1.0, -134);
   const double eps_w = std::ldexp(1.0, -24) * (4.0 * max_abs_lse + 16.0);
   const double per_term = accumulates_in_fp32(strategy) ? u : 2.0 * u;
-  return u * std::fabs(ref) + 2.0 * (per_term + eps_w + ranks * std::ldexp(1.0, -24)) * s + 1e-30;
+  return u * std::fabs(ref) + 2.0 * (per_term + eps_w + ranks * std::ldexp(1.0, -24)) * s + (ranks + 2) * eta;
 }
 
 inline MergeOptions merge_options(Strategy strategy, DType out, DType accumulate,

@@ -74,7 +74,9 @@ void expect_empty_rows_zero(const DcpCase& c, const MergeResult& m) {
 }
 
 TEST(MergeExactness, Fp64EqualsAttentionOverTheWholeKv) {
-  for (const DcpCase& c : testing::random_cases(45, 2024)) {
+  std::vector<DcpCase> cases = testing::edge_cases();
+  for (const DcpCase& c : testing::random_cases(45, 2024)) cases.push_back(c);
+  for (const DcpCase& c : cases) {
     SCOPED_TRACE(c.describe());
     const Problem p = c.problem();
     for (LseBase base : {LseBase::kE, LseBase::k2}) {
@@ -134,7 +136,9 @@ void expect_within_rounding_bound(const DcpCase& c, DType out, Strategy s, const
 }
 
 TEST(MergeExactness, SixteenBitOutputsWithinTheirRoundingBound) {
-  for (const DcpCase& c : testing::random_cases(27, 77, 1.5e5)) {
+  std::vector<DcpCase> cases = testing::edge_cases();
+  for (const DcpCase& c : testing::random_cases(27, 77, 1.5e5)) cases.push_back(c);
+  for (const DcpCase& c : cases) {
     SCOPED_TRACE(c.describe());
     const Problem p = c.problem();
     const std::vector<Partial> exact = rank_partials(p, c.dcp, c.interleave, testing::exact_options());

@@ -60,9 +60,14 @@ TEST(Collective, ALateRankDelaysEveryRankOfARing) {
   entry[3] = 20e-6;
   const CollectiveRun skewed = sim.run_collective(Collective::kAllGather, 8, 1 << 20, entry);
   for (int r = 0; r < 8; ++r) {
-    // Every rank needs rank 3's shard, which cannot leave before rank 3 arrives.
-    EXPECT_GT(skewed.end_s[r], together.end_s[r]);
     EXPECT_GE(skewed.end_s[r], entry[3]);
+    // Every other rank needs rank 3's shard, which cannot leave before rank 3 arrives. Rank 3 itself only has
+    // to catch up: its sends pipeline, so they may finish before its last receive, as if it had been on time.
+    if (r == 3) {
+      EXPECT_GE(skewed.end_s[r], together.end_s[r]);
+    } else {
+      EXPECT_GT(skewed.end_s[r], together.end_s[r] + 10e-6) << "rank " << r;
+    }
   }
 }
 

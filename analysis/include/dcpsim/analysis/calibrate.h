@@ -13,6 +13,7 @@
 // "<out minus .json>.calibration.json" with provenance, the domain covered, the fitted parameters and the
 // residual statistics that validate turns into prediction intervals.
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -33,6 +34,8 @@ struct CalibrateOptions {
   double max_relative_std_error = 0.5;
   // Parameters never fitted (names from fit_params.h), e.g. to keep a number measured another way.
   std::vector<std::string> fixed;
+  // Called with one line per Gauss–Newton iteration when set.
+  std::function<void(const std::string&)> progress;
 };
 
 // Prediction intervals: predicted × (1 ± kIntervalZ × sigma of the figure's relative residuals), a two-sided

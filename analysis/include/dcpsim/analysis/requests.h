@@ -7,7 +7,7 @@
 //  - Azure LLM inference CSV (Azure/AzurePublicDataset, 2023): header
 //  TIMESTAMP,ContextTokens,GeneratedTokens,
 //    timestamps as "2023-11-16 18:15:46.6805900" (UTC date-time, up to 9 fractional digits), made relative to
-//    the first row.
+//    the earliest row (the first, in the published traces, which are sorted).
 // Arrival times are kept as integer ns, so nothing is rounded on the way in.
 // Every problem — missing or empty file, corrupt gzip, wrong header, a malformed line or field, a negative
 // length — is an InputError "file:line: what is wrong".
@@ -20,7 +20,7 @@ namespace dcpsim::analysis {
 
 struct Request {
   std::int64_t id = 0;          // 0-based position in the file
-  std::int64_t arrival_ns = 0;  // since the trace's time 0 (Mooncake: its timestamp 0; Azure: the first row)
+  std::int64_t arrival_ns = 0;  // since the trace's time 0 (Mooncake: its timestamp 0; Azure: the earliest row)
   std::int64_t input_tokens = 0;
   std::int64_t output_tokens = 0;
 
