@@ -59,8 +59,8 @@ void print_result(const models::Scenario& s, const hw::RunResult& r) {
   std::printf("%s\n", s.label().c_str());
   std::printf("  %-4s %-16s %12s %12s %12s\n", "rank", "phase", "median_us", "min_us", "max_us");
   for (const auto& p : r.phases)
-    std::printf("  %-4d %-16s %12.2f %12.2f %12.2f%s\n", p.rank, p.phase.c_str(), p.median_ns / 1e3, p.min_ns / 1e3,
-                p.max_ns / 1e3, p.emulated ? "  (emulated)" : "");
+    std::printf("  %-4d %-16s %12.2f %12.2f %12.2f%s\n", p.rank, p.phase.c_str(), p.median_ns / 1e3,
+                p.min_ns / 1e3, p.max_ns / 1e3, p.emulated ? "  (emulated)" : "");
   std::printf("  step %.2f us, merge %.2f us\n  %s\n", r.step_median_ns / 1e3, r.merge_median_ns / 1e3,
               r.check.summary.c_str());
 }
@@ -74,8 +74,12 @@ nlohmann::json to_json(const models::Scenario& s, const hw::RunResult& r) {
                 {"rel_l2", r.check.rel_l2},           {"max_abs", r.check.max_abs},
                 {"worst_bound", r.check.worst_bound}, {"lse_max_abs", r.check.lse_max_abs}};
   for (const auto& p : r.phases)
-    j["phases"].push_back({{"rank", p.rank}, {"phase", p.phase}, {"median_ns", p.median_ns}, {"min_ns", p.min_ns},
-                           {"max_ns", p.max_ns}, {"emulated", p.emulated}});
+    j["phases"].push_back({{"rank", p.rank},
+                           {"phase", p.phase},
+                           {"median_ns", p.median_ns},
+                           {"min_ns", p.min_ns},
+                           {"max_ns", p.max_ns},
+                           {"emulated", p.emulated}});
   return j;
 }
 
@@ -92,7 +96,9 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 
 void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   hw::RunConfig base;
-  base.mode = f.mpi ? hw::ProcessMode::kMpi : f.emulate ? hw::ProcessMode::kEmulate : hw::ProcessMode::kThreads;
+  base.mode = f.mpi       ? hw::ProcessMode::kMpi
+              : f.emulate ? hw::ProcessMode::kEmulate
+                          : hw::ProcessMode::kThreads;
   base.devices = parse_devices(f.devices);
   if (base.mode == hw::ProcessMode::kThreads && base.devices.empty()) {
     const int n = std::stoi(analysis::split_list(f.scenario.dcp, "dcp").front());
@@ -132,24 +138,30 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   if (writer) writer->finish();
   if (!f.json.empty() && leader) write_json(f.json, all);
   if (f.mpi) hw::mpi_finalize();
-  if (!failures.empty()) throw RuntimeError("merged output does not match the reference: " + failures.front());
+  if (!failures.empty())
+    throw RuntimeError("merged output does not match the reference: " + failures.front());
 }
 
 void add_run(CLI::App& hw_cmd) {
   auto f = std::make_shared<HwRunFlags>();
-  CLI::App* run = hw_cmd.add_subcommand("run", "Run one DCP decode step on GPUs, check it, write a measured trace");
+  CLI::App* run =
+      hw_cmd.add_subcommand("run", "Run one DCP decode step on GPUs, check it, write a measured trace");
   analysis::add_scenario_flags(*run, f->scenario, false);
-  run->add_flag("--emulate", f->emulate, "N logical ranks on one GPU; collectives become device-local stand-ins");
+  run->add_flag("--emulate", f->emulate,
+                "N logical ranks on one GPU; collectives become device-local stand-ins");
   run->add_flag("--mpi", f->mpi, "one process per GPU under mpirun/srun (MPI builds)");
   run->add_option("--devices", f->devices, "device ordinals, one per rank (default 0..N-1; --emulate: one)");
   run->add_option("--warmup", f->warmup, "warm-up steps")->capture_default_str();
   run->add_option("--reps", f->reps, "measured steps")->capture_default_str();
-  run->add_option("--check-rows", f->check_rows, "rows checked against the fp64 reference (-1: all up to 16, else 4)")
+  run->add_option("--check-rows", f->check_rows,
+                  "rows checked against the fp64 reference (-1: all up to 16, else 4)")
       ->capture_default_str();
-  run->add_flag("--row-stamps", f->row_stamps, "stamp %globaltimer where each row's LSE and output become ready");
+  run->add_flag("--row-stamps", f->row_stamps,
+                "stamp %globaltimer where each row's LSE and output become ready");
   run->add_option("--padded-rows", f->padded_rows, "CUDA-graph padding rows after the batch (masked)")
       ->capture_default_str();
-  run->add_option("--direct-timeout-ms", f->direct_timeout_ms, "direct merge: how long an owner waits for a flag")
+  run->add_option("--direct-timeout-ms", f->direct_timeout_ms,
+                  "direct merge: how long an owner waits for a flag")
       ->capture_default_str();
   run->add_option("--out", f->out, "measured trace (.pb)");
   run->add_option("--json", f->json, "figures as JSON");
@@ -170,9 +182,11 @@ void add_bench(CLI::App& hw_cmd) {
   b->add_option("--kv-heads", c->shape.kv_heads, "H_kv (attention)")->capture_default_str();
   b->add_option("--head-dim", c->shape.dim, "D")->capture_default_str();
   b->add_option("--qk-dim", c->shape.qk_dim, "D_qk (attention)")->capture_default_str();
-  b->add_option("--context", c->shape.context, "tokens per row on this rank (attention)")->capture_default_str();
+  b->add_option("--context", c->shape.context, "tokens per row on this rank (attention)")
+      ->capture_default_str();
   b->add_flag("--transposed-lse", c->shape.transposed_lse, "LSE stored [H][B] (correct)");
-  b->add_option("--row-pad", c->shape.out_row_pad, "extra elements per O row (correct)")->capture_default_str();
+  b->add_option("--row-pad", c->shape.out_row_pad, "extra elements per O row (correct)")
+      ->capture_default_str();
   b->add_option("--copy-bytes", c->shape.copy_bytes, "bytes per copy (copy)")->capture_default_str();
   b->add_flag("--graph", c->graph, "time calls replayed from a CUDA graph");
   b->add_option("--graph-calls", c->graph_calls, "calls per graph")->capture_default_str();
@@ -184,21 +198,29 @@ void add_bench(CLI::App& hw_cmd) {
   b->callback([c, json, min_fraction] {
     const hw::OpBenchResult r = hw::run_op_bench(*c);
     std::printf("%-12s %-48s %10.2f us (min %.2f, max %.2f)  %8.1f GB/s  %5.1f%% of copy %.1f GB/s%s\n",
-                r.op.c_str(), r.shape.c_str(), r.median_ns / 1e3, r.min_ns / 1e3, r.max_ns / 1e3, r.bandwidth / 1e9,
-                100 * r.fraction_of_copy, r.copy_bandwidth / 1e9, c->graph ? "  [graph]" : "");
+                r.op.c_str(), r.shape.c_str(), r.median_ns / 1e3, r.min_ns / 1e3, r.max_ns / 1e3,
+                r.bandwidth / 1e9, 100 * r.fraction_of_copy, r.copy_bandwidth / 1e9,
+                c->graph ? "  [graph]" : "");
     if (r.flops > 0) std::printf("%-12s %.1f TFLOP/s\n", "", r.flops / (r.median_ns * 1e-9) / 1e12);
     if (!json->empty()) {
-      nlohmann::json j = {{"op", r.op},       {"shape", r.shape},         {"graph", c->graph},
-                          {"median_ns", r.median_ns}, {"min_ns", r.min_ns}, {"max_ns", r.max_ns},
-                          {"bytes", r.bytes}, {"flops", r.flops},         {"bandwidth", r.bandwidth},
-                          {"copy_bandwidth", r.copy_bandwidth},           {"fraction_of_copy", r.fraction_of_copy}};
+      nlohmann::json j = {{"op", r.op},
+                          {"shape", r.shape},
+                          {"graph", c->graph},
+                          {"median_ns", r.median_ns},
+                          {"min_ns", r.min_ns},
+                          {"max_ns", r.max_ns},
+                          {"bytes", r.bytes},
+                          {"flops", r.flops},
+                          {"bandwidth", r.bandwidth},
+                          {"copy_bandwidth", r.copy_bandwidth},
+                          {"fraction_of_copy", r.fraction_of_copy}};
       std::ofstream f(*json, std::ios::app);
       if (!f) throw InputError("--json '" + *json + "' cannot be written");
       f << j.dump() << "\n";
     }
     if (*min_fraction > 0 && r.fraction_of_copy < *min_fraction)
-      throw RuntimeError(r.op + ": " + std::to_string(100 * r.fraction_of_copy) + "% of copy bandwidth is below " +
-                         std::to_string(100 * *min_fraction) + "%");
+      throw RuntimeError(r.op + ": " + std::to_string(100 * r.fraction_of_copy) +
+                         "% of copy bandwidth is below " + std::to_string(100 * *min_fraction) + "%");
   });
 }
 
@@ -207,8 +229,8 @@ void add_devices(CLI::App& hw_cmd) {
   d->callback([] {
     const int n = hw::device_count();
     const hw::SoftwareVersions v = hw::software_versions();
-    std::printf("CUDA runtime %s, driver %s, NCCL %s; %d device(s)\n", v.cuda_runtime.c_str(), v.cuda_driver.c_str(),
-                v.nccl.c_str(), n);
+    std::printf("CUDA runtime %s, driver %s, NCCL %s; %d device(s)\n", v.cuda_runtime.c_str(),
+                v.cuda_driver.c_str(), v.nccl.c_str(), n);
     for (int i = 0; i < n; ++i) {
       const hw::DeviceInfo info = hw::device_info(i);
       std::printf("  %d  %s  %s  %s  sm_%d%d  %d SMs  %.1f GiB  L2 %.0f MB\n", i, info.name.c_str(),

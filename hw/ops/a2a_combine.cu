@@ -1,7 +1,7 @@
-// The receiver's N-way combine, shared by the packed all-to-all (LSE in the packed lanes) and the direct merge
-// (LSE in its own slots, behind epoch-stamped flags): merged LSE and weights per (row, head) in shared memory,
-// then fp32 accumulation over the N partials with one rounding to the output type. A partial whose weight is 0
-// is never read.
+// The receiver's N-way combine, shared by the packed all-to-all (LSE in the packed lanes) and the direct
+// merge (LSE in its own slots, behind epoch-stamped flags): merged LSE and weights per (row, head) in shared
+// memory, then fp32 accumulation over the N partials with one rounding to the output type. A partial whose
+// weight is 0 is never read.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -84,7 +84,8 @@ __global__ void __launch_bounds__(kThreads) combine_kernel(CombineArgs a) {
   const float L = merged;
   for (int s = threadIdx.x; s < a.dcp; s += kThreads) w[s] = merge_weight(lse_of(s), k, L);
   __syncthreads();
-  TOut* dst = static_cast<TOut*>(a.dst) + std::int64_t(b) * a.dst_row_stride + std::int64_t(j) * a.dst_head_stride;
+  TOut* dst =
+      static_cast<TOut*>(a.dst) + std::int64_t(b) * a.dst_row_stride + std::int64_t(j) * a.dst_head_stride;
   for (int d = threadIdx.x; d < a.dim; d += kThreads) {
     float acc = 0.f;
     for (int s = 0; s < a.dcp; ++s)
@@ -103,9 +104,15 @@ void launch_out(const CombineArgs& a, cudaStream_t stream) {
   // Padded to whole 32-byte groups: the unrolled sum may load the weights several at a time.
   const std::size_t smem = std::size_t(a.dcp + 7) / 8 * 8 * sizeof(float);
   switch (a.out) {
-    case Elem::kF32: combine_kernel<TIn, float><<<grid, kThreads, smem, stream>>>(a); break;
-    case Elem::kBF16: combine_kernel<TIn, __nv_bfloat16><<<grid, kThreads, smem, stream>>>(a); break;
-    case Elem::kF16: combine_kernel<TIn, __half><<<grid, kThreads, smem, stream>>>(a); break;
+    case Elem::kF32:
+      combine_kernel<TIn, float><<<grid, kThreads, smem, stream>>>(a);
+      break;
+    case Elem::kBF16:
+      combine_kernel<TIn, __nv_bfloat16><<<grid, kThreads, smem, stream>>>(a);
+      break;
+    case Elem::kF16:
+      combine_kernel<TIn, __half><<<grid, kThreads, smem, stream>>>(a);
+      break;
   }
   DCPSIM_CUDA_LAUNCHED("combine_kernel");
 }
@@ -113,21 +120,28 @@ void launch_out(const CombineArgs& a, cudaStream_t stream) {
 }  // namespace
 
 void launch_combine(const CombineArgs& a, cudaStream_t stream) {
-  if (a.dcp < 1 || a.dcp > 4096) throw InputError("combine: N=" + std::to_string(a.dcp) + " outside [1, 4096]");
+  if (a.dcp < 1 || a.dcp > 4096)
+    throw InputError("combine: N=" + std::to_string(a.dcp) + " outside [1, 4096]");
   if (a.flags != nullptr && (a.epoch == nullptr || a.error == nullptr))
     throw InputError("combine: flags need an epoch counter and an error word");
   if (a.rows == 0 || a.heads == 0) return;
   switch (a.in) {
-    case Elem::kF32: launch_out<float>(a, stream); break;
-    case Elem::kBF16: launch_out<__nv_bfloat16>(a, stream); break;
-    case Elem::kF16: launch_out<__half>(a, stream); break;
+    case Elem::kF32:
+      launch_out<float>(a, stream);
+      break;
+    case Elem::kBF16:
+      launch_out<__nv_bfloat16>(a, stream);
+      break;
+    case Elem::kF16:
+      launch_out<__half>(a, stream);
+      break;
   }
 }
 
 }  // namespace dcpsim::hw::ops
 
-// ---- benchmark descriptor: the receiver's unpack-combine of N packed bf16 blocks [N][B][H/N][D + 2]; bytes = the
-// received buffer read once, O [B][H/N][D] and its LSE written once ----
+// ---- benchmark descriptor: the receiver's unpack-combine of N packed bf16 blocks [N][B][H/N][D + 2]; bytes
+// = the received buffer read once, O [B][H/N][D] and its LSE written once ----
 namespace dcpsim::hw::ops {
 namespace {
 
@@ -138,7 +152,8 @@ class CombineBench final : public BenchOp {
     j_ = s.heads / s.dcp;
     const std::int64_t packed = std::int64_t(s.dcp) * s.rows * j_ * (s.dim + 2);
     recv_ = DeviceBuffer(std::size_t(packed) * 2);
-    // Random 16-bit lanes: the LSE lanes then hold arbitrary fp32 patterns, NaN included, as real garbage would.
+    // Random 16-bit lanes: the LSE lanes then hold arbitrary fp32 patterns, NaN included, as real garbage
+    // would.
     launch_fill_uniform(recv_.get(), packed, Elem::kBF16, 4.f, seed, 0, nullptr);
     out_ = DeviceBuffer(std::size_t(s.rows) * j_ * s.dim * 2);
     lse_ = DeviceBuffer(std::size_t(s.rows) * j_ * 4);

@@ -1,7 +1,7 @@
-// Packed all-to-all, send side: rank r's O and LSE become one buffer [N_dest][B][H/N][D + P] in the output type
-// (SPEC "Packed A2A layout"), with the padding mask fused in: rows at or past valid_rows travel with LSE −inf,
-// and O lanes are zero wherever the LSE is not finite, so the receiver never meets garbage. A warp per (dest,
-// row, head); the LSE travels as its exact fp32 bit pattern.
+// Packed all-to-all, send side: rank r's O and LSE become one buffer [N_dest][B][H/N][D + P] in the output
+// type (SPEC "Packed A2A layout"), with the padding mask fused in: rows at or past valid_rows travel with LSE
+// −inf, and O lanes are zero wherever the LSE is not finite, so the receiver never meets garbage. A warp per
+// (dest, row, head); the LSE travels as its exact fp32 bit pattern.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -26,12 +26,14 @@ __global__ void __launch_bounds__(kWarps * 32) pack_kernel(PackArgs a) {
   if (pair >= a.rows * a.heads) return;
   const int b = pair / a.heads, h = pair % a.heads;
   const int n = h / hpb, j = h % hpb;
-  const float lse = b < a.valid_rows ? a.lse[std::int64_t(b) * a.lse_row_stride + std::int64_t(h) * a.lse_head_stride]
-                                     : -INFINITY;
+  const float lse = b < a.valid_rows
+                        ? a.lse[std::int64_t(b) * a.lse_row_stride + std::int64_t(h) * a.lse_head_stride]
+                        : -INFINITY;
   const bool finite = isfinite(lse);
   const int lanes = a.dim + (sizeof(T) == 4 ? 1 : 2);
   T* dst = static_cast<T*>(a.send) + ((std::int64_t(n) * a.rows + b) * hpb + j) * lanes;
-  const T* src = static_cast<const T*>(a.o) + std::int64_t(b) * a.o_row_stride + std::int64_t(h) * a.o_head_stride;
+  const T* src =
+      static_cast<const T*>(a.o) + std::int64_t(b) * a.o_row_stride + std::int64_t(h) * a.o_head_stride;
   for (int d = lane; d < a.dim; d += 32) dst[d] = finite ? src[d] : from_f32<T>(0.f);
   if (lane == 0) {
     if constexpr (sizeof(T) == 4) {
@@ -47,21 +49,28 @@ __global__ void __launch_bounds__(kWarps * 32) pack_kernel(PackArgs a) {
 
 void launch_a2a_pack(const PackArgs& a, cudaStream_t stream) {
   if (a.dcp < 1 || a.heads % a.dcp != 0)
-    throw InputError("a2a pack: H=" + std::to_string(a.heads) + " is not divisible by N=" + std::to_string(a.dcp));
+    throw InputError("a2a pack: H=" + std::to_string(a.heads) +
+                     " is not divisible by N=" + std::to_string(a.dcp));
   if (a.rows == 0) return;
   const int blocks = ceil_div(std::int64_t(a.rows) * a.heads, kWarps);
   switch (a.elem) {
-    case Elem::kF32: pack_kernel<float><<<blocks, kWarps * 32, 0, stream>>>(a); break;
-    case Elem::kBF16: pack_kernel<__nv_bfloat16><<<blocks, kWarps * 32, 0, stream>>>(a); break;
-    case Elem::kF16: pack_kernel<__half><<<blocks, kWarps * 32, 0, stream>>>(a); break;
+    case Elem::kF32:
+      pack_kernel<float><<<blocks, kWarps * 32, 0, stream>>>(a);
+      break;
+    case Elem::kBF16:
+      pack_kernel<__nv_bfloat16><<<blocks, kWarps * 32, 0, stream>>>(a);
+      break;
+    case Elem::kF16:
+      pack_kernel<__half><<<blocks, kWarps * 32, 0, stream>>>(a);
+      break;
   }
   DCPSIM_CUDA_LAUNCHED("pack_kernel");
 }
 
 }  // namespace dcpsim::hw::ops
 
-// ---- benchmark descriptor: pack one rank's bf16 O [B][H][D] and LSE for N destinations; bytes = O and LSE read
-// once, the packed buffer written once ----
+// ---- benchmark descriptor: pack one rank's bf16 O [B][H][D] and LSE for N destinations; bytes = O and LSE
+// read once, the packed buffer written once ----
 namespace dcpsim::hw::ops {
 namespace {
 
@@ -77,8 +86,8 @@ class PackBench final : public BenchOp {
     DCPSIM_CUDA(cudaDeviceSynchronize());
   }
   std::string label() const override {
-    return "N=" + std::to_string(s_.dcp) + " B=" + std::to_string(s_.rows) + " H=" + std::to_string(s_.heads) +
-           " D=" + std::to_string(s_.dim);
+    return "N=" + std::to_string(s_.dcp) + " B=" + std::to_string(s_.rows) +
+           " H=" + std::to_string(s_.heads) + " D=" + std::to_string(s_.dim);
   }
   double bytes() const override { return double(s_.rows) * s_.heads * (2.0 * s_.dim * 2 + 4 + 4); }
   void launch(int, cudaStream_t stream) override {

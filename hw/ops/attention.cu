@@ -1,12 +1,14 @@
 // Decode attention with LSE over one rank's KV shard: split-KV on tensor cores (mma.sync m16n8k16, fp32
 // accumulation), then one combine of the splits into O (any element type, strided) and L (fp32, base e or 2,
-// any layout). The file ends with the operation's benchmark descriptor (sizes, inputs, bytes, flops).
+// any layout). The file ends with the operation's benchmark descriptor (sizes, inputs, bytes, flops); kernel,
+// combine and descriptor of this one operation stay together, hence the length.
 //
 // A block owns one row, 16·WH heads that share a KV head, and one contiguous token range. Per tile of TOK
-// tokens: K (and V) land in shared memory through a STAGES-deep cp.async pipeline; the WD warps of a head group
-// each score TOK/WD tokens against all D_qk lanes (S = Q·Kᵀ), exchange scores and row maxima through shared
-// memory, then each accumulates P·V for its D/WD slice of the output. For MLA the 576-wide latent tile is read
-// once and serves both products (V = its first 512 lanes), so the KV bytes are the unique latent bytes.
+// tokens: K (and V) land in shared memory through a STAGES-deep cp.async pipeline; the WD warps of a head
+// group each score TOK/WD tokens against all D_qk lanes (S = Q·Kᵀ), exchange scores and row maxima through
+// shared memory, then each accumulates P·V for its D/WD slice of the output. For MLA the 576-wide latent tile
+// is read once and serves both products (V = its first 512 lanes), so the KV bytes are the unique latent
+// bytes.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -20,6 +22,7 @@
 #include "dcpsim/error.h"
 #include "device_buffer.h"
 #include "device_common.cuh"
+#include "mma.cuh"
 #include "ops.h"
 
 namespace dcpsim::hw::ops {
@@ -48,62 +51,6 @@ struct Cfg {
 using MlaCfg = Cfg<576, 512, 4, 2, 32, 3, true>;
 using GqaCfg = Cfg<128, 128, 1, 4, 64, 3, false>;
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const int n = valid ? 16 : 0;  // 0 bytes read: the 16 bytes are zero-filled (padding tokens must not be NaN)
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
-}
-
-template <typename T>
-__device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1);
-template <>
-__device__ __forceinline__ void mma<__nv_bfloat16>(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-template <>
-__device__ __forceinline__ void mma<__half>(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-template <typename T>
-__device__ __forceinline__ unsigned pack2(float lo, float hi);
-template <>
-__device__ __forceinline__ unsigned pack2<__nv_bfloat16>(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<unsigned*>(&v);
-}
-template <>
-__device__ __forceinline__ unsigned pack2<__half>(float lo, float hi) {
-  __half2 v = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<unsigned*>(&v);
-}
-
 struct SplitParams {
   const void* q;
   std::int64_t q_row_stride, q_block_stride;
@@ -121,8 +68,8 @@ struct SplitParams {
 
 // Loads tile `tile` of this block's range into pipeline stage `stage` (tokens past t_end are zero-filled).
 template <class C, typename T>
-__device__ __forceinline__ void load_tile(const SplitParams& p, T* sK, T* sV, int stage, std::int64_t row_base,
-                                          int kvh, int t0, int t_end) {
+__device__ __forceinline__ void load_tile(const SplitParams& p, T* sK, T* sV, int stage,
+                                          std::int64_t row_base, int kvh, int t0, int t_end) {
   const T* k = static_cast<const T*>(p.k);
   constexpr int kChunks = C::DQK / 8;
   for (int c = threadIdx.x; c < C::TOK * kChunks; c += C::kThreads) {
@@ -180,8 +127,9 @@ __global__ void __launch_bounds__(C::kThreads) attention_split_kernel(SplitParam
       const int r = c / kChunks, col = (c % kChunks) * 8;
       const int h = h0 + r;
       const bool ok = h < h_end;
-      const T* src = ok ? q + std::int64_t(h / p.q_block_heads) * p.q_block_stride + std::int64_t(b) * p.q_row_stride +
-                              std::int64_t(h % p.q_block_heads) * C::DQK + col
+      const T* src = ok ? q + std::int64_t(h / p.q_block_heads) * p.q_block_stride +
+                              std::int64_t(b) * p.q_row_stride + std::int64_t(h % p.q_block_heads) * C::DQK +
+                              col
                         : q;
       cp_async16(sQ + r * C::kKStride + col, src, ok);
     }
@@ -239,8 +187,10 @@ __global__ void __launch_bounds__(C::kThreads) attention_split_kernel(SplitParam
     for (int i = 0; i < kNS; ++i) {
       const int col = dh * C::kTokPerWarp + i * 8 + 2 * tig;
       const bool ok0 = t0 + col < t_end, ok1 = t0 + col + 1 < t_end;
-      const float a0 = ok0 ? s[i][0] * p.scale_log2 : -INFINITY, a1 = ok1 ? s[i][1] * p.scale_log2 : -INFINITY;
-      const float a2 = ok0 ? s[i][2] * p.scale_log2 : -INFINITY, a3 = ok1 ? s[i][3] * p.scale_log2 : -INFINITY;
+      const float a0 = ok0 ? s[i][0] * p.scale_log2 : -INFINITY,
+                  a1 = ok1 ? s[i][1] * p.scale_log2 : -INFINITY;
+      const float a2 = ok0 ? s[i][2] * p.scale_log2 : -INFINITY,
+                  a3 = ok1 ? s[i][3] * p.scale_log2 : -INFINITY;
       *reinterpret_cast<float2*>(sS + r0 * C::kSStride + col) = make_float2(a0, a1);
       *reinterpret_cast<float2*>(sS + r1 * C::kSStride + col) = make_float2(a2, a3);
       mx0 = fmaxf(mx0, fmaxf(a0, a1));
@@ -283,8 +233,10 @@ __global__ void __launch_bounds__(C::kThreads) attention_split_kernel(SplitParam
       const float2 x10 = *reinterpret_cast<const float2*>(sS + r1 * C::kSStride + c0);
       const float2 x01 = *reinterpret_cast<const float2*>(sS + r0 * C::kSStride + c0 + 8);
       const float2 x11 = *reinterpret_cast<const float2*>(sS + r1 * C::kSStride + c0 + 8);
-      const float p00 = exp2f(x00.x - m0), p01 = exp2f(x00.y - m0), p02 = exp2f(x01.x - m0), p03 = exp2f(x01.y - m0);
-      const float p10 = exp2f(x10.x - m1), p11 = exp2f(x10.y - m1), p12 = exp2f(x11.x - m1), p13 = exp2f(x11.y - m1);
+      const float p00 = exp2f(x00.x - m0), p01 = exp2f(x00.y - m0), p02 = exp2f(x01.x - m0),
+                  p03 = exp2f(x01.y - m0);
+      const float p10 = exp2f(x10.x - m1), p11 = exp2f(x10.y - m1), p12 = exp2f(x11.x - m1),
+                  p13 = exp2f(x11.y - m1);
       l0 += (p00 + p01) + (p02 + p03);
       l1 += (p10 + p11) + (p12 + p13);
       unsigned a[4] = {pack2<T>(p00, p01), pack2<T>(p10, p11), pack2<T>(p02, p03), pack2<T>(p12, p13)};
@@ -363,8 +315,8 @@ __global__ void combine_splits_kernel(CombineSplitsParams p) {
   __syncthreads();
   const float L = merged;
   TOut* o = static_cast<TOut*>(p.o) + std::int64_t(b) * p.o_row_stride + std::int64_t(h) * p.o_head_stride;
-  // Four lanes per thread, eight splits' loads in flight before they are summed. A split with weight 0 may never
-  // have been written: its values are selected away, never multiplied.
+  // Four lanes per thread, eight splits' loads in flight before they are summed. A split with weight 0 may
+  // never have been written: its values are selected away, never multiplied.
   const float4* ws = reinterpret_cast<const float4*>(p.ws_o + base * p.dv);
   const int dv4 = p.dv / 4;
   for (int d4 = threadIdx.x; d4 < dv4; d4 += blockDim.x) {
@@ -416,7 +368,9 @@ void launch_split(const AttentionArgs& a, const SplitParams& sp, cudaStream_t st
   DCPSIM_CUDA_LAUNCHED("attention_split_kernel");
 }
 
-int tokens_per_tile(Geometry g) { return g == Geometry::kMla576 ? MlaCfg::TOK : GqaCfg::TOK; }
+int tokens_per_tile(Geometry g) {
+  return g == Geometry::kMla576 ? MlaCfg::TOK : GqaCfg::TOK;
+}
 int head_blocks(const AttentionArgs& a) {
   const int per = a.geometry == Geometry::kMla576 ? MlaCfg::kHeads : GqaCfg::kHeads;
   const int group = a.heads / a.kv_heads;
@@ -426,8 +380,8 @@ int head_blocks(const AttentionArgs& a) {
 void check_args(const AttentionArgs& a) {
   if (a.in == Elem::kF32) throw InputError("attention kernel: Q/K/V must be bf16 or fp16, not fp32");
   if (a.rows < 0 || a.heads < 1 || a.kv_heads < 1 || a.heads % a.kv_heads != 0)
-    throw InputError("attention kernel: H=" + std::to_string(a.heads) + " must be a multiple of H_kv=" +
-                     std::to_string(a.kv_heads));
+    throw InputError("attention kernel: H=" + std::to_string(a.heads) +
+                     " must be a multiple of H_kv=" + std::to_string(a.kv_heads));
   if (a.geometry == Geometry::kMla576 && a.kv_heads != 1)
     throw InputError("attention kernel: MLA geometry needs H_kv = 1, got " + std::to_string(a.kv_heads));
   if (a.q_block_heads < 1) throw InputError("attention kernel: q_block_heads must be >= 1");
@@ -462,10 +416,24 @@ void launch_attention(const AttentionArgs& a, cudaStream_t stream) {
   const int tiles_per_split = ceil_div(std::max<std::int64_t>(1, ceil_div(a.max_len, tok)), splits);
   const int dv = a.geometry == Geometry::kMla576 ? 512 : 128;
   const int dqk = a.geometry == Geometry::kMla576 ? 576 : 128;
-  SplitParams sp{a.q, a.q_row_stride, a.q_block_stride, a.q_block_heads, a.k,
-                 a.geometry == Geometry::kMla576 ? a.k : a.v, a.k_token_stride, a.v_token_stride, a.kv_offset,
-                 a.kv_len, a.rows, a.valid_rows, a.heads, a.kv_heads, splits, tiles_per_split * tok,
-                 a.scale * kLog2e, a.workspace,
+  SplitParams sp{a.q,
+                 a.q_row_stride,
+                 a.q_block_stride,
+                 a.q_block_heads,
+                 a.k,
+                 a.geometry == Geometry::kMla576 ? a.k : a.v,
+                 a.k_token_stride,
+                 a.v_token_stride,
+                 a.kv_offset,
+                 a.kv_len,
+                 a.rows,
+                 a.valid_rows,
+                 a.heads,
+                 a.kv_heads,
+                 splits,
+                 tiles_per_split * tok,
+                 a.scale * kLog2e,
+                 a.workspace,
                  a.workspace + std::size_t(a.rows) * a.heads * splits * dv};
   (void)dqk;
   if (a.geometry == Geometry::kMla576)
@@ -473,14 +441,21 @@ void launch_attention(const AttentionArgs& a, cudaStream_t stream) {
   else
     launch_split<GqaCfg>(a, sp, stream);
 
-  CombineSplitsParams cp{sp.ws_o, sp.ws_lse, a.heads, splits, dv, a.valid_rows, a.base2, a.o, a.o_row_stride,
-                         a.o_head_stride, a.lse, a.empty_lse, a.empty_fill, a.stamps};
+  CombineSplitsParams cp{sp.ws_o,      sp.ws_lse,   a.heads,      splits,         dv,
+                         a.valid_rows, a.base2,     a.o,          a.o_row_stride, a.o_head_stride,
+                         a.lse,        a.empty_lse, a.empty_fill, a.stamps};
   const dim3 grid(a.heads, a.rows);
   const std::size_t smem = std::size_t(splits + 7) / 8 * 8 * sizeof(float);
   switch (a.out) {
-    case Elem::kF32: combine_splits_kernel<float><<<grid, 128, smem, stream>>>(cp); break;
-    case Elem::kBF16: combine_splits_kernel<__nv_bfloat16><<<grid, 128, smem, stream>>>(cp); break;
-    case Elem::kF16: combine_splits_kernel<__half><<<grid, 128, smem, stream>>>(cp); break;
+    case Elem::kF32:
+      combine_splits_kernel<float><<<grid, 128, smem, stream>>>(cp);
+      break;
+    case Elem::kBF16:
+      combine_splits_kernel<__nv_bfloat16><<<grid, 128, smem, stream>>>(cp);
+      break;
+    case Elem::kF16:
+      combine_splits_kernel<__half><<<grid, 128, smem, stream>>>(cp);
+      break;
   }
   DCPSIM_CUDA_LAUNCHED("combine_splits_kernel");
 }
@@ -501,7 +476,8 @@ class AttentionBench final : public BenchOp {
     kv_width_ = std::int64_t(s.kv_heads) * s.qk_dim + (mla_ ? 0 : std::int64_t(s.kv_heads) * s.dim);
     sets_ = rotation_sets(double(tokens) * kv_width_ * 2);
     q_ = DeviceBuffer(std::size_t(s.rows) * s.heads * s.qk_dim * 2);
-    launch_fill_uniform(q_.get(), std::int64_t(s.rows) * s.heads * s.qk_dim, Elem::kBF16, 1.7f, seed, 0, nullptr);
+    launch_fill_uniform(q_.get(), std::int64_t(s.rows) * s.heads * s.qk_dim, Elem::kBF16, 1.7f, seed, 0,
+                        nullptr);
     for (int i = 0; i < sets_; ++i) {
       kv_.emplace_back(std::size_t(tokens) * kv_width_ * 2);
       launch_fill_uniform(kv_.back().get(), tokens * kv_width_, Elem::kBF16, 1.7f, seed + 1 + i, 0, nullptr);
@@ -521,15 +497,18 @@ class AttentionBench final : public BenchOp {
     DCPSIM_CUDA(cudaDeviceSynchronize());
   }
   std::string label() const override {
-    return std::string(mla_ ? "mla" : "gqa") + " B=" + std::to_string(s_.rows) + " H=" + std::to_string(s_.heads) +
-           " Hkv=" + std::to_string(s_.kv_heads) + " ctx=" + std::to_string(s_.context) +
-           " splits=" + std::to_string(splits_);
+    return std::string(mla_ ? "mla" : "gqa") + " B=" + std::to_string(s_.rows) +
+           " H=" + std::to_string(s_.heads) + " Hkv=" + std::to_string(s_.kv_heads) +
+           " ctx=" + std::to_string(s_.context) + " splits=" + std::to_string(splits_);
   }
   // Unique bytes: every KV element once (MLA: the 576-wide latent serves K and V), Q, O and LSE once.
   double bytes() const override {
-    return double(s_.rows) * s_.context * kv_width_ * 2 + double(s_.rows) * s_.heads * (s_.qk_dim * 2 + s_.dim * 2 + 4);
+    return double(s_.rows) * s_.context * kv_width_ * 2 +
+           double(s_.rows) * s_.heads * (s_.qk_dim * 2 + s_.dim * 2 + 4);
   }
-  double flops() const override { return 2.0 * s_.rows * s_.heads * double(s_.context) * (s_.qk_dim + s_.dim); }
+  double flops() const override {
+    return 2.0 * s_.rows * s_.heads * double(s_.context) * (s_.qk_dim + s_.dim);
+  }
   void launch(int call, cudaStream_t stream) override {
     AttentionArgs a = args_;
     a.k = kv_[call % sets_].get();

@@ -1,8 +1,9 @@
 #pragma once
-// One benchmarkable operation (nccl-tests style): it sizes and fills its buffers from a shape, says how many bytes
-// it must move and how much arithmetic it must do, and launches one call. The shared runner (src/bench.cc) owns
-// warm-up, repetitions, CUDA-event timing, graph capture and the report. Operations keep several input sets and
-// rotate through them when one set would fit in L2, so a timing is of device memory, not of the cache.
+// One benchmarkable operation (nccl-tests style): it sizes and fills its buffers from a shape, says how many
+// bytes it must move and how much arithmetic it must do, and launches one call. The shared runner
+// (src/bench.cc) owns warm-up, repetitions, CUDA-event timing, graph capture and the report. Operations keep
+// several input sets and rotate through them when one set would fit in L2, so a timing is of device memory,
+// not of the cache.
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -28,9 +28,15 @@ struct ElemT<Elem::kF16> {
   using type = __half;
 };
 
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32(float x) {
+  return x;
+}
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+__device__ __forceinline__ float to_f32(__half x) {
+  return __half2float(x);
+}
 
 template <typename T>
 __device__ __forceinline__ T from_f32(float x);
@@ -48,7 +54,9 @@ __device__ __forceinline__ __half from_f32<__half>(float x) {
 }
 
 // SPEC step 1: NaN and +inf mean "no valid partial".
-__device__ __forceinline__ float sanitize_lse(float l) { return (l != l || l == INFINITY) ? -INFINITY : l; }
+__device__ __forceinline__ float sanitize_lse(float l) {
+  return (l != l || l == INFINITY) ? -INFINITY : l;
+}
 
 // SPEC steps 1-3 over n LSEs given by get(i), in log2 units (k = log2 e for natural-log LSEs, 1 for base 2).
 // Returns −inf when every partial is empty.
@@ -88,9 +96,15 @@ __device__ __forceinline__ void row_unit_done(const RowStamps& s, int b, unsigne
 }
 
 // Raw 16-bit patterns of a float's bits, for the packed A2A lanes.
-__device__ __forceinline__ unsigned short lse_lo(float l) { return static_cast<unsigned short>(__float_as_uint(l) & 0xffffu); }
-__device__ __forceinline__ unsigned short lse_hi(float l) { return static_cast<unsigned short>(__float_as_uint(l) >> 16); }
+__device__ __forceinline__ unsigned short lse_lo(float l) {
+  return static_cast<unsigned short>(__float_as_uint(l) & 0xffffu);
+}
+__device__ __forceinline__ unsigned short lse_hi(float l) {
+  return static_cast<unsigned short>(__float_as_uint(l) >> 16);
+}
 
-inline int ceil_div(std::int64_t a, std::int64_t b) { return static_cast<int>((a + b - 1) / b); }
+inline int ceil_div(std::int64_t a, std::int64_t b) {
+  return static_cast<int>((a + b - 1) / b);
+}
 
 }  // namespace dcpsim::hw::ops

@@ -23,7 +23,8 @@ class CopyBench final : public BenchOp {
   std::string label() const override { return std::to_string(bytes_ >> 20) + " MiB D2D"; }
   double bytes() const override { return 2.0 * double(bytes_); }
   void launch(int, cudaStream_t stream) override {
-    DCPSIM_CUDA(cudaMemcpyAsync(dst_.get(), src_.get(), std::size_t(bytes_), cudaMemcpyDeviceToDevice, stream));
+    DCPSIM_CUDA(
+        cudaMemcpyAsync(dst_.get(), src_.get(), std::size_t(bytes_), cudaMemcpyDeviceToDevice, stream));
   }
 
  private:

@@ -1,8 +1,9 @@
-// Direct (one-shot) merge, writer side: rank r writes, for every owner n, its O for heads [n·H/N, (n+1)·H/N) and
-// the matching LSEs straight into n's slot r of the current buffer (peer memory across devices; plain device
-// memory in emulation), then the grid's last block raises flag r on every owner with a system-scope release store
-// stamped with the epoch. Buffers alternate by epoch parity, so a fast rank's next step cannot overwrite a slot its
-// owner is still reading (the owner's flag for the next step implies it finished this one).
+// Direct (one-shot) merge, writer side: rank r writes, for every owner n, its O for heads [n·H/N, (n+1)·H/N)
+// and the matching LSEs straight into n's slot r of the current buffer (peer memory across devices; plain
+// device memory in emulation), then the grid's last block raises flag r on every owner with a system-scope
+// release store stamped with the epoch. Buffers alternate by epoch parity, so a fast rank's next step cannot
+// overwrite a slot its owner is still reading (the owner's flag for the next step implies it finished this
+// one).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -40,7 +41,8 @@ __global__ void __launch_bounds__(kWarps * 32) direct_write_kernel(DirectWriteAr
     const bool finite = isfinite(lse);
     const std::int64_t slot = (std::int64_t(a.rank) * a.rows + b) * hpb + j;
     T* dst = static_cast<T*>(a.dst_o[parity * a.dcp + n]) + slot * a.dim;
-    const T* src = static_cast<const T*>(a.o) + std::int64_t(b) * a.o_row_stride + std::int64_t(h) * a.o_head_stride;
+    const T* src =
+        static_cast<const T*>(a.o) + std::int64_t(b) * a.o_row_stride + std::int64_t(h) * a.o_head_stride;
     for (int d = lane; d < a.dim; d += 32) dst[d] = finite ? src[d] : from_f32<T>(0.f);
     if (lane == 0) a.dst_lse[parity * a.dcp + n][slot] = lse;
   }
@@ -55,18 +57,27 @@ __global__ void __launch_bounds__(kWarps * 32) direct_write_kernel(DirectWriteAr
   }
 }
 
-__global__ void advance_epoch_kernel(unsigned long long* epoch) { *epoch += 1; }
+__global__ void advance_epoch_kernel(unsigned long long* epoch) {
+  *epoch += 1;
+}
 
 }  // namespace
 
 void launch_direct_write(const DirectWriteArgs& a, cudaStream_t stream) {
   if (a.dcp < 1 || a.heads % a.dcp != 0)
-    throw InputError("direct merge: H=" + std::to_string(a.heads) + " is not divisible by N=" + std::to_string(a.dcp));
+    throw InputError("direct merge: H=" + std::to_string(a.heads) +
+                     " is not divisible by N=" + std::to_string(a.dcp));
   const int blocks = std::max(1, ceil_div(std::int64_t(a.rows) * a.heads, kWarps));
   switch (a.elem) {
-    case Elem::kF32: direct_write_kernel<float><<<blocks, kWarps * 32, 0, stream>>>(a); break;
-    case Elem::kBF16: direct_write_kernel<__nv_bfloat16><<<blocks, kWarps * 32, 0, stream>>>(a); break;
-    case Elem::kF16: direct_write_kernel<__half><<<blocks, kWarps * 32, 0, stream>>>(a); break;
+    case Elem::kF32:
+      direct_write_kernel<float><<<blocks, kWarps * 32, 0, stream>>>(a);
+      break;
+    case Elem::kBF16:
+      direct_write_kernel<__nv_bfloat16><<<blocks, kWarps * 32, 0, stream>>>(a);
+      break;
+    case Elem::kF16:
+      direct_write_kernel<__half><<<blocks, kWarps * 32, 0, stream>>>(a);
+      break;
   }
   DCPSIM_CUDA_LAUNCHED("direct_write_kernel");
 }
@@ -79,8 +90,8 @@ void launch_advance_epoch(unsigned long long* epoch, cudaStream_t stream) {
 }  // namespace dcpsim::hw::ops
 
 // ---- benchmark descriptor: one direct-merge step of N ranks on one device (epochs, N writers, N waiting
-// combiners); bytes = every rank's O and LSE read once, every slot written and read once, every owner's block of
-// O and LSE written once ----
+// combiners); bytes = every rank's O and LSE read once, every slot written and read once, every owner's block
+// of O and LSE written once ----
 namespace dcpsim::hw::ops {
 namespace {
 
@@ -98,10 +109,10 @@ class DirectBench final : public BenchOp {
     for (int r = 0; r < N; ++r) {
       o_.emplace_back(std::size_t(s.rows) * s.heads * s.dim * 2);
       lse_.emplace_back(std::size_t(s.rows) * s.heads * 4);
-      launch_fill_uniform(o_.back().get(), std::int64_t(s.rows) * s.heads * s.dim, Elem::kBF16, 1.f, seed + r, 0,
-                          nullptr);
-      launch_fill_uniform(lse_.back().get(), std::int64_t(s.rows) * s.heads, Elem::kF32, 8.f, seed + 100 + r, 0,
-                          nullptr);
+      launch_fill_uniform(o_.back().get(), std::int64_t(s.rows) * s.heads * s.dim, Elem::kBF16, 1.f, seed + r,
+                          0, nullptr);
+      launch_fill_uniform(lse_.back().get(), std::int64_t(s.rows) * s.heads, Elem::kF32, 8.f, seed + 100 + r,
+                          0, nullptr);
       slots_o_.emplace_back(2 * slot_o_ * 2);
       slots_l_.emplace_back(2 * slot_l_ * 4);
       flags_.emplace_back(2 * N * 8);
@@ -123,8 +134,8 @@ class DirectBench final : public BenchOp {
     DCPSIM_CUDA(cudaDeviceSynchronize());
   }
   std::string label() const override {
-    return "N=" + std::to_string(s_.dcp) + " B=" + std::to_string(s_.rows) + " H=" + std::to_string(s_.heads) +
-           " D=" + std::to_string(s_.dim) + " (all ranks, one device)";
+    return "N=" + std::to_string(s_.dcp) + " B=" + std::to_string(s_.rows) +
+           " H=" + std::to_string(s_.heads) + " D=" + std::to_string(s_.dim) + " (all ranks, one device)";
   }
   double bytes() const override {
     const double o = double(s_.rows) * s_.heads * s_.dim * 2, l = double(s_.rows) * s_.heads * 4;

@@ -1,6 +1,7 @@
 #pragma once
-// The input generator shared by host and device: value(seed, index) = a·(2u − 1), u uniform in [0, 1) from one
-// SplitMix64 finalisation of seed + index·golden. Counter-based, so any element is computed independently.
+// The input generator shared by host and device: value(seed, index) = a·(2u − 1), u uniform in [0, 1) from
+// one SplitMix64 finalisation of seed + index·golden. Counter-based, so any element is computed
+// independently.
 #include <cstdint>
 
 #if defined(__CUDACC__)

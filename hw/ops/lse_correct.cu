@@ -1,8 +1,9 @@
-// LSE correction for the AG strategies: after the LSE all-gather, rank r scales its O_r by w_r = base^(L_r − L)
-// and rounds once to the output type, in place or into the reduce-scatter's head-block layout. Any N, any D, any
-// O strides, any LSE layout. A block first computes the weights of its (row, head) pairs into shared memory, then
-// streams their D lanes with 16-byte accesses where the layout allows (scalar otherwise), several loads in
-// flight per thread for bandwidth, or one vector per thread over many blocks for small, latency-bound calls.
+// LSE correction for the AG strategies: after the LSE all-gather, rank r scales its O_r by w_r = base^(L_r −
+// L) and rounds once to the output type, in place or into the reduce-scatter's head-block layout. Any N, any
+// D, any O strides, any LSE layout. A block first computes the weights of its (row, head) pairs into shared
+// memory, then streams their D lanes with 16-byte accesses where the layout allows (scalar otherwise),
+// several loads in flight per thread for bandwidth, or one vector per thread over many blocks for small,
+// latency-bound calls.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -46,12 +47,16 @@ struct Vec {
   __device__ __forceinline__ void store(T* p) const { *reinterpret_cast<Raw*>(p) = raw; }
   // Streaming forms (evict first): each element is touched once, so it should not displace anything in L2.
   __device__ __forceinline__ void load_stream(const T* p) {
-    if constexpr (sizeof(Raw) == 16) raw = __ldcs(reinterpret_cast<const uint4*>(p));
-    else load(p);
+    if constexpr (sizeof(Raw) == 16)
+      raw = __ldcs(reinterpret_cast<const uint4*>(p));
+    else
+      load(p);
   }
   __device__ __forceinline__ void store_stream(T* p) const {
-    if constexpr (sizeof(Raw) == 16) __stcs(reinterpret_cast<uint4*>(p), raw);
-    else store(p);
+    if constexpr (sizeof(Raw) == 16)
+      __stcs(reinterpret_cast<uint4*>(p), raw);
+    else
+      store(p);
   }
   __device__ __forceinline__ float get(int j) const { return to_f32(reinterpret_cast<const T*>(&raw)[j]); }
   __device__ __forceinline__ void set(int j, float x) { reinterpret_cast<T*>(&raw)[j] = from_f32<T>(x); }
@@ -105,9 +110,10 @@ __device__ __forceinline__ void stamp_pair(const CorrectArgs& a, int b) {
   if (atomicAdd(&a.stamps.counters[b], 1u) + 1u == unsigned(a.heads)) a.stamps.stamps[b] = global_timer();
 }
 
-// Small calls are latency-bound: one vector per thread, no shared memory and no barrier. Each thread computes its
-// own pair's weight (the N loads of a pair are the same addresses across the pair's threads) while its O load is
-// already in flight; an O value whose weight is 0 is discarded unread by the arithmetic (the result is exactly 0).
+// Small calls are latency-bound: one vector per thread, no shared memory and no barrier. Each thread computes
+// its own pair's weight (the N loads of a pair are the same addresses across the pair's threads) while its O
+// load is already in flight; an O value whose weight is 0 is discarded unread by the arithmetic (the result
+// is exactly 0).
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kThreads) correct_small_kernel(CorrectArgs a) {
   const unsigned vecs = a.dim / VEC;
@@ -126,7 +132,8 @@ __global__ void __launch_bounds__(kThreads) correct_small_kernel(CorrectArgs a) 
   r.store(static_cast<T*>(a.out) + out_offset<T>(a, b, h) + d);
   if (d == 0) {
     if (a.merged_lse.ptr != nullptr)
-      a.merged_lse.ptr[std::int64_t(b) * a.merged_lse.row_stride + std::int64_t(h) * a.merged_lse.head_stride] =
+      a.merged_lse
+          .ptr[std::int64_t(b) * a.merged_lse.row_stride + std::int64_t(h) * a.merged_lse.head_stride] =
           merged == -INFINITY ? -INFINITY : merged / k;
   }
   if (a.stamps.stamps != nullptr) {
@@ -138,8 +145,8 @@ __global__ void __launch_bounds__(kThreads) correct_small_kernel(CorrectArgs a) 
 }
 
 // Large calls are bandwidth-bound: a block owns `pairs` consecutive (row, head) pairs; their weights and base
-// offsets go to shared memory first (no division in the streaming loop), then each thread streams VPT vectors of
-// a fixed lane with every load issued before the first store (in place, loads and stores may alias, so the
+// offsets go to shared memory first (no division in the streaming loop), then each thread streams VPT vectors
+// of a fixed lane with every load issued before the first store (in place, loads and stores may alias, so the
 // compiler would not overlap them across iterations on its own). Needs kThreads % vecs == 0.
 template <typename T, int VEC, int VPT>
 __global__ void __launch_bounds__(kThreads, 4) correct_kernel(CorrectArgs a, int pairs) {
@@ -158,7 +165,8 @@ __global__ void __launch_bounds__(kThreads, 4) correct_kernel(CorrectArgs a, int
     in_off[pl] = in_offset<T>(a, b, h);
     out_off[pl] = out_offset<T>(a, b, h);
     if (a.merged_lse.ptr != nullptr)
-      a.merged_lse.ptr[std::int64_t(b) * a.merged_lse.row_stride + std::int64_t(h) * a.merged_lse.head_stride] =
+      a.merged_lse
+          .ptr[std::int64_t(b) * a.merged_lse.row_stride + std::int64_t(h) * a.merged_lse.head_stride] =
           merged == -INFINITY ? -INFINITY : merged / k;
   }
   __syncthreads();
@@ -196,14 +204,16 @@ void launch_vec(const CorrectArgs& a, cudaStream_t stream) {
   const int vecs = a.dim / VEC;
   const std::int64_t total_vecs = std::int64_t(a.rows) * a.heads * vecs;
   if (total_vecs >= (std::int64_t{1} << 31))
-    throw InputError("correction: B·H·D = " + std::to_string(total_vecs * VEC) + " elements is too many for one call");
+    throw InputError("correction: B·H·D = " + std::to_string(total_vecs * VEC) +
+                     " elements is too many for one call");
   if (total_vecs < std::int64_t(132) * 2048 || kThreads % vecs != 0) {
     correct_small_kernel<T, VEC><<<ceil_div(total_vecs, kThreads), kThreads, 0, stream>>>(a);
   } else {
     constexpr int kVpt = 8;
     const int pairs = kThreads / vecs * kVpt;
     const std::size_t smem = std::size_t(pairs) * (2 * sizeof(std::int64_t) + sizeof(float));
-    correct_kernel<T, VEC, kVpt><<<ceil_div(std::int64_t(a.rows) * a.heads, pairs), kThreads, smem, stream>>>(a, pairs);
+    correct_kernel<T, VEC, kVpt>
+        <<<ceil_div(std::int64_t(a.rows) * a.heads, pairs), kThreads, smem, stream>>>(a, pairs);
   }
   DCPSIM_CUDA_LAUNCHED("correct_kernel");
 }
@@ -211,9 +221,10 @@ void launch_vec(const CorrectArgs& a, cudaStream_t stream) {
 template <typename T>
 void launch_typed(const CorrectArgs& a, cudaStream_t stream) {
   constexpr int kVec = 16 / sizeof(T);
-  const std::int64_t strides[] = {a.in_row_stride, a.in_head_stride, a.out_row_stride, a.out_head_stride,
-                                  a.out_block_stride, a.dim};
-  bool vec = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 && reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0;
+  const std::int64_t strides[] = {a.in_row_stride,   a.in_head_stride,   a.out_row_stride,
+                                  a.out_head_stride, a.out_block_stride, a.dim};
+  bool vec =
+      reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 && reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0;
   for (auto s : strides) vec = vec && s % kVec == 0;
   if (vec)
     launch_vec<T, kVec>(a, stream);
@@ -225,13 +236,20 @@ void launch_typed(const CorrectArgs& a, cudaStream_t stream) {
 
 void launch_correct(const CorrectArgs& a, cudaStream_t stream) {
   if (a.dcp < 1 || a.rank < 0 || a.rank >= a.dcp)
-    throw InputError("correction: rank " + std::to_string(a.rank) + " outside [0, " + std::to_string(a.dcp) + ")");
+    throw InputError("correction: rank " + std::to_string(a.rank) + " outside [0, " + std::to_string(a.dcp) +
+                     ")");
   if (a.out_block_heads < 1) throw InputError("correction: out_block_heads must be >= 1");
   if (a.rows == 0 || a.heads == 0) return;
   switch (a.elem) {
-    case Elem::kF32: launch_typed<float>(a, stream); break;
-    case Elem::kBF16: launch_typed<__nv_bfloat16>(a, stream); break;
-    case Elem::kF16: launch_typed<__half>(a, stream); break;
+    case Elem::kF32:
+      launch_typed<float>(a, stream);
+      break;
+    case Elem::kBF16:
+      launch_typed<__nv_bfloat16>(a, stream);
+      break;
+    case Elem::kF16:
+      launch_typed<__half>(a, stream);
+      break;
   }
 }
 
@@ -258,8 +276,9 @@ class CorrectBench final : public BenchOp {
     DCPSIM_CUDA(cudaDeviceSynchronize());
   }
   std::string label() const override {
-    return "N=" + std::to_string(s_.dcp) + " B=" + std::to_string(s_.rows) + " H=" + std::to_string(s_.heads) +
-           " D=" + std::to_string(s_.dim) + (s_.transposed_lse ? " lse[H][B]" : "") +
+    return "N=" + std::to_string(s_.dcp) + " B=" + std::to_string(s_.rows) +
+           " H=" + std::to_string(s_.heads) + " D=" + std::to_string(s_.dim) +
+           (s_.transposed_lse ? " lse[H][B]" : "") +
            (s_.out_row_pad ? " pad=" + std::to_string(s_.out_row_pad) : "");
   }
   double bytes() const override {

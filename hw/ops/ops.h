@@ -1,6 +1,7 @@
 #pragma once
 // The kernels' launch interface (internal: CUDA types allowed). One params struct per kernel; every launch
-// function checks its arguments (InputError) and the launch (RuntimeError). Strides and sizes are in elements.
+// function checks its arguments (InputError) and the launch (RuntimeError). Strides and sizes are in
+// elements.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -36,12 +37,13 @@ struct AttentionArgs {
   Elem in = Elem::kBF16;  // Q, K, V
   Elem out = Elem::kBF16;
   int rows = 0, valid_rows = 0, heads = 0, kv_heads = 1;
-  // Q element (b, h, d) at q[(h / q_block_heads)·q_block_stride + b·q_row_stride + (h % q_block_heads)·D_qk + d]
-  // (q_block_heads = H for a plain [B][H][D_qk] tensor; H/N for the query all-gather's [N][B][H/N][D_qk]).
+  // Q element (b, h, d) at q[(h / q_block_heads)·q_block_stride + b·q_row_stride + (h % q_block_heads)·D_qk +
+  // d] (q_block_heads = H for a plain [B][H][D_qk] tensor; H/N for the query all-gather's [N][B][H/N][D_qk]).
   const void* q = nullptr;
   std::int64_t q_row_stride = 0, q_block_stride = 0;
   int q_block_heads = 0;
-  // Shard KV: row b's token l at k[(kv_offset[b] + l)·k_token_stride + kv_head·D_qk]; V likewise (MLA: V = K).
+  // Shard KV: row b's token l at k[(kv_offset[b] + l)·k_token_stride + kv_head·D_qk]; V likewise (MLA: V =
+  // K).
   const void* k = nullptr;
   const void* v = nullptr;
   std::int64_t k_token_stride = 0, v_token_stride = 0;
@@ -53,9 +55,9 @@ struct AttentionArgs {
   void* o = nullptr;
   std::int64_t o_row_stride = 0, o_head_stride = 0;
   LseOut lse;
-  float empty_lse = 0;   // what an empty row reports (−inf, or +inf for the FlashAttention marker)
-  float empty_fill = 0;  // and what its O holds (0 or NaN)
-  int splits = 0;        // 0: chosen to fill the device
+  float empty_lse = 0;         // what an empty row reports (−inf, or +inf for the FlashAttention marker)
+  float empty_fill = 0;        // and what its O holds (0 or NaN)
+  int splits = 0;              // 0: chosen to fill the device
   float* workspace = nullptr;  // attention_workspace_bytes()
   RowStamps stamps;
 };
@@ -101,13 +103,14 @@ struct PackArgs {
 int lse_lanes(Elem e);  // P
 void launch_a2a_pack(const PackArgs& a, cudaStream_t stream);
 
-// The shared N-way combine of partial blocks, read either from a received A2A buffer or from direct-merge slots.
+// The shared N-way combine of partial blocks, read either from a received A2A buffer or from direct-merge
+// slots.
 struct CombineArgs {
   int dcp = 1, rows = 0, valid_rows = 0, heads = 0 /* H/N */, dim = 0;
   bool base2 = false;
   Elem in = Elem::kBF16;
-  // Source s's O (b, j, d) at o[s·src_stride + (b·heads + j)·o_lanes + d]; its LSE either packed in lanes D, D+1
-  // of the same rows (lse == nullptr) or at lse[s·lse_src_stride + b·heads + j].
+  // Source s's O (b, j, d) at o[s·src_stride + (b·heads + j)·o_lanes + d]; its LSE either packed in lanes D,
+  // D+1 of the same rows (lse == nullptr) or at lse[s·lse_src_stride + b·heads + j].
   const void* o = nullptr;
   std::int64_t src_stride = 0;
   int o_lanes = 0;
@@ -137,8 +140,8 @@ struct DirectWriteArgs {
   std::int64_t o_row_stride = 0, o_head_stride = 0;
   const float* lse = nullptr;
   std::int64_t lse_row_stride = 0, lse_head_stride = 0;
-  // Device arrays of 2·N pointers (buffer-major: [epoch & 1][owner n]): owner n's O slots ([N_src][B][H/N][D]),
-  // LSE slots ([N_src][B][H/N]) and flags ([N_src]) of that buffer.
+  // Device arrays of 2·N pointers (buffer-major: [epoch & 1][owner n]): owner n's O slots
+  // ([N_src][B][H/N][D]), LSE slots ([N_src][B][H/N]) and flags ([N_src]) of that buffer.
   void* const* dst_o = nullptr;
   float* const* dst_lse = nullptr;
   unsigned long long* const* dst_flags = nullptr;
@@ -160,16 +163,18 @@ struct ReduceArgs {
 };
 void launch_reduce_sum(const ReduceArgs& a, cudaStream_t stream);
 
-// Writes %globaltimer into *slot (the origin of per-row stamps, and the all-rows-ready time after a collective).
+// Writes %globaltimer into *slot (the origin of per-row stamps, and the all-rows-ready time after a
+// collective).
 void launch_stamp(unsigned long long* slot, cudaStream_t stream);
 
-// Fills n elements with uniform values in [-a, a) rounded to `e` from a counter-based hash of (seed, first + i).
+// Fills n elements with uniform values in [-a, a) rounded to `e` from a counter-based hash of (seed, first +
+// i).
 void launch_fill_uniform(void* ptr, std::int64_t n, Elem e, float a, std::uint64_t seed, std::int64_t first,
                          cudaStream_t stream);
 
-// Fills one rank's KV shard: local token l of row b is request token t = (l / I)·N·I + rank·I + l % I, and its
-// `width` lanes get value(seed, (global_base[b] + t)·width + lane) — the whole cache's values, placed by the
-// SPEC ownership rule, without materialising the cache.
+// Fills one rank's KV shard: local token l of row b is request token t = (l / I)·N·I + rank·I + l % I, and
+// its `width` lanes get value(seed, (global_base[b] + t)·width + lane) — the whole cache's values, placed by
+// the SPEC ownership rule, without materialising the cache.
 struct KvFillArgs {
   void* ptr = nullptr;  // [Σ local_len][width]
   Elem elem = Elem::kBF16;

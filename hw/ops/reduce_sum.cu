@@ -1,6 +1,6 @@
 // The arithmetic of the emulated reduce-scatter and all-reduce: out = Σ_k in_k in fp32, rounded once. (NCCL's
-// ring rounds each partial sum to the element type on every hop; the emulation is the more accurate of the two,
-// and both stay within SPEC's AG+RS tolerance.)
+// ring rounds each partial sum to the element type on every hop; the emulation is the more accurate of the
+// two, and both stay within SPEC's AG+RS tolerance.)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -28,9 +28,15 @@ void launch_reduce_sum(const ReduceArgs& a, cudaStream_t stream) {
   if (a.count == 0) return;
   const int blocks = static_cast<int>(std::min<std::int64_t>(ceil_div(a.count, 256), 132 * 16));
   switch (a.elem) {
-    case Elem::kF32: reduce_sum_kernel<float><<<blocks, 256, 0, stream>>>(a); break;
-    case Elem::kBF16: reduce_sum_kernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>(a); break;
-    case Elem::kF16: reduce_sum_kernel<__half><<<blocks, 256, 0, stream>>>(a); break;
+    case Elem::kF32:
+      reduce_sum_kernel<float><<<blocks, 256, 0, stream>>>(a);
+      break;
+    case Elem::kBF16:
+      reduce_sum_kernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>(a);
+      break;
+    case Elem::kF16:
+      reduce_sum_kernel<__half><<<blocks, 256, 0, stream>>>(a);
+      break;
   }
   DCPSIM_CUDA_LAUNCHED("reduce_sum_kernel");
 }

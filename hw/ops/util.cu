@@ -1,6 +1,6 @@
 // Small device utilities the runner needs around the operations: element types, %globaltimer stamps and the
-// counter-based random fill that generates inputs on the device (same values for the same seed and index, so the
-// host can regenerate any row for the reference check without copying the cache back).
+// counter-based random fill that generates inputs on the device (same values for the same seed and index, so
+// the host can regenerate any row for the reference check without copying the cache back).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -14,20 +14,30 @@ namespace dcpsim::hw::ops {
 
 Elem elem_of(models::DType type) {
   switch (type) {
-    case models::DType::kF32: return Elem::kF32;
-    case models::DType::kBF16: return Elem::kBF16;
-    case models::DType::kF16: return Elem::kF16;
-    case models::DType::kF64: break;
+    case models::DType::kF32:
+      return Elem::kF32;
+    case models::DType::kBF16:
+      return Elem::kBF16;
+    case models::DType::kF16:
+      return Elem::kF16;
+    case models::DType::kF64:
+      break;
   }
   throw InputError("hw kernels take fp32, bf16 or fp16 tensors, not fp64");
 }
 
-std::size_t elem_bytes(Elem e) { return e == Elem::kF32 ? 4 : 2; }
-int lse_lanes(Elem e) { return e == Elem::kF32 ? 1 : 2; }
+std::size_t elem_bytes(Elem e) {
+  return e == Elem::kF32 ? 4 : 2;
+}
+int lse_lanes(Elem e) {
+  return e == Elem::kF32 ? 1 : 2;
+}
 
 namespace {
 
-__global__ void stamp_kernel(unsigned long long* slot) { *slot = global_timer(); }
+__global__ void stamp_kernel(unsigned long long* slot) {
+  *slot = global_timer();
+}
 
 template <typename T>
 __global__ void fill_kernel(T* p, std::int64_t n, float a, std::uint64_t seed, std::int64_t first) {
@@ -63,11 +73,16 @@ void launch_fill_uniform(void* ptr, std::int64_t n, Elem e, float a, std::uint64
   if (n == 0) return;
   const int blocks = static_cast<int>(std::min<std::int64_t>(ceil_div(n, 256), 132 * 32));
   switch (e) {
-    case Elem::kF32: fill_kernel<float><<<blocks, 256, 0, stream>>>(static_cast<float*>(ptr), n, a, seed, first); break;
-    case Elem::kBF16:
-      fill_kernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(ptr), n, a, seed, first);
+    case Elem::kF32:
+      fill_kernel<float><<<blocks, 256, 0, stream>>>(static_cast<float*>(ptr), n, a, seed, first);
       break;
-    case Elem::kF16: fill_kernel<__half><<<blocks, 256, 0, stream>>>(static_cast<__half*>(ptr), n, a, seed, first); break;
+    case Elem::kBF16:
+      fill_kernel<__nv_bfloat16>
+          <<<blocks, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(ptr), n, a, seed, first);
+      break;
+    case Elem::kF16:
+      fill_kernel<__half><<<blocks, 256, 0, stream>>>(static_cast<__half*>(ptr), n, a, seed, first);
+      break;
   }
   DCPSIM_CUDA_LAUNCHED("fill_kernel");
 }
@@ -76,9 +91,15 @@ void launch_fill_kv_shard(const KvFillArgs& a, cudaStream_t stream) {
   if (a.rows == 0 || a.max_len == 0 || a.width == 0) return;
   const dim3 grid(std::min(ceil_div(a.max_len * a.width, 256), 4096), a.rows);
   switch (a.elem) {
-    case Elem::kF32: fill_kv_kernel<float><<<grid, 256, 0, stream>>>(a); break;
-    case Elem::kBF16: fill_kv_kernel<__nv_bfloat16><<<grid, 256, 0, stream>>>(a); break;
-    case Elem::kF16: fill_kv_kernel<__half><<<grid, 256, 0, stream>>>(a); break;
+    case Elem::kF32:
+      fill_kv_kernel<float><<<grid, 256, 0, stream>>>(a);
+      break;
+    case Elem::kBF16:
+      fill_kv_kernel<__nv_bfloat16><<<grid, 256, 0, stream>>>(a);
+      break;
+    case Elem::kF16:
+      fill_kv_kernel<__half><<<grid, 256, 0, stream>>>(a);
+      break;
   }
   DCPSIM_CUDA_LAUNCHED("fill_kv_kernel");
 }

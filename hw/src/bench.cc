@@ -1,6 +1,6 @@
 // The operation benchmark runner (bench.h): warm-up, repetitions timed with CUDA events (eager calls, or
-// `graph_calls` calls captured in one CUDA graph and replayed), medians, bytes over time, and the fraction of the
-// device-copy bandwidth measured in the same run.
+// `graph_calls` calls captured in one CUDA graph and replayed), medians, bytes over time, and the fraction of
+// the device-copy bandwidth measured in the same run.
 #include "dcpsim/hw/bench.h"
 
 #include <algorithm>
@@ -19,10 +19,12 @@ namespace {
 using Factory = std::function<std::unique_ptr<ops::BenchOp>(const OpShape&, std::uint64_t)>;
 
 const std::map<std::string, Factory>& factories() {
-  static const std::map<std::string, Factory> f = {
-      {"copy", ops::make_copy_bench},           {"attention", ops::make_attention_bench},
-      {"correct", ops::make_correct_bench},     {"a2a-pack", ops::make_a2a_pack_bench},
-      {"a2a-combine", ops::make_a2a_combine_bench}, {"direct", ops::make_direct_bench}};
+  static const std::map<std::string, Factory> f = {{"copy", ops::make_copy_bench},
+                                                   {"attention", ops::make_attention_bench},
+                                                   {"correct", ops::make_correct_bench},
+                                                   {"a2a-pack", ops::make_a2a_pack_bench},
+                                                   {"a2a-combine", ops::make_a2a_combine_bench},
+                                                   {"direct", ops::make_direct_bench}};
   return f;
 }
 

@@ -1,10 +1,11 @@
-// The exactness gate of `hw run`: the merged output every rank holds is compared with the fp64 no-DCP reference
-// (models::full_attention) on sampled rows, regenerated on the host from the same counter-based inputs.
+// The exactness gate of `hw run`: the merged output every rank holds is compared with the fp64 no-DCP
+// reference (models::full_attention) on sampled rows, regenerated on the host from the same counter-based
+// inputs.
 //
 // Tolerance per element, from the roundings SPEC allows: the kernels round P to the input type for the P·V
-// product (≤ 4·u_in of the weighted mean of |V|), AG strategies round each scaled partial and every partial sum
-// of the reduction ((N + 2)·u_out), fp32-accumulating strategies round once (2·u_out); the scale of all of these is
-// A = Σ_j p_j·|v_j| (attention with |V|), which bounds every partial sum.
+// product (≤ 4·u_in of the weighted mean of |V|), AG strategies round each scaled partial and every partial
+// sum of the reduction ((N + 2)·u_out), fp32-accumulating strategies round once (2·u_out); the scale of all
+// of these is A = Σ_j p_j·|v_j| (attention with |V|), which bounds every partial sum.
 #include "check.h"
 
 #include <algorithm>
@@ -17,19 +18,20 @@
 #include <string>
 #include <thread>
 
+#include "cuda_check.h"
 #include "dcpsim/models/attention.h"
 #include "dcpsim/models/dtype.h"
 #include "dcpsim/models/reference.h"
 #include "fill_hash.h"
 #include "host_convert.h"
-#include "cuda_check.h"
 #include "step.h"
 
 namespace dcpsim::hw {
 namespace {
 
 double input_value(const StepPlan& p, std::uint64_t stream, std::int64_t index) {
-  const float f = static_cast<float>(ops::fill_value(stream, static_cast<std::uint64_t>(index), kInputAmplitude));
+  const float f =
+      static_cast<float>(ops::fill_value(stream, static_cast<std::uint64_t>(index), kInputAmplitude));
   return models::round_to(p.s.kv_dtype, static_cast<double>(f));
 }
 
@@ -105,7 +107,8 @@ RowTruth row_truth(const StepPlan& p, int row) {
   std::vector<std::future<void>> f;
   for (int i = 0; i < parts; ++i) {
     const int h0 = (units * i / parts) * unit, h1 = (units * (i + 1) / parts) * unit;
-    if (h1 > h0) f.push_back(std::async(std::launch::async, [&, h0, h1] { truth_of_heads(p, row, h0, h1, t); }));
+    if (h1 > h0)
+      f.push_back(std::async(std::launch::async, [&, h0, h1] { truth_of_heads(p, row, h0, h1, t); }));
   }
   for (auto& x : f) x.get();
   return t;
@@ -114,11 +117,11 @@ RowTruth row_truth(const StepPlan& p, int row) {
 // The same inputs give the same truth for every strategy of a `--strategy all` run: keep the rows computed.
 std::string truth_key(const StepPlan& p, int row) {
   std::string k = std::to_string(p.seed) + "/" + std::to_string(p.H) + "/" + std::to_string(p.Hkv) + "/" +
-                  std::to_string(p.Dqk) + "/" + std::to_string(p.D) + "/" + std::to_string(p.contexts[row]) + "/" +
-                  std::to_string(p.global_row_base[row]) + "/" + std::to_string(row) + "/" +
+                  std::to_string(p.Dqk) + "/" + std::to_string(p.D) + "/" + std::to_string(p.contexts[row]) +
+                  "/" + std::to_string(p.global_row_base[row]) + "/" + std::to_string(row) + "/" +
                   std::to_string(p.rows_total) + "/" + std::to_string(p.gather_q ? p.J : 0) + "/" +
-                  std::string(models::to_string(p.s.lse_base)) + "/" + std::string(models::to_string(p.s.kv_dtype)) +
-                  "/" + std::to_string(p.s.scale());
+                  std::string(models::to_string(p.s.lse_base)) + "/" +
+                  std::string(models::to_string(p.s.kv_dtype)) + "/" + std::to_string(p.s.scale());
   return k;
 }
 
@@ -140,7 +143,8 @@ RowTruth cached_truth(const StepPlan& p, int row) {
 std::vector<int> pick_rows(const StepPlan& p, int check_rows) {
   std::vector<int> rows;
   const int want = check_rows < 0 ? (p.B <= 16 ? p.B : 4) : std::min(check_rows, p.B);
-  for (int i = 0; i < want; ++i) rows.push_back(want == 1 ? 0 : int((std::int64_t(i) * (p.B - 1)) / (want - 1)));
+  for (int i = 0; i < want; ++i)
+    rows.push_back(want == 1 ? 0 : int((std::int64_t(i) * (p.B - 1)) / (want - 1)));
   rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
   if (p.rows_total > p.B) rows.push_back(p.rows_total - 1);  // a padding row must come out empty
   return rows;
@@ -151,7 +155,8 @@ std::vector<int> pick_rows(const StepPlan& p, int check_rows) {
 CheckResult check_outputs(const StepPlan& p, const RunConfig& c, const std::vector<RankOutputs>& outputs) {
   const std::vector<int> rows = pick_rows(p, c.check_rows);
 
-  const bool ag = p.N > 1 && (p.s.strategy == models::Strategy::kAgRs || p.s.strategy == models::Strategy::kAgAr);
+  const bool ag =
+      p.N > 1 && (p.s.strategy == models::Strategy::kAgRs || p.s.strategy == models::Strategy::kAgAr);
   const double u_in = models::unit_roundoff(p.s.kv_dtype), u_out = models::unit_roundoff(p.s.out_dtype);
   const double coeff = 4 * u_in + (ag ? p.N + 2 : 2) * u_out + 64 * std::ldexp(1.0, -24);
 
@@ -197,8 +202,8 @@ CheckResult check_outputs(const StepPlan& p, const RunConfig& c, const std::vect
   std::snprintf(line, sizeof line,
                 "check %s: %d rows, rel_l2 %.3e, max_abs %.3e, worst err/bound %.3f, lse max err %.2e, "
                 "non-finite mismatches %lld",
-                r.passed ? "passed" : "FAILED", r.rows_checked, r.rel_l2, r.max_abs, r.worst_bound, r.lse_max_abs,
-                static_cast<long long>(r.mismatched_nonfinite));
+                r.passed ? "passed" : "FAILED", r.rows_checked, r.rel_l2, r.max_abs, r.worst_bound,
+                r.lse_max_abs, static_cast<long long>(r.mismatched_nonfinite));
   r.summary = line;
   return r;
 }

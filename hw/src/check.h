@@ -8,8 +8,8 @@
 
 namespace dcpsim::hw {
 
-// One rank's final output, downloaded: heads [head_begin, head_begin + heads) of every row as [B'][heads][D] and
-// the merged LSE of kept head j of row b at lse[b·lse_row_stride + lse_offset + j].
+// One rank's final output, downloaded: heads [head_begin, head_begin + heads) of every row as [B'][heads][D]
+// and the merged LSE of kept head j of row b at lse[b·lse_row_stride + lse_offset + j].
 struct RankOutputs {
   int head_begin = 0, heads = 0, lse_offset = 0, lse_row_stride = 0;
   std::vector<double> out;

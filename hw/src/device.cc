@@ -11,19 +11,24 @@
 namespace dcpsim::hw {
 namespace {
 
-std::string cuda_version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
+std::string cuda_version_string(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
 
 std::string uuid_string(const cudaUUID_t& u) {
   const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
   char s[64];
-  std::snprintf(s, sizeof s, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  std::snprintf(s, sizeof s, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                b[15]);
   return s;
 }
 
 }  // namespace
 
-bool built_with_cuda() { return true; }
+bool built_with_cuda() {
+  return true;
+}
 
 int device_count() {
   int n = 0;
@@ -61,7 +66,8 @@ SoftwareVersions software_versions() {
   v.cuda_driver = cuda_version_string(drv);
   if (ncclGetVersion(&nccl) == ncclSuccess) {
     // NCCL ≥ 2.9 encodes major·10000 + minor·100 + patch.
-    v.nccl = std::to_string(nccl / 10000) + "." + std::to_string((nccl % 10000) / 100) + "." + std::to_string(nccl % 100);
+    v.nccl = std::to_string(nccl / 10000) + "." + std::to_string((nccl % 10000) / 100) + "." +
+             std::to_string(nccl % 100);
   }
   return v;
 }

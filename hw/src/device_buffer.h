@@ -19,7 +19,8 @@ class DeviceBuffer {
   ~DeviceBuffer() {
     if (ptr_) cudaFree(ptr_);
   }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     if (this != &o) {
       if (ptr_) cudaFree(ptr_);
@@ -46,7 +47,8 @@ class DeviceBuffer {
 template <typename T>
 DeviceBuffer upload(const std::vector<T>& host) {
   DeviceBuffer d(host.size() * sizeof(T));
-  if (!host.empty()) DCPSIM_CUDA(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  if (!host.empty())
+    DCPSIM_CUDA(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
   return d;
 }
 

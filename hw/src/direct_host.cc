@@ -13,12 +13,14 @@
 
 namespace dcpsim::hw {
 
-std::vector<GpuMergedBlock> gpu_direct_merge(std::span<const models::Partial> partials, const GpuDirectOptions& o) {
+std::vector<GpuMergedBlock> gpu_direct_merge(std::span<const models::Partial> partials,
+                                             const GpuDirectOptions& o) {
   const int N = static_cast<int>(partials.size());
   if (N == 0) throw InputError("direct merge: no partials");
   const auto& l0 = partials[0].out_layout;
   const int B = l0.rows, H = l0.heads, D = l0.dim;
-  if (H % N != 0) throw InputError("direct merge: H=" + std::to_string(H) + " is not divisible by N=" + std::to_string(N));
+  if (H % N != 0)
+    throw InputError("direct merge: H=" + std::to_string(H) + " is not divisible by N=" + std::to_string(N));
   const int J = H / N;
   const int valid = o.valid_rows < 0 ? B : std::min(o.valid_rows, B);
   const ops::Elem e = ops::elem_of(o.out_dtype);
@@ -46,7 +48,8 @@ std::vector<GpuMergedBlock> gpu_direct_merge(std::span<const models::Partial> pa
       pf[par * N + n] = flags[n].as<unsigned long long>() + par * N;
     }
   DeviceBuffer dpo = upload(po), dpl = upload(pl), dpf = upload(pf);
-  DeviceBuffer counters(2 * N * sizeof(unsigned long long)), error(sizeof(int)), merged(std::size_t(N) * B * J * 4);
+  DeviceBuffer counters(2 * N * sizeof(unsigned long long)), error(sizeof(int)),
+      merged(std::size_t(N) * B * J * 4);
   DCPSIM_CUDA(cudaMemset(counters.get(), 0, counters.bytes()));
   DCPSIM_CUDA(cudaMemset(error.get(), 0, error.bytes()));
   auto* epoch = counters.as<unsigned long long>();  // [N] epochs, then [N] done counters
@@ -109,13 +112,14 @@ std::vector<GpuMergedBlock> gpu_direct_merge(std::span<const models::Partial> pa
     const int err = download<int>(error, 1)[0];
     if (err != 0)
       throw RuntimeError("direct merge: an owner waited " + std::to_string(o.timeout_ns / 1000000) +
-                         " ms for the flag of rank " + std::to_string(err - 1) + " (step " + std::to_string(step + 1) +
-                         ") and gave up");
+                         " ms for the flag of rank " + std::to_string(err - 1) + " (step " +
+                         std::to_string(step + 1) + ") and gave up");
   }
   std::vector<GpuMergedBlock> out;
   const auto ml = download<float>(merged, std::size_t(N) * B * J);
   for (int n = 0; n < N; ++n) {
-    GpuMergedBlock m{B, J, D, from_device_bytes(e, download<std::uint8_t>(dst[n], std::size_t(B) * J * D * eb)), {}};
+    GpuMergedBlock m{
+        B, J, D, from_device_bytes(e, download<std::uint8_t>(dst[n], std::size_t(B) * J * D * eb)), {}};
     m.lse.assign(ml.begin() + std::size_t(n) * B * J, ml.begin() + std::size_t(n + 1) * B * J);
     out.push_back(std::move(m));
   }

@@ -7,14 +7,19 @@ namespace {
 
 ncclDataType_t nccl_type(ops::Elem e) {
   switch (e) {
-    case ops::Elem::kF32: return ncclFloat32;
-    case ops::Elem::kBF16: return ncclBfloat16;
-    case ops::Elem::kF16: return ncclFloat16;
+    case ops::Elem::kF32:
+      return ncclFloat32;
+    case ops::Elem::kBF16:
+      return ncclBfloat16;
+    case ops::Elem::kF16:
+      return ncclFloat16;
   }
   return ncclFloat32;
 }
 
-std::uint8_t* bytes_of(const RankState& r, Buf b) { return static_cast<std::uint8_t*>(r.buf(b)); }
+std::uint8_t* bytes_of(const RankState& r, Buf b) {
+  return static_cast<std::uint8_t*>(r.buf(b));
+}
 
 }  // namespace
 
@@ -26,12 +31,13 @@ void EmulatedExchange::all_gather(RankState& r, Buf send, Buf recv, std::size_t 
 
 void EmulatedExchange::all_to_all(RankState& r, Buf send, Buf recv, std::size_t bytes) {
   for (std::size_t n = 0; n < ranks_.size(); ++n)
-    DCPSIM_CUDA(cudaMemcpyAsync(bytes_of(r, recv) + n * bytes, bytes_of(*ranks_[n], send) + r.rank * bytes, bytes,
-                                cudaMemcpyDeviceToDevice, r.stream));
+    DCPSIM_CUDA(cudaMemcpyAsync(bytes_of(r, recv) + n * bytes, bytes_of(*ranks_[n], send) + r.rank * bytes,
+                                bytes, cudaMemcpyDeviceToDevice, r.stream));
 }
 
 const void* const* EmulatedExchange::table(int rank, Buf send, std::size_t byte_offset) {
-  const std::size_t key = (static_cast<std::size_t>(rank) * 16 + static_cast<std::size_t>(send)) ^ (byte_offset << 20);
+  const std::size_t key =
+      (static_cast<std::size_t>(rank) * 16 + static_cast<std::size_t>(send)) ^ (byte_offset << 20);
   for (const auto& [k, t] : index_)
     if (k == key) return t;
   std::vector<const void*> ptrs;

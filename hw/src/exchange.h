@@ -1,7 +1,8 @@
 #pragma once
-// The collectives of a step, called by each rank on its own stream. NcclExchange runs the real NCCL collectives
-// (one communicator per rank); EmulatedExchange stands in for them when N logical ranks share one device: rank r
-// pulls what it would receive from the other ranks' buffers with device copies and a reduction kernel.
+// The collectives of a step, called by each rank on its own stream. NcclExchange runs the real NCCL
+// collectives (one communicator per rank); EmulatedExchange stands in for them when N logical ranks share one
+// device: rank r pulls what it would receive from the other ranks' buffers with device copies and a reduction
+// kernel.
 #include <nccl.h>
 
 #include <cstddef>

@@ -42,7 +42,11 @@ inline std::vector<double> from_device_bytes(ops::Elem e, const std::vector<std:
   return out;
 }
 
-inline std::vector<float> to_floats(const std::vector<double>& v) { return {v.begin(), v.end()}; }
-inline std::vector<double> to_doubles(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+inline std::vector<float> to_floats(const std::vector<double>& v) {
+  return {v.begin(), v.end()};
+}
+inline std::vector<double> to_doubles(const std::vector<float>& v) {
+  return {v.begin(), v.end()};
+}
 
 }  // namespace dcpsim::hw

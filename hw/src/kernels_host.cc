@@ -14,21 +14,26 @@
 namespace dcpsim::hw {
 namespace {
 
-DeviceBuffer upload_as(ops::Elem e, const std::vector<double>& v) { return upload(to_device_bytes(e, v)); }
+DeviceBuffer upload_as(ops::Elem e, const std::vector<double>& v) {
+  return upload(to_device_bytes(e, v));
+}
 
 std::vector<double> download_as(ops::Elem e, const DeviceBuffer& d, std::size_t count) {
   return from_device_bytes(e, download<std::uint8_t>(d, count * ops::elem_bytes(e)));
 }
 
-int valid_rows_of(int valid_rows, int rows) { return valid_rows < 0 ? rows : std::min(valid_rows, rows); }
+int valid_rows_of(int valid_rows, int rows) {
+  return valid_rows < 0 ? rows : std::min(valid_rows, rows);
+}
 
 }  // namespace
 
 AttentionGeometry attention_geometry(int qk_dim, int dim, int kv_heads) {
   if (qk_dim == 128 && dim == 128) return AttentionGeometry::kGqa128;
   if (qk_dim == 576 && dim == 512 && kv_heads == 1) return AttentionGeometry::kMla576;
-  throw InputError("hw attention supports D_qk = D = 128 (GQA) or D_qk = 576, D = 512 with one KV head (MLA); got D_qk=" +
-                   std::to_string(qk_dim) + " D=" + std::to_string(dim) + " H_kv=" + std::to_string(kv_heads));
+  throw InputError(
+      "hw attention supports D_qk = D = 128 (GQA) or D_qk = 576, D = 512 with one KV head (MLA); got D_qk=" +
+      std::to_string(qk_dim) + " D=" + std::to_string(dim) + " H_kv=" + std::to_string(kv_heads));
 }
 
 models::Partial gpu_local_attention(const models::Problem& problem, const models::KvShard& shard,
@@ -37,8 +42,10 @@ models::Partial gpu_local_attention(const models::Problem& problem, const models
   const auto geometry = attention_geometry(problem.qk_dim, problem.dim, problem.kv_heads);
   const bool mla = geometry == AttentionGeometry::kMla576;
   const ops::Elem in = ops::elem_of(options.kv_dtype), out = ops::elem_of(options.attention.out_dtype);
-  const int B = problem.rows, H = problem.heads, Hkv = problem.kv_heads, Dqk = problem.qk_dim, D = problem.dim;
-  if (static_cast<int>(shard.lengths.size()) != B) throw InputError("shard rows do not match the problem's rows");
+  const int B = problem.rows, H = problem.heads, Hkv = problem.kv_heads, Dqk = problem.qk_dim,
+            D = problem.dim;
+  if (static_cast<int>(shard.lengths.size()) != B)
+    throw InputError("shard rows do not match the problem's rows");
 
   std::vector<std::int64_t> offsets(B);
   std::vector<int> lengths(B);
@@ -65,10 +72,12 @@ models::Partial gpu_local_attention(const models::Problem& problem, const models
   const auto& ao = options.attention;
   models::Partial result;
   result.out_layout = models::OutLayout::padded(B, H, D, ao.out_row_pad);
-  result.lse_layout = ao.transposed_lse ? models::LseLayout::transposed(B, H) : models::LseLayout::dense(B, H);
+  result.lse_layout =
+      ao.transposed_lse ? models::LseLayout::transposed(B, H) : models::LseLayout::dense(B, H);
   DeviceBuffer dout(result.out_layout.storage_size() * ops::elem_bytes(out));
   DeviceBuffer dlse(result.lse_layout.storage_size() * sizeof(float));
-  if (dout.bytes()) DCPSIM_CUDA(cudaMemset(dout.get(), 0xff, dout.bytes()));  // poison: every lane must be written
+  if (dout.bytes())
+    DCPSIM_CUDA(cudaMemset(dout.get(), 0xff, dout.bytes()));  // poison: every lane must be written
 
   ops::AttentionArgs a;
   a.geometry = mla ? ops::Geometry::kMla576 : ops::Geometry::kGqa128;
@@ -97,7 +106,8 @@ models::Partial gpu_local_attention(const models::Problem& problem, const models
   a.lse = {dlse.as<float>(), result.lse_layout.row_stride, result.lse_layout.head_stride};
   const float inf = std::numeric_limits<float>::infinity();
   a.empty_lse = ao.empty == models::EmptyRowMarker::kPosInfZero ? inf : -inf;
-  a.empty_fill = ao.empty == models::EmptyRowMarker::kNegInfNaN ? std::numeric_limits<float>::quiet_NaN() : 0.f;
+  a.empty_fill =
+      ao.empty == models::EmptyRowMarker::kNegInfNaN ? std::numeric_limits<float>::quiet_NaN() : 0.f;
   a.splits = options.splits;
   int device = 0;
   DCPSIM_CUDA(cudaGetDevice(&device));
@@ -111,9 +121,11 @@ models::Partial gpu_local_attention(const models::Problem& problem, const models
   return result;
 }
 
-GpuCorrectResult gpu_lse_correct(std::span<const models::Partial> partials, int rank, const GpuCorrectOptions& o) {
+GpuCorrectResult gpu_lse_correct(std::span<const models::Partial> partials, int rank,
+                                 const GpuCorrectOptions& o) {
   const int N = static_cast<int>(partials.size());
-  if (N == 0 || rank < 0 || rank >= N) throw InputError("correction: rank " + std::to_string(rank) + " outside the group");
+  if (N == 0 || rank < 0 || rank >= N)
+    throw InputError("correction: rank " + std::to_string(rank) + " outside the group");
   const models::Partial& mine = partials[rank];
   mine.validate();
   const int B = mine.out_layout.rows, H = mine.out_layout.heads, D = mine.out_layout.dim;
@@ -201,8 +213,8 @@ models::A2aBuffer gpu_a2a_pack(const models::Partial& partial, int dcp, models::
   return buf;
 }
 
-GpuMergedBlock gpu_a2a_combine(const models::A2aBuffer& received, models::LseBase base, models::DType out_dtype,
-                               int valid_rows) {
+GpuMergedBlock gpu_a2a_combine(const models::A2aBuffer& received, models::LseBase base,
+                               models::DType out_dtype, int valid_rows) {
   const ops::Elem in = ops::elem_of(received.dtype), out = ops::elem_of(out_dtype);
   const int B = received.rows, J = received.heads_per_block, D = received.dim, lanes = received.lanes();
   DeviceBuffer drecv = upload(received.bytes), ddst(std::size_t(B) * J * D * ops::elem_bytes(out));

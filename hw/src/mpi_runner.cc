@@ -1,6 +1,6 @@
-// One process per GPU under mpirun/srun (builds with DCPSIM_WITH_MPI): the NCCL id is broadcast through MPI, the
-// direct merge's slots are shared through CUDA IPC handles exchanged with MPI_Allgather, and rank 0 gathers every
-// rank's timings for the trace. Without MPI these entry points say how to get it.
+// One process per GPU under mpirun/srun (builds with DCPSIM_WITH_MPI): the NCCL id is broadcast through MPI,
+// the direct merge's slots are shared through CUDA IPC handles exchanged with MPI_Allgather, and rank 0
+// gathers every rank's timings for the trace. Without MPI these entry points say how to get it.
 #include <string>
 #include <vector>
 
@@ -52,7 +52,8 @@ std::vector<void*> share(void* mine, int rank, int size, std::vector<void*>& ope
   cudaIpcMemHandle_t h{};
   DCPSIM_CUDA(cudaIpcGetMemHandle(&h, mine));
   std::vector<cudaIpcMemHandle_t> all(size);
-  mpi_check(MPI_Allgather(&h, sizeof h, MPI_BYTE, all.data(), sizeof h, MPI_BYTE, MPI_COMM_WORLD), "allgather");
+  mpi_check(MPI_Allgather(&h, sizeof h, MPI_BYTE, all.data(), sizeof h, MPI_BYTE, MPI_COMM_WORLD),
+            "allgather");
   std::vector<void*> ptrs(size);
   for (int n = 0; n < size; ++n) {
     if (n == rank) {
@@ -69,8 +70,10 @@ std::vector<void*> share(void* mine, int rank, int size, std::vector<void*>& ope
 void gather_samples(const StepPlan& p, int rank, int size, Samples& s) {
   const std::size_t phases = p.phases.size(), reps = s.rank_step[rank].size();
   std::vector<double> mine;
-  for (std::size_t i = 0; i < phases; ++i) mine.insert(mine.end(), s.duration[rank][i].begin(), s.duration[rank][i].end());
-  for (std::size_t i = 0; i < phases; ++i) mine.insert(mine.end(), s.offset[rank][i].begin(), s.offset[rank][i].end());
+  for (std::size_t i = 0; i < phases; ++i)
+    mine.insert(mine.end(), s.duration[rank][i].begin(), s.duration[rank][i].end());
+  for (std::size_t i = 0; i < phases; ++i)
+    mine.insert(mine.end(), s.offset[rank][i].begin(), s.offset[rank][i].end());
   mine.insert(mine.end(), s.rank_step[rank].begin(), s.rank_step[rank].end());
   std::vector<double> all(rank == 0 ? mine.size() * size : 0);
   mpi_check(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
@@ -110,8 +113,8 @@ void run_mpi(const StepPlan& p, const RunConfig& c, Samples& samples, std::vecto
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size != p.N)
-    throw InputError("--dcp " + std::to_string(p.N) + " needs " + std::to_string(p.N) + " MPI processes, got " +
-                     std::to_string(size));
+    throw InputError("--dcp " + std::to_string(p.N) + " needs " + std::to_string(p.N) +
+                     " MPI processes, got " + std::to_string(size));
   const int local = local_rank();
   const int count = device_count();
   if (count == 0) throw RuntimeError("no CUDA device is visible to MPI rank " + std::to_string(rank));
@@ -137,9 +140,10 @@ void run_mpi(const StepPlan& p, const RunConfig& c, Samples& samples, std::vecto
     for (std::size_t i = 0; i < p.phases.size(); ++i) enqueue_phase(p, c, i, *state, ex, capturing);
   };
   try {
-    run_repetitions(state->stream, p.s.launch == models::LaunchMode::kGraph, c.warmup, c.reps,
-                    120.0 + 4.0 * c.direct_timeout_ms / 1000.0, nullptr, enqueue,
-                    [&] { check_direct_error(*state, c.direct_timeout_ms); }, [&] { samples.collect(*state); });
+    run_repetitions(
+        state->stream, p.s.launch == models::LaunchMode::kGraph, c.warmup, c.reps,
+        120.0 + 4.0 * c.direct_timeout_ms / 1000.0, nullptr, enqueue,
+        [&] { check_direct_error(*state, c.direct_timeout_ms); }, [&] { samples.collect(*state); });
   } catch (...) {
     ex.abort();
     throw;

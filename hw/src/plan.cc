@@ -8,17 +8,28 @@ namespace dcpsim::hw {
 
 const char* phase_name(Phase p) {
   switch (p) {
-    case Phase::kQAllGather: return "q_allgather";
-    case Phase::kAttention: return "attention";
-    case Phase::kLseAllGather: return "lse_allgather";
-    case Phase::kCorrect: return "correct";
-    case Phase::kReduceScatter: return "reduce_scatter";
-    case Phase::kAllReduce: return "all_reduce";
-    case Phase::kA2aPack: return "a2a_pack";
-    case Phase::kAllToAll: return "all_to_all";
-    case Phase::kA2aCombine: return "a2a_combine";
-    case Phase::kDirectWrite: return "direct_write";
-    case Phase::kDirectCombine: return "direct_combine";
+    case Phase::kQAllGather:
+      return "q_allgather";
+    case Phase::kAttention:
+      return "attention";
+    case Phase::kLseAllGather:
+      return "lse_allgather";
+    case Phase::kCorrect:
+      return "correct";
+    case Phase::kReduceScatter:
+      return "reduce_scatter";
+    case Phase::kAllReduce:
+      return "all_reduce";
+    case Phase::kA2aPack:
+      return "a2a_pack";
+    case Phase::kAllToAll:
+      return "all_to_all";
+    case Phase::kA2aCombine:
+      return "a2a_combine";
+    case Phase::kDirectWrite:
+      return "direct_write";
+    case Phase::kDirectCombine:
+      return "direct_combine";
   }
   return "?";
 }
@@ -64,7 +75,8 @@ StepPlan make_plan(const RunConfig& c) {
   if (s.launch == models::LaunchMode::kPdl)
     throw InputError("--launch pdl: hw run measures eager launches or CUDA-graph replay (eager, graph)");
   if (s.strategy == models::Strategy::kRowStream)
-    throw InputError("--strategy row-stream is modelled by simulate only; hw run runs ag-rs, ag-ar, a2a, direct");
+    throw InputError(
+        "--strategy row-stream is modelled by simulate only; hw run runs ag-rs, ag-ar, a2a, direct");
   if (c.reps < 1 || c.warmup < 0) throw InputError("--reps must be >= 1 and --warmup >= 0");
   p.contexts = s.contexts;
   p.contexts.resize(p.rows_total, 0);
@@ -93,7 +105,8 @@ StepPlan make_plan(const RunConfig& c) {
       case models::Strategy::kDirect:
         p.phases.insert(p.phases.end(), {Phase::kDirectWrite, Phase::kDirectCombine});
         break;
-      case models::Strategy::kRowStream: break;
+      case models::Strategy::kRowStream:
+        break;
     }
   }
   return p;

@@ -1,6 +1,7 @@
 #pragma once
-// The shape of one measured step: sizes derived from the scenario, the phases the strategy runs in order, and the
-// input generator's index maps (shared by the device fill and the host's regeneration of rows for the check).
+// The shape of one measured step: sizes derived from the scenario, the phases the strategy runs in order, and
+// the input generator's index maps (shared by the device fill and the host's regeneration of rows for the
+// check).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,13 +36,14 @@ struct StepPlan {
   bool gather_q = false;  // the query all-gather runs (needs N | H)
   ops::Elem in = ops::Elem::kBF16, out = ops::Elem::kBF16;
   std::vector<Phase> phases;
-  std::vector<std::int64_t> contexts;  // per row incl. padding rows (context 0)
+  std::vector<std::int64_t> contexts;         // per row incl. padding rows (context 0)
   std::vector<std::int64_t> global_row_base;  // Σ of earlier rows' contexts (the generator's token index)
   std::uint64_t seed = 1;
 
   int valid_rows() const { return B; }
   std::int64_t local_len(int row, int rank) const;
-  // Generator streams and element indices (see fill_hash.h): every value is value(stream, index) rounded to `in`.
+  // Generator streams and element indices (see fill_hash.h): every value is value(stream, index) rounded to
+  // `in`.
   std::uint64_t q_stream() const { return seed * 4 + 1; }
   std::uint64_t k_stream() const { return seed * 4 + 2; }
   std::uint64_t v_stream() const { return seed * 4 + 3; }

@@ -14,15 +14,24 @@ RankState::~RankState() {
 
 void* RankState::buf(Buf b) const {
   switch (b) {
-    case Buf::kQLocal: return q_local.get();
-    case Buf::kQAll: return q_all.get();
-    case Buf::kLse: return lse.get();
-    case Buf::kLseAll: return lse_all.get();
-    case Buf::kO: return o.get();
-    case Buf::kRsSend: return rs_send.get();
-    case Buf::kOut: return out.get();
-    case Buf::kA2aSend: return a2a_send.get();
-    case Buf::kA2aRecv: return a2a_recv.get();
+    case Buf::kQLocal:
+      return q_local.get();
+    case Buf::kQAll:
+      return q_all.get();
+    case Buf::kLse:
+      return lse.get();
+    case Buf::kLseAll:
+      return lse_all.get();
+    case Buf::kO:
+      return o.get();
+    case Buf::kRsSend:
+      return rs_send.get();
+    case Buf::kOut:
+      return out.get();
+    case Buf::kA2aSend:
+      return a2a_send.get();
+    case Buf::kA2aRecv:
+      return a2a_recv.get();
   }
   return nullptr;
 }
@@ -47,8 +56,8 @@ void fill_inputs(const StepPlan& p, RankState& r) {
 
   const std::int64_t q_count = std::int64_t(p.rows_total) * (p.gather_q ? p.J : p.H) * p.Dqk;
   r.q_local = DeviceBuffer(q_count * ib);
-  ops::launch_fill_uniform(r.q_local.get(), q_count, p.in, amp, p.q_stream(), p.gather_q ? r.rank * q_count : 0,
-                           r.stream);
+  ops::launch_fill_uniform(r.q_local.get(), q_count, p.in, amp, p.q_stream(),
+                           p.gather_q ? r.rank * q_count : 0, r.stream);
   if (p.gather_q) r.q_all = DeviceBuffer(q_count * p.N * ib);
 
   r.k = DeviceBuffer(std::max<std::int64_t>(total, 1) * p.k_width() * ib);

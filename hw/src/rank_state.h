@@ -1,6 +1,6 @@
 #pragma once
-// One rank's device state for a measured step: inputs (its Q block and KV shard, generated on the device), the
-// buffers every phase reads and writes, timing events and optional row stamps.
+// One rank's device state for a measured step: inputs (its Q block and KV shard, generated on the device),
+// the buffers every phase reads and writes, timing events and optional row stamps.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -21,16 +21,17 @@ struct RankState {
   cudaStream_t stream = nullptr;
   bool owns_stream = false;
 
-  DeviceBuffer q_local, q_all;         // [B'][H/N][D_qk] and [N][B'][H/N][D_qk] (no gather: q_local is [B'][H][D_qk])
-  DeviceBuffer k, v;                   // shard [Σ len][H_kv][D_qk], [Σ len][H_kv][D] (GQA)
+  DeviceBuffer q_local,
+      q_all;          // [B'][H/N][D_qk] and [N][B'][H/N][D_qk] (no gather: q_local is [B'][H][D_qk])
+  DeviceBuffer k, v;  // shard [Σ len][H_kv][D_qk], [Σ len][H_kv][D] (GQA)
   DeviceBuffer kv_offset, kv_len, global_base;
   std::int64_t max_len = 0;
-  DeviceBuffer o, lse, workspace;      // local attention: [B'][H][D] out type, [B'][H] fp32
-  DeviceBuffer lse_all;                // [N][B'][H]
-  DeviceBuffer rs_send;                // AG+RS: [N][B'][H/N][D]
-  DeviceBuffer out;                    // final: [B'][H/N][D] (RS, A2A, direct) or [B'][H][D] (AR)
-  DeviceBuffer merged_lse;             // [B'][H] (AG) or [B'][H/N] (A2A, direct)
-  DeviceBuffer a2a_send, a2a_recv;     // [N][B'][H/N][D + P]
+  DeviceBuffer o, lse, workspace;   // local attention: [B'][H][D] out type, [B'][H] fp32
+  DeviceBuffer lse_all;             // [N][B'][H]
+  DeviceBuffer rs_send;             // AG+RS: [N][B'][H/N][D]
+  DeviceBuffer out;                 // final: [B'][H/N][D] (RS, A2A, direct) or [B'][H][D] (AR)
+  DeviceBuffer merged_lse;          // [B'][H] (AG) or [B'][H/N] (A2A, direct)
+  DeviceBuffer a2a_send, a2a_recv;  // [N][B'][H/N][D + P]
   // Direct merge: double-buffered slots and flags this rank owns, counters, error word, pointer tables.
   DeviceBuffer slots_o, slots_lse, flags, counters, error, dst_o, dst_lse, dst_flags;
   // Row stamps: [0] step origin, [1] all-rows-ready after a collective; then lse_ready[B'], out_ready[B'];
@@ -49,11 +50,13 @@ struct RankState {
   std::size_t slot_lse_elems(const StepPlan& p) const { return std::size_t(p.N) * p.rows_total * p.J; }
 };
 
-// Allocates and fills rank `rank`'s state on `device` (made current). `stream` null: the rank creates its own.
-std::unique_ptr<RankState> make_rank_state(const StepPlan& p, const RunConfig& c, int rank, int device, cudaStream_t stream);
+// Allocates and fills rank `rank`'s state on `device` (made current). `stream` null: the rank creates its
+// own.
+std::unique_ptr<RankState> make_rank_state(const StepPlan& p, const RunConfig& c, int rank, int device,
+                                           cudaStream_t stream);
 
-// After every rank exists: the direct merge's pointer tables (owners' slots, possibly on peer devices) and the
-// emulated reductions' source tables.
+// After every rank exists: the direct merge's pointer tables (owners' slots, possibly on peer devices) and
+// the emulated reductions' source tables.
 using Ranks = std::vector<std::unique_ptr<RankState>>;
 void link_ranks(const StepPlan& p, Ranks& ranks);
 

@@ -1,5 +1,5 @@
-// run_step (runner.h): builds the ranks, runs the repetitions in the chosen process mode, checks the merged output
-// against the reference and reports (trace_out.cc writes the trace section).
+// run_step (runner.h): builds the ranks, runs the repetitions in the chosen process mode, checks the merged
+// output against the reference and reports (trace_out.cc writes the trace section).
 #include "dcpsim/hw/runner.h"
 
 #include <atomic>
@@ -20,14 +20,17 @@
 namespace dcpsim::hw {
 namespace {
 
-double step_timeout_s(const RunConfig& c) { return 120.0 + 4.0 * static_cast<double>(c.direct_timeout_ms) / 1000.0; }
+double step_timeout_s(const RunConfig& c) {
+  return 120.0 + 4.0 * static_cast<double>(c.direct_timeout_ms) / 1000.0;
+}
 
 void require_devices(const std::vector<int>& devices) {
   const int n = device_count();
   if (n == 0) throw RuntimeError("no CUDA device is visible (hw run needs a GPU)");
   for (int d : devices)
     if (d < 0 || d >= n)
-      throw InputError("--devices " + std::to_string(d) + " is not a device here (0.." + std::to_string(n - 1) + ")");
+      throw InputError("--devices " + std::to_string(d) + " is not a device here (0.." +
+                       std::to_string(n - 1) + ")");
 }
 
 struct Run {
@@ -64,8 +67,8 @@ void run_emulated(const StepPlan& p, const RunConfig& c, Run& run) {
   auto after_rep = [&] {
     for (auto& r : run.ranks) run.samples.collect(*r);
   };
-  run_repetitions(stream, p.s.launch == models::LaunchMode::kGraph, c.warmup, c.reps, step_timeout_s(c), nullptr,
-                  enqueue, after_any, after_rep);
+  run_repetitions(stream, p.s.launch == models::LaunchMode::kGraph, c.warmup, c.reps, step_timeout_s(c),
+                  nullptr, enqueue, after_any, after_rep);
   for (auto& r : run.ranks) run.outputs.push_back(download_outputs(p, *r));
 }
 
@@ -115,9 +118,10 @@ void run_threads(const StepPlan& p, const RunConfig& c, Run& run) {
           enqueue_prologue(p, c, rank);
           for (std::size_t i = 0; i < p.phases.size(); ++i) enqueue_phase(p, c, i, rank, ex, capturing);
         };
-        run_repetitions(rank.stream, p.s.launch == models::LaunchMode::kGraph, c.warmup, c.reps, step_timeout_s(c),
-                        &failed, enqueue, [&] { check_direct_error(rank, c.direct_timeout_ms); },
-                        [&] { run.samples.collect(rank); });
+        run_repetitions(
+            rank.stream, p.s.launch == models::LaunchMode::kGraph, c.warmup, c.reps, step_timeout_s(c),
+            &failed, enqueue, [&] { check_direct_error(rank, c.direct_timeout_ms); },
+            [&] { run.samples.collect(rank); });
       } catch (...) {
         errors[r] = std::current_exception();
         failed = true;
@@ -136,12 +140,19 @@ void run_threads(const StepPlan& p, const RunConfig& c, Run& run) {
 RunResult run_step(const RunConfig& config, traces::TraceSink* sink) {
   const StepPlan p = make_plan(config);
   if (config.check_rows == 0 || config.check_rows < -1)
-    throw InputError("--check-rows " + std::to_string(config.check_rows) + " must be >= 1 (or -1 for automatic)");
+    throw InputError("--check-rows " + std::to_string(config.check_rows) +
+                     " must be >= 1 (or -1 for automatic)");
   Run run;
   switch (config.mode) {
-    case ProcessMode::kEmulate: run_emulated(p, config, run); break;
-    case ProcessMode::kThreads: run_threads(p, config, run); break;
-    case ProcessMode::kMpi: run_mpi(p, config, run.samples, run.outputs); break;
+    case ProcessMode::kEmulate:
+      run_emulated(p, config, run);
+      break;
+    case ProcessMode::kThreads:
+      run_threads(p, config, run);
+      break;
+    case ProcessMode::kMpi:
+      run_mpi(p, config, run.samples, run.outputs);
+      break;
   }
   RunResult result = summarize(p, config, run.samples);
   result.check = check_outputs(p, config, run.outputs);

@@ -8,7 +8,9 @@
 namespace dcpsim::hw {
 namespace {
 
-unsigned long long* stamp_slot(RankState& r, int i) { return r.stamps.as<unsigned long long>() + i; }
+unsigned long long* stamp_slot(RankState& r, int i) {
+  return r.stamps.as<unsigned long long>() + i;
+}
 
 // lse_ready[b] at stamps[2 + b], out_ready[b] at stamps[2 + B' + b]; counters likewise.
 ops::RowStamps row_stamps(const StepPlan& p, RankState& r, bool output) {
@@ -162,7 +164,8 @@ void enqueue_prologue(const StepPlan& p, const RunConfig& c, RankState& r) {
   (void)c;
 }
 
-void enqueue_phase(const StepPlan& p, const RunConfig& c, std::size_t i, RankState& r, Exchange& ex, bool capturing) {
+void enqueue_phase(const StepPlan& p, const RunConfig& c, std::size_t i, RankState& r, Exchange& ex,
+                   bool capturing) {
   auto record = [&](cudaEvent_t e) {
     if (capturing)
       DCPSIM_CUDA(cudaEventRecordWithFlags(e, r.stream, cudaEventRecordExternal));
@@ -173,10 +176,18 @@ void enqueue_phase(const StepPlan& p, const RunConfig& c, std::size_t i, RankSta
   const std::size_t B = p.rows_total;
   record(r.ev_begin[i]);
   switch (p.phases[i]) {
-    case Phase::kQAllGather: ex.all_gather(r, Buf::kQLocal, Buf::kQAll, B * p.J * p.Dqk * ib); break;
-    case Phase::kAttention: ops::launch_attention(attention_args(p, r), r.stream); break;
-    case Phase::kLseAllGather: ex.all_gather(r, Buf::kLse, Buf::kLseAll, B * p.H * sizeof(float)); break;
-    case Phase::kCorrect: enqueue_correct(p, r); break;
+    case Phase::kQAllGather:
+      ex.all_gather(r, Buf::kQLocal, Buf::kQAll, B * p.J * p.Dqk * ib);
+      break;
+    case Phase::kAttention:
+      ops::launch_attention(attention_args(p, r), r.stream);
+      break;
+    case Phase::kLseAllGather:
+      ex.all_gather(r, Buf::kLse, Buf::kLseAll, B * p.H * sizeof(float));
+      break;
+    case Phase::kCorrect:
+      enqueue_correct(p, r);
+      break;
     case Phase::kReduceScatter:
       ex.reduce_scatter(r, Buf::kRsSend, Buf::kOut, B * p.J * p.D, p.out);
       enqueue_collective_done(r);
@@ -185,7 +196,9 @@ void enqueue_phase(const StepPlan& p, const RunConfig& c, std::size_t i, RankSta
       ex.all_reduce(r, Buf::kO, Buf::kOut, B * p.H * p.D, p.out);
       enqueue_collective_done(r);
       break;
-    case Phase::kA2aPack: enqueue_pack(p, r); break;
+    case Phase::kA2aPack:
+      enqueue_pack(p, r);
+      break;
     case Phase::kAllToAll:
       ex.all_to_all(r, Buf::kA2aSend, Buf::kA2aRecv, B * p.J * (p.D + ops::lse_lanes(p.out)) * ob);
       break;
@@ -197,7 +210,9 @@ void enqueue_phase(const StepPlan& p, const RunConfig& c, std::size_t i, RankSta
       ops::launch_combine(a, r.stream);
       break;
     }
-    case Phase::kDirectWrite: enqueue_direct_write(p, r); break;
+    case Phase::kDirectWrite:
+      enqueue_direct_write(p, r);
+      break;
     case Phase::kDirectCombine: {
       ops::CombineArgs a = combine_args(p, r);
       a.o = r.slots_o.get();
@@ -222,9 +237,12 @@ void enqueue_phase(const StepPlan& p, const RunConfig& c, std::size_t i, RankSta
 FinalOutput final_output(const StepPlan& p, const RankState& r) {
   if (p.N == 1) return {&r.o, 0, p.H, &r.lse, 0, p.H};
   switch (p.s.strategy) {
-    case models::Strategy::kAgRs: return {&r.out, r.rank * p.J, p.J, &r.merged_lse, r.rank * p.J, p.H};
-    case models::Strategy::kAgAr: return {&r.out, 0, p.H, &r.merged_lse, 0, p.H};
-    default: return {&r.out, r.rank * p.J, p.J, &r.merged_lse, 0, p.J};
+    case models::Strategy::kAgRs:
+      return {&r.out, r.rank * p.J, p.J, &r.merged_lse, r.rank * p.J, p.H};
+    case models::Strategy::kAgAr:
+      return {&r.out, 0, p.H, &r.merged_lse, 0, p.H};
+    default:
+      return {&r.out, r.rank * p.J, p.J, &r.merged_lse, 0, p.J};
   }
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// Enqueueing one rank's share of a step: the prologue (row-stamp origin, direct-merge epoch) and each phase of
-// the plan, with CUDA events around every phase (external event nodes when the stream is being captured).
+// Enqueueing one rank's share of a step: the prologue (row-stamp origin, direct-merge epoch) and each phase
+// of the plan, with CUDA events around every phase (external event nodes when the stream is being captured).
 #include "exchange.h"
 #include "plan.h"
 #include "rank_state.h"
@@ -19,7 +19,8 @@ struct FinalOutput {
   const DeviceBuffer* out = nullptr;
   int head_begin = 0, heads = 0;  // heads [head_begin, head_begin + heads) of every row, dense [B'][heads][D]
   const DeviceBuffer* lse = nullptr;
-  int lse_offset = 0, lse_row_stride = 0;  // merged LSE of kept head j of row b at [b·lse_row_stride + lse_offset + j]
+  int lse_offset = 0,
+      lse_row_stride = 0;  // merged LSE of kept head j of row b at [b·lse_row_stride + lse_offset + j]
 };
 FinalOutput final_output(const StepPlan& p, const RankState& r);
 

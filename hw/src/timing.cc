@@ -27,7 +27,8 @@ void Samples::collect(const RankState& r) {
   }
   DCPSIM_CUDA(cudaEventElapsedTime(&ms, r.ev_begin[0], r.ev_end[n - 1]));
   rank_step[r.rank].push_back(ms * 1e6);
-  if (r.stamps.get() != nullptr) stamps[r.rank] = download<unsigned long long>(r.stamps, r.stamps.bytes() / 8);
+  if (r.stamps.get() != nullptr)
+    stamps[r.rank] = download<unsigned long long>(r.stamps, r.stamps.bytes() / 8);
 }
 
 void wait_stream(cudaStream_t stream, double timeout_s, const std::atomic<bool>* abort) {
@@ -74,7 +75,8 @@ void run_repetitions(cudaStream_t stream, bool graph, int warmup, int reps, doub
   cudaGraphDestroy(g);
   if (inst != cudaSuccess) throw_cuda(inst, "cudaGraphInstantiate", __FILE__, __LINE__);
   try {
-    for (int i = 0; i < warmup + reps; ++i) step([&] { DCPSIM_CUDA(cudaGraphLaunch(exec, stream)); }, i >= warmup);
+    for (int i = 0; i < warmup + reps; ++i)
+      step([&] { DCPSIM_CUDA(cudaGraphLaunch(exec, stream)); }, i >= warmup);
   } catch (...) {
     cudaGraphExecDestroy(exec);
     throw;
@@ -86,8 +88,8 @@ void check_direct_error(const RankState& r, std::int64_t timeout_ms) {
   if (r.error.get() == nullptr) return;
   const int e = download<int>(r.error, 1)[0];
   if (e != 0)
-    throw RuntimeError("direct merge: rank " + std::to_string(r.rank) + " waited " + std::to_string(timeout_ms) +
-                       " ms for the flag of rank " + std::to_string(e - 1) +
+    throw RuntimeError("direct merge: rank " + std::to_string(r.rank) + " waited " +
+                       std::to_string(timeout_ms) + " ms for the flag of rank " + std::to_string(e - 1) +
                        " and gave up (raise --direct-timeout-ms if the ranks are merely slow)");
 }
 

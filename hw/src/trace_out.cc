@@ -24,8 +24,8 @@ std::size_t first_merge_phase(const StepPlan& p) {
   return static_cast<std::size_t>(it - p.phases.begin()) + 1;
 }
 
-// Per repetition: emulation runs the ranks one after another, so a step is estimated bulk-synchronously (Σ over
-// phases of the slowest rank); real ranks run concurrently, so a step is the slowest rank's span.
+// Per repetition: emulation runs the ranks one after another, so a step is estimated bulk-synchronously (Σ
+// over phases of the slowest rank); real ranks run concurrently, so a step is the slowest rank's span.
 std::vector<double> per_rep(const StepPlan& p, const RunConfig& c, const Samples& s, std::size_t from_phase) {
   const auto ranks = ranks_with_samples(s);
   if (ranks.empty()) return {};
@@ -48,19 +48,26 @@ std::vector<double> per_rep(const StepPlan& p, const RunConfig& c, const Samples
 std::int64_t kv_bytes(const StepPlan& p, int rank) {
   std::int64_t tokens = 0;
   for (int b = 0; b < p.B; ++b) tokens += p.local_len(b, rank);
-  return tokens * (p.k_width() + (p.mla ? 0 : p.v_width())) * static_cast<std::int64_t>(ops::elem_bytes(p.in));
+  return tokens * (p.k_width() + (p.mla ? 0 : p.v_width())) *
+         static_cast<std::int64_t>(ops::elem_bytes(p.in));
 }
 
 std::int64_t phase_bytes(const StepPlan& p, Phase ph, int rank) {
   const std::int64_t B = p.rows_total, ib = ops::elem_bytes(p.in), ob = ops::elem_bytes(p.out);
   switch (ph) {
-    case Phase::kQAllGather: return std::int64_t(p.N) * B * p.J * p.Dqk * ib;  // the receive buffer
-    case Phase::kAttention: return kv_bytes(p, rank);
-    case Phase::kLseAllGather: return std::int64_t(p.N) * B * p.H * 4;
+    case Phase::kQAllGather:
+      return std::int64_t(p.N) * B * p.J * p.Dqk * ib;  // the receive buffer
+    case Phase::kAttention:
+      return kv_bytes(p, rank);
+    case Phase::kLseAllGather:
+      return std::int64_t(p.N) * B * p.H * 4;
     case Phase::kReduceScatter:
-    case Phase::kAllReduce: return B * p.H * p.D * ob;  // the send buffer
-    case Phase::kAllToAll: return B * p.J * p.N * (p.D + ops::lse_lanes(p.out)) * ob;
-    default: return 0;
+    case Phase::kAllReduce:
+      return B * p.H * p.D * ob;  // the send buffer
+    case Phase::kAllToAll:
+      return B * p.J * p.N * (p.D + ops::lse_lanes(p.out)) * ob;
+    default:
+      return 0;
   }
 }
 
@@ -71,7 +78,8 @@ std::size_t median_rep(const std::vector<double>& steps) {
   return idx.empty() ? 0 : idx[idx.size() / 2];
 }
 
-void emit_events(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c, const Samples& s, std::size_t k) {
+void emit_events(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c, const Samples& s,
+                 std::size_t k) {
   const bool emulate = c.mode == ProcessMode::kEmulate;
   const auto ranks = ranks_with_samples(s);
   double t = 0;  // emulation: bulk-synchronous phase start
@@ -83,10 +91,11 @@ void emit_events(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c,
       const double start = emulate ? t : s.offset[r][i][k];
       slowest = std::max(slowest, d);
       const Phase ph = p.phases[i];
-      v1::Event e = traces::make_event(r, is_collective(ph) ? "comm" : "stream0",
-                                       is_collective(ph) ? v1::EVENT_KIND_COLLECTIVE : v1::EVENT_KIND_KERNEL,
-                                       phase_name(ph), static_cast<std::int64_t>(start),
-                                       static_cast<std::int64_t>(start + d), phase_bytes(p, ph, r), 0, p.rows_total);
+      v1::Event e =
+          traces::make_event(r, is_collective(ph) ? "comm" : "stream0",
+                             is_collective(ph) ? v1::EVENT_KIND_COLLECTIVE : v1::EVENT_KIND_KERNEL,
+                             phase_name(ph), static_cast<std::int64_t>(start),
+                             static_cast<std::int64_t>(start + d), phase_bytes(p, ph, r), 0, p.rows_total);
       e.set_emulated(emulate && is_collective(ph));
       sink.on_event(e);
       end[r] = std::max(end[r], start + d);
@@ -94,13 +103,15 @@ void emit_events(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c,
     t += slowest;
   }
   for (int r : ranks) {
-    v1::Event e = traces::make_event(r, "step", v1::EVENT_KIND_PHASE, "step", 0, static_cast<std::int64_t>(end[r]));
+    v1::Event e =
+        traces::make_event(r, "step", v1::EVENT_KIND_PHASE, "step", 0, static_cast<std::int64_t>(end[r]));
     sink.on_event(e);
   }
 }
 
 void emit_rows(traces::TraceSink& sink, const StepPlan& p, const Samples& s) {
-  const bool ag = p.N > 1 && (p.s.strategy == models::Strategy::kAgRs || p.s.strategy == models::Strategy::kAgAr);
+  const bool ag =
+      p.N > 1 && (p.s.strategy == models::Strategy::kAgRs || p.s.strategy == models::Strategy::kAgAr);
   for (int r : ranks_with_samples(s)) {
     const auto& st = s.stamps[r];
     if (st.empty()) continue;
@@ -149,7 +160,9 @@ void emit_section(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c
   sc.set_padded_rows(c.padded_rows);
   sc.set_name(p.s.label());
   auto& params = *sc.mutable_params();
-  params["mode"] = c.mode == ProcessMode::kEmulate ? "emulate" : c.mode == ProcessMode::kThreads ? "threads" : "mpi";
+  params["mode"] = c.mode == ProcessMode::kEmulate   ? "emulate"
+                   : c.mode == ProcessMode::kThreads ? "threads"
+                                                     : "mpi";
   params["warmup"] = std::to_string(c.warmup);
   params["reps"] = std::to_string(c.reps);
   params["seed"] = std::to_string(c.seed);
@@ -164,7 +177,8 @@ void emit_section(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c
     add_summary(m, st);
     sink.on_phase_summary(m);
   }
-  for (const auto& [name, from] : {std::pair{"step", std::size_t{0}}, std::pair{"merge", first_merge_phase(p)}}) {
+  for (const auto& [name, from] :
+       {std::pair{"step", std::size_t{0}}, std::pair{"merge", first_merge_phase(p)}}) {
     v1::PhaseSummary m;
     add_summary(m, make_stats(-1, name, per_rep(p, c, s, from), false));
     sink.on_phase_summary(m);
@@ -185,7 +199,8 @@ void emit_section(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c
 
 traces::v1::Header measured_header(ProcessMode mode, const std::vector<int>& devices,
                                    const std::vector<std::string>& argv) {
-  v1::Header h = traces::make_header(mode == ProcessMode::kEmulate ? v1::SOURCE_EMULATED : v1::SOURCE_HW, argv);
+  v1::Header h =
+      traces::make_header(mode == ProcessMode::kEmulate ? v1::SOURCE_EMULATED : v1::SOURCE_HW, argv);
   const SoftwareVersions sv = software_versions();
   h.set_cuda_runtime_version(sv.cuda_runtime);
   h.set_cuda_driver_version(sv.cuda_driver);

@@ -1,5 +1,5 @@
-// CPU-only builds: the hw/ public API with every call failing clearly, so the rest of dcpsim links and the GPU
-// tests can check the message instead of being compiled out.
+// CPU-only builds: the hw/ public API with every call failing clearly, so the rest of dcpsim links and the
+// GPU tests can check the message instead of being compiled out.
 #include "dcpsim/error.h"
 #include "dcpsim/hw/bench.h"
 #include "dcpsim/hw/device.h"
@@ -8,34 +8,63 @@
 
 namespace dcpsim::hw {
 namespace {
-[[noreturn]] void no_cuda() { throw RuntimeError(kBuiltWithoutCuda); }
+[[noreturn]] void no_cuda() {
+  throw RuntimeError(kBuiltWithoutCuda);
+}
 }  // namespace
 
-bool built_with_cuda() { return false; }
-int device_count() { no_cuda(); }
-DeviceInfo device_info(int) { no_cuda(); }
-SoftwareVersions software_versions() { no_cuda(); }
-
-AttentionGeometry attention_geometry(int, int, int) { no_cuda(); }
-models::Partial gpu_local_attention(const models::Problem&, const models::KvShard&, const GpuAttentionOptions&) {
+bool built_with_cuda() {
+  return false;
+}
+int device_count() {
   no_cuda();
 }
-GpuCorrectResult gpu_lse_correct(std::span<const models::Partial>, int, const GpuCorrectOptions&) { no_cuda(); }
-models::A2aBuffer gpu_a2a_pack(const models::Partial&, int, models::DType, int) { no_cuda(); }
-GpuMergedBlock gpu_a2a_combine(const models::A2aBuffer&, models::LseBase, models::DType, int) { no_cuda(); }
+DeviceInfo device_info(int) {
+  no_cuda();
+}
+SoftwareVersions software_versions() {
+  no_cuda();
+}
+
+AttentionGeometry attention_geometry(int, int, int) {
+  no_cuda();
+}
+models::Partial gpu_local_attention(const models::Problem&, const models::KvShard&,
+                                    const GpuAttentionOptions&) {
+  no_cuda();
+}
+GpuCorrectResult gpu_lse_correct(std::span<const models::Partial>, int, const GpuCorrectOptions&) {
+  no_cuda();
+}
+models::A2aBuffer gpu_a2a_pack(const models::Partial&, int, models::DType, int) {
+  no_cuda();
+}
+GpuMergedBlock gpu_a2a_combine(const models::A2aBuffer&, models::LseBase, models::DType, int) {
+  no_cuda();
+}
 std::vector<GpuMergedBlock> gpu_direct_merge(std::span<const models::Partial>, const GpuDirectOptions&) {
   no_cuda();
 }
 
-RunResult run_step(const RunConfig&, traces::TraceSink*) { no_cuda(); }
+RunResult run_step(const RunConfig&, traces::TraceSink*) {
+  no_cuda();
+}
 traces::v1::Header measured_header(ProcessMode, const std::vector<int>&, const std::vector<std::string>&) {
   no_cuda();
 }
-MpiWorld mpi_init(int*, char***) { no_cuda(); }
+MpiWorld mpi_init(int*, char***) {
+  no_cuda();
+}
 void mpi_finalize() {}
 
-std::vector<std::string> bench_ops() { return {"copy", "attention", "correct", "a2a-pack", "a2a-combine", "direct"}; }
-OpBenchResult run_op_bench(const OpBenchConfig&) { no_cuda(); }
-double measure_copy_bandwidth(int, std::int64_t, int) { no_cuda(); }
+std::vector<std::string> bench_ops() {
+  return {"copy", "attention", "correct", "a2a-pack", "a2a-combine", "direct"};
+}
+OpBenchResult run_op_bench(const OpBenchConfig&) {
+  no_cuda();
+}
+double measure_copy_bandwidth(int, std::int64_t, int) {
+  no_cuda();
+}
 
 }  // namespace dcpsim::hw

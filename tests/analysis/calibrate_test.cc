@@ -53,12 +53,11 @@ const Fixture& sim_fit() {
 }
 
 // The tolerance a recovered parameter must meet. The traces are exact up to the simulator's clock resolution
-// (2^-40 s ≈ 1e-12 s on figures of >= ~1 µs, so relative noise <= 1e-6); a parameter is determined with the
-// relative standard error the fit reports, computed from those residuals. Five standard errors, and never
-// looser than the brief's 1%.
-double tolerance(const ParameterResult& p) {
-  return std::min(0.01, std::max(5 * p.relative_std_error, 1e-6));
-}
+// (2^-40 s, ~1e-12 s, on figures of >= ~1 µs: relative noise <= 1e-6), and the fit stops once a Gauss-Newton step
+// gains less than 1e-10 of the cost: the weakest-determined coordinate (b, the half-efficiency size, seen only
+// through the attention kernel's total bytes) then sits within ~1e-5 of the truth. So: five reported standard
+// errors, at least 1e-4 (ten times that convergence floor), never looser than the brief's 1%.
+double tolerance(const ParameterResult& p) { return std::min(0.01, std::max(5 * p.relative_std_error, 1e-4)); }
 
 TEST(Calibrate, RecoversPerturbedKernelNumbersWithinOnePercent) {
   const Fixture& f = sim_fit();
@@ -102,13 +101,17 @@ TEST(Calibrate, UnidentifiedParametersKeepBaseValueAndSource) {
   }
 }
 
-TEST(Calibrate, EmulatedTracesFitKernelsOnly) {
+TEST(Calibrate, EmulatedTracesFitKernelsAndLaunchGapsOnly) {
   const Fixture f(traces::v1::SOURCE_EMULATED);
-  EXPECT_TRUE(param(f.result, "kernel.floor").fitted);
-  EXPECT_NEAR(si(f.result.profile, "kernel.hbm_efficiency_max") / si(f.truth, "kernel.hbm_efficiency_max"),
-              1.0, 0.01);
-  for (const char* name : {"nvlink.measured_bandwidth", "nccl.ring.ll.base_latency",
-                           "signal.flag_write_latency", "launch.dependent_gap"}) {
+  // Kernel phases identify the kernel numbers, and the attention phase (decode kernel, dependent gap, split-KV
+  // combine) the gap between dependent kernels.
+  for (const char* name : {"kernel.floor", "kernel.hbm_efficiency_max", "attention.floor", "launch.dependent_gap"}) {
+    const ParameterResult& p = param(f.result, name);
+    ASSERT_TRUE(p.fitted) << name << ": " << p.status;
+    EXPECT_NEAR(si(f.result.profile, name) / si(f.truth, name), 1.0, tolerance(p)) << name;
+  }
+  for (const char* name : {"nvlink.measured_bandwidth", "nccl.ring.ll.base_latency", "signal.flag_write_latency",
+                           "launch.cpu_issue_eager"}) {
     const ParameterResult& p = param(f.result, name);
     EXPECT_FALSE(p.fitted) << name;
     EXPECT_EQ(fit_parameter(name).quantity(f.result.profile), fit_parameter(name).quantity(f.base)) << name;

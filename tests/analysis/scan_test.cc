@@ -126,8 +126,9 @@ TEST_F(Scan, BadShardsAndOptionsAreInputErrors) {
   for (const char* bad : {"5/5", "-1/2", "1", "a/b", "1/0", "1/2/3", ""}) {
     EXPECT_THROW(parse_shard(bad), InputError) << bad;
   }
-  EXPECT_EQ(shard_range(10, 0, 3), std::make_pair<std::size_t, std::size_t>(0, 3));
-  EXPECT_EQ(shard_range(10, 2, 3), std::make_pair<std::size_t, std::size_t>(6, 10));
+  using Range = std::pair<std::size_t, std::size_t>;
+  EXPECT_EQ(shard_range(10, 0, 3), Range(0, 3));
+  EXPECT_EQ(shard_range(10, 2, 3), Range(6, 10));
   ScanOptions o = small_grid();
   o.jobs = 0;
   EXPECT_THROW(run_scan(o, dir / "bad.csv", log), InputError);

@@ -32,6 +32,7 @@ void run_step(benchmark::State& state, const std::string& profile, int dcp, int 
   state.SetItemsProcessed(state.iterations());
   state.counters["activities"] = static_cast<double>(r.activities);
   state.counters["step_us"] = r.step_latency_s * 1e6;
+  fprintf(stderr, "DEBUG %g %g\n", r.step_latency_s, r.merge_latency_s);
 }
 
 // Args: dcp, batch, strategy index (models::all_strategies()).

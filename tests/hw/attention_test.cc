@@ -1,6 +1,6 @@
-// The decode-attention kernel against the models/ reference: GQA and MLA geometries, every rank's shard of random
-// contexts (empty shards and contexts shorter than N included), both LSE bases, 16-bit inputs, every output type,
-// head-padded O, transposed LSE, padding rows, empty-row markers and forced split counts.
+// The decode-attention kernel against the models/ reference: GQA and MLA geometries, every rank's shard of
+// random contexts (empty shards and contexts shorter than N included), both LSE bases, 16-bit inputs, every
+// output type, head-padded O, transposed LSE, padding rows, empty-row markers and forced split counts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -56,12 +56,14 @@ void check_case(const Case& c, std::uint64_t seed) {
   o.attention.transposed_lse = c.transposed;
   o.attention.out_row_pad = c.pad;
   o.splits = c.splits;
-  const double coeff = 4 * models::unit_roundoff(c.kv) + 2 * models::unit_roundoff(c.out) + 64 * std::ldexp(1.0, -24);
+  const double coeff =
+      4 * models::unit_roundoff(c.kv) + 2 * models::unit_roundoff(c.out) + 64 * std::ldexp(1.0, -24);
 
   for (int r = 0; r < c.dcp; ++r) {
     const models::KvShard shard = models::shard_kv(p, r, c.dcp, c.interleave);
     const models::Partial ref = models::local_attention(p, shard, ref_o);
-    const models::Partial scale = models::local_attention(abs_p, models::shard_kv(abs_p, r, c.dcp, c.interleave), ref_o);
+    const models::Partial scale =
+        models::local_attention(abs_p, models::shard_kv(abs_p, r, c.dcp, c.interleave), ref_o);
     const models::Partial gpu = gpu_local_attention(p, shard, o);
     ASSERT_EQ(gpu.out_layout.row_stride, std::int64_t(c.heads) * c.dim + c.pad);
     for (int b = 0; b < p.rows; ++b)
@@ -75,7 +77,8 @@ void check_case(const Case& c, std::uint64_t seed) {
           }
           continue;
         }
-        ASSERT_NEAR(gl, rl, 1e-4 * std::max(1.0, std::fabs(rl))) << "rank " << r << " row " << b << " head " << h;
+        ASSERT_NEAR(gl, rl, 1e-4 * std::max(1.0, std::fabs(rl)))
+            << "rank " << r << " row " << b << " head " << h;
         for (int d = 0; d < c.dim; ++d)
           ASSERT_LE(std::fabs(gpu.o(b, h, d) - ref.o(b, h, d)), coeff * scale.o(b, h, d) + 1e-30)
               << "rank " << r << " row " << b << " head " << h << " lane " << d << " gpu " << gpu.o(b, h, d)
@@ -84,7 +87,9 @@ void check_case(const Case& c, std::uint64_t seed) {
   }
 }
 
-TEST(Attention, StubOrDevice) { DCPSIM_REQUIRE_GPU(attention_geometry(128, 128, 8)); }
+TEST(Attention, StubOrDevice) {
+  DCPSIM_REQUIRE_GPU(attention_geometry(128, 128, 8));
+}
 
 TEST(Attention, RejectsUnsupportedGeometry) {
   DCPSIM_REQUIRE_GPU(attention_geometry(128, 128, 8));
@@ -116,7 +121,8 @@ TEST(Attention, MlaRandomShapes) {
   std::mt19937 rng(11);
   for (int i = 0; i < 6; ++i) {
     const int H = std::vector<int>{16, 128, 20, 64, 8, 72}[i];
-    Case c{H, 1, 576, 512, std::vector<int>{1, 2, 3, 5, 8, 4}[i], std::vector<int>{1, 1, 16, 2, 1, 64}[i], {}};
+    Case c{H, 1, 576, 512, std::vector<int>{1, 2, 3, 5, 8, 4}[i], std::vector<int>{1, 1, 16, 2, 1, 64}[i],
+           {}};
     const int B = 1 + int(rng() % 3);
     for (int b = 0; b < B; ++b) c.contexts.push_back(std::vector<int>{0, 2, 33, 700, 2100}[rng() % 5]);
     c.base = i % 2 ? models::LseBase::kE : models::LseBase::k2;

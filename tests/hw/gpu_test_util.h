@@ -30,12 +30,12 @@ inline bool gpu_ready(const std::function<void()>& call) {
   return device_count() > 0;
 }
 
-#define DCPSIM_REQUIRE_GPU(call)                                              \
-  do {                                                                        \
-    if (!::dcpsim::hw::testing::gpu_ready([&] { call; })) {                   \
-      if (::dcpsim::hw::built_with_cuda()) GTEST_SKIP() << "no CUDA device";  \
-      return;                                                                 \
-    }                                                                         \
+#define DCPSIM_REQUIRE_GPU(call)                                             \
+  do {                                                                       \
+    if (!::dcpsim::hw::testing::gpu_ready([&] { call; })) {                  \
+      if (::dcpsim::hw::built_with_cuda()) GTEST_SKIP() << "no CUDA device"; \
+      return;                                                                \
+    }                                                                        \
   } while (0)
 
 // MLA reads V from the latent: make the problem's V the first D lanes of K.

@@ -1,6 +1,6 @@
 // The merge kernels against the models/ reference: the AG strategies' LSE correction (in place and into the
-// reduce-scatter layout), the packed all-to-all (pack bit-exact, unpack-combine) and the direct merge with its
-// flags — random N (not only powers of two), empty shards, sentinel LSEs with NaN garbage, strided O,
+// reduce-scatter layout), the packed all-to-all (pack bit-exact, unpack-combine) and the direct merge with
+// its flags — random N (not only powers of two), empty shards, sentinel LSEs with NaN garbage, strided O,
 // transposed LSE, padding rows, both bases.
 #include <gtest/gtest.h>
 
@@ -43,7 +43,8 @@ std::vector<models::Partial> partials_for(const MergeSetup& s, std::uint64_t see
   std::vector<models::Partial> parts = models::rank_partials(p, s.dcp, 1, o);
   for (auto& part : parts) {
     const auto ol = models::OutLayout::padded(p.rows, s.heads, s.dim, s.pad);
-    const auto ll = s.transposed ? models::LseLayout::transposed(p.rows, s.heads) : models::LseLayout::dense(p.rows, s.heads);
+    const auto ll = s.transposed ? models::LseLayout::transposed(p.rows, s.heads)
+                                 : models::LseLayout::dense(p.rows, s.heads);
     part = models::relayout(part, ol, ll, std::nan(""));
   }
   if (plant_sentinels && s.dcp > 1) {
@@ -56,7 +57,9 @@ std::vector<models::Partial> partials_for(const MergeSetup& s, std::uint64_t see
   return parts;
 }
 
-double lse_of(const models::Partial& p, int b, int h) { return p.l(b, h); }
+double lse_of(const models::Partial& p, int b, int h) {
+  return p.l(b, h);
+}
 
 TEST(Correct, MatchesTheReferenceScaling) {
   DCPSIM_REQUIRE_GPU(gpu_lse_correct({}, 0, {}));
@@ -73,7 +76,8 @@ TEST(Correct, MatchesTheReferenceScaling) {
     const double u = models::unit_roundoff(s.out);
     for (int r = 0; r < s.dcp; ++r)
       for (bool blocks : {false, true}) {
-        SCOPED_TRACE("case " + std::to_string(i) + " rank " + std::to_string(r) + (blocks ? " blocks" : " in place"));
+        SCOPED_TRACE("case " + std::to_string(i) + " rank " + std::to_string(r) +
+                     (blocks ? " blocks" : " in place"));
         GpuCorrectOptions o{s.base, s.out, -1, blocks};
         const GpuCorrectResult g = gpu_lse_correct(parts, r, o);
         const int B = int(s.contexts.size()), H = s.heads, J = H / s.dcp;
@@ -83,8 +87,10 @@ TEST(Correct, MatchesTheReferenceScaling) {
             for (const auto& part : parts) l.push_back(lse_of(part, b, h));
             const models::LseMerge m = models::merge_lse(l, s.base, DType::kF64);
             const double gl = g.lse[std::size_t(b) * H + h];
-            if (std::isinf(m.lse)) ASSERT_EQ(gl, m.lse);
-            else ASSERT_NEAR(gl, m.lse, 1e-5 * std::max(1.0, std::fabs(m.lse)));
+            if (std::isinf(m.lse))
+              ASSERT_EQ(gl, m.lse);
+            else
+              ASSERT_NEAR(gl, m.lse, 1e-5 * std::max(1.0, std::fabs(m.lse)));
             for (int d = 0; d < s.dim; ++d) {
               const double w = m.weights[r];
               const double want = w == 0 ? 0.0 : models::round_to(s.out, w * parts[r].o(b, h, d));
@@ -93,7 +99,8 @@ TEST(Correct, MatchesTheReferenceScaling) {
               const double got = g.out[at];
               ASSERT_FALSE(std::isnan(got)) << "row " << b << " head " << h;
               // The weight is an fp32 exp2: a few ulp of fp32 on top of the output rounding.
-              ASSERT_LE(std::fabs(got - want), (4 * u + 16 * std::ldexp(1.0, -24)) * std::fabs(want) + 1e-30) << "row " << b << " head " << h;
+              ASSERT_LE(std::fabs(got - want), (4 * u + 16 * std::ldexp(1.0, -24)) * std::fabs(want) + 1e-30)
+                  << "row " << b << " head " << h;
             }
           }
       }
@@ -111,14 +118,17 @@ TEST(Correct, PaddingRowsComeOutEmpty) {
   }
 }
 
-void expect_block_matches(const GpuMergedBlock& g, const models::RankOutput& ref, DType out, const std::string& what) {
+void expect_block_matches(const GpuMergedBlock& g, const models::RankOutput& ref, DType out,
+                          const std::string& what) {
   const double u = models::unit_roundoff(out);
   ASSERT_EQ(g.out.size(), ref.out.size()) << what;
   for (std::size_t i = 0; i < g.out.size(); ++i)
     ASSERT_LE(std::fabs(g.out[i] - ref.out[i]), 4 * u * std::fabs(ref.out[i]) + 1e-6) << what << " at " << i;
   for (std::size_t i = 0; i < g.lse.size(); ++i) {
-    if (std::isinf(ref.lse[i])) ASSERT_EQ(g.lse[i], ref.lse[i]) << what;
-    else ASSERT_NEAR(g.lse[i], ref.lse[i], 1e-5 * std::max(1.0, std::fabs(ref.lse[i]))) << what;
+    if (std::isinf(ref.lse[i]))
+      ASSERT_EQ(g.lse[i], ref.lse[i]) << what;
+    else
+      ASSERT_NEAR(g.lse[i], ref.lse[i], 1e-5 * std::max(1.0, std::fabs(ref.lse[i]))) << what;
   }
 }
 
@@ -196,7 +206,8 @@ TEST(Direct, MatchesTheReferenceOverSeveralEpochs) {
     mo.base = s.base;
     mo.out_dtype = s.out;
     const models::MergeResult ref = models::merge(parts, mo);
-    for (int r = 0; r < s.dcp; ++r) expect_block_matches(got[r], ref.ranks[r], s.out, "owner " + std::to_string(r));
+    for (int r = 0; r < s.dcp; ++r)
+      expect_block_matches(got[r], ref.ranks[r], s.out, "owner " + std::to_string(r));
   }
 }
 

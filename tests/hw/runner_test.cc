@@ -1,5 +1,6 @@
-// `hw run` end to end in emulation: every strategy, N not a power of two, GQA and MLA, eager and graph, padding
-// rows and row stamps; the step's own reference check must pass, and the trace section must say what ran.
+// `hw run` end to end in emulation: every strategy, N not a power of two, GQA and MLA, eager and graph,
+// padding rows and row stamps; the step's own reference check must pass, and the trace section must say what
+// ran.
 #include <gtest/gtest.h>
 
 #include "dcpsim/hw/runner.h"
@@ -92,8 +93,10 @@ TEST(Runner, WritesATraceSection) {
 
 TEST(Runner, RejectsWhatItCannotRun) {
   DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
-  EXPECT_THROW(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kRowStream, {8})), nullptr), InputError);
-  EXPECT_THROW(run_step(config(scenario(2, 8, 1, 64, 64, models::Strategy::kAgRs, {8})), nullptr), InputError);
+  EXPECT_THROW(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kRowStream, {8})), nullptr),
+               InputError);
+  EXPECT_THROW(run_step(config(scenario(2, 8, 1, 64, 64, models::Strategy::kAgRs, {8})), nullptr),
+               InputError);
   models::Scenario pdl = scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8});
   pdl.launch = models::LaunchMode::kPdl;
   EXPECT_THROW(run_step(config(pdl), nullptr), InputError);
@@ -108,7 +111,8 @@ TEST(Runner, RejectsWhatItCannotRun) {
 
 TEST(Runner, AgArWithHeadsNotDivisibleByN) {
   DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
-  const RunResult r = run_step(config(scenario(3, 8, 1, 128, 128, models::Strategy::kAgAr, {40, 7})), nullptr);
+  const RunResult r =
+      run_step(config(scenario(3, 8, 1, 128, 128, models::Strategy::kAgAr, {40, 7})), nullptr);
   EXPECT_TRUE(r.check.passed) << r.check.summary;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
-// What the runner knows about the machine it runs on: the devices (for trace headers and for skipping GPU tests
-// where there are none) and the CUDA/NCCL versions. No CUDA types: CPU-only builds link a stub whose calls throw
-// RuntimeError("built without CUDA ...").
+// What the runner knows about the machine it runs on: the devices (for trace headers and for skipping GPU
+// tests where there are none) and the CUDA/NCCL versions. No CUDA types: CPU-only builds link a stub whose
+// calls throw RuntimeError("built without CUDA ...").
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -18,7 +18,8 @@ namespace dcpsim::hw {
 
 // The two head geometries the decode-attention kernel is built for.
 //   GQA: D_qk = D = 128, H_kv divides H.
-//   MLA: D_qk = 576, D = 512, H_kv = 1, and V is the first 512 lanes of the 576-wide latent (read once for both).
+//   MLA: D_qk = 576, D = 512, H_kv = 1, and V is the first 512 lanes of the 576-wide latent (read once for
+//   both).
 enum class AttentionGeometry { kGqa128, kMla576 };
 
 // Throws InputError naming the unsupported extents.
@@ -30,16 +31,16 @@ struct GpuAttentionOptions {
   int splits = 0;                                 // KV splits per row; 0 = enough to fill the device
 };
 
-// Decode attention with LSE over one rank's shard (split-KV, fp32 accumulation, one combine). For MLA the shard's
-// V must equal the first D lanes of K. Returns the rank's partial in the requested layouts.
+// Decode attention with LSE over one rank's shard (split-KV, fp32 accumulation, one combine). For MLA the
+// shard's V must equal the first D lanes of K. Returns the rank's partial in the requested layouts.
 models::Partial gpu_local_attention(const models::Problem& problem, const models::KvShard& shard,
                                     const GpuAttentionOptions& options);
 
 struct GpuCorrectOptions {
   models::LseBase base = models::LseBase::kE;
   models::DType out_dtype = models::DType::kBF16;
-  int valid_rows = -1;          // rows at or past this are padding: written as 0
-  bool head_blocks = false;     // false: in place; true: out of place into [N][B][H/N][D] (the RS send layout)
+  int valid_rows = -1;       // rows at or past this are padding: written as 0
+  bool head_blocks = false;  // false: in place; true: out of place into [N][B][H/N][D] (the RS send layout)
 };
 
 struct GpuCorrectResult {
@@ -47,14 +48,16 @@ struct GpuCorrectResult {
   std::vector<double> lse;  // merged LSE [B][H] (−inf for rows empty on every rank)
 };
 
-// The AG strategies' correction on rank `rank`: reads every rank's LSE (any layouts, as after the LSE all-gather)
-// and scales that rank's O by w_r = base^(L_r − L), rounded once to out_dtype; a partial with weight 0 is never
-// read (written as 0).
-GpuCorrectResult gpu_lse_correct(std::span<const models::Partial> partials, int rank, const GpuCorrectOptions& options);
+// The AG strategies' correction on rank `rank`: reads every rank's LSE (any layouts, as after the LSE
+// all-gather) and scales that rank's O by w_r = base^(L_r − L), rounded once to out_dtype; a partial with
+// weight 0 is never read (written as 0).
+GpuCorrectResult gpu_lse_correct(std::span<const models::Partial> partials, int rank,
+                                 const GpuCorrectOptions& options);
 
-// Packs one rank's partial for `dcp` destinations in the SPEC layout, with the padding mask fused in (rows at or
-// past valid_rows travel with LSE −inf) and O zeroed wherever the LSE is not finite.
-models::A2aBuffer gpu_a2a_pack(const models::Partial& partial, int dcp, models::DType dtype, int valid_rows = -1);
+// Packs one rank's partial for `dcp` destinations in the SPEC layout, with the padding mask fused in (rows at
+// or past valid_rows travel with LSE −inf) and O zeroed wherever the LSE is not finite.
+models::A2aBuffer gpu_a2a_pack(const models::Partial& partial, int dcp, models::DType dtype,
+                               int valid_rows = -1);
 
 struct GpuMergedBlock {
   int rows = 0;
@@ -65,21 +68,21 @@ struct GpuMergedBlock {
 };
 
 // The receiver's unpack-combine: N partials from the received buffer, fp32 accumulation, one rounding.
-GpuMergedBlock gpu_a2a_combine(const models::A2aBuffer& received, models::LseBase base, models::DType out_dtype,
-                               int valid_rows = -1);
+GpuMergedBlock gpu_a2a_combine(const models::A2aBuffer& received, models::LseBase base,
+                               models::DType out_dtype, int valid_rows = -1);
 
 struct GpuDirectOptions {
   models::LseBase base = models::LseBase::kE;
   models::DType out_dtype = models::DType::kBF16;
   int valid_rows = -1;
-  int steps = 3;                         // repeated steps exercise both flag buffers and the epoch stamps
-  int skip_writer = -1;                  // testing: this rank never writes, so its owners must time out
+  int steps = 3;         // repeated steps exercise both flag buffers and the epoch stamps
+  int skip_writer = -1;  // testing: this rank never writes, so its owners must time out
   std::int64_t timeout_ns = 2'000'000'000;
 };
 
-// Direct (one-shot) merge with every rank on the current device: each rank writes its head blocks and LSE into
-// the owners' buffers and sets an epoch-stamped flag; each owner waits for N flags and combines in fp32. Returns
-// one block per owner rank (the last step's result). A flag that never arrives ends in RuntimeError.
+// Direct (one-shot) merge with every rank on the current device: each rank writes its head blocks and LSE
+// into the owners' buffers and sets an epoch-stamped flag; each owner waits for N flags and combines in fp32.
+// Returns one block per owner rank (the last step's result). A flag that never arrives ends in RuntimeError.
 std::vector<GpuMergedBlock> gpu_direct_merge(std::span<const models::Partial> partials,
                                              const GpuDirectOptions& options);
 

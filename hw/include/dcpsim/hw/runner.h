@@ -1,8 +1,9 @@
 #pragma once
-// `dcpsim hw run`: one DCP decode step (query all-gather, local attention, the strategy's merge) on real GPUs —
-// one thread per device, or one process per device under MPI — or emulated: N logical ranks on one device, each
-// collective replaced by a device-local stand-in and marked as emulated. Warm-up, repetitions, CUDA events per
-// phase per rank, medians; the merged output is checked against the fp64 no-DCP reference (models/).
+// `dcpsim hw run`: one DCP decode step (query all-gather, local attention, the strategy's merge) on real GPUs
+// — one thread per device, or one process per device under MPI — or emulated: N logical ranks on one device,
+// each collective replaced by a device-local stand-in and marked as emulated. Warm-up, repetitions, CUDA
+// events per phase per rank, medians; the merged output is checked against the fp64 no-DCP reference
+// (models/).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,15 +21,15 @@ enum class ProcessMode {
 };
 
 struct RunConfig {
-  models::Scenario scenario;        // validated; strategy ag-rs, ag-ar, a2a or direct; launch eager or graph
+  models::Scenario scenario;  // validated; strategy ag-rs, ag-ar, a2a or direct; launch eager or graph
   ProcessMode mode = ProcessMode::kEmulate;
-  std::vector<int> devices;         // kThreads: N device ordinals; kEmulate: one (default 0)
+  std::vector<int> devices;  // kThreads: N device ordinals; kEmulate: one (default 0)
   int warmup = 5;
   int reps = 20;
-  int check_rows = -1;              // rows compared with the reference; -1: all rows up to 16, else 4 sampled
-  bool row_stamps = false;          // %globaltimer per row where its LSE and output become ready
+  int check_rows = -1;      // rows compared with the reference; -1: all rows up to 16, else 4 sampled
+  bool row_stamps = false;  // %globaltimer per row where its LSE and output become ready
   std::uint64_t seed = 1;
-  int padded_rows = 0;              // extra CUDA-graph padding rows, masked like empty shards
+  int padded_rows = 0;  // extra CUDA-graph padding rows, masked like empty shards
   std::int64_t direct_timeout_ms = 2000;
 };
 
@@ -37,35 +38,36 @@ struct PhaseStats {
   std::string phase;
   std::vector<double> samples_ns;  // one per repetition
   double median_ns = 0, min_ns = 0, max_ns = 0;
-  bool emulated = false;           // a device-local stand-in for a collective
+  bool emulated = false;  // a device-local stand-in for a collective
 };
 
 struct CheckResult {
   int rows_checked = 0;
-  double rel_l2 = 0;         // ‖gpu − ref‖₂/‖ref‖₂ over the checked rows (every rank's kept heads)
+  double rel_l2 = 0;  // ‖gpu − ref‖₂/‖ref‖₂ over the checked rows (every rank's kept heads)
   double max_abs = 0;
-  double worst_bound = 0;    // max over elements of |gpu − ref| / bound (≤ 1 passes); bound from SPEC's roundings
-  double lse_max_abs = 0;    // merged LSE vs reference
+  double worst_bound =
+      0;  // max over elements of |gpu − ref| / bound (≤ 1 passes); bound from SPEC's roundings
+  double lse_max_abs = 0;  // merged LSE vs reference
   std::int64_t mismatched_nonfinite = 0;
   bool passed = false;
-  std::string summary;       // one line with the figures
+  std::string summary;  // one line with the figures
 };
 
 struct RunResult {
   std::vector<PhaseStats> phases;
-  double step_median_ns = 0;   // threads/MPI: slowest rank's step; emulate: Σ over phases of the slowest rank
+  double step_median_ns = 0;  // threads/MPI: slowest rank's step; emulate: Σ over phases of the slowest rank
   double merge_median_ns = 0;  // the phases after attention, same rule
   CheckResult check;
 };
 
 // Runs the step, writes one trace section (scenario, events of the median repetition, phase summaries, row
-// results, summary) into `sink` when it is not null, and returns the figures. Throws InputError for a scenario
-// the runner cannot run, RuntimeError for a CUDA/NCCL failure or a flag timeout; a failed check is reported in
-// the result (the caller decides the exit status).
+// results, summary) into `sink` when it is not null, and returns the figures. Throws InputError for a
+// scenario the runner cannot run, RuntimeError for a CUDA/NCCL failure or a flag timeout; a failed check is
+// reported in the result (the caller decides the exit status).
 RunResult run_step(const RunConfig& config, traces::TraceSink* sink);
 
-// A measured-trace header: source HW or EMULATED, provenance (argv, git sha, time, host), the devices with names,
-// UUIDs and bus ids, CUDA runtime/driver and NCCL versions.
+// A measured-trace header: source HW or EMULATED, provenance (argv, git sha, time, host), the devices with
+// names, UUIDs and bus ids, CUDA runtime/driver and NCCL versions.
 traces::v1::Header measured_header(ProcessMode mode, const std::vector<int>& devices,
                                    const std::vector<std::string>& argv);
 
