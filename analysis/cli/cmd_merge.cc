@@ -1,5 +1,4 @@
-// dcpsim merge: the exact reference merge of user-supplied per-rank partials (models/merge.h), JSON in and
-// out.
+// dcpsim merge: the exact reference merge (models/merge.h) of user-supplied per-rank partials, JSON in/out.
 #include <iostream>
 #include <memory>
 #include <string>

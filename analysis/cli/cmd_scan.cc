@@ -26,7 +26,8 @@ struct ScanCommand {
 };
 
 void run_scan_command(ScanCommand& c) {
-  if (!c.shard.empty()) std::tie(c.options.shard_index, c.options.shard_count) = analysis::parse_shard(c.shard);
+  if (!c.shard.empty())
+    std::tie(c.options.shard_index, c.options.shard_count) = analysis::parse_shard(c.shard);
   if (!c.nccl_algo.empty()) c.options.nccl_algo = models::parse_algorithm(c.nccl_algo);
   if (!c.nccl_proto.empty()) c.options.nccl_proto = models::parse_protocol(c.nccl_proto);
   c.options.header = !c.no_header;
@@ -45,12 +46,15 @@ void add_scan_command(CLI::App& app) {
   cmd->footer(
       "Every combination of the comma lists, in the order dcp, heads, head-dim, kv-heads, batch, context, "
       "strategy, launch (the last varies fastest); invalid combinations are skipped and reported on stderr.\n"
-      "--shard i/n keeps the i-th of n contiguous slices; only shard 0 writes the header line, so concatenating "
+      "--shard i/n keeps the i-th of n contiguous slices; only shard 0 writes the header line, so "
+      "concatenating "
       "shards 0..n-1 gives exactly the unsharded CSV. --no-header writes no header at all.\n"
-      "KV capacity per GPU = (HBM capacity - --weight-reserve-gib) / (KV bytes per token per layer x --layers).");
+      "KV capacity per GPU = (HBM capacity - --weight-reserve-gib) / (KV bytes per token per layer x "
+      "--layers).");
   o.flags.strategy = "all";
   analysis::add_scenario_flags(*cmd, o.flags, true);
-  cmd->add_option("--profile", o.profile, "hardware profile: a built-in name or a JSON file")->capture_default_str();
+  cmd->add_option("--profile", o.profile, "hardware profile: a built-in name or a JSON file")
+      ->capture_default_str();
   cmd->add_option("--out", c->out, "CSV file to write")->required();
   cmd->add_option("--jobs", o.jobs, "worker processes")->capture_default_str();
   cmd->add_option("--shard", c->shard, "i/n: simulate only the i-th of n contiguous slices of the grid");
@@ -65,7 +69,8 @@ void add_scan_command(CLI::App& app) {
   cmd->add_option("--peers-in-flight", o.peers_in_flight,
                   "transfers a rank keeps in flight to different peers (all-to-all, direct, row-stream)")
       ->capture_default_str();
-  cmd->add_option("--chunk", o.chunk_size, "scenarios per worker process (0: automatic)")->capture_default_str();
+  cmd->add_option("--chunk", o.chunk_size, "scenarios per worker process (0: automatic)")
+      ->capture_default_str();
   cmd->callback([c] { run_scan_command(*c); });
 }
 

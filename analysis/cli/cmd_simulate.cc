@@ -92,7 +92,8 @@ void add_simulate_command(CLI::App& app) {
 #else
 
 void add_simulate_command(CLI::App& app) {
-  add_unavailable_command(app, "simulate", "Simulate one DCP decode step on SimGrid", "built without SimGrid");
+  add_unavailable_command(app, "simulate", "Simulate one DCP decode step on SimGrid",
+                          "built without SimGrid");
 }
 
 #endif

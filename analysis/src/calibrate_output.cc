@@ -242,7 +242,7 @@ json calibration_json(const CalibrationResult& r, const CalibrationProvenance& p
               {"parameters", params},
               {"residuals", stats_json(r.residuals)},
               {"prediction_interval",
-               {{"z", kIntervalZ}, {"rule", "predicted x (1 +- z x residuals[figure].sigma)"}}},
+               {{"z", kIntervalZ}, {"rule", "predicted x (1 +- z x residuals[figure].sigma), half-width at least 1 ns"}}},
               {"excluded", r.excluded},
               {"warnings", r.warnings}};
   if (!r.holdout_residuals.empty()) out["holdout_residuals"] = stats_json(r.holdout_residuals);

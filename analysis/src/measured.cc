@@ -103,6 +103,7 @@ MeasuredSection read_section(const std::filesystem::path& path, int index, trace
   try {
     out.scenario = models::from_proto(s.scenario);
     out.scenario.validate();
+    out.label = out.scenario.label();
   } catch (const InputError& e) {
     throw InputError(where + ": " + e.what());
   }

@@ -41,7 +41,9 @@ std::pair<int, int> parse_shard(std::string_view text) {
 }
 
 std::pair<std::size_t, std::size_t> shard_range(std::size_t total, int index, int count) {
-  const auto edge = [&](int i) { return total * static_cast<std::size_t>(i) / static_cast<std::size_t>(count); };
+  const auto edge = [&](int i) {
+    return total * static_cast<std::size_t>(i) / static_cast<std::size_t>(count);
+  };
   return {edge(index), edge(index + 1)};
 }
 
@@ -142,7 +144,8 @@ std::vector<Chunk> make_chunks(const ScanOptions& o, std::size_t count, const st
   if (o.chunk_size <= 0) size = std::clamp<std::size_t>(size, 8, 500);
   std::vector<Chunk> chunks;
   for (std::size_t b = 0; b < count; b += size) {
-    const std::string name = out.string() + ".part" + std::to_string(chunks.size()) + "." + std::to_string(::getpid());
+    const std::string name =
+        out.string() + ".part" + std::to_string(chunks.size()) + "." + std::to_string(::getpid());
     chunks.push_back({b, std::min(count, b + size), name});
   }
   return chunks;
@@ -152,7 +155,8 @@ void check_options(const ScanOptions& o) {
   if (o.jobs < 1) throw InputError("--jobs " + std::to_string(o.jobs) + " is not an integer >= 1");
   if (o.layers < 1) throw InputError("--layers " + std::to_string(o.layers) + " is not an integer >= 1");
   if (!(o.weight_reserve_gib >= 0)) {
-    throw InputError("--weight-reserve-gib " + std::to_string(o.weight_reserve_gib) + " is not a number >= 0");
+    throw InputError("--weight-reserve-gib " + std::to_string(o.weight_reserve_gib) +
+                     " is not a number >= 0");
   }
   if (o.peers_in_flight < 1) {
     throw InputError("--peers-in-flight " + std::to_string(o.peers_in_flight) + " is not an integer >= 1");
@@ -189,7 +193,8 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
   work.scenarios.assign(valid.begin() + begin, valid.begin() + end);
 
   log << "scan: " << work.scenarios.size() << " scenarios";
-  if (o.shard_count > 1) log << " (shard " << o.shard_index << "/" << o.shard_count << " of " << valid.size() << ")";
+  if (o.shard_count > 1)
+    log << " (shard " << o.shard_index << "/" << o.shard_count << " of " << valid.size() << ")";
   log << " on " << work.profile.name << ", " << o.jobs << " job(s); KV capacity assumes " << o.layers
       << " layers and " << o.weight_reserve_gib << " GiB of HBM reserved for weights\n";
   for (const std::string& why : grid.skipped) log << "scan: skipped " << why << "\n";

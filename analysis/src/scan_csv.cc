@@ -6,15 +6,15 @@
 #include <cstdio>
 #include <string>
 
-#include "dcpsim/models/cost_kernels.h"
 #include "dcpsim/analysis/scan.h"
+#include "dcpsim/models/cost_kernels.h"
 
 namespace dcpsim::analysis {
 namespace {
 
-constexpr std::string_view kPhases[] = {sim::kPhaseQueryGather, sim::kPhaseAttention, sim::kPhaseLseGather,
-                                        sim::kPhaseCorrection,   sim::kPhaseCollective, sim::kPhasePack,
-                                        sim::kPhasePush,         sim::kPhaseWait,       sim::kPhaseCombine};
+constexpr std::string_view kPhases[] = {sim::kPhaseQueryGather, sim::kPhaseAttention,  sim::kPhaseLseGather,
+                                        sim::kPhaseCorrection,  sim::kPhaseCollective, sim::kPhasePack,
+                                        sim::kPhasePush,        sim::kPhaseWait,       sim::kPhaseCombine};
 
 std::string fixed(double v, int decimals) {
   char buf[64];
@@ -23,8 +23,8 @@ std::string fixed(double v, int decimals) {
 }
 
 std::string context_text(const models::Scenario& s) {
-  const bool uniform = std::all_of(s.contexts.begin(), s.contexts.end(),
-                                   [&](int64_t c) { return c == s.contexts.front(); });
+  const bool uniform =
+      std::all_of(s.contexts.begin(), s.contexts.end(), [&](int64_t c) { return c == s.contexts.front(); });
   return uniform ? std::to_string(s.contexts.front()) : "mixed";
 }
 
@@ -53,7 +53,8 @@ std::string plans(const sim::StepResult& r) {
 
 std::string scan_csv_header() {
   std::string h =
-      "profile,dcp,heads,kv_heads,head_dim,qk_dim,batch,context,strategy,launch,kv_dtype,out_dtype,interleave,"
+      "profile,dcp,heads,kv_heads,head_dim,qk_dim,batch,context,strategy,launch,kv_dtype,out_dtype,"
+      "interleave,"
       "step_latency_us,attention_end_us,merge_latency_us,merge_share";
   for (std::string_view p : kPhases) h += ",phase_" + std::string(p) + "_us";
   h += ",kv_tokens_per_rank,kv_bytes_per_rank,layers,weight_reserve_gib,kv_capacity_tokens_per_gpu,"
@@ -73,12 +74,12 @@ std::string scan_csv_row(const ScanOptions& o, const models::HardwareProfile& p,
   const double budget = p.gpu.hbm_capacity.si() - o.weight_reserve_gib * 1073741824.0;
   const auto capacity = static_cast<std::int64_t>(budget > 0 ? std::floor(budget / per_token) : 0.0);
 
-  std::string row = p.name + "," + std::to_string(s.dcp) + "," + std::to_string(s.heads) + "," +
-                    std::to_string(s.kv_heads) + "," + std::to_string(s.head_dim) + "," +
-                    std::to_string(s.qk_dim) + "," + std::to_string(s.rows()) + "," + context_text(s) + "," +
-                    std::string(models::to_string(s.strategy)) + "," + std::string(models::to_string(s.launch)) +
-                    "," + std::string(models::to_string(s.kv_dtype)) + "," +
-                    std::string(models::to_string(s.out_dtype)) + "," + std::to_string(s.interleave);
+  std::string row =
+      p.name + "," + std::to_string(s.dcp) + "," + std::to_string(s.heads) + "," +
+      std::to_string(s.kv_heads) + "," + std::to_string(s.head_dim) + "," + std::to_string(s.qk_dim) + "," +
+      std::to_string(s.rows()) + "," + context_text(s) + "," + std::string(models::to_string(s.strategy)) +
+      "," + std::string(models::to_string(s.launch)) + "," + std::string(models::to_string(s.kv_dtype)) +
+      "," + std::string(models::to_string(s.out_dtype)) + "," + std::to_string(s.interleave);
   row += "," + fixed(r.step_latency_s * 1e6, 6) + "," + fixed(r.attention_end_s * 1e6, 6) + "," +
          fixed(r.merge_latency_s * 1e6, 6) + "," +
          fixed(r.step_latency_s > 0 ? r.merge_latency_s / r.step_latency_s : 0.0, 6);

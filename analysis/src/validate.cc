@@ -62,7 +62,8 @@ Comparison compare(const Observation& o, double predicted_s, const std::optional
   if (cal) {
     auto it = cal->sigma.find(figure_name(o));
     if (it != cal->sigma.end()) {
-      const double half = cal->z * it->second * predicted_s;
+      // Never narrower than the traces' 1 ns resolution (exact simulated data have sigma ~1e-9).
+      const double half = std::max(cal->z * it->second * predicted_s, kIntervalFloorS);
       c.interval_low_s = predicted_s - half;
       c.interval_high_s = predicted_s + half;
       c.inside_interval = o.measured_s >= *c.interval_low_s && o.measured_s <= *c.interval_high_s;

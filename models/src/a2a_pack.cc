@@ -1,5 +1,4 @@
-// Packed all-to-all buffers as little-endian bytes, so a GPU buffer copied to the host compares byte for
-// byte.
+// Packed all-to-all buffers as little-endian bytes: a GPU buffer copied to the host compares byte by byte.
 #include "dcpsim/models/a2a_pack.h"
 
 #include <algorithm>

@@ -1,6 +1,5 @@
-// Software rounding to bf16/fp16/fp32. Everything goes through one routine that rounds a double to a binary
-// format of p significand bits and exponent range [emin, emax] in a single step, so a double is never rounded
-// twice.
+// Software rounding to bf16/fp16/fp32. A double is rounded to the target format in a single step (never
+// through fp32 first): a generic routine for any value, and a bit-level fast path for the normal range.
 #include "dcpsim/models/dtype.h"
 
 #include <algorithm>
@@ -40,10 +39,9 @@ std::uint64_t double_bits(double x) {
   return std::bit_cast<std::uint64_t>(x);
 }
 
-// Fast path for the normal range of a narrow format: round-to-nearest-even on the double's bit pattern,
-// keeping p − 1 stored bits (a carry out of the mantissa correctly bumps the exponent; below max_finite it
-// cannot overflow). Falls back to round_format for NaN, infinities, overflow and the format's subnormal
-// range.
+// Fast path for the normal range: round-to-nearest-even on the double's bit pattern, keeping p − 1 stored
+// bits (a carry out of the mantissa bumps the exponent; at most max_finite it cannot overflow). NaN, inf,
+// overflow and the format's subnormal range take round_format.
 double round_normal_bits(double x, const Format& f) {
   const double a = std::fabs(x);
   if (!(a >= f.min_normal) || !(a <= f.max_finite)) return round_format(x, f);
@@ -53,8 +51,7 @@ double round_normal_bits(double x, const Format& f) {
   return std::bit_cast<double>((bits + half) & ~((std::uint64_t{1} << drop) - 1));
 }
 
-// A quiet NaN of a format with `mantissa_bits` stored bits: sign, all-ones exponent, the double's high
-// payload.
+// A quiet NaN with `mantissa_bits` stored bits: sign, all-ones exponent, the double's high payload bits.
 std::uint16_t nan16(double x, int mantissa_bits, std::uint16_t exponent_mask) {
   const std::uint64_t bits = double_bits(x);
   const auto sign = static_cast<std::uint16_t>((bits >> 63) << 15);

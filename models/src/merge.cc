@@ -139,8 +139,7 @@ RankOutput combine(std::span<const Partial> parts, int head_begin, int head_end,
 }
 
 // AG+RS / AG+AR: after the LSE all-gather every rank knows all weights; each scales its own O_r in place
-// (stored in the output dtype), then the collective sums the N scaled partials. Returns the summed [B][H][D]
-// and [B][H] L.
+// (stored in the output dtype), then the collective sums the N scaled partials into [B][H][D] (and L).
 template <typename T>
 void all_gather_sum(std::span<const Partial> parts, const Plan& plan, const MergeOptions& o,
                     std::vector<double>& out, std::vector<double>& lse) {

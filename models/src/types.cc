@@ -1,4 +1,4 @@
-// Spellings of the shared vocabulary types. Each enum's table is the single source of its flag/file
+// Spellings of the shared vocabulary types: one table per enum, the single source of its flag and file
 // spellings.
 #include "dcpsim/models/types.h"
 

@@ -22,9 +22,15 @@ NodeId ActivityGraph::add(Kind kind, double amount, sg4::Host* from, sg4::Host* 
   return static_cast<NodeId>(nodes_.size() - 1);
 }
 
-NodeId ActivityGraph::join() { return add(Kind::kJoin, 0.0, nullptr, nullptr); }
-NodeId ActivityGraph::latency(double seconds) { return add(Kind::kLatency, seconds, nullptr, nullptr); }
-NodeId ActivityGraph::exec(sg4::Host* host, double seconds) { return add(Kind::kExec, seconds, host, nullptr); }
+NodeId ActivityGraph::join() {
+  return add(Kind::kJoin, 0.0, nullptr, nullptr);
+}
+NodeId ActivityGraph::latency(double seconds) {
+  return add(Kind::kLatency, seconds, nullptr, nullptr);
+}
+NodeId ActivityGraph::exec(sg4::Host* host, double seconds) {
+  return add(Kind::kExec, seconds, host, nullptr);
+}
 NodeId ActivityGraph::transfer(sg4::Host* from, sg4::Host* to, double bytes) {
   return add(Kind::kTransfer, bytes, from, to);
 }
@@ -80,7 +86,8 @@ void ActivityGraph::start_node(NodeId n) {
       ++activities_;
       break;
     }
-    case Kind::kJoin: break;
+    case Kind::kJoin:
+      break;
   }
 }
 

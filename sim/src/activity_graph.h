@@ -2,11 +2,11 @@
 // A dependency graph of simulated activities, run on SimGrid.
 //
 // Nodes are joins (done when their predecessors are), latencies (a fixed time that uses no resource: launch
-// latency, protocol overhead, a poll; SimGrid kernel timers), executions (a kernel's analytic duration on its GPU
-// host: an s4u::Exec) and transfers (bytes between two hosts: an s4u::Comm, sharing link bandwidth with every
-// concurrent transfer). A node starts when its last predecessor completes. SimGrid activities are created only
-// when they start: SimGrid keeps host-to-host transfers in one list it scans on every completion, so creating
-// them all up front would make a step quadratic in its transfer count.
+// latency, protocol overhead, a poll; SimGrid kernel timers), executions (a kernel's analytic duration on its
+// GPU host: an s4u::Exec) and transfers (bytes between two hosts: an s4u::Comm, sharing link bandwidth with
+// every concurrent transfer). A node starts when its last predecessor completes. SimGrid activities are
+// created only when they start: SimGrid keeps host-to-host transfers in one list it scans on every
+// completion, so creating them all up front would make a step quadratic in its transfer count.
 #include <cstdint>
 #include <string>
 #include <vector>

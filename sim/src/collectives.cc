@@ -1,14 +1,16 @@
-// NCCL collectives realised from their plans (models/cost_collectives.h) as SimGrid transfers, so that what the
-// plan predicts in isolation is what the simulation gives uncontended, and concurrent flows share the links.
+// NCCL collectives realised from their plans (models/cost_collectives.h) as SimGrid transfers, so that what
+// the plan predicts in isolation is what the simulation gives uncontended, and concurrent flows share the
+// links.
 //
 // Per plan: the base latency once per rank, then `steps` communication steps. A step's latency is the plan's
-// (protocol) latency for the link class it crosses; the route's physical latency is part of the transfer, so only
-// the difference is added as a latency node (a negative difference comes off the base latency). Transfers carry
-// bytes / efficiency, the efficiency being the plan's protocol-effective bandwidth over the physical one, so an
-// uncontended transfer takes bytes / link_bandwidth_Bps as the plan says.
-//   ring, tree  each step every rank sends to its ring successor once it has entered the collective, started the
-//               previous step and received what it brought (tree plans keep NCCL's step count and bytes on the
-//               same links); a rank is done when all its sends and receives are
+// (protocol) latency for the link class it crosses; the route's physical latency is part of the transfer, so
+// only the difference is added as a latency node (a negative difference comes off the base latency).
+// Transfers carry bytes / efficiency, the efficiency being the plan's protocol-effective bandwidth over the
+// physical one, so an uncontended transfer takes bytes / link_bandwidth_Bps as the plan says.
+//   ring, tree  each step every rank sends to its ring successor once it has entered the collective, started
+//   the
+//               previous step and received what it brought (tree plans keep NCCL's step count and bytes on
+//               the same links); a rank is done when all its sends and receives are
 //   NVLS        each step every rank sends to its domain's NVSwitch, which sends to every rank as soon as all
 //               have entered the step (multicast and reduction pipelined through the switch)
 //   p2p         one step: every rank sends a block to every peer at once (at most SimOptions::peers_in_flight
@@ -54,10 +56,13 @@ double efficiency_of(const StepGraph& step, const CollectivePlan& plan) {
   const models::HardwareProfile& p = step.profile;
   const double nvlink = p.nvlink.measured_bandwidth.si();
   switch (plan.algorithm) {
-    case Algorithm::kP2p: return p.nccl.protocol_efficiency[static_cast<std::size_t>(plan.protocol)].si();
-    case Algorithm::kNvls: return plan.link_bandwidth_Bps / nvlink;
+    case Algorithm::kP2p:
+      return p.nccl.protocol_efficiency[static_cast<std::size_t>(plan.protocol)].si();
+    case Algorithm::kNvls:
+      return plan.link_bandwidth_Bps / nvlink;
     case Algorithm::kRing:
-    case Algorithm::kTree: break;
+    case Algorithm::kTree:
+      break;
   }
   const double slowest = plan.layout.domains > 1 ? std::min(nvlink, p.internode.bandwidth.si()) : nvlink;
   return plan.link_bandwidth_Bps / slowest;
@@ -159,10 +164,13 @@ std::vector<NodeId> add_collective(StepGraph& step, const models::CollectivePlan
     throw RuntimeError(std::string(what) + ": collective plan has no usable bandwidth");
   }
   switch (plan.algorithm) {
-    case Algorithm::kNvls: return nvls(r, begin);
-    case Algorithm::kP2p: return p2p(r, begin);
+    case Algorithm::kNvls:
+      return nvls(r, begin);
+    case Algorithm::kP2p:
+      return p2p(r, begin);
     case Algorithm::kRing:
-    case Algorithm::kTree: break;
+    case Algorithm::kTree:
+      break;
   }
   return ring(r, begin);
 }

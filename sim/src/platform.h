@@ -1,15 +1,15 @@
 #pragma once
 // The simulated machine: GPUs in NVLink domains behind an NVSwitch, one NVLink port and one NIC per GPU.
 //
-// Each GPU has a split-duplex NVLink port (one link per direction) to its domain's NVSwitch and a split-duplex NIC
-// into the inter-node fabric. A transfer between GPUs of one domain crosses the sender's NVLink uplink and the
-// receiver's downlink; between domains, the two NICs (rail-optimised fabric, no oversubscription). Each domain
-// also has an NVSwitch host for NVLS collectives, reached through the GPU's NVLink port plus a switch port that
-// never limits the sum of flows (FATPIPE); it keeps every route two links long, so with network/weight-S large
-// every flow on a link gets an equal share whatever its route's latency.
+// Each GPU has a split-duplex NVLink port (one link per direction) to its domain's NVSwitch and a
+// split-duplex NIC into the inter-node fabric. A transfer between GPUs of one domain crosses the sender's
+// NVLink uplink and the receiver's downlink; between domains, the two NICs (rail-optimised fabric, no
+// oversubscription). Each domain also has an NVSwitch host for NVLS collectives, reached through the GPU's
+// NVLink port plus a switch port that never limits the sum of flows (FATPIPE); it keeps every route two links
+// long, so with network/weight-S large every flow on a link gets an equal share whatever its route's latency.
 //
-// The structure is fixed when built (SimGrid cannot change routes after sealing); bandwidths and latencies are
-// set from the profile before every scenario.
+// The structure is fixed when built (SimGrid cannot change routes after sealing); bandwidths and latencies
+// are set from the profile before every scenario.
 #include <vector>
 
 #include <simgrid/forward.h>

@@ -1,11 +1,11 @@
 #include "dcpsim/sim/report.h"
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <system_error>
-#include <unistd.h>
 
 #include "dcpsim/error.h"
 
@@ -22,8 +22,8 @@ std::string plan_text(const models::CollectivePlan& plan) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "%s/%s, %d steps of %.0f B per rank, analytic %.3f us",
                 std::string(models::to_string(plan.algorithm)).c_str(),
-                std::string(models::to_string(plan.protocol)).c_str(), plan.steps, plan.bytes_per_step_per_rank,
-                plan.analytic_time_s * 1e6);
+                std::string(models::to_string(plan.protocol)).c_str(), plan.steps,
+                plan.bytes_per_step_per_rank, plan.analytic_time_s * 1e6);
   return buf;
 }
 
@@ -63,8 +63,8 @@ std::string format_summary(const StepResult& r) {
   for (const auto& [name, durations] : phase_durations(r)) {
     const Spread s = spread(durations);
     char line[128];
-    std::snprintf(line, sizeof line, "  %-16s %10.3f %10.3f %10.3f\n", name.c_str(), s.min * 1e6, s.median * 1e6,
-                  s.max * 1e6);
+    std::snprintf(line, sizeof line, "  %-16s %10.3f %10.3f %10.3f\n", name.c_str(), s.min * 1e6,
+                  s.median * 1e6, s.max * 1e6);
     out += line;
   }
   out += "\n  rank   KV tokens   lse ready min/median/max (us)        output ready min/median/max (us)\n";

@@ -14,8 +14,8 @@ namespace {
 
 namespace sg4 = simgrid::s4u;
 
-constexpr double kClockOrigin = 4096.0;  // 2^12 s: the first scenario starts here
-constexpr double kClockLimit = 8192.0;   // 2^13 s: past this, doubles are spaced twice as far apart
+constexpr double kClockOrigin = 4096.0;   // 2^12 s: the first scenario starts here
+constexpr double kClockLimit = 8192.0;    // 2^13 s: past this, doubles are spaced twice as far apart
 constexpr double kClockReserve = 1024.0;  // no scenario starts this close to the limit
 const double kEpochQuantum = std::ldexp(1.0, -20);
 
@@ -89,12 +89,14 @@ double SimEngine::begin_epoch() {
   const double now = sg4::Engine::get_clock();
   const double origin = std::max(kClockOrigin, std::ceil(now / kEpochQuantum) * kEpochQuantum);
   if (origin >= kClockLimit - kClockReserve) {
-    throw RuntimeError("this process has simulated " + std::to_string(now - kClockOrigin) +
-                       " s, its budget for reproducible clocks; simulate the remaining scenarios in a new process");
+    throw RuntimeError(
+        "this process has simulated " + std::to_string(now - kClockOrigin) +
+        " s, its budget for reproducible clocks; simulate the remaining scenarios in a new process");
   }
   if (origin > now) sg4::Engine::get_instance()->run_until(origin);
   if (sg4::Engine::get_clock() != origin) {
-    throw RuntimeError("SimGrid's clock did not stop at the scenario origin " + std::to_string(origin) + " s");
+    throw RuntimeError("SimGrid's clock did not stop at the scenario origin " + std::to_string(origin) +
+                       " s");
   }
   return origin;
 }
@@ -114,6 +116,8 @@ void SimEngine::run(CompletionListener& listener) {
   }
 }
 
-double SimEngine::now() { return sg4::Engine::get_clock(); }
+double SimEngine::now() {
+  return sg4::Engine::get_clock();
+}
 
 }  // namespace dcpsim::sim::detail

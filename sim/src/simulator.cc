@@ -82,14 +82,24 @@ void build_step(StepGraph& step, const SimOptions& options) {
   }
   switch (s.strategy) {
     case models::Strategy::kAgRs:
-    case models::Strategy::kAgAr: detail::add_gather_merge(step, streams, options.collective); break;
-    case models::Strategy::kA2a: detail::add_a2a_merge(step, streams, options.collective); break;
-    case models::Strategy::kDirect: detail::add_direct_merge(step, streams, att); break;
-    case models::Strategy::kRowStream: detail::add_row_stream_merge(step, streams, att); break;
+    case models::Strategy::kAgAr:
+      detail::add_gather_merge(step, streams, options.collective);
+      break;
+    case models::Strategy::kA2a:
+      detail::add_a2a_merge(step, streams, options.collective);
+      break;
+    case models::Strategy::kDirect:
+      detail::add_direct_merge(step, streams, att);
+      break;
+    case models::Strategy::kRowStream:
+      detail::add_row_stream_merge(step, streams, att);
+      break;
   }
 }
 
-double at(const detail::ActivityGraph& g, const RowRef& ref) { return g.end(ref.node) + ref.offset_s; }
+double at(const detail::ActivityGraph& g, const RowRef& ref) {
+  return g.end(ref.node) + ref.offset_s;
+}
 
 StepResult collect(const StepGraph& step) {
   const detail::ActivityGraph& g = step.graph;
@@ -144,7 +154,8 @@ Simulator::Simulator(models::HardwareProfile profile, SimOptions options)
     throw InputError("simulator: max_gpus must be >= 1, got " + std::to_string(options_.max_gpus));
   }
   if (options_.peers_in_flight < 1) {
-    throw InputError("simulator: peers_in_flight must be >= 1, got " + std::to_string(options_.peers_in_flight));
+    throw InputError("simulator: peers_in_flight must be >= 1, got " +
+                     std::to_string(options_.peers_in_flight));
   }
   detail::SimEngine::instance().reserve(domain_size(profile_), options_.max_gpus);
 }
@@ -182,7 +193,8 @@ CollectiveRun Simulator::run_collective(models::Collective collective, int ranks
   run.plan = models::plan_collective(profile_, collective, ranks, bytes_per_rank, options_.collective);
   std::vector<NodeId> begin;
   for (int r = 0; r < ranks; ++r) begin.push_back(step.graph.latency(entry_s.empty() ? 0.0 : entry_s[r]));
-  const std::vector<NodeId> end = detail::add_collective(step, run.plan, begin, models::to_string(collective));
+  const std::vector<NodeId> end =
+      detail::add_collective(step, run.plan, begin, models::to_string(collective));
   step.graph.run(engine);
   double first = 0.0;
   for (int r = 0; r < ranks; ++r) {

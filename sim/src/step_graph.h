@@ -84,9 +84,9 @@ struct StepGraph {
   }
 };
 
-// A rank's CPU and GPU stream: the CPU issues kernels one after another (issue cost per launch mode); a kernel
-// starts once issued plus the launch latency, and not before its predecessor on the stream ended plus the
-// dependent-kernel gap (models/cost_launch.h).
+// A rank's CPU and GPU stream: the CPU issues kernels one after another (issue cost per launch mode); a
+// kernel starts once issued plus the launch latency, and not before its predecessor on the stream ended plus
+// the dependent-kernel gap (models/cost_launch.h).
 class RankStream {
  public:
   RankStream(StepGraph& step, int rank, std::string lane = "stream0");
@@ -112,7 +112,8 @@ class RankStream {
   std::string open_name_;
 };
 
-// Bounds one rank's outstanding peer transfers: each issued transfer also waits for the one issued W before it.
+// Bounds one rank's outstanding peer transfers: each issued transfer also waits for the one issued W before
+// it.
 class PeerWindow {
  public:
   PeerWindow(ActivityGraph& graph, int width) : graph_(graph), width_(width) {}
@@ -139,10 +140,15 @@ struct AttentionOut {
   NodeId combine_end = -1;   // split-KV combine kernel end (-1 when none)
   std::vector<RowRef> rows;  // per row: its final partial exists
 };
-void add_query_gather(StepGraph& step, std::vector<RankStream>& streams, const models::CollectiveOptions& options);
-void add_gather_merge(StepGraph& step, std::vector<RankStream>& streams, const models::CollectiveOptions& options);
-void add_a2a_merge(StepGraph& step, std::vector<RankStream>& streams, const models::CollectiveOptions& options);
-void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams, const std::vector<AttentionOut>& att);
-void add_row_stream_merge(StepGraph& step, std::vector<RankStream>& streams, const std::vector<AttentionOut>& att);
+void add_query_gather(StepGraph& step, std::vector<RankStream>& streams,
+                      const models::CollectiveOptions& options);
+void add_gather_merge(StepGraph& step, std::vector<RankStream>& streams,
+                      const models::CollectiveOptions& options);
+void add_a2a_merge(StepGraph& step, std::vector<RankStream>& streams,
+                   const models::CollectiveOptions& options);
+void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams,
+                      const std::vector<AttentionOut>& att);
+void add_row_stream_merge(StepGraph& step, std::vector<RankStream>& streams,
+                          const std::vector<AttentionOut>& att);
 
 }  // namespace dcpsim::sim::detail

@@ -1,6 +1,6 @@
-// The collective strategies after attention (SPEC "delivery strategies"): AG+RS, AG+AR and packed A2A. Each is a
-// short sequence of kernels on every rank's stream: NCCL collectives realised transfer by transfer, merge kernels
-// as analytic executions.
+// The collective strategies after attention (SPEC "delivery strategies"): AG+RS, AG+AR and packed A2A. Each
+// is a short sequence of kernels on every rank's stream: NCCL collectives realised transfer by transfer,
+// merge kernels as analytic executions.
 #include "dcpsim/models/types.h"
 #include "step_graph.h"
 
@@ -38,7 +38,8 @@ void set_rows(RankNodes& rank, int rows, NodeId lse, NodeId output) {
 
 }  // namespace
 
-void add_query_gather(StepGraph& step, std::vector<RankStream>& streams, const models::CollectiveOptions& options) {
+void add_query_gather(StepGraph& step, std::vector<RankStream>& streams,
+                      const models::CollectiveOptions& options) {
   const models::Scenario& s = step.scenario;
   const int n = s.dcp;
   // Each rank contributes the query heads of its TP rank: ⌈H/N⌉ heads of every row.
@@ -49,16 +50,17 @@ void add_query_gather(StepGraph& step, std::vector<RankStream>& streams, const m
   for (int r = 0; r < n; ++r) step.ranks[r].phases.push_back({kPhaseQueryGather, q.begin[r], q.end[r]});
 }
 
-void add_gather_merge(StepGraph& step, std::vector<RankStream>& streams, const models::CollectiveOptions& options) {
+void add_gather_merge(StepGraph& step, std::vector<RankStream>& streams,
+                      const models::CollectiveOptions& options) {
   const models::Scenario& s = step.scenario;
   const models::HardwareProfile& p = step.profile;
   const int n = s.dcp;
   const models::MergeShape m = models::merge_shape(s);
   const double out_bytes = double(models::dtype_bytes(s.out_dtype));
 
-  const CollectiveSpans lse = collective_kernel(step, streams, kPhaseLseGather, "lse_all_gather",
-                                                Collective::kAllGather, s.rows() * double(s.heads) * kLseBytes,
-                                                options);
+  const CollectiveSpans lse =
+      collective_kernel(step, streams, kPhaseLseGather, "lse_all_gather", Collective::kAllGather,
+                        s.rows() * double(s.heads) * kLseBytes, options);
   std::vector<NodeId> corr(n);
   for (int r = 0; r < n; ++r) {
     corr[r] = streams[r].kernel("correction", models::correction_time(p, m), models::correction_bytes(m));
@@ -79,7 +81,8 @@ void add_gather_merge(StepGraph& step, std::vector<RankStream>& streams, const m
   }
 }
 
-void add_a2a_merge(StepGraph& step, std::vector<RankStream>& streams, const models::CollectiveOptions& options) {
+void add_a2a_merge(StepGraph& step, std::vector<RankStream>& streams,
+                   const models::CollectiveOptions& options) {
   const models::Scenario& s = step.scenario;
   const models::HardwareProfile& p = step.profile;
   const int n = s.dcp;
@@ -92,11 +95,11 @@ void add_a2a_merge(StepGraph& step, std::vector<RankStream>& streams, const mode
   for (int r = 0; r < n; ++r) {
     pack[r] = streams[r].kernel("a2a_pack", models::a2a_pack_time(p, m), models::a2a_pack_bytes(m));
   }
-  const CollectiveSpans a2a =
-      collective_kernel(step, streams, kPhaseCollective, "all_to_all", Collective::kAllToAll, send_bytes, options);
+  const CollectiveSpans a2a = collective_kernel(step, streams, kPhaseCollective, "all_to_all",
+                                                Collective::kAllToAll, send_bytes, options);
   for (int r = 0; r < n; ++r) {
-    combine[r] =
-        streams[r].kernel("unpack_combine", models::unpack_combine_time(p, m), models::unpack_combine_bytes(m));
+    combine[r] = streams[r].kernel("unpack_combine", models::unpack_combine_time(p, m),
+                                   models::unpack_combine_bytes(m));
     RankNodes& rank = step.ranks[r];
     rank.phases.push_back({kPhasePack, pack[r], pack[r]});
     rank.phases.push_back({kPhaseCollective, a2a.begin[r], a2a.end[r]});

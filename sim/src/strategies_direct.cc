@@ -1,10 +1,12 @@
-// The one-shot strategies (SPEC "direct"): each rank writes its head blocks and LSEs straight into the owners'
-// buffers over NVLink and then sets an epoch-stamped flag; the owner polls for the flags and combines in fp32.
+// The one-shot strategies (SPEC "direct"): each rank writes its head blocks and LSEs straight into the
+// owners' buffers over NVLink and then sets an epoch-stamped flag; the owner polls for the flags and combines
+// in fp32.
 //   direct      a push kernel after attention writes every row at once; the owner's combine kernel waits for
 //               N − 1 flags
-//   row-stream  the attention kernel (or its split-KV combine) pushes each group of rows the moment it is done;
-//               a persistent combine kernel on a second stream merges rows as their partials arrive, so the merge
-//               overlaps attention. Its SMs are not taken from attention (a limit of the model).
+//   row-stream  the attention kernel (or its split-KV combine) pushes each group of rows the moment it is
+//   done;
+//               a persistent combine kernel on a second stream merges rows as their partials arrive, so the
+//               merge overlaps attention. Its SMs are not taken from attention (a limit of the model).
 // A flag store follows its data after a release fence: the flag's visibility takes flag_write_latency in all,
 // of which the route's own latency is part of the flag transfer. The owner sees the last flag half a polling
 // interval after it lands (models/cost_signals.h), but never before its kernel polls at all.
@@ -42,14 +44,15 @@ Flag push(StepGraph& step, int from, int to, double bytes, NodeId gate, int rows
   g.after(g.after_latency(data, fence), flag);
   touched.push_back(data);
   touched.push_back(flag);
-  const int span = step.add_span({from, inter ? "net" : "nvlink", traces::v1::EVENT_KIND_SIGNAL,
-                                  "flag to rank " + std::to_string(to), flag, flag, kFlagBytes, rows_begin,
-                                  rows_end});
+  const int span =
+      step.add_span({from, inter ? "net" : "nvlink", traces::v1::EVENT_KIND_SIGNAL,
+                     "flag to rank " + std::to_string(to), flag, flag, kFlagBytes, rows_begin, rows_end});
   return {flag, span};
 }
 
 double block_bytes(const models::Scenario& s, int rows) {
-  return rows * (double(s.heads) / s.dcp) * (s.head_dim * double(models::dtype_bytes(s.out_dtype)) + kLseBytes);
+  return rows * (double(s.heads) / s.dcp) *
+         (s.head_dim * double(models::dtype_bytes(s.out_dtype)) + kLseBytes);
 }
 
 // The owner's wait: from `from` until the flags are seen (never before `from`). Returns the seen node.
@@ -162,7 +165,8 @@ std::vector<std::vector<int>> combine_groups(const std::vector<RowGroups>& group
 
 }  // namespace
 
-void add_row_stream_merge(StepGraph& step, std::vector<RankStream>& streams, const std::vector<AttentionOut>& att) {
+void add_row_stream_merge(StepGraph& step, std::vector<RankStream>& streams,
+                          const std::vector<AttentionOut>& att) {
   const models::Scenario& s = step.scenario;
   const models::HardwareProfile& p = step.profile;
   ActivityGraph& g = step.graph;
@@ -170,8 +174,8 @@ void add_row_stream_merge(StepGraph& step, std::vector<RankStream>& streams, con
   const int rows = s.rows();
 
   std::vector<RowGroups> groups;
-  std::vector<std::vector<NodeId>> gate(n);                      // [rank][group]: its rows' partials exist
-  std::vector<std::vector<std::vector<Flag>>> flag(n);           // [rank][group][owner]
+  std::vector<std::vector<NodeId>> gate(n);             // [rank][group]: its rows' partials exist
+  std::vector<std::vector<std::vector<Flag>>> flag(n);  // [rank][group][owner]
   for (int r = 0; r < n; ++r) {
     groups.push_back(group_rows(att[r]));
     const RowGroups& rg = groups.back();
@@ -180,8 +184,9 @@ void add_row_stream_merge(StepGraph& step, std::vector<RankStream>& streams, con
     for (std::size_t k = 0; k < rg.rows.size(); ++k) {
       const RowRef& when = rg.when[k];
       // The epoch flips as the kernel starts; the first rows cannot be pushed before that.
-      const double offset = when.node == att[r].start ? std::max(when.offset_s, models::epoch_handshake_time(p))
-                                                      : when.offset_s;
+      const double offset = when.node == att[r].start
+                                ? std::max(when.offset_s, models::epoch_handshake_time(p))
+                                : when.offset_s;
       gate[r].push_back(g.after_latency(when.node, offset));
       flag[r].emplace_back(n);
       const int lo = rg.rows[k].front();
@@ -218,10 +223,12 @@ void add_row_stream_merge(StepGraph& step, std::vector<RankStream>& streams, con
       const NodeId own = gate[o][groups[o].group_of[members.front()]];
       const NodeId idle = g.join();
       g.after(previous, idle);
-      const NodeId seen = wait_for_flags(step, o, "stream1", idle, flags, own, members.front(), members.back() + 1);
+      const NodeId seen =
+          wait_for_flags(step, o, "stream1", idle, flags, own, members.front(), members.back() + 1);
       models::MergeShape m = models::merge_shape(s);
       m.rows = static_cast<int>(members.size());
-      const NodeId body = g.exec(step.platform.gpu(o), models::direct_combine_time(p, m) - p.kernel.floor.si());
+      const NodeId body =
+          g.exec(step.platform.gpu(o), models::direct_combine_time(p, m) - p.kernel.floor.si());
       g.after(seen, body);
       bytes += models::direct_combine_bytes(m);
       for (int b : members) {

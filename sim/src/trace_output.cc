@@ -13,18 +13,21 @@ namespace {
 
 namespace v1 = traces::v1;
 
-std::int64_t ns(double seconds) { return std::llround(seconds * 1e9); }
+std::int64_t ns(double seconds) {
+  return std::llround(seconds * 1e9);
+}
 
 std::string describe(const models::CollectivePlan& plan) {
-  return std::string(models::to_string(plan.algorithm)) + "/" + std::string(models::to_string(plan.protocol)) +
-         ", " + std::to_string(plan.steps) + " steps";
+  return std::string(models::to_string(plan.algorithm)) + "/" +
+         std::string(models::to_string(plan.protocol)) + ", " + std::to_string(plan.steps) + " steps";
 }
 
 v1::Scenario scenario_record(const StepResult& result) {
   v1::Scenario s = models::to_proto(result.scenario);
   s.set_name(result.scenario.label());
   (*s.mutable_params())["profile"] = result.profile;
-  for (const PlannedCollective& c : result.collectives) (*s.mutable_params())["plan." + c.phase] = describe(c.plan);
+  for (const PlannedCollective& c : result.collectives)
+    (*s.mutable_params())["plan." + c.phase] = describe(c.plan);
   return s;
 }
 
@@ -35,9 +38,11 @@ v1::Event transfer_event(const ActivityGraph& g, const TransferSpan& t) {
   const std::string lane = t.inter_node ? "net" : (to_switch || from_switch ? "nvswitch" : "nvlink");
   std::string name = std::string(t.what);
   if (t.what != kPhasePush) name += " step " + std::to_string(t.step);
-  name += to_switch ? " to nvswitch" : from_switch ? " from nvswitch" : " to rank " + std::to_string(t.to_rank);
-  v1::Event e = traces::make_event(rank, lane, v1::EVENT_KIND_COPY, name, ns(g.start(t.node)), ns(g.end(t.node)),
-                                   std::llround(t.bytes));
+  name += to_switch     ? " to nvswitch"
+          : from_switch ? " from nvswitch"
+                        : " to rank " + std::to_string(t.to_rank);
+  v1::Event e = traces::make_event(rank, lane, v1::EVENT_KIND_COPY, name, ns(g.start(t.node)),
+                                   ns(g.end(t.node)), std::llround(t.bytes));
   return e;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <random>
 #include <nlohmann/json.hpp>
 
 #include "calibration_test_support.h"
@@ -14,6 +15,7 @@
 #include "dcpsim/analysis/phase_map.h"
 #include "dcpsim/error.h"
 #include "dcpsim/sim/step_result.h"
+#include "dcpsim/traces/trace_collector.h"
 
 namespace dcpsim::analysis {
 namespace {
@@ -119,6 +121,43 @@ TEST(Calibrate, EmulatedTracesFitKernelsAndLaunchGapsOnly) {
   EXPECT_NE(param(f.result, "nvlink.measured_bandwidth").status.find("emulated"), std::string::npos);
   ASSERT_FALSE(f.result.excluded.empty());
   EXPECT_NE(f.result.excluded.front().find("emulat"), std::string::npos);
+}
+
+// Multiplies every phase median of `in` by (1 + relative × g), g a fixed pseudo-random standard normal draw.
+void add_noise(const std::filesystem::path& in, const std::filesystem::path& out, double relative) {
+  traces::Trace t = traces::read_trace(in);
+  std::mt19937_64 rng(20261129);
+  std::normal_distribution<double> g(0.0, 1.0);
+  for (traces::TraceSection& s : t.sections) {
+    for (auto& ph : s.phase_summaries) {
+      const double v = ph.median_ns() * (1.0 + relative * g(rng));
+      ph.set_median_ns(v);
+      ph.set_min_ns(std::min(ph.min_ns(), v));
+      ph.set_max_ns(std::max(ph.max_ns(), v));
+    }
+  }
+  traces::ProtobufTraceWriter w(out);
+  traces::replay(t, w);
+}
+
+TEST(Calibrate, NoisyMeasurementsGiveHonestStandardErrors) {
+  const Fixture& exact = sim_fit();
+  TempDir dir;
+  add_noise(exact.dir / "truth.pb", dir / "noisy.pb", 0.02);
+  const CalibrationResult r = calibrate(exact.base, load_measured(dir / "noisy.pb").sections, {});
+  // The fit's residual sigma estimates the 2% noise.
+  const ResidualStats& all = r.residuals.back();
+  EXPECT_GT(all.sigma, 0.015);
+  EXPECT_LT(all.sigma, 0.025);
+  // Each kernel number lands within four of its reported standard errors of the truth (a 1-in-15000 miss for
+  // a correct standard error), and those errors are small: ~900 figures pin them to well under 1%.
+  for (const char* name : {"kernel.floor", "kernel.hbm_efficiency_max", "attention.floor", "attention.cta_overhead"}) {
+    const ParameterResult& p = param(r, name);
+    ASSERT_TRUE(p.fitted) << name << ": " << p.status;
+    EXPECT_GT(p.relative_std_error, 0.0) << name;
+    EXPECT_LT(p.relative_std_error, 0.01) << name;
+    EXPECT_NEAR(si(r.profile, name) / si(exact.truth, name), 1.0, 4 * p.relative_std_error + 1e-4) << name;
+  }
 }
 
 TEST(Calibrate, HoldOutSectionsAreNotFittedButReported) {

@@ -1,5 +1,5 @@
-// `dcpsim merge` JSON I/O: parse errors name the problem, non-finite values round-trip as strings, and a
-// 2-rank example merged by hand.
+// `dcpsim merge` JSON I/O: parse errors name the problem, non-finite values round-trip as strings, and
+// a 2-rank example merged by hand.
 #include "dcpsim/analysis/merge_io.h"
 
 #include <cmath>

@@ -143,6 +143,8 @@ TEST_F(Scan, BadShardsAndOptionsAreInputErrors) {
 
 #else
 
-TEST(Scan, BuiltWithoutSimGrid) { GTEST_SKIP() << "built without SimGrid"; }
+TEST(Scan, BuiltWithoutSimGrid) {
+  GTEST_SKIP() << "built without SimGrid";
+}
 
 #endif

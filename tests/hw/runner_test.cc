@@ -116,5 +116,20 @@ TEST(Runner, AgArWithHeadsNotDivisibleByN) {
   EXPECT_TRUE(r.check.passed) << r.check.summary;
 }
 
+TEST(Runner, ThreadPerDeviceModeRunsOnOneDevice) {
+  // One GPU here: a group of one exercises the thread path, its NCCL communicator and the check. Groups of
+  // several GPUs run the same code with one thread per device.
+  DCPSIM_REQUIRE_GPU(run_step(config(scenario(1, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
+  RunConfig c = config(scenario(1, 16, 2, 128, 128, models::Strategy::kAgRs, {300, 0, 41}));
+  c.mode = ProcessMode::kThreads;
+  c.devices = {0};
+  c.scenario.launch = models::LaunchMode::kGraph;
+  const RunResult r = run_step(c, nullptr);
+  EXPECT_TRUE(r.check.passed) << r.check.summary;
+  ASSERT_EQ(r.phases.size(), 1u);
+  EXPECT_EQ(r.phases[0].phase, "attention");
+  EXPECT_FALSE(r.phases[0].emulated);
+}
+
 }  // namespace
 }  // namespace dcpsim::hw

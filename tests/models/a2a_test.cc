@@ -15,8 +15,7 @@
 namespace dcpsim::models {
 namespace {
 
-// B=2, H=4, D=3 with O(b,h,d) = b·100 + h·10 + d (exact in every dtype) and LSE bit patterns chosen per
-// (b,h).
+// B=2, H=4, D=3 with O(b,h,d) = b·100 + h·10 + d (exact in every dtype) and a chosen LSE bit pattern each.
 Partial make_partial(const std::vector<std::uint32_t>& lse_bits) {
   Partial p{OutLayout::dense(2, 4, 3), std::vector<double>(24), LseLayout::dense(2, 4),
             std::vector<double>(8)};
@@ -48,8 +47,7 @@ TEST(A2aPack, SixteenBitLayoutMatchesSpec) {
   const A2aBuffer buf = pack_a2a(make_partial(kLseBits), 2, DType::kBF16);
   EXPECT_EQ(buf.lanes(), 5);                                                 // D + 2
   EXPECT_EQ(buf.bytes.size(), static_cast<std::size_t>(2 * 2 * 2 * 5 * 2));  // [N][B][H/N][D+2] bf16
-  // Destination 1, row 1, local head 0 is global head 2: O = 120, 121, 122, then LSE 0xc2f6e979 split
-  // low/high.
+  // Destination 1, row 1, local head 0 = global head 2: O = 120, 121, 122, LSE 0xc2f6e979 low half first.
   const std::int64_t at = buf.element_index(1, 1, 0, 0);
   EXPECT_EQ(at, ((1 * 2 + 1) * 2 + 0) * 5);
   EXPECT_EQ(lane16(buf, at), bf16_bits(120.0));

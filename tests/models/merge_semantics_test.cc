@@ -200,8 +200,7 @@ TEST(MergeSemantics, OutputPlacementPerStrategy) {
   }
 }
 
-// Recomputes one (row, head, d) the way each strategy rounds: AG rounds every scaled partial, the others
-// once.
+// Recomputes elements the way each strategy rounds: AG rounds every scaled partial, the others only once.
 TEST(MergeSemantics, EachStrategyRoundsWhereItsKernelsDo) {
   const RankPartials s = bf16_setup();
   const MergeResult rs = merge(s.parts, merge_options(Strategy::kAgRs, DType::kBF16, DType::kF32));

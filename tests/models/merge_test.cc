@@ -1,6 +1,5 @@
 // The exact merge: the scalar LSE step by hand, and the DCP result against attention over the whole KV on
-// randomised shapes — fp64 to 1e-12, and bf16/fp16 within a bound derived from the roundings each strategy
-// makes.
+// randomised shapes: fp64 to 1e-12, bf16/fp16 within a bound derived from each strategy's roundings.
 #include "dcpsim/models/merge.h"
 
 #include <cmath>

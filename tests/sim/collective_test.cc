@@ -1,5 +1,6 @@
 // NCCL collectives realised as SimGrid transfers must reproduce their plan's analytic time when nothing else
-// contends (the plan's own alpha-beta formula), and react to skew and contention the way a ring or a switch does.
+// contends (the plan's own alpha-beta formula), and react to skew and contention the way a ring or a switch
+// does.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -96,8 +97,8 @@ TEST(Collective, RingAcrossNodesIsBoundByTheNicAndStaysNearThePlan) {
   const Simulator sim(builtin("h200-sxm"), options);
   const CollectiveRun run = sim.run_collective(Collective::kAllGather, 16, 4 << 20);
   ASSERT_EQ(run.plan.layout.domains, 2);
-  // The NIC (50 GB/s) is far slower than NVLink, so the ring is paced by it; the plan charges every step at the
-  // slowest link, the simulation only the steps that cross it, so the simulation is at most the plan.
+  // The NIC (50 GB/s) is far slower than NVLink, so the ring is paced by it; the plan charges every step at
+  // the slowest link, the simulation only the steps that cross it, so the simulation is at most the plan.
   EXPECT_LE(run.time_s, run.plan.analytic_time_s * 1.001);
   const double nic_only = 15 * (4 << 20) / builtin("h200-sxm").internode.bandwidth.si();
   EXPECT_GE(run.time_s, nic_only);

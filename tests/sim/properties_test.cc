@@ -17,7 +17,9 @@ using models::Strategy;
 using testing::builtin;
 using testing::mla;
 
-double step(const models::HardwareProfile& p, const models::Scenario& s) { return Simulator(p).run(s).step_latency_s; }
+double step(const models::HardwareProfile& p, const models::Scenario& s) {
+  return Simulator(p).run(s).step_latency_s;
+}
 
 class Monotonic : public ::testing::TestWithParam<Strategy> {};
 

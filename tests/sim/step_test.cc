@@ -51,7 +51,8 @@ TEST(Step, EachStrategyRunsItsOwnPhasesInOrder) {
       EXPECT_EQ(phase_names(r, rank), phases) << models::to_string(st);
       const auto& ph = r.ranks[rank].phases;
       for (const PhaseSpan& p : ph) EXPECT_LE(p.begin_s, p.end_s) << p.name;
-      // Stream-ordered phases do not overlap (row-stream's combine runs on a second stream, beside attention).
+      // Stream-ordered phases do not overlap (row-stream's combine runs on a second stream, beside
+      // attention).
       if (st != Strategy::kRowStream) {
         for (std::size_t i = 1; i < ph.size(); ++i) EXPECT_GE(ph[i].begin_s, ph[i - 1].end_s) << ph[i].name;
       }

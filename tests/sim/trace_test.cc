@@ -1,6 +1,6 @@
 // The trace of a simulated step: one section with events on each rank's lanes, flows from every flag to the
-// wait it releases, a row result per (row, rank), phase summaries and the step summary, all consistent with the
-// StepResult the run returned.
+// wait it releases, a row result per (row, rank), phase summaries and the step summary, all consistent with
+// the StepResult the run returned.
 #include <gtest/gtest.h>
 
 #include <algorithm>

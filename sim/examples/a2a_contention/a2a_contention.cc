@@ -16,7 +16,8 @@ int main() {
   p.nvlink.measured_bandwidth = {400, models::Unit::kGBps, "example"};
   p.nvlink.hop_latency = {0.5, models::Unit::kMicroseconds, "example"};
   p.nccl.p2p_base_latency = {6, models::Unit::kMicroseconds, "example"};
-  p.nccl.protocol_efficiency[static_cast<int>(models::Protocol::kSimple)] = {1, models::Unit::kRatio, "example"};
+  p.nccl.protocol_efficiency[static_cast<int>(models::Protocol::kSimple)] = {1, models::Unit::kRatio,
+                                                                             "example"};
 
   sim::SimOptions options;
   options.collective.protocol = models::Protocol::kSimple;

@@ -18,7 +18,8 @@ int main() {
   auto& simple = p.nccl.ring[static_cast<int>(models::Protocol::kSimple)];
   simple.base_latency = {8, models::Unit::kMicroseconds, "example"};
   simple.nvlink_hop_latency = {3, models::Unit::kMicroseconds, "example"};
-  p.nccl.protocol_efficiency[static_cast<int>(models::Protocol::kSimple)] = {1, models::Unit::kRatio, "example"};
+  p.nccl.protocol_efficiency[static_cast<int>(models::Protocol::kSimple)] = {1, models::Unit::kRatio,
+                                                                             "example"};
 
   sim::SimOptions options;
   options.collective = {models::Algorithm::kRing, models::Protocol::kSimple};
@@ -29,8 +30,8 @@ int main() {
   // Hand calculation: 8 us + 7 * (3 us + 1 MiB / 400 GB/s) = 8 + 7 * (3 + 2.62144) us = 47.35008 us.
   const double hand = 8e-6 + 7 * (3e-6 + bytes / 400e9);
   std::printf("ring all-gather, 8 ranks, 1 MiB per rank, ring/simple, %d steps\n", run.plan.steps);
-  for (int r = 0; r < 8; ++r) std::printf("  rank %d  enters %8.3f us  leaves %8.3f us\n", r, run.begin_s[r] * 1e6,
-                                          run.end_s[r] * 1e6);
+  for (int r = 0; r < 8; ++r)
+    std::printf("  rank %d  enters %8.3f us  leaves %8.3f us\n", r, run.begin_s[r] * 1e6, run.end_s[r] * 1e6);
   const double error = std::abs(run.time_s - hand) / hand;
   std::printf("simulated %.3f us, hand alpha-beta %.3f us, plan %.3f us: %s\n", run.time_s * 1e6, hand * 1e6,
               run.plan.analytic_time_s * 1e6, error <= 1e-3 ? "within 0.1%" : "DIFFERENT");

@@ -40,7 +40,9 @@ struct CalibrateOptions {
 
 // Prediction intervals: predicted × (1 ± kIntervalZ × sigma of the figure's relative residuals), a two-sided
 // 95% interval when the relative residuals are roughly normal.
+// The half-width is never below kIntervalFloorS, the 1 ns resolution of trace times.
 inline constexpr double kIntervalZ = 1.96;
+inline constexpr double kIntervalFloorS = 1e-9;
 
 // Relative residuals (predicted − measured) / measured of one kind of figure.
 struct ResidualStats {

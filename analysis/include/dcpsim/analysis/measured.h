@@ -38,7 +38,7 @@ struct MeasuredSection {
   int index = 0;                // its position in that file (0-based)
   traces::v1::Source source = traces::v1::SOURCE_UNSPECIFIED;
   models::Scenario scenario;
-  std::string label;  // traces::describe() of the section's scenario
+  std::string label;  // Scenario::label(), e.g. "dcp8 h128 d512/576 kv1 b64 ctx131072 ag-rs graph"
   std::vector<MeasuredPhase> phases;
   std::vector<MeasuredRow> rows;
   std::optional<double> step_s;  // Summary.step_latency_ns, when present

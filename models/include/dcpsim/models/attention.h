@@ -1,7 +1,7 @@
 #pragma once
-// Local decode attention on one rank's KV shard, returning the locally normalised output and its log-sum-exp
-// (SPEC "Local attention"): s_j = scale·q·k_j, L = log Σ exp(s_j) (or log2 Σ 2^(s_j·log2 e)), O = Σ exp(s_j −
-// L)·v_j.
+// Local decode attention on one rank's KV shard, returning the locally normalised output and its
+// log-sum-exp (SPEC "Local attention"): s_j = scale·q·k_j, L = log Σ exp(s_j) (base 2:
+// log2 Σ 2^(s_j·log2 e)), O = Σ exp(s_j − L)·v_j.
 #include <cstdint>
 #include <vector>
 
@@ -42,9 +42,8 @@ Partial full_attention(const Problem& problem, const AttentionOptions& options);
 std::vector<Partial> rank_partials(const Problem& problem, int dcp, int interleave,
                                    const AttentionOptions& options);
 
-// The attention options a scenario implies for its ranks: its base, scale and output dtype, an fp32 LSE (fp64
-// when the output is fp64), fp64 arithmetic (an exact kernel: the only errors left are the stores to O and
-// L).
+// The attention options a scenario implies for its ranks: its base, scale and output dtype, an fp32 LSE
+// (fp64 when the output is fp64) and fp64 arithmetic, i.e. an exact kernel whose only errors are its stores.
 AttentionOptions attention_options(const Scenario& scenario);
 
 }  // namespace dcpsim::models

@@ -10,8 +10,7 @@
 namespace dcpsim::models {
 
 // Bit patterns. Conversions to 16-bit formats round to nearest even, directly from the double (no double
-// rounding through fp32). NaN maps to a quiet NaN that keeps the sign and as many high payload bits as the
-// format holds.
+// rounding through fp32). NaN maps to a quiet NaN keeping the sign and the high payload bits that fit.
 std::uint16_t bf16_bits(double x);
 std::uint16_t fp16_bits(double x);
 double bf16_value(std::uint16_t bits);

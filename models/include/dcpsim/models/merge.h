@@ -48,15 +48,14 @@ struct MergeResult {
 };
 
 // Merges the ranks' partials (partials[r] comes from rank r) with the strategy's arithmetic:
-// - AG+RS / AG+AR: rank r scales O_r by w_r in place, rounds to out_dtype, then the N scaled partials are
-// summed
-//   (fp32, or fp64 when accumulate = kF64) and rounded once more; RS keeps heads [r·H/N, (r+1)·H/N), AR all
-//   heads.
+// - AG+RS / AG+AR: rank r scales O_r by w_r in place and rounds it to out_dtype; the N scaled partials are
+//   summed (fp32, or fp64 when accumulate = kF64) and rounded once more. RS keeps heads [r·H/N, (r+1)·H/N),
+//   AR all heads.
 // - A2A: packs (a2a_pack.h), exchanges, unpacks, combines in the accumulate type and rounds once.
-// - direct / row-stream: the owner of each head block combines the N partials in the accumulate type, rounds
-// once.
-// - N = 1: no correction; the result is the rank's own O and L (rows with an empty shard give O = 0, L =
-// −inf). Throws InputError for: no partials, mismatched shapes across ranks, H not divisible by N for a
+// - direct / row-stream: the owner of each head block combines the N partials in the accumulate type and
+//   rounds once.
+// - N = 1: no correction; the result is the rank's own O and L (rows with an empty shard: O = 0, L = −inf).
+// Throws InputError for: no partials, mismatched shapes across ranks, H not divisible by N for a
 // head-scattering strategy, an accumulate type other than kF32/kF64, valid_rows outside [-1, B], invalid
 // layouts.
 MergeResult merge(std::span<const Partial> partials, const MergeOptions& options);

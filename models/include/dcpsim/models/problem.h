@@ -1,7 +1,6 @@
 #pragma once
-// A decode attention problem: the query rows of one step and every row's full KV cache (before sharding).
-// Generated deterministically from a seed so that the CPU reference and a GPU run given the same seed see the
-// same numbers.
+// A decode attention problem: the query rows of one step and every row's full KV cache (before sharding),
+// generated deterministically from a seed so that the CPU reference and a GPU run see the same numbers.
 #include <cstdint>
 #include <vector>
 
@@ -24,8 +23,7 @@ struct Problem {
   double q_at(int row, int head, int d) const {
     return q[(static_cast<std::int64_t>(row) * heads + head) * qk_dim + d];
   }
-  // Throws InputError on inconsistent extents (H_kv not dividing H, D_qk < D, buffer sizes not matching
-  // contexts).
+  // Throws InputError on inconsistent extents (H_kv not dividing H, D_qk < D, wrong buffer sizes).
   void validate() const;
 };
 

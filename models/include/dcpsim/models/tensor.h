@@ -1,7 +1,6 @@
 #pragma once
 // Plain tensors for the reference: values in std::vector<double> plus an explicit layout. Layouts exist
-// because a rank's attention output may be head-padded (row stride larger than H·D) and its LSE may be stored
-// transposed.
+// because a rank's attention output may be head-padded (row stride > H·D) and its LSE stored transposed.
 #include <cstdint>
 #include <vector>
 

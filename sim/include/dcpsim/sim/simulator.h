@@ -2,16 +2,16 @@
 // The SimGrid simulator of one DCP decode step.
 //
 // Simulator::run() turns a Scenario into a graph of SimGrid activities on a platform built from the hardware
-// profile: per rank, the CPU issuing each kernel (issue cost per launch mode) and the GPU stream running them in
-// order (analytic durations from models/cost_kernels.h); every byte that crosses GPUs is a SimGrid communication
-// (query all-gather, LSE all-gather, reduce-scatter / all-reduce / all-to-all realised step by step from NCCL
-// plans, direct pushes and flag writes), so concurrent flows share link bandwidth (max-min).
+// profile: per rank, the CPU issuing each kernel (issue cost per launch mode) and the GPU stream running them
+// in order (analytic durations from models/cost_kernels.h); every byte that crosses GPUs is a SimGrid
+// communication (query all-gather, LSE all-gather, reduce-scatter / all-reduce / all-to-all realised step by
+// step from NCCL plans, direct pushes and flag writes), so concurrent flows share link bandwidth (max-min).
 //
-// One SimGrid engine serves the whole process (SimGrid allows one): the first simulation creates it and builds
-// every platform the process may need, after which no platform can be added. Platforms are sized for the NVLink
-// domain of each built-in profile and of every Simulator constructed before that first run, with
-// SimOptions::max_gpus GPUs (at least kDefaultMaxGpus). Runs are deterministic: the same scenario gives the same
-// result, bit for bit, whatever ran before it in the process.
+// One SimGrid engine serves the whole process (SimGrid allows one): the first simulation creates it and
+// builds every platform the process may need, after which no platform can be added. Platforms are sized for
+// the NVLink domain of each built-in profile and of every Simulator constructed before that first run, with
+// SimOptions::max_gpus GPUs (at least kDefaultMaxGpus). Runs are deterministic: the same scenario gives the
+// same result, bit for bit, whatever ran before it in the process.
 #include <memory>
 #include <vector>
 
@@ -29,8 +29,9 @@ struct SimOptions {
   models::CollectiveOptions collective;  // force NCCL's algorithm / protocol (like NCCL_ALGO / NCCL_PROTO)
   int max_gpus = kDefaultMaxGpus;        // GPUs of the platform for this profile's domain size
   // Transfers a rank keeps in flight to different peers (all-to-all, direct and row-stream pushes): the k-th
-  // waits for the (k − W)-th. NCCL spreads send/recv peers over a bounded set of channels, and a push kernel's
-  // CTAs take peers in rounds; groups of up to W + 1 ranks (every single-node group) are not limited at all.
+  // waits for the (k − W)-th. NCCL spreads send/recv peers over a bounded set of channels, and a push
+  // kernel's CTAs take peers in rounds; groups of up to W + 1 ranks (every single-node group) are not limited
+  // at all.
   int peers_in_flight = 16;
 };
 
@@ -48,10 +49,11 @@ class Simulator {
   // platform for this profile's NVLink domain size (construct such simulators before the first run).
   explicit Simulator(models::HardwareProfile profile, SimOptions options = {});
 
-  // Simulates one decode step. Throws InputError for an invalid scenario (Scenario::validate(), a group larger
-  // than the platform, a group beyond one NVLink domain on a profile without an inter-node fabric) and
-  // RuntimeError when some rank did not finish. With a sink, emits one trace section: the scenario, events per
-  // rank and lane, flows from each flag to the wait it releases, row results, phase summaries and the summary.
+  // Simulates one decode step. Throws InputError for an invalid scenario (Scenario::validate(), a group
+  // larger than the platform, a group beyond one NVLink domain on a profile without an inter-node fabric) and
+  // RuntimeError when some rank did not finish. With a sink, emits one trace section: the scenario, events
+  // per rank and lane, flows from each flag to the wait it releases, row results, phase summaries and the
+  // summary.
   StepResult run(const models::Scenario& scenario, traces::TraceSink* sink = nullptr) const;
 
   // Realises one collective plan on `ranks` ranks; rank r enters at entry_s[r] (all at 0 when empty).
@@ -66,8 +68,9 @@ class Simulator {
   SimOptions options_;
 };
 
-// The trace header for simulated traces: provenance (version, git sha, argv, time, host) plus the profile's name,
-// key numbers and whole JSON text.
-traces::v1::Header sim_trace_header(const models::HardwareProfile& profile, std::vector<std::string> argv = {});
+// The trace header for simulated traces: provenance (version, git sha, argv, time, host) plus the profile's
+// name, key numbers and whole JSON text.
+traces::v1::Header sim_trace_header(const models::HardwareProfile& profile,
+                                    std::vector<std::string> argv = {});
 
 }  // namespace dcpsim::sim

@@ -1,6 +1,7 @@
 #pragma once
-// What the simulator reports for one DCP decode step. Every time is in seconds relative to the step's start (the
-// moment the CPUs begin issuing its kernels), so results do not depend on where the step sits on SimGrid's clock.
+// What the simulator reports for one DCP decode step. Every time is in seconds relative to the step's start
+// (the moment the CPUs begin issuing its kernels), so results do not depend on where the step sits on
+// SimGrid's clock.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -41,10 +42,12 @@ struct RankTimeline {
   double done_s = 0.0;            // its last kernel ends
   std::int64_t kv_tokens = 0;     // KV tokens it holds over all rows (SPEC sharding)
   std::int64_t kv_bytes = 0;      // bytes of those tokens (one layer; models::kv_bytes_per_token)
-  // Per row: when this rank's partial (O_r, L_r) of the row exists (its attention, or split-KV combine, is done).
+  // Per row: when this rank's partial (O_r, L_r) of the row exists (its attention, or split-KV combine, is
+  // done).
   std::vector<double> partial_ready_s;
-  // Per row: when the row's merged LSE can be formed on this rank (every rank's partial LSE is there), and when
-  // the row's merged output for this rank's heads is final. With N = 1 both are the row's attention result.
+  // Per row: when the row's merged LSE can be formed on this rank (every rank's partial LSE is there), and
+  // when the row's merged output for this rank's heads is final. With N = 1 both are the row's attention
+  // result.
   std::vector<double> lse_ready_s;
   std::vector<double> output_ready_s;
 };
@@ -60,10 +63,10 @@ struct StepResult {
   std::string profile;
   std::vector<RankTimeline> ranks;
   std::vector<PlannedCollective> collectives;
-  double step_latency_s = 0.0;    // the last rank's last kernel
-  double attention_end_s = 0.0;   // the last rank's attention
-  double merge_latency_s = 0.0;   // step_latency_s − attention_end_s: what the merge adds after attention
-  std::int64_t activities = 0;    // SimGrid activities (communications and executions) the step used
+  double step_latency_s = 0.0;   // the last rank's last kernel
+  double attention_end_s = 0.0;  // the last rank's attention
+  double merge_latency_s = 0.0;  // step_latency_s − attention_end_s: what the merge adds after attention
+  std::int64_t activities = 0;   // SimGrid activities (communications and executions) the step used
 
   // The named phase of a rank, or nullptr when that rank has no such phase.
   const PhaseSpan* phase(int rank, std::string_view name) const;
