@@ -171,6 +171,11 @@ void check_options(const ScanOptions& o) {
 
 ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std::ostream& log) {
   check_options(o);
+  const std::filesystem::path dir = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  if (out.empty() || !std::filesystem::is_directory(dir, ec)) {
+    throw InputError("--out '" + out.string() + "': directory '" + dir.string() + "' does not exist");
+  }
   const auto start = std::chrono::steady_clock::now();
   Work work{o, models::load_profile(o.profile), {}, {}};
   if (o.nccl_algo) work.sim.collective.algorithm = o.nccl_algo;
