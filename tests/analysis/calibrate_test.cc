@@ -162,7 +162,9 @@ TEST(Calibrate, NoisyMeasurementsGiveHonestStandardErrors) {
   }
   // Whatever was not fitted says why.
   for (const ParameterResult& p : r.parameters) {
-    if (!p.fitted) EXPECT_NE(p.status.find("kept from the base profile"), std::string::npos) << p.name;
+    if (!p.fitted) {
+      EXPECT_NE(p.status.find("kept from the base profile"), std::string::npos) << p.name;
+    }
   }
 }
 
