@@ -23,6 +23,7 @@ struct CalibrateArgs {
   int max_iterations = 20;
   double max_std_error = 0.5;
   bool verbose = false;
+  bool plain = false;
 };
 
 std::string pct(double x) {
@@ -56,6 +57,10 @@ void print_result(const analysis::CalibrationResult& r, const std::string& out) 
   }
   print_stats("fit residuals:", r.residuals);
   if (!r.holdout_residuals.empty()) print_stats("held-out residuals:", r.holdout_residuals);
+  if (r.downweighted > 0) {
+    std::cout << r.downweighted << " figures down-weighted as outliers (Huber's loss); the largest:\n";
+    for (std::size_t i = 0; i < std::min<std::size_t>(r.outliers.size(), 5); ++i) std::cout << "  " << r.outliers[i] << "\n";
+  }
   for (const std::string& e : r.excluded) std::cout << "note: left out " << e << "\n";
   for (const std::string& w : r.warnings) std::cerr << "warning: " << w << "\n";
   std::cout << "wrote " << out << " and " << analysis::calibration_sidecar(out).string() << "\n";
@@ -78,6 +83,7 @@ void run(const CalibrateArgs& a) {
   analysis::CalibrateOptions options;
   options.max_iterations = a.max_iterations;
   options.max_relative_std_error = a.max_std_error;
+  options.robust = !a.plain;
   if (!a.fix.empty()) options.fixed = analysis::split_list(a.fix, "--fix");
   if (a.verbose) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   analysis::CalibrationResult result =
@@ -125,6 +131,8 @@ void add_calibrate_command(CLI::App& app) {
                   "Revert parameters whose relative standard error exceeds this (default 0.5)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--verbose", args->verbose, "Print each Gauss-Newton iteration on stderr");
+  cmd->add_flag("--least-squares", args->plain,
+                "Plain least squares instead of Huber's loss (every figure weighs the same, outliers too)");
   cmd->callback([args] { run(*args); });
 }
 

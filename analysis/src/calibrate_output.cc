@@ -58,8 +58,8 @@ const ResidualStats* find_stats(const std::vector<ResidualStats>& v, const std::
 json stats_json(const std::vector<ResidualStats>& v) {
   json out = json::object();
   for (const ResidualStats& s : v) {
-    out[s.figure] = {{"count", s.count}, {"p50", s.p50},   {"p90", s.p90},
-                     {"max", s.max},     {"mean", s.mean}, {"sigma", s.sigma}};
+    out[s.figure] = {{"count", s.count}, {"p50", s.p50},   {"p90", s.p90}, {"max", s.max},
+                     {"mean", s.mean},   {"rms", s.rms},   {"sigma", s.sigma}};
   }
   return out;
 }
@@ -242,7 +242,10 @@ json calibration_json(const CalibrationResult& r, const CalibrationProvenance& p
               {"parameters", params},
               {"residuals", stats_json(r.residuals)},
               {"prediction_interval",
-               {{"z", kIntervalZ}, {"rule", "predicted x (1 +- z x residuals[figure].sigma), half-width at least 1 ns"}}},
+               {{"z", kIntervalZ}, {"rule", "predicted x (1 +- z x residuals[figure].sigma), half-width at least 1 ns; sigma = 1.4826 x "
+                        "median |relative residual|"}}},
+              {"loss", {{"kind", "huber on relative residuals"}, {"downweighted_figures", r.downweighted}}},
+              {"largest_residuals", r.outliers},
               {"excluded", r.excluded},
               {"warnings", r.warnings}};
   if (!r.holdout_residuals.empty()) out["holdout_residuals"] = stats_json(r.holdout_residuals);

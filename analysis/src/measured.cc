@@ -80,12 +80,15 @@ std::vector<MeasuredRow> read_rows(const traces::TraceSection& s, const std::str
     for (const auto& e : s.events) origin_ns = std::min(origin_ns, double(e.start_ns()));
   }
   const int n_rows = s.scenario.contexts_size();
+  const int padded = std::max(0, s.scenario.padded_rows());
   for (const auto& r : s.row_results) {
-    if (r.row() < 0 || r.row() >= n_rows || r.rank() < 0 || r.rank() >= s.scenario.dcp()) {
+    if (r.row() < 0 || r.row() >= n_rows + padded || r.rank() < 0 || r.rank() >= s.scenario.dcp()) {
       throw InputError(where + ": row result for row " + std::to_string(r.row()) + " rank " +
                        std::to_string(r.rank()) + " is outside the scenario's " + std::to_string(n_rows) +
-                       " rows and " + std::to_string(s.scenario.dcp()) + " ranks");
+                       " rows (+" + std::to_string(padded) + " padding) and " + std::to_string(s.scenario.dcp()) +
+                       " ranks");
     }
+    if (r.row() >= n_rows) continue;  // CUDA-graph padding: masked like an empty shard, nothing to compare
     rows.push_back({r.row(), r.rank(), (double(r.lse_ready_ns()) - origin_ns) * kNs,
                     (double(r.output_ready_ns()) - origin_ns) * kNs});
   }
@@ -98,15 +101,15 @@ MeasuredSection read_section(const std::filesystem::path& path, int index, trace
   out.trace = path;
   out.index = index;
   out.source = source;
-  out.label = traces::describe(s.scenario);
-  const std::string where = out.where();
   try {
     out.scenario = models::from_proto(s.scenario);
-    out.scenario.validate();
     out.label = out.scenario.label();
+    out.scenario.validate();
   } catch (const InputError& e) {
-    throw InputError(where + ": " + e.what());
+    if (out.label.empty()) out.label = traces::describe(s.scenario);
+    throw InputError(out.where() + ": " + e.what());
   }
+  const std::string where = out.where();
   if (s.phase_summaries.empty()) {
     throw InputError(where +
                      ": no phase summaries (calibrate and validate compare per-phase medians; a trace "

@@ -15,6 +15,9 @@
 #include "trace_out.h"
 
 #if defined(DCPSIM_HW_MPI)
+// The C API only: the deprecated C++ bindings of some MPIs do not compile warning-free.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 #endif
 

@@ -133,15 +133,19 @@ void ActivityGraph::run(SimEngine& engine) {
   engine.run(*this);
 
   if (completed_ != nodes_.size()) {
-    for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) {
-      if (nodes_[n].end_s >= 0) continue;
-      std::string what = "activity #" + std::to_string(n);
-      for (const auto& [id, text] : labels_) {
-        if (id == n) what = text;
+    // Name the earliest unfinished labelled activity (a kernel), else the first unfinished one.
+    std::string what;
+    for (const auto& [id, text] : labels_) {
+      if (nodes_[id].end_s < 0) {
+        what = text;
+        break;
       }
-      throw RuntimeError("the simulation ended with " + std::to_string(nodes_.size() - completed_) +
-                         " activities unfinished (first: " + what + "): some rank did not finish the step");
     }
+    for (NodeId n = 0; what.empty() && n < static_cast<NodeId>(nodes_.size()); ++n) {
+      if (nodes_[n].end_s < 0) what = "activity #" + std::to_string(n);
+    }
+    throw RuntimeError("the simulation ended with " + std::to_string(nodes_.size() - completed_) +
+                       " activities unfinished (" + what + "): some rank did not finish the step");
   }
 }
 

@@ -1,5 +1,7 @@
 #include "step_graph.h"
 
+#include <string>
+
 namespace dcpsim::sim::detail {
 
 RankStream::RankStream(StepGraph& step, int rank, std::string lane)
@@ -18,6 +20,7 @@ NodeId RankStream::begin(std::string_view name) {
   const NodeId start = g.join();
   g.after(g.after_latency(issue, models::gpu_launch_latency(p)), start);
   if (last_end_ >= 0) g.after(g.after_latency(last_end_, models::dependent_kernel_gap(p, mode)), start);
+  g.label(start, "rank " + std::to_string(rank_) + " " + std::string(name) + " kernel");
   open_begin_ = start;
   open_name_ = name;
   return start;

@@ -163,87 +163,101 @@ std::vector<std::vector<int>> combine_groups(const std::vector<RowGroups>& group
   return out;
 }
 
-}  // namespace
+// Sender side: each rank pushes each group of rows to every owner once the group's partials exist.
+struct RowPushes {
+  std::vector<RowGroups> groups;
+  std::vector<std::vector<NodeId>> gate;             // [rank][group]: its rows' partials exist
+  std::vector<std::vector<std::vector<Flag>>> flag;  // [rank][group][owner]
+};
 
-void add_row_stream_merge(StepGraph& step, std::vector<RankStream>& streams,
-                          const std::vector<AttentionOut>& att) {
+RowPushes push_rows(StepGraph& step, const std::vector<AttentionOut>& att) {
   const models::Scenario& s = step.scenario;
-  const models::HardwareProfile& p = step.profile;
   ActivityGraph& g = step.graph;
   const int n = s.dcp;
-  const int rows = s.rows();
-
-  std::vector<RowGroups> groups;
-  std::vector<std::vector<NodeId>> gate(n);             // [rank][group]: its rows' partials exist
-  std::vector<std::vector<std::vector<Flag>>> flag(n);  // [rank][group][owner]
+  RowPushes out{{}, std::vector<std::vector<NodeId>>(n), std::vector<std::vector<std::vector<Flag>>>(n)};
   for (int r = 0; r < n; ++r) {
-    groups.push_back(group_rows(att[r]));
-    const RowGroups& rg = groups.back();
+    out.groups.push_back(group_rows(att[r]));
+    const RowGroups& rg = out.groups.back();
     std::vector<NodeId> touched;
     PeerWindow window(g, step.peers_in_flight);
     for (std::size_t k = 0; k < rg.rows.size(); ++k) {
       const RowRef& when = rg.when[k];
       // The epoch flips as the kernel starts; the first rows cannot be pushed before that.
       const double offset = when.node == att[r].start
-                                ? std::max(when.offset_s, models::epoch_handshake_time(p))
+                                ? std::max(when.offset_s, models::epoch_handshake_time(step.profile))
                                 : when.offset_s;
-      gate[r].push_back(g.after_latency(when.node, offset));
-      flag[r].emplace_back(n);
+      out.gate[r].push_back(g.after_latency(when.node, offset));
+      out.flag[r].emplace_back(n);
       const int lo = rg.rows[k].front();
       const int hi = rg.rows[k].back() + 1;
+      const double bytes = block_bytes(s, static_cast<int>(rg.rows[k].size()));
       for (int j = 1; j < n; ++j) {
         const int owner = (r + j) % n;
-        const double bytes = block_bytes(s, static_cast<int>(rg.rows[k].size()));
-        flag[r][k][owner] = push(step, r, owner, bytes, gate[r][k], lo, hi, touched, window);
+        out.flag[r][k][owner] = push(step, r, owner, bytes, out.gate[r][k], lo, hi, touched, window);
       }
     }
     const NodeId first = g.join();
-    g.after(gate[r].front(), first);
+    g.after(out.gate[r].front(), first);
     step.ranks[r].phases.push_back({kPhasePush, first, g.join_of(touched)});
   }
+  return out;
+}
 
-  const std::vector<std::vector<int>> merged = combine_groups(groups, att, rows);
-  for (int o = 0; o < n; ++o) {
-    RankStream combine(step, o, "stream1");
-    combine.share_cpu_with(streams[o]);
-    const NodeId start = combine.begin("row_stream_combine");
-    NodeId previous = g.exec(step.platform.gpu(o), p.kernel.floor.si());  // the persistent kernel's prologue
-    g.after(start, previous);
-    RankNodes& rank = step.ranks[o];
-    rank.lse_ready.assign(rows, RowRef{});
-    rank.output_ready.assign(rows, RowRef{});
-    NodeId first_body = -1;
-    NodeId last_seen = previous;
-    double bytes = 0.0;
-    for (const std::vector<int>& members : merged) {
-      std::vector<Flag> flags;
-      for (int r = 0; r < n; ++r) {
-        if (r != o) flags.push_back(flag[r][groups[r].group_of[members.front()]][o]);
-      }
-      const NodeId own = gate[o][groups[o].group_of[members.front()]];
-      const NodeId idle = g.join();
-      g.after(previous, idle);
-      const NodeId seen =
-          wait_for_flags(step, o, "stream1", idle, flags, own, members.front(), members.back() + 1);
-      models::MergeShape m = models::merge_shape(s);
-      m.rows = static_cast<int>(members.size());
-      const NodeId body =
-          g.exec(step.platform.gpu(o), models::direct_combine_time(p, m) - p.kernel.floor.si());
-      g.after(seen, body);
-      bytes += models::direct_combine_bytes(m);
-      for (int b : members) {
-        rank.lse_ready[b] = {seen, 0.0};
-        rank.output_ready[b] = {body, 0.0};
-      }
-      if (first_body < 0) first_body = body;
-      previous = body;
-      last_seen = seen;
+// Owner side: a persistent kernel on a second stream merges each group of rows once every rank's partial of
+// it has landed, in the expected order; the kernel's floor is paid once, as its prologue.
+void combine_rows(StepGraph& step, RankStream& main_stream, const RowPushes& pushes,
+                  const std::vector<std::vector<int>>& merged) {
+  const models::HardwareProfile& p = step.profile;
+  ActivityGraph& g = step.graph;
+  const int o = main_stream.rank();
+  const int n = step.scenario.dcp;
+  RankStream combine(step, o, "stream1");
+  combine.share_cpu_with(main_stream);
+  const NodeId start = combine.begin("row_stream_combine");
+  NodeId previous = g.exec(step.platform.gpu(o), p.kernel.floor.si());
+  g.after(start, previous);
+  RankNodes& rank = step.ranks[o];
+  rank.lse_ready.assign(step.scenario.rows(), RowRef{});
+  rank.output_ready.assign(step.scenario.rows(), RowRef{});
+  NodeId first_body = -1;
+  NodeId last_seen = previous;
+  double bytes = 0.0;
+  for (const std::vector<int>& members : merged) {
+    std::vector<Flag> flags;
+    for (int r = 0; r < n; ++r) {
+      if (r != o) flags.push_back(pushes.flag[r][pushes.groups[r].group_of[members.front()]][o]);
     }
-    combine.finish(previous, traces::v1::EVENT_KIND_KERNEL, bytes);
-    rank.phases.push_back({kPhaseWait, start, last_seen});
-    rank.phases.push_back({kPhaseCombine, first_body, previous});
-    rank.done = g.join_of({streams[o].last_end(), previous});
+    const NodeId own = pushes.gate[o][pushes.groups[o].group_of[members.front()]];
+    const NodeId idle = g.join();
+    g.after(previous, idle);
+    const NodeId seen =
+        wait_for_flags(step, o, "stream1", idle, flags, own, members.front(), members.back() + 1);
+    models::MergeShape m = models::merge_shape(step.scenario);
+    m.rows = static_cast<int>(members.size());
+    const NodeId body = g.exec(step.platform.gpu(o), models::direct_combine_time(p, m) - p.kernel.floor.si());
+    g.after(seen, body);
+    bytes += models::direct_combine_bytes(m);
+    for (int b : members) {
+      rank.lse_ready[b] = {seen, 0.0};
+      rank.output_ready[b] = {body, 0.0};
+    }
+    if (first_body < 0) first_body = body;
+    previous = body;
+    last_seen = seen;
   }
+  combine.finish(previous, traces::v1::EVENT_KIND_KERNEL, bytes);
+  rank.phases.push_back({kPhaseWait, start, last_seen});
+  rank.phases.push_back({kPhaseCombine, first_body, previous});
+  rank.done = g.join_of({main_stream.last_end(), previous});
+}
+
+}  // namespace
+
+void add_row_stream_merge(StepGraph& step, std::vector<RankStream>& streams,
+                          const std::vector<AttentionOut>& att) {
+  const RowPushes pushes = push_rows(step, att);
+  const std::vector<std::vector<int>> merged = combine_groups(pushes.groups, att, step.scenario.rows());
+  for (RankStream& stream : streams) combine_rows(step, stream, pushes, merged);
 }
 
 }  // namespace dcpsim::sim::detail

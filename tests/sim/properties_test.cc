@@ -35,6 +35,7 @@ TEST_P(Monotonic, MoreBandwidthNeverSlower) {
     EXPECT_LE(t, previous * (1 + 1e-12)) << "x" << factor;
     previous = t;
   }
+  EXPECT_LT(previous, step(p, s));  // links matter: four times the bandwidth is strictly faster
   models::HardwareProfile hbm = p;
   hbm.gpu.hbm_bandwidth_measured.value *= 2;
   EXPECT_LT(step(hbm, s), step(p, s));

@@ -34,6 +34,8 @@ struct CalibrateOptions {
   double max_relative_std_error = 0.5;
   // Parameters never fitted (names from fit_params.h), e.g. to keep a number measured another way.
   std::vector<std::string> fixed;
+  // Huber's loss instead of plain least squares, so that a few pathological figures do not drag the fit.
+  bool robust = true;
   // Called with one line per Gauss–Newton iteration when set.
   std::function<void(const std::string&)> progress;
 };
@@ -50,7 +52,10 @@ struct ResidualStats {
   int count = 0;
   double p50 = 0, p90 = 0, max = 0;  // of |relative residual|
   double mean = 0;                   // signed: a bias
-  double sigma = 0;                  // root mean square of the relative residuals (prediction intervals)
+  double rms = 0;                    // root mean square
+  // 1.4826 × p50: a standard deviation robust to outliers (equal to it for normal residuals), used for
+  // prediction intervals so that a few pathological figures do not widen every band.
+  double sigma = 0;
 };
 
 // Groups relative residuals by figure; the result's last entry is "all".
@@ -98,6 +103,8 @@ struct CalibrationResult {
   int iterations = 0;
   std::vector<std::string> excluded;  // figures left out and why
   std::vector<std::string> warnings;
+  int downweighted = 0;               // figures Huber's loss treated as outliers (weight < 1)
+  std::vector<std::string> outliers;  // the largest fit residuals, one line each
 };
 
 // Fits `base` to the figures of `fit`; figures of `holdout` are only re-simulated with the result. Throws
