@@ -56,10 +56,22 @@ void print_result(const analysis::CalibrationResult& r, const std::string& out) 
                 quantity(p.result).c_str(), pct(p.relative_std_error).c_str(), p.at_bound ? " at bound" : "");
   }
   print_stats("fit residuals:", r.residuals);
+  if (!r.per_kernel_type.empty()) {
+    std::cout
+        << "each kernel phase fitted alone (in the sidecar; the profile has one memory-kernel model):\n";
+    for (const analysis::KernelTypeFit& f : r.per_kernel_type) {
+      std::printf("  %-12s n=%-5d |rel err| p50 %-8s p90 %-8s", f.figure.c_str(), f.figures,
+                  pct(f.residuals.p50).c_str(), pct(f.residuals.p90).c_str());
+      for (const analysis::ParameterResult& p : f.parameters)
+        std::printf(" %s=%s", p.name.c_str(), quantity(p.result).c_str());
+      std::printf("\n");
+    }
+  }
   if (!r.holdout_residuals.empty()) print_stats("held-out residuals:", r.holdout_residuals);
   if (r.downweighted > 0) {
     std::cout << r.downweighted << " figures down-weighted as outliers (Huber's loss); the largest:\n";
-    for (std::size_t i = 0; i < std::min<std::size_t>(r.outliers.size(), 5); ++i) std::cout << "  " << r.outliers[i] << "\n";
+    for (std::size_t i = 0; i < std::min<std::size_t>(r.outliers.size(), 5); ++i)
+      std::cout << "  " << r.outliers[i] << "\n";
   }
   for (const std::string& e : r.excluded) std::cout << "note: left out " << e << "\n";
   for (const std::string& w : r.warnings) std::cerr << "warning: " << w << "\n";

@@ -58,8 +58,24 @@ const ResidualStats* find_stats(const std::vector<ResidualStats>& v, const std::
 json stats_json(const std::vector<ResidualStats>& v) {
   json out = json::object();
   for (const ResidualStats& s : v) {
-    out[s.figure] = {{"count", s.count}, {"p50", s.p50},   {"p90", s.p90}, {"max", s.max},
-                     {"mean", s.mean},   {"rms", s.rms},   {"sigma", s.sigma}};
+    out[s.figure] = {{"count", s.count}, {"p50", s.p50}, {"p90", s.p90},    {"max", s.max},
+                     {"mean", s.mean},   {"rms", s.rms}, {"sigma", s.sigma}};
+  }
+  return out;
+}
+
+json per_type_json(const std::vector<KernelTypeFit>& fits) {
+  json out = json::object();
+  for (const KernelTypeFit& f : fits) {
+    json params = json::object();
+    for (const ParameterResult& p : f.parameters) {
+      params[p.name] = {{"value", p.result.value},
+                        {"unit", std::string(models::to_string(p.result.unit))},
+                        {"relative_std_error", p.relative_std_error},
+                        {"at_bound", p.at_bound}};
+    }
+    out[f.figure] = {
+        {"figures", f.figures}, {"parameters", params}, {"residuals", stats_json({f.residuals})[f.figure]}};
   }
   return out;
 }
@@ -242,13 +258,16 @@ json calibration_json(const CalibrationResult& r, const CalibrationProvenance& p
               {"parameters", params},
               {"residuals", stats_json(r.residuals)},
               {"prediction_interval",
-               {{"z", kIntervalZ}, {"rule", "predicted x (1 +- z x residuals[figure].sigma), half-width at least 1 ns; sigma = 1.4826 x "
-                        "median |relative residual|"}}},
+               {{"z", kIntervalZ},
+                {"rule",
+                 "predicted x (1 +- z x residuals[figure].sigma), half-width at least 1 ns; sigma = 1.4826 x "
+                 "median |relative residual|"}}},
               {"loss", {{"kind", "huber on relative residuals"}, {"downweighted_figures", r.downweighted}}},
               {"largest_residuals", r.outliers},
               {"excluded", r.excluded},
               {"warnings", r.warnings}};
   if (!r.holdout_residuals.empty()) out["holdout_residuals"] = stats_json(r.holdout_residuals);
+  if (!r.per_kernel_type.empty()) out["per_kernel_type"] = per_type_json(r.per_kernel_type);
   return out;
 }
 

@@ -36,6 +36,8 @@ struct CalibrateOptions {
   std::vector<std::string> fixed;
   // Huber's loss instead of plain least squares, so that a few pathological figures do not drag the fit.
   bool robust = true;
+  // Also fit each kernel phase on its own (CalibrationResult::per_kernel_type).
+  bool per_kernel_type = true;
   // Called with one line per Gauss–Newton iteration when set.
   std::function<void(const std::string&)> progress;
 };
@@ -90,6 +92,17 @@ CalibrationDomain domain_from_json(const nlohmann::json& j, const std::string& o
 // Empty when `s` lies inside `d`; otherwise what lies outside, e.g. "dcp 16 not in {2, 4, 8}".
 std::string outside_domain(const CalibrationDomain& d, const models::Scenario& s);
 
+// The memory-kernel and attention numbers fitted to one kernel phase alone. The profile has one memory-kernel
+// model shared by correction, pack and combine (and the split-KV combine), so the calibrated profile carries
+// the joint fit; these per-type fits show how far the kernel types disagree, and what per-type numbers would
+// give, if the profile schema grew them.
+struct KernelTypeFit {
+  std::string figure;  // "attention", "correction", "pack", "combine"
+  int figures = 0;
+  std::vector<ParameterResult> parameters;  // the fitted ones
+  ResidualStats residuals;
+};
+
 struct CalibrationResult {
   models::HardwareProfile base;
   models::HardwareProfile profile;
@@ -103,6 +116,7 @@ struct CalibrationResult {
   int iterations = 0;
   std::vector<std::string> excluded;  // figures left out and why
   std::vector<std::string> warnings;
+  std::vector<KernelTypeFit> per_kernel_type;
   int downweighted = 0;               // figures Huber's loss treated as outliers (weight < 1)
   std::vector<std::string> outliers;  // the largest fit residuals, one line each
 };
