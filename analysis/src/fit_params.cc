@@ -214,8 +214,9 @@ const std::vector<FitParameter>& fit_parameters() {
     add_launch_parameters(out);
     add_collective_parameters(out);
     add_signal_parameters(out);
-    // Last: one NVLink hop adds to every all-to-all step and every direct push, so where those are single steps
-    // it is confounded with nccl.p2p.base_latency and signal.flag_write_latency, which are fitted first.
+    // Last: one NVLink hop adds to every all-to-all step and every direct push, so where those are single
+    // steps it is confounded with nccl.p2p.base_latency and signal.flag_write_latency, which are fitted
+    // first.
     out.push_back(time_param("nvlink.hop_latency", ParameterGroup::kCollective,
                              [](HardwareProfile& p) -> Quantity& { return p.nvlink.hop_latency; }));
     return out;

@@ -85,8 +85,8 @@ std::vector<MeasuredRow> read_rows(const traces::TraceSection& s, const std::str
     if (r.row() < 0 || r.row() >= n_rows + padded || r.rank() < 0 || r.rank() >= s.scenario.dcp()) {
       throw InputError(where + ": row result for row " + std::to_string(r.row()) + " rank " +
                        std::to_string(r.rank()) + " is outside the scenario's " + std::to_string(n_rows) +
-                       " rows (+" + std::to_string(padded) + " padding) and " + std::to_string(s.scenario.dcp()) +
-                       " ranks");
+                       " rows (+" + std::to_string(padded) + " padding) and " +
+                       std::to_string(s.scenario.dcp()) + " ranks");
     }
     if (r.row() >= n_rows) continue;  // CUDA-graph padding: masked like an empty shard, nothing to compare
     rows.push_back({r.row(), r.rank(), (double(r.lse_ready_ns()) - origin_ns) * kNs,

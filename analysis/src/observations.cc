@@ -28,9 +28,15 @@ Prediction Predictor::predict(const models::Scenario& scenario) const {
   Prediction p;
   p.step_s = r.step_latency_s;
   for (const sim::RankTimeline& rank : r.ranks) {
-    for (const sim::PhaseSpan& span : rank.phases) p.phase_s[{rank.rank, span.name}] += span.duration_s();
+    double first = rank.done_s;
+    for (const sim::PhaseSpan& span : rank.phases) {
+      p.phase_s[{rank.rank, span.name}] += span.duration_s();
+      first = std::min(first, span.begin_s);
+    }
     p.lse_ready_s.push_back(rank.lse_ready_s);
     p.output_ready_s.push_back(rank.output_ready_s);
+    p.first_begin_s.push_back(first);
+    p.done_s.push_back(rank.done_s);
   }
   return p;
 }
@@ -96,17 +102,20 @@ ObservationSet build_observations(const std::vector<MeasuredSection>& sections, 
       step_rows_skipped += (s.step_s ? 1 : 0) + static_cast<int>(s.rows.size());
       continue;
     }
+    // The hardware runner times a step on each GPU from its first phase; the simulator from the CPUs' first
+    // issue. Simulated traces keep the simulator's origin.
+    const bool gpu_clock = s.source == traces::v1::SOURCE_HW;
     if (s.step_s && *s.step_s > 0)
-      set.observations.push_back({i, ObservationKind::kStep, -1, "step", -1, *s.step_s, {}});
+      set.observations.push_back({i, ObservationKind::kStep, -1, "step", -1, *s.step_s, {}, gpu_clock});
     if (!include_rows) continue;
     for (const MeasuredRow& r : s.rows) {
       if (r.lse_ready_s > 0) {
         set.observations.push_back(
-            {i, ObservationKind::kRowLse, r.rank, "row_lse", r.row, r.lse_ready_s, {}});
+            {i, ObservationKind::kRowLse, r.rank, "row_lse", r.row, r.lse_ready_s, {}, gpu_clock});
       }
       if (r.output_ready_s > 0) {
         set.observations.push_back(
-            {i, ObservationKind::kRowOutput, r.rank, "row_output", r.row, r.output_ready_s, {}});
+            {i, ObservationKind::kRowOutput, r.rank, "row_output", r.row, r.output_ready_s, {}, gpu_clock});
       }
     }
   }
@@ -131,8 +140,13 @@ ObservationSet build_observations(const std::vector<MeasuredSection>& sections, 
 double predicted(const Prediction& p, const Observation& o) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   switch (o.kind) {
-    case ObservationKind::kStep:
-      return p.step_s;
+    case ObservationKind::kStep: {
+      if (!o.from_first_phase) return p.step_s;
+      double worst = 0.0;  // the slowest rank's step from its own first phase, as the runner reports it
+      for (std::size_t r = 0; r < p.done_s.size(); ++r)
+        worst = std::max(worst, p.done_s[r] - p.first_begin_s[r]);
+      return worst;
+    }
     case ObservationKind::kPhase: {
       const int ranks = static_cast<int>(p.lse_ready_s.size());
       // A figure over all ranks is compared with the slowest rank's: the step waits for it.
@@ -156,7 +170,8 @@ double predicted(const Prediction& p, const Observation& o) {
       const auto& table = o.kind == ObservationKind::kRowLse ? p.lse_ready_s : p.output_ready_s;
       if (o.rank < 0 || o.rank >= static_cast<int>(table.size())) return nan;
       const auto& rows = table[o.rank];
-      return o.row >= 0 && o.row < static_cast<int>(rows.size()) ? rows[o.row] : nan;
+      if (o.row < 0 || o.row >= static_cast<int>(rows.size())) return nan;
+      return rows[o.row] - (o.from_first_phase ? p.first_begin_s[o.rank] : 0.0);
     }
   }
   return nan;

@@ -205,6 +205,8 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
   for (const std::string& why : grid.skipped) log << "scan: skipped " << why << "\n";
 
   const std::vector<Chunk> chunks = make_chunks(o, work.scenarios.size(), out);
+  // Workers are forked from here: building the platforms once now spares every worker doing it.
+  sim::Simulator(work.profile, work.sim).prepare();
   try {
     run_chunks(work, chunks, o.jobs, log);
     std::string csv = o.header && o.shard_index == 0 ? scan_csv_header() + "\n" : std::string();

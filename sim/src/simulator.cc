@@ -160,6 +160,10 @@ Simulator::Simulator(models::HardwareProfile profile, SimOptions options)
   detail::SimEngine::instance().reserve(domain_size(profile_), options_.max_gpus);
 }
 
+void Simulator::prepare() const {
+  detail::SimEngine::instance().platform(domain_size(profile_));
+}
+
 StepResult Simulator::run(const models::Scenario& scenario, traces::TraceSink* sink) const {
   scenario.validate();
   detail::SimEngine& engine = detail::SimEngine::instance();

@@ -6,8 +6,8 @@
 
 #include <cmath>
 #include <fstream>
-#include <random>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "calibration_test_support.h"
 #include "dcpsim/analysis/calibrate.h"
@@ -55,11 +55,14 @@ const Fixture& sim_fit() {
 }
 
 // The tolerance a recovered parameter must meet. The traces are exact up to the simulator's clock resolution
-// (2^-40 s, ~1e-12 s, on figures of >= ~1 µs: relative noise <= 1e-6), and the fit stops once a Gauss-Newton step
-// gains less than 1e-10 of the cost: the weakest-determined coordinate (b, the half-efficiency size, seen only
-// through the attention kernel's total bytes) then sits within ~1e-5 of the truth. So: five reported standard
-// errors, at least 1e-4 (ten times that convergence floor), never looser than the brief's 1%.
-double tolerance(const ParameterResult& p) { return std::min(0.01, std::max(5 * p.relative_std_error, 1e-4)); }
+// (2^-40 s, ~1e-12 s, on figures of >= ~1 µs: relative noise <= 1e-6), and the fit stops once a Gauss-Newton
+// step gains less than 1e-10 of the cost: the weakest-determined coordinate (b, the half-efficiency size,
+// seen only through the attention kernel's total bytes) then sits within ~1e-5 of the truth. So: five
+// reported standard errors, at least 1e-4 (ten times that convergence floor), never looser than the brief's
+// 1%.
+double tolerance(const ParameterResult& p) {
+  return std::min(0.01, std::max(5 * p.relative_std_error, 1e-4));
+}
 
 TEST(Calibrate, RecoversPerturbedKernelNumbersWithinOnePercent) {
   const Fixture& f = sim_fit();
@@ -105,15 +108,16 @@ TEST(Calibrate, UnidentifiedParametersKeepBaseValueAndSource) {
 
 TEST(Calibrate, EmulatedTracesFitKernelsAndLaunchGapsOnly) {
   const Fixture f(traces::v1::SOURCE_EMULATED);
-  // Kernel phases identify the kernel numbers, and the attention phase (decode kernel, dependent gap, split-KV
-  // combine) the gap between dependent kernels.
-  for (const char* name : {"kernel.floor", "kernel.hbm_efficiency_max", "attention.floor", "launch.dependent_gap"}) {
+  // Kernel phases identify the kernel numbers, and the attention phase (decode kernel, dependent gap,
+  // split-KV combine) the gap between dependent kernels.
+  for (const char* name :
+       {"kernel.floor", "kernel.hbm_efficiency_max", "attention.floor", "launch.dependent_gap"}) {
     const ParameterResult& p = param(f.result, name);
     ASSERT_TRUE(p.fitted) << name << ": " << p.status;
     EXPECT_NEAR(si(f.result.profile, name) / si(f.truth, name), 1.0, tolerance(p)) << name;
   }
-  for (const char* name : {"nvlink.measured_bandwidth", "nccl.ring.ll.base_latency", "signal.flag_write_latency",
-                           "launch.cpu_issue_eager"}) {
+  for (const char* name : {"nvlink.measured_bandwidth", "nccl.ring.ll.base_latency",
+                           "signal.flag_write_latency", "launch.cpu_issue_eager"}) {
     const ParameterResult& p = param(f.result, name);
     EXPECT_FALSE(p.fitted) << name;
     EXPECT_EQ(fit_parameter(name).quantity(f.result.profile), fit_parameter(name).quantity(f.base)) << name;
@@ -152,8 +156,8 @@ TEST(Calibrate, NoisyMeasurementsGiveHonestStandardErrors) {
   // The numbers most figures depend on are pinned to well under 1% and land within four of their reported
   // standard errors of the truth (a 1-in-15000 miss for an honest standard error). Fixed costs that trade off
   // against each other (kernel floor vs half-efficiency size) are not: their standard errors say so.
-  for (const char* name : {"kernel.hbm_efficiency_max", "nvlink.measured_bandwidth", "nccl.ring.ll.base_latency",
-                           "nccl.p2p.base_latency", "launch.cpu_issue_eager"}) {
+  for (const char* name : {"kernel.hbm_efficiency_max", "nvlink.measured_bandwidth",
+                           "nccl.ring.ll.base_latency", "nccl.p2p.base_latency", "launch.cpu_issue_eager"}) {
     const ParameterResult& p = param(r, name);
     ASSERT_TRUE(p.fitted) << name << ": " << p.status;
     EXPECT_GT(p.relative_std_error, 0.0) << name;

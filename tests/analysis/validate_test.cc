@@ -78,7 +78,8 @@ TEST(Validate, TheTrueProfileReproducesItsTraces) {
   const ValidationReport r = validate(testing::true_profile(), std::nullopt, sections);
   EXPECT_TRUE(r.passed);
   EXPECT_EQ(r.per_figure.back().within_tolerance, 1.0);
-  // Phase figures are written as exact doubles; row ready times are rounded to whole nanoseconds in the trace.
+  // Phase figures are written as exact doubles; row ready times are rounded to whole nanoseconds in the
+  // trace.
   for (const Comparison& c : r.comparisons) {
     const double slack = c.observation.kind == ObservationKind::kPhase ? 0.0 : 0.5e-9;
     EXPECT_LE(std::abs(c.predicted_s - c.observation.measured_s), slack + 1e-12 * c.observation.measured_s)

@@ -20,6 +20,8 @@ struct Prediction {
   double step_s = 0.0;
   std::vector<std::vector<double>> lse_ready_s;     // [rank][row]
   std::vector<std::vector<double>> output_ready_s;  // [rank][row]
+  std::vector<double> first_begin_s;                // per rank: start of its first phase
+  std::vector<double> done_s;                       // per rank: end of its last kernel
 };
 
 // Re-simulates scenarios under one profile (sim::Simulator). Builds without SimGrid throw InputError on
@@ -48,6 +50,10 @@ struct Observation {
   int row = -1;  // kRowLse / kRowOutput
   double measured_s = 0.0;
   std::vector<std::string> sim_phases;  // kPhase: the simulator phases whose summed duration is compared
+  // Step and row times measured on the GPU from each rank's first phase (the hardware runner's CUDA events
+  // and %globaltimer stamps) rather than from the moment the CPUs start issuing (the simulator's step
+  // origin).
+  bool from_first_phase = false;
 };
 
 struct ObservationSet {

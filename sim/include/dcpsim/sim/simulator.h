@@ -60,6 +60,10 @@ class Simulator {
   CollectiveRun run_collective(models::Collective collective, int ranks, double bytes_per_rank,
                                const std::vector<double>& entry_s = {}) const;
 
+  // Builds the SimGrid platforms now instead of at the first run. A process that then forks workers (scans)
+  // hands each a ready engine whose clock has never moved.
+  void prepare() const;
+
   const models::HardwareProfile& profile() const { return profile_; }
   const SimOptions& options() const { return options_; }
 
