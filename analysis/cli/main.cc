@@ -24,7 +24,8 @@ CLI::App* add_unavailable_command(CLI::App& app, const std::string& name, const 
 
 int main(int argc, char** argv) {
   using namespace dcpsim;
-  CLI::App app{"dcpsim — Decode Context Parallel attention: exact LSE merge, SimGrid model, GPU runner", "dcpsim"};
+  CLI::App app{"dcpsim — Decode Context Parallel attention: exact LSE merge, SimGrid model, GPU runner",
+               "dcpsim"};
   app.set_version_flag("--version", std::string(kVersion) + " (" + kGitSha + ")");
   app.require_subcommand(1);
   app.fallthrough();

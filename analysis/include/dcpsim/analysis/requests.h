@@ -19,8 +19,9 @@
 namespace dcpsim::analysis {
 
 struct Request {
-  std::int64_t id = 0;          // 0-based position in the file
-  std::int64_t arrival_ns = 0;  // since the trace's time 0 (Mooncake: its timestamp 0; Azure: the earliest row)
+  std::int64_t id = 0;  // 0-based position in the file
+  // Since the trace's time 0 (Mooncake: its timestamp 0; Azure: the earliest row).
+  std::int64_t arrival_ns = 0;
   std::int64_t input_tokens = 0;
   std::int64_t output_tokens = 0;
 

@@ -1,6 +1,7 @@
 #pragma once
-// One DCP decode step as sim/ and hw/ both run it: group size, head geometry, the batch rows with their context
-// lengths, the element types, the strategy and the launch mode. Traces carry the same fields (scenario_proto.h).
+// One DCP decode step as sim/ and hw/ both run it: group size, head geometry, the batch rows with their
+// context lengths, the element types, the strategy and the launch mode. Traces carry the same fields
+// (scenario_proto.h).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,8 +20,8 @@ struct Scenario {
   DType kv_dtype = DType::kBF16;   // Q, K, V element type
   DType out_dtype = DType::kBF16;  // O element type
   LseBase lse_base = LseBase::kE;
-  double softmax_scale = 0.0;      // 0 means 1/sqrt(qk_dim)
-  std::vector<int64_t> contexts;   // one entry per batch row: that request's context length in tokens
+  double softmax_scale = 0.0;     // 0 means 1/sqrt(qk_dim)
+  std::vector<int64_t> contexts;  // one entry per batch row: that request's context length in tokens
   Strategy strategy = Strategy::kAgRs;
   LaunchMode launch = LaunchMode::kGraph;
 
