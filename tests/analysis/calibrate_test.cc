@@ -172,6 +172,37 @@ TEST(Calibrate, NoisyMeasurementsGiveHonestStandardErrors) {
   }
 }
 
+// Multiplies the attention median of every 20th section's rank 0 by 20: a pathological kernel.
+void corrupt(const std::filesystem::path& in, const std::filesystem::path& out) {
+  traces::Trace t = traces::read_trace(in);
+  for (std::size_t i = 0; i < t.sections.size(); i += 20) {
+    for (auto& ph : t.sections[i].phase_summaries) {
+      if (ph.rank() != 0 || ph.phase() != "attention") continue;
+      ph.set_median_ns(ph.median_ns() * 20);
+      ph.set_max_ns(ph.median_ns());
+    }
+  }
+  traces::ProtobufTraceWriter w(out);
+  traces::replay(t, w);
+}
+
+TEST(Calibrate, HubersLossShrugsOffAFewPathologicalFigures) {
+  const Fixture& exact = sim_fit();
+  TempDir dir;
+  corrupt(exact.dir / "truth.pb", dir / "bad.pb");
+  const auto sections = load_measured(dir / "bad.pb").sections;
+  const CalibrationResult robust = calibrate(exact.base, sections, {});
+  CalibrateOptions plain_options;
+  plain_options.robust = false;
+  const CalibrationResult plain = calibrate(exact.base, sections, {}, plain_options);
+  const char* name = "kernel.hbm_efficiency_max";
+  EXPECT_NEAR(si(robust.profile, name) / si(exact.truth, name), 1.0, 1e-3);
+  EXPECT_GT(std::abs(si(plain.profile, name) / si(exact.truth, name) - 1.0), 1e-2);
+  EXPECT_GE(robust.downweighted, 2);
+  ASSERT_FALSE(robust.outliers.empty());
+  EXPECT_NE(robust.outliers.front().find("attention rank 0"), std::string::npos) << robust.outliers.front();
+}
+
 TEST(Calibrate, HoldOutSectionsAreNotFittedButReported) {
   const Fixture& f = sim_fit();
   std::vector<MeasuredSection> fit, held;
@@ -227,8 +258,7 @@ TEST(Calibrate, WritesLoadableProfileAndSidecar) {
 }
 
 TEST(Calibrate, NothingToFitIsAnInputError) {
-  const Fixture& f = sim_fit();
-  EXPECT_THROW(calibrate(f.base, {}, {}), InputError);
+  EXPECT_THROW(calibrate(models::load_profile("h200-sxm"), {}, {}), InputError);
 }
 
 TEST(LeastSquares, NonNegativeSolutionMatchesKnownAnswer) {

@@ -16,6 +16,7 @@
 
 #include "calibration_test_support.h"
 #include "dcpsim/analysis/calibrate.h"
+#include "dcpsim/analysis/phase_map.h"
 #include "dcpsim/analysis/validate.h"
 #include "dcpsim/error.h"
 #include "dcpsim/models/scenario_proto.h"
@@ -185,6 +186,64 @@ TEST(BadTraces, TruncatedNotATraceNoSummariesAreOneLineErrors) {
     EXPECT_NE(what.find(expect), std::string::npos) << file << ": " << what;
     EXPECT_EQ(what.find('\n'), std::string::npos) << file;
   }
+}
+
+TEST(MeasuredTraces, EmulatedH200RunnerTracesMapToKernelPhases) {
+  const std::filesystem::path path =
+      std::filesystem::path(DCPSIM_SOURCE_DIR) / "traces/measured/h200/mla_n2_b64_ctx1k_graph.pb";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not in this tree";
+  const MeasuredTrace t = load_measured(path);
+  EXPECT_EQ(t.header.source(), traces::v1::SOURCE_EMULATED);
+  ASSERT_EQ(t.sections.size(), 4u);  // ag-rs, ag-ar, a2a, direct
+  std::set<std::string> figures;
+  for (const MeasuredSection& s : t.sections) {
+    for (const MeasuredPhase& p : s.phases) figures.insert(p.phase);
+    for (const MeasuredRow& r : s.rows) EXPECT_LT(r.row, s.scenario.rows());  // padding rows are left out
+  }
+  EXPECT_TRUE(figures.count("attention") && figures.count("correction") && figures.count("pack"));
+  EXPECT_TRUE(figures.count("combine"));  // direct_combine: the combine alone under emulation
+  const ObservationSet set = build_observations(t.sections);
+  for (const Observation& o : set.observations) {
+    EXPECT_TRUE(is_kernel_phase(o.phase)) << o.phase;
+  }
+}
+
+TEST(MeasuredTraces, RealTwoGpuTracesCompareStepFromTheFirstPhase) {
+  const std::filesystem::path path =
+      std::filesystem::path(DCPSIM_SOURCE_DIR) / "traces/measured/h200x2/mla_n2_b64_ctx1k_graph.pb";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not in this tree";
+  const MeasuredTrace t = load_measured(path);
+  EXPECT_EQ(t.header.source(), traces::v1::SOURCE_HW);
+  const ObservationSet set = build_observations(t.sections);
+  bool wait_combine = false, step = false;
+  for (const Observation& o : set.observations) {
+    wait_combine = wait_combine || o.phase == "wait+combine";
+    if (o.kind == ObservationKind::kStep) {
+      step = true;
+      EXPECT_TRUE(o.from_first_phase);
+    }
+  }
+  EXPECT_TRUE(wait_combine);
+  EXPECT_TRUE(step);
+  // The runner's step runs from each rank's first phase to its last kernel: the slowest such span.
+  Prediction p;
+  p.step_s = 50e-6;
+  p.first_begin_s = {3e-6, 4e-6};
+  p.done_s = {40e-6, 42e-6};
+  p.lse_ready_s = {{20e-6}, {21e-6}};
+  Observation o;
+  o.kind = ObservationKind::kStep;
+  o.rank = -1;
+  o.from_first_phase = true;
+  EXPECT_DOUBLE_EQ(predicted(p, o), 38e-6);
+  o.from_first_phase = false;
+  EXPECT_DOUBLE_EQ(predicted(p, o), 50e-6);
+  o = Observation{};
+  o.kind = ObservationKind::kRowLse;
+  o.rank = 1;
+  o.row = 0;
+  o.from_first_phase = true;
+  EXPECT_DOUBLE_EQ(predicted(p, o), 17e-6);
 }
 
 TEST(Cli, CalibrateThenValidateExitCodes) {
