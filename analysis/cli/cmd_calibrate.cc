@@ -103,7 +103,7 @@ void run(const CalibrateArgs& a) {
 
   analysis::CalibrationProvenance prov;
   for (const std::string& m : a.measured) prov.traces.emplace_back(m);
-  for (const std::string& m : a.hold_out_files) prov.traces.emplace_back(m);
+  for (const std::string& m : a.hold_out_files) prov.holdout_traces.emplace_back(m);
   for (const auto& t : traces) prov.headers.push_back(t.header);
   for (const auto& t : held_traces) prov.headers.push_back(t.header);
   prov.date = a.date;

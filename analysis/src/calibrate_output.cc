@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <set>
@@ -33,7 +34,7 @@ std::string today_utc() {
   return buf;
 }
 
-// "a.pb, b.pb" for a few files; "dir/*.pb (12 files)" when they share a folder.
+// "a.pb, b.pb" for a few files; "71 trace files in traces/measured/h200, traces/measured/h200x2" otherwise.
 std::string describe_traces(const std::vector<std::filesystem::path>& traces) {
   if (traces.empty()) return "no trace";
   std::string out;
@@ -41,11 +42,17 @@ std::string describe_traces(const std::vector<std::filesystem::path>& traces) {
     for (const auto& t : traces) out += (out.empty() ? "" : ", ") + t.string();
     return out;
   }
-  const auto dir = traces.front().parent_path();
-  const bool same =
-      std::all_of(traces.begin(), traces.end(), [&](const auto& t) { return t.parent_path() == dir; });
-  const std::string count = " (" + std::to_string(traces.size()) + " files)";
-  return same ? (dir / "*.pb").string() + count : std::to_string(traces.size()) + " trace files";
+  std::set<std::string> dirs;
+  for (const auto& t : traces) dirs.insert(t.parent_path().empty() ? "." : t.parent_path().string());
+  for (const std::string& d : dirs) out += (out.empty() ? "" : ", ") + d;
+  return std::to_string(traces.size()) + " trace files in " + out;
+}
+
+// Six significant digits: the fit's standard errors are far wider than that, and the file stays readable.
+double rounded(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return std::strtod(buf, nullptr);
 }
 
 const ResidualStats* find_stats(const std::vector<ResidualStats>& v, const std::string& figure) {
@@ -104,11 +111,12 @@ json provenance_json(const CalibrationProvenance& prov) {
                          {"memory_bytes", d.memory_bytes()}});
     }
   }
-  json traces = json::array();
+  json traces = json::array(), holdout = json::array();
   for (const auto& t : prov.traces) traces.push_back(t.string());
-  return {{"traces", traces},         {"trace_sources", sources}, {"devices", devices},
-          {"cuda_runtime", runtimes}, {"cuda_driver", drivers},   {"nccl", nccl},
-          {"trace_tools", tools}};
+  for (const auto& t : prov.holdout_traces) holdout.push_back(t.string());
+  return {{"traces", traces},   {"holdout_traces", holdout}, {"trace_sources", sources},
+          {"devices", devices}, {"cuda_runtime", runtimes},  {"cuda_driver", drivers},
+          {"nccl", nccl},       {"trace_tools", tools}};
 }
 
 }  // namespace
@@ -202,7 +210,7 @@ std::string outside_domain(const CalibrationDomain& d, const models::Scenario& s
 void stamp_sources(CalibrationResult& result, const CalibrationProvenance& prov) {
   const std::string date = prov.date.empty() ? today_utc() : prov.date;
   const ResidualStats* all = find_stats(result.residuals, "all");
-  const std::string fit = "least squares over " + std::to_string(result.observations) +
+  const std::string fit = "robust (Huber) least squares over " + std::to_string(result.observations) +
                           " measured figures (" + std::to_string(result.fit_sections) + " scenarios) from " +
                           describe_traces(prov.traces) + ", " + date + ", residual p50 " +
                           percent(all ? all->p50 : 0) + ", p90 " + percent(all ? all->p90 : 0);
@@ -212,7 +220,9 @@ void stamp_sources(CalibrationResult& result, const CalibrationProvenance& prov)
     if (!r.fitted) continue;
     std::string source = "calibrated: " + fit + ", relative standard error " + percent(r.relative_std_error);
     if (r.at_bound) source += ", at its bound";
-    params[k].field(result.profile).source = source;
+    models::Quantity& q = params[k].field(result.profile);
+    q.value = rounded(q.value);
+    q.source = source;
     r.result = params[k].quantity(result.profile);
   }
   result.profile.name = prov.name.empty() ? result.base.name + "-calibrated" : prov.name;
@@ -243,29 +253,30 @@ json calibration_json(const CalibrationResult& r, const CalibrationProvenance& p
                       {"base", quantity_json(p.base)},
                       {"result", quantity_json(p.result)}});
   }
-  json out = {{"format", "dcpsim-calibration/1"},
-              {"profile", r.profile.name},
-              {"base_profile", r.base.name},
-              {"date", prov.date.empty() ? today_utc() : prov.date},
-              {"tool", std::string(kVersion) + " (" + kGitSha + ")"},
-              {"provenance", provenance_json(prov)},
-              {"domain", domain_json(r.domain)},
-              {"fit",
-               {{"sections", r.fit_sections},
-                {"figures", r.observations},
-                {"iterations", r.iterations},
-                {"holdout_sections", r.holdout_sections}}},
-              {"parameters", params},
-              {"residuals", stats_json(r.residuals)},
-              {"prediction_interval",
-               {{"z", kIntervalZ},
-                {"rule",
-                 "predicted x (1 +- z x residuals[figure].sigma), half-width at least 1 ns; sigma = 1.4826 x "
-                 "median |relative residual|"}}},
-              {"loss", {{"kind", "huber on relative residuals"}, {"downweighted_figures", r.downweighted}}},
-              {"largest_residuals", r.outliers},
-              {"excluded", r.excluded},
-              {"warnings", r.warnings}};
+  json out = {
+      {"format", "dcpsim-calibration/1"},
+      {"profile", r.profile.name},
+      {"base_profile", r.base.name},
+      {"date", prov.date.empty() ? today_utc() : prov.date},
+      {"tool", std::string(kVersion) + " (" + kGitSha + ")"},
+      {"provenance", provenance_json(prov)},
+      {"domain", domain_json(r.domain)},
+      {"fit",
+       {{"sections", r.fit_sections},
+        {"figures", r.observations},
+        {"iterations", r.iterations},
+        {"holdout_sections", r.holdout_sections}}},
+      {"parameters", params},
+      {"residuals", stats_json(r.residuals)},
+      {"prediction_interval",
+       {{"z", kIntervalZ},
+        {"rule",
+         "predicted x (1 +- z x residuals[figure].sigma), half-width at least 1 ns; sigma = 1.4826 x "
+         "median |relative residual|"}}},
+      {"loss", {{"kind", "huber on log(predicted / measured)"}, {"downweighted_figures", r.downweighted}}},
+      {"largest_residuals", r.outliers},
+      {"excluded", r.excluded},
+      {"warnings", r.warnings}};
   if (!r.holdout_residuals.empty()) out["holdout_residuals"] = stats_json(r.holdout_residuals);
   if (!r.per_kernel_type.empty()) out["per_kernel_type"] = per_type_json(r.per_kernel_type);
   return out;

@@ -230,15 +230,17 @@ TEST(Calibrate, FixedParametersAreNotFitted) {
 TEST(Calibrate, WritesLoadableProfileAndSidecar) {
   const Fixture& f = sim_fit();
   CalibrationResult r = f.result;
-  CalibrationProvenance prov{
-      {f.dir / "truth.pb"}, {load_measured(f.dir / "truth.pb").header}, "2026-11-29", ""};
+  CalibrationProvenance prov;
+  prov.traces = {f.dir / "truth.pb"};
+  prov.headers = {load_measured(f.dir / "truth.pb").header};
+  prov.date = "2026-11-29";
   stamp_sources(r, prov);
   TempDir out;
   write_calibration(r, prov, out / "h200-cal.json");
   const models::HardwareProfile loaded = models::load_profile((out / "h200-cal.json").string());
   EXPECT_EQ(loaded, r.profile);
   EXPECT_EQ(loaded.name, "h200-sxm-calibrated");
-  EXPECT_EQ(loaded.kernel.floor.source.rfind("calibrated: least squares over ", 0), 0u)
+  EXPECT_EQ(loaded.kernel.floor.source.rfind("calibrated: robust (Huber) least squares over ", 0), 0u)
       << loaded.kernel.floor.source;
   EXPECT_NE(loaded.kernel.floor.source.find("2026-11-29"), std::string::npos);
   EXPECT_EQ(loaded.internode.latency.source, f.base.internode.latency.source);

@@ -129,9 +129,10 @@ CalibrationResult calibrate(const models::HardwareProfile& base, const std::vect
 
 // What the fitted quantities' sources and the sidecar say about where the data came from.
 struct CalibrationProvenance {
-  std::vector<std::filesystem::path> traces;  // as given on the command line
-  std::vector<traces::v1::Header> headers;
-  std::string date;  // YYYY-MM-DD; empty: today (UTC)
+  std::vector<std::filesystem::path> traces;          // fitted, as given on the command line
+  std::vector<std::filesystem::path> holdout_traces;  // only checked (--hold-out-file)
+  std::vector<traces::v1::Header> headers;            // of all of them
+  std::string date;                                   // YYYY-MM-DD; empty: today (UTC)
   std::string name;  // the calibrated profile's name; empty: base name + "-calibrated"
 };
 
