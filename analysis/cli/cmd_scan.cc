@@ -69,6 +69,10 @@ void add_scan_command(CLI::App& app) {
   cmd->add_option("--peers-in-flight", o.peers_in_flight,
                   "transfers a rank keeps in flight to different peers (all-to-all, direct, row-stream)")
       ->capture_default_str();
+  cmd->add_option("--flows", o.flows,
+                  "all-pairs sends as SimGrid flows: pair (one per peer), bundle (one per window of peers; "
+                  "equal when ranks start together, far faster), auto (bundle above 16 ranks)")
+      ->capture_default_str();
   cmd->add_option("--chunk", o.chunk_size, "scenarios per worker process (0: automatic)")
       ->capture_default_str();
   cmd->callback([c] { run_scan_command(*c); });

@@ -33,6 +33,7 @@ struct SimulateOptions {
   std::string nccl_algo;
   std::string nccl_proto;
   int peers_in_flight = sim::SimOptions{}.peers_in_flight;
+  std::string flows = "auto";
 };
 
 sim::SimOptions sim_options(const SimulateOptions& o, int dcp) {
@@ -44,6 +45,7 @@ sim::SimOptions sim_options(const SimulateOptions& o, int dcp) {
     throw InputError("--peers-in-flight " + std::to_string(o.peers_in_flight) + " is not an integer >= 1");
   }
   s.peers_in_flight = o.peers_in_flight;
+  s.flows = sim::parse_flow_grain(o.flows);
   return s;
 }
 
@@ -85,6 +87,11 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--nccl-proto", opts->nccl_proto, "force NCCL's protocol: ll, ll128, simple");
   cmd->add_option("--peers-in-flight", opts->peers_in_flight,
                   "transfers a rank keeps in flight to different peers (all-to-all, direct, row-stream)")
+      ->capture_default_str();
+  cmd->add_option("--flows", opts->flows,
+                  "all-pairs sends as SimGrid flows: pair (one per peer), bundle (one per window of peers; "
+                  "equal when ranks start together, far faster), auto (bundle above " +
+                      std::to_string(sim::kBundleAboveRanks) + " ranks)")
       ->capture_default_str();
   cmd->callback([opts] { run_simulate(*opts); });
 }

@@ -161,6 +161,7 @@ void check_options(const ScanOptions& o) {
   if (o.peers_in_flight < 1) {
     throw InputError("--peers-in-flight " + std::to_string(o.peers_in_flight) + " is not an integer >= 1");
   }
+  sim::parse_flow_grain(o.flows);
   if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count) {
     throw InputError("--shard " + std::to_string(o.shard_index) + "/" + std::to_string(o.shard_count) +
                      " is not i/n with 0 <= i < n");
@@ -181,6 +182,7 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
   if (o.nccl_algo) work.sim.collective.algorithm = o.nccl_algo;
   if (o.nccl_proto) work.sim.collective.protocol = o.nccl_proto;
   work.sim.peers_in_flight = o.peers_in_flight;
+  work.sim.flows = sim::parse_flow_grain(o.flows);
 
   ScanGrid grid = expand_scan(o.flags);
   const int domain = static_cast<int>(work.profile.topology.gpus_per_nvlink_domain.si());

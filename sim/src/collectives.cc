@@ -19,6 +19,7 @@
 #include <string>
 
 #include "dcpsim/error.h"
+#include "fanout.h"
 #include "step_graph.h"
 
 namespace dcpsim::sim::detail {
@@ -138,14 +139,22 @@ std::vector<NodeId> p2p(Realisation& r, const std::vector<NodeId>& begin) {
     touching[a].push_back(entered);
     if (r.plan.steps == 0) continue;
     // Staggered peer order (a+1, a+2, ...), as NCCL schedules send/recv rounds.
-    PeerWindow window(g, r.step.peers_in_flight);
-    for (int k = 1; k < n; ++k) {
-      const int b = (a + k) % n;
-      const NodeId t = r.transfer(a, b, block, 0);
-      g.after(g.after_latency(entered, r.extra_latency(a, b)), t);
-      window.issue(t);
-      touching[a].push_back(t);
-      touching[b].push_back(t);
+    FanOut out(r.step, a, r.what);
+    FanOut::Send send;
+    for (int k = 1; k < n; ++k) send.peers.push_back((a + k) % n);
+    send.payload = block;
+    send.bytes = block / r.efficiency;
+    // One latency node per link class: the step latency beyond the route's own.
+    NodeId gate[2] = {-1, -1};
+    send.gate = [&](int b) {
+      NodeId& slot = gate[r.inter(a, b) ? 1 : 0];
+      if (slot < 0) slot = g.after_latency(entered, r.extra_latency(a, b));
+      return slot;
+    };
+    const FanOut::Sent sent = out.send(send);
+    for (std::size_t i = 0; i < send.peers.size(); ++i) {
+      touching[a].push_back(sent.data[i]);
+      touching[send.peers[i]].push_back(sent.data[i]);
     }
   }
   std::vector<NodeId> end(n);

@@ -27,12 +27,16 @@ Platform::Platform(int domain_size, int gpus) : domain_size_(domain_size) {
     gpus_.push_back(zone->create_host(prefix + "gpu" + id, kHostSpeed)->set_core_count(64));
     nvlink_.push_back(zone->create_split_duplex_link(prefix + "nvlink" + id, kPlaceholderBandwidth));
     nic_.push_back(zone->create_split_duplex_link(prefix + "nic" + id, kPlaceholderBandwidth));
+    // The GPU's own ports into its NVSwitch and into the fabric: FATPIPE, so they never limit the sum of
+    // flows; one per GPU, so SimGrid's max-min system splits into one part per GPU for switch-bound flows.
+    switch_ports_.push_back(zone->create_link(prefix + "nvswitch-port" + id, kPlaceholderBandwidth)
+                                ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE));
+    fabric_ports_.push_back(zone->create_link(prefix + "fabric-port" + id, kPlaceholderBandwidth)
+                                ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE));
   }
   for (int d = 0; d < domains; ++d) {
     const std::string id = std::to_string(d);
     switches_.push_back(zone->create_host(prefix + "nvswitch" + id, kHostSpeed));
-    switch_ports_.push_back(zone->create_link(prefix + "nvswitch-port" + id, kPlaceholderBandwidth)
-                                ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE));
   }
   for (int a = 0; a < gpus; ++a) {
     for (int b = 0; b < gpus; ++b) {
@@ -43,11 +47,17 @@ Platform::Platform(int domain_size, int gpus) : domain_size_(domain_size) {
                       {sg4::LinkInRoute(from, Direction::UP), sg4::LinkInRoute(to, Direction::DOWN)}, false);
     }
     auto* sw = switches_[domain_of(a)];
-    auto* port = switch_ports_[domain_of(a)];
+    auto* port = switch_ports_[a];
     zone->add_route(gpus_[a]->get_netpoint(), sw->get_netpoint(), nullptr, nullptr,
                     {sg4::LinkInRoute(nvlink_[a], Direction::UP), sg4::LinkInRoute(port)}, false);
     zone->add_route(sw->get_netpoint(), gpus_[a]->get_netpoint(), nullptr, nullptr,
                     {sg4::LinkInRoute(port), sg4::LinkInRoute(nvlink_[a], Direction::DOWN)}, false);
+    // Bundled sends to another domain leave through the NIC and end at that domain's NVSwitch.
+    for (int d = 0; d < domains; ++d) {
+      if (d == domain_of(a)) continue;
+      zone->add_route(gpus_[a]->get_netpoint(), switches_[d]->get_netpoint(), nullptr, nullptr,
+                      {sg4::LinkInRoute(nic_[a], Direction::UP), sg4::LinkInRoute(fabric_ports_[a])}, false);
+    }
   }
   zone->seal();
 }
@@ -75,10 +85,10 @@ void Platform::configure(const models::HardwareProfile& profile, int ranks) {
       link->set_bandwidth(internode_bw_ > 0 ? internode_bw_ : kPlaceholderBandwidth);
       link->set_latency(internode_s_ / 2);
     }
-    if (i % domain_size_ == 0) {
-      switch_ports_[domain_of(i)]->set_bandwidth(nvlink_bw_);
-      switch_ports_[domain_of(i)]->set_latency(nvlink_hop_s_ / 2);
-    }
+    switch_ports_[i]->set_bandwidth(nvlink_bw_);
+    switch_ports_[i]->set_latency(nvlink_hop_s_ / 2);
+    fabric_ports_[i]->set_bandwidth(internode_bw_ > 0 ? internode_bw_ : kPlaceholderBandwidth);
+    fabric_ports_[i]->set_latency(internode_s_ / 2);
   }
   if (ranks > configured_ranks_) configured_ranks_ = ranks;
 }

@@ -5,8 +5,13 @@
 // split-duplex NIC into the inter-node fabric. A transfer between GPUs of one domain crosses the sender's
 // NVLink uplink and the receiver's downlink; between domains, the two NICs (rail-optimised fabric, no
 // oversubscription). Each domain also has an NVSwitch host for NVLS collectives, reached through the GPU's
-// NVLink port plus a switch port that never limits the sum of flows (FATPIPE); it keeps every route two links
-// long, so with network/weight-S large every flow on a link gets an equal share whatever its route's latency.
+// NVLink port plus the GPU's own switch port, which never limits the sum of flows (FATPIPE); it keeps every
+// route two links long, so with network/weight-S large every flow on a link gets an equal share whatever its
+// route's latency. Bundled all-pairs sends (sim/src/fanout.h) end at a domain's NVSwitch: from a GPU of that
+// domain through its NVLink uplink and switch port, from another domain through its NIC uplink and its fabric
+// port (FATPIPE, half the inter-node latency), so a bundle crosses the sender's uplink with the latency of a
+// GPU-to-GPU route. The ports are per GPU, not per switch, so that flows into a switch from different GPUs
+// share no SimGrid constraint: max-min then re-solves only the part of the system an event touched.
 //
 // The structure is fixed when built (SimGrid cannot change routes after sealing); bandwidths and latencies
 // are set from the profile before every scenario.
@@ -36,6 +41,7 @@ class Platform {
 
   // One-way latency of a route between two GPUs (or a GPU and its switch) as configured.
   double gpu_latency(int a, int b) const { return same_domain(a, b) ? nvlink_hop_s_ : internode_s_; }
+  double route_latency(bool inter_node) const { return inter_node ? internode_s_ : nvlink_hop_s_; }
   double switch_latency() const { return nvlink_hop_s_; }
   double nvlink_bandwidth() const { return nvlink_bw_; }
   double internode_bandwidth() const { return internode_bw_; }
@@ -47,6 +53,7 @@ class Platform {
   std::vector<simgrid::s4u::SplitDuplexLink*> nvlink_;
   std::vector<simgrid::s4u::SplitDuplexLink*> nic_;
   std::vector<simgrid::s4u::Link*> switch_ports_;
+  std::vector<simgrid::s4u::Link*> fabric_ports_;
   int configured_ranks_ = 0;
   double nvlink_bw_ = -1.0;
   double nvlink_hop_s_ = -1.0;

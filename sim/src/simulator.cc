@@ -65,6 +65,18 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   return att;
 }
 
+bool bundles(const SimOptions& options, int ranks) {
+  switch (options.flows) {
+    case FlowGrain::kPair:
+      return false;
+    case FlowGrain::kBundle:
+      return true;
+    case FlowGrain::kAuto:
+      break;
+  }
+  return ranks > kBundleAboveRanks;
+}
+
 void build_step(StepGraph& step, const SimOptions& options) {
   const models::Scenario& s = step.scenario;
   const int n = s.dcp;
@@ -136,6 +148,25 @@ StepResult collect(const StepGraph& step) {
 
 }  // namespace
 
+std::string_view to_string(FlowGrain grain) {
+  switch (grain) {
+    case FlowGrain::kAuto:
+      return "auto";
+    case FlowGrain::kPair:
+      return "pair";
+    case FlowGrain::kBundle:
+      return "bundle";
+  }
+  return "?";
+}
+
+FlowGrain parse_flow_grain(std::string_view text) {
+  for (FlowGrain g : {FlowGrain::kAuto, FlowGrain::kPair, FlowGrain::kBundle}) {
+    if (text == to_string(g)) return g;
+  }
+  throw InputError("flows: '" + std::string(text) + "' is not one of auto, pair, bundle");
+}
+
 const PhaseSpan* StepResult::phase(int rank, std::string_view name) const {
   if (rank < 0 || rank >= static_cast<int>(ranks.size())) return nullptr;
   for (const PhaseSpan& p : ranks[rank].phases) {
@@ -172,6 +203,7 @@ StepResult Simulator::run(const models::Scenario& scenario, traces::TraceSink* s
   platform.configure(profile_, scenario.dcp);
 
   StepGraph step(profile_, scenario, platform, options_.peers_in_flight);
+  step.bundle_flows = bundles(options_, scenario.dcp);
   build_step(step, options_);
   step.graph.run(engine);
   StepResult result = collect(step);
@@ -193,6 +225,7 @@ CollectiveRun Simulator::run_collective(models::Collective collective, int ranks
   platform.configure(profile_, ranks);
 
   StepGraph step(profile_, s, platform, options_.peers_in_flight);
+  step.bundle_flows = bundles(options_, ranks);
   CollectiveRun run;
   run.plan = models::plan_collective(profile_, collective, ranks, bytes_per_rank, options_.collective);
   std::vector<NodeId> begin;

@@ -71,6 +71,7 @@ struct StepGraph {
   const models::Scenario& scenario;
   Platform& platform;
   int peers_in_flight;
+  bool bundle_flows = false;  // all-pairs sends as bundles (fanout.h)
   ActivityGraph graph;
   std::vector<Span> spans;
   std::vector<TransferSpan> transfers;
@@ -110,22 +111,6 @@ class RankStream {
   NodeId last_end_ = -1;
   NodeId open_begin_ = -1;
   std::string open_name_;
-};
-
-// Bounds one rank's outstanding peer transfers: each issued transfer also waits for the one issued W before
-// it.
-class PeerWindow {
- public:
-  PeerWindow(ActivityGraph& graph, int width) : graph_(graph), width_(width) {}
-  void issue(NodeId transfer) {
-    if (static_cast<int>(issued_.size()) >= width_) graph_.after(issued_[issued_.size() - width_], transfer);
-    issued_.push_back(transfer);
-  }
-
- private:
-  ActivityGraph& graph_;
-  int width_;
-  std::vector<NodeId> issued_;
 };
 
 // NCCL collectives realised from a plan: rank r's part starts at begin[r]; returns each rank's end.

@@ -15,39 +15,34 @@
 #include <string>
 #include <tuple>
 
+#include "fanout.h"
 #include "step_graph.h"
 
 namespace dcpsim::sim::detail {
 namespace {
 
 constexpr double kLseBytes = 4.0;
-constexpr double kFlagBytes = 8.0;
 
 struct Flag {
   NodeId node = 0;
   int span = 0;
 };
 
-// Data then flag from GPU `from` to GPU `to`, both gated on `gate`. Returns the flag; adds the data node to
-// `touched` (the pushing kernel ends when its stores have drained).
-Flag push(StepGraph& step, int from, int to, double bytes, NodeId gate, int rows_begin, int rows_end,
-          std::vector<NodeId>& touched, PeerWindow& window) {
-  ActivityGraph& g = step.graph;
-  Platform& pf = step.platform;
-  const bool inter = !pf.same_domain(from, to);
-  const NodeId data = g.transfer(pf.gpu(from), pf.gpu(to), bytes);
-  g.after(gate, data);
-  window.issue(data);
-  step.transfers.push_back({data, from, to, 0, kPhasePush, bytes, inter});
-  const double fence = std::max(0.0, models::flag_write_latency(step.profile) - pf.gpu_latency(from, to));
-  const NodeId flag = g.transfer(pf.gpu(from), pf.gpu(to), kFlagBytes);
-  g.after(g.after_latency(data, fence), flag);
-  touched.push_back(data);
-  touched.push_back(flag);
-  const int span =
-      step.add_span({from, inter ? "net" : "nvlink", traces::v1::EVENT_KIND_SIGNAL,
-                     "flag to rank " + std::to_string(to), flag, flag, kFlagBytes, rows_begin, rows_end});
-  return {flag, span};
+// Pushes `bytes` to every other rank, (from + 1) % n first, each block followed by its flag, once `gate`
+// completes; files each owner's flag under flags_to[owner].
+void push_all(FanOut& out, int from, int n, double bytes, NodeId gate, int rows_begin, int rows_end,
+              std::vector<std::vector<Flag>>& flags_to) {
+  FanOut::Send send;
+  for (int k = 1; k < n; ++k) send.peers.push_back((from + k) % n);
+  send.bytes = send.payload = bytes;
+  send.gate = [gate](int) { return gate; };
+  send.flags = true;
+  send.rows_begin = rows_begin;
+  send.rows_end = rows_end;
+  const FanOut::Sent sent = out.send(send);
+  for (std::size_t i = 0; i < send.peers.size(); ++i) {
+    flags_to[send.peers[i]].push_back({sent.flag[i], sent.flag_span[i]});
+  }
 }
 
 double block_bytes(const models::Scenario& s, int rows) {
@@ -85,12 +80,10 @@ void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams, const s
   for (int r = 0; r < n; ++r) {
     push_begin[r] = streams[r].begin("direct_push");
     const NodeId epoch = step.graph.after_latency(push_begin[r], models::epoch_handshake_time(p));
-    std::vector<NodeId> touched{epoch};
-    PeerWindow window(step.graph, step.peers_in_flight);
-    for (int k = 1; k < n; ++k) {
-      const int owner = (r + k) % n;
-      flags_to[owner].push_back(push(step, r, owner, block, epoch, 0, rows, touched, window));
-    }
+    FanOut out(step, r, kPhasePush);
+    push_all(out, r, n, block, epoch, 0, rows, flags_to);
+    std::vector<NodeId> touched = out.transfers();
+    touched.push_back(epoch);
     push_end[r] = step.graph.join_of(touched);
     streams[r].finish(push_end[r], traces::v1::EVENT_KIND_KERNEL, (n - 1) * block);
   }
@@ -178,8 +171,8 @@ RowPushes push_rows(StepGraph& step, const std::vector<AttentionOut>& att) {
   for (int r = 0; r < n; ++r) {
     out.groups.push_back(group_rows(att[r]));
     const RowGroups& rg = out.groups.back();
-    std::vector<NodeId> touched;
-    PeerWindow window(g, step.peers_in_flight);
+    FanOut fan(step, r, kPhasePush);
+    std::vector<std::vector<Flag>> flags_to(n);
     for (std::size_t k = 0; k < rg.rows.size(); ++k) {
       const RowRef& when = rg.when[k];
       // The epoch flips as the kernel starts; the first rows cannot be pushed before that.
@@ -187,15 +180,17 @@ RowPushes push_rows(StepGraph& step, const std::vector<AttentionOut>& att) {
                                 ? std::max(when.offset_s, models::epoch_handshake_time(step.profile))
                                 : when.offset_s;
       out.gate[r].push_back(g.after_latency(when.node, offset));
-      out.flag[r].emplace_back(n);
       const int lo = rg.rows[k].front();
       const int hi = rg.rows[k].back() + 1;
       const double bytes = block_bytes(s, static_cast<int>(rg.rows[k].size()));
-      for (int j = 1; j < n; ++j) {
-        const int owner = (r + j) % n;
-        out.flag[r][k][owner] = push(step, r, owner, bytes, out.gate[r][k], lo, hi, touched, window);
+      for (auto& f : flags_to) f.clear();
+      push_all(fan, r, n, bytes, out.gate[r][k], lo, hi, flags_to);
+      out.flag[r].emplace_back(n);
+      for (int o = 0; o < n; ++o) {
+        if (o != r) out.flag[r][k][o] = flags_to[o].front();
       }
     }
+    const std::vector<NodeId>& touched = fan.transfers();
     const NodeId first = g.join();
     g.after(out.gate[r].front(), first);
     step.ranks[r].phases.push_back({kPhasePush, first, g.join_of(touched)});

@@ -15,8 +15,7 @@ namespace {
 using namespace dcpsim;
 
 void run_step(benchmark::State& state, const std::string& profile, int dcp, int heads, int batch,
-              models::Strategy strategy) {
-  sim::SimOptions options;
+              models::Strategy strategy, sim::SimOptions options = {}) {
   options.max_gpus = std::max(options.max_gpus, dcp);
   const sim::Simulator simulator(models::load_profile(profile), options);
   models::Scenario s;
@@ -49,16 +48,29 @@ BENCHMARK(BM_StepH200)
     ->Unit(benchmark::kMillisecond);
 
 // 144 heads: divisible by 72, so every strategy is valid at DCP72.
+// Args: dcp, batch, strategy index, options (0: defaults, 1: --flows pair, 2: --nccl-algo ring).
 void BM_StepGb200(benchmark::State& state) {
   const auto strategy = models::all_strategies()[state.range(2)];
-  state.SetLabel(std::string(models::to_string(strategy)));
+  sim::SimOptions options;
+  std::string label(models::to_string(strategy));
+  if (state.range(3) == 1) {
+    options.flows = sim::FlowGrain::kPair;
+    label += " flows=pair";
+  } else if (state.range(3) == 2) {
+    options.collective.algorithm = models::Algorithm::kRing;
+    label += " nccl-algo=ring";
+  }
+  state.SetLabel(label);
   run_step(state, "gb200-nvl72", static_cast<int>(state.range(0)), 144, static_cast<int>(state.range(1)),
-           strategy);
+           strategy, options);
 }
+
 BENCHMARK(BM_StepGb200)
-    ->ArgsProduct({{72}, {256}, {0, 1, 2, 3, 4}})
-    ->ArgsProduct({{8, 16, 36, 72}, {64}, {0}})
-    ->ArgsProduct({{72}, {1, 16, 64}, {0}})
+    ->ArgsProduct({{72}, {256}, {0, 1, 2, 3, 4}, {0}})
+    ->ArgsProduct({{72}, {256}, {2, 3}, {1}})
+    ->ArgsProduct({{72}, {256}, {0, 1}, {2}})
+    ->ArgsProduct({{8, 16, 36, 72}, {64}, {0}, {0}})
+    ->ArgsProduct({{72}, {1, 16, 64}, {0}, {0}})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

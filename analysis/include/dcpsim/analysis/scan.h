@@ -51,7 +51,8 @@ struct ScanOptions {
   std::optional<models::Algorithm> nccl_algo;
   std::optional<models::Protocol> nccl_proto;
   int peers_in_flight = 16;
-  int chunk_size = 0;  // scenarios per worker process; 0 picks one from the count and --jobs
+  std::string flows = "auto";  // sim::FlowGrain: auto, pair, bundle
+  int chunk_size = 0;          // scenarios per worker process; 0 picks one from the count and --jobs
 };
 
 // "i/n" with 0 <= i < n; throws InputError naming the value otherwise.

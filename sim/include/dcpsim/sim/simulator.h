@@ -12,7 +12,9 @@
 // the NVLink domain of each built-in profile and of every Simulator constructed before that first run, with
 // SimOptions::max_gpus GPUs (at least kDefaultMaxGpus). Runs are deterministic: the same scenario gives the
 // same result, bit for bit, whatever ran before it in the process.
+#include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "dcpsim/models/cost_collectives.h"
@@ -25,6 +27,16 @@ namespace dcpsim::sim {
 
 inline constexpr int kDefaultMaxGpus = 144;
 
+// How all-pairs sends (the all-to-all, direct and row-stream pushes) become SimGrid transfers
+// (sim/src/fanout.h): one per peer, or one per window of peers_in_flight peers from the sender to the
+// destination domain's NVSwitch. The two agree when the ranks enter the phase together; bundles cost
+// peers_in_flight times fewer transfers. kAuto bundles above kBundleAboveRanks ranks.
+enum class FlowGrain : std::uint8_t { kAuto, kPair, kBundle };
+inline constexpr int kBundleAboveRanks = 16;
+std::string_view to_string(FlowGrain grain);
+// "auto", "pair" or "bundle"; throws InputError naming the choices otherwise.
+FlowGrain parse_flow_grain(std::string_view text);
+
 struct SimOptions {
   models::CollectiveOptions collective;  // force NCCL's algorithm / protocol (like NCCL_ALGO / NCCL_PROTO)
   int max_gpus = kDefaultMaxGpus;        // GPUs of the platform for this profile's domain size
@@ -33,6 +45,7 @@ struct SimOptions {
   // kernel's CTAs take peers in rounds; groups of up to W + 1 ranks (every single-node group) are not limited
   // at all.
   int peers_in_flight = 16;
+  FlowGrain flows = FlowGrain::kAuto;
 };
 
 // One collective on its own, from every rank entering it to every rank leaving it (golden examples, tests).

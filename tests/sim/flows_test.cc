@@ -1,0 +1,142 @@
+// The two grains of all-pairs sends (sim/src/fanout.h): one SimGrid transfer per peer, or bundles of a window
+// of peers into the destination domain's NVSwitch. They must give the same times when the ranks enter the
+// phase together (the all-to-all and direct cases below agree to within the flags' bytes), stay within a few
+// percent for row-stream, whose pushes start at different moments, and bundles must create far fewer
+// activities.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "dcpsim/error.h"
+#include "dcpsim/traces/trace_collector.h"
+#include "sim_test_support.h"
+
+namespace dcpsim::sim {
+namespace {
+
+using models::Strategy;
+using testing::builtin;
+using testing::mla;
+
+SimOptions with(FlowGrain grain) {
+  SimOptions o;
+  o.flows = grain;
+  return o;
+}
+
+// Largest difference between two runs' per-row, per-rank ready times.
+double max_row_gap(const StepResult& a, const StepResult& b) {
+  double gap = 0.0;
+  for (std::size_t r = 0; r < a.ranks.size(); ++r) {
+    const RankTimeline& x = a.ranks[r];
+    const RankTimeline& y = b.ranks[r];
+    for (std::size_t i = 0; i < x.lse_ready_s.size(); ++i) {
+      gap = std::max(gap, std::abs(x.lse_ready_s[i] - y.lse_ready_s[i]));
+      gap = std::max(gap, std::abs(x.output_ready_s[i] - y.output_ready_s[i]));
+    }
+  }
+  return gap;
+}
+
+TEST(FlowGrain, NamesRoundTripAndBadNamesAreInputErrors) {
+  for (FlowGrain g : {FlowGrain::kAuto, FlowGrain::kPair, FlowGrain::kBundle}) {
+    EXPECT_EQ(parse_flow_grain(to_string(g)), g);
+  }
+  try {
+    parse_flow_grain("bundles");
+    FAIL() << "accepted 'bundles'";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'bundles'"), std::string::npos) << what;
+    EXPECT_NE(what.find("auto, pair, bundle"), std::string::npos) << what;
+  }
+}
+
+// (profile, ranks, strategy): groups of one NVLink domain (gb200-nvl72) and of three nodes (h200-sxm, whose
+// windows mix NVLink and NIC peers).
+class SymmetricAllPairs : public ::testing::TestWithParam<std::tuple<std::string, int, Strategy>> {};
+
+TEST_P(SymmetricAllPairs, BundlesGiveThePairTimes) {
+  const auto& [profile, n, strategy] = GetParam();
+  const models::Scenario s = mla(n, 144, 8, 32768, strategy);
+  const StepResult pair = Simulator(builtin(profile), with(FlowGrain::kPair)).run(s);
+  const StepResult bundle = Simulator(builtin(profile), with(FlowGrain::kBundle)).run(s);
+  // Pair flags (8 B each) share the uplink with the next window's data; bundle flags with a bundle: the
+  // difference is a few bytes' worth of bandwidth per window.
+  EXPECT_NEAR(bundle.step_latency_s, pair.step_latency_s, 1e-4 * pair.step_latency_s);
+  EXPECT_LT(max_row_gap(pair, bundle), 1e-8);
+  EXPECT_EQ(bundle.attention_end_s, pair.attention_end_s);
+  // A window of W peers becomes one transfer per destination domain.
+  EXPECT_LT(bundle.activities, pair.activities);
+  if (n == 72) {
+    EXPECT_LT(bundle.activities * 4, pair.activities);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Groups, SymmetricAllPairs,
+    ::testing::Values(std::make_tuple("gb200-nvl72", 24, Strategy::kA2a),
+                      std::make_tuple("gb200-nvl72", 24, Strategy::kDirect),
+                      std::make_tuple("gb200-nvl72", 72, Strategy::kA2a),
+                      std::make_tuple("gb200-nvl72", 72, Strategy::kDirect),
+                      std::make_tuple("h200-sxm", 24, Strategy::kA2a),
+                      std::make_tuple("h200-sxm", 24, Strategy::kDirect)));
+
+TEST(Flows, RowStreamBundlesStayWithinAFewPercentOfPairs) {
+  for (int n : {24, 72}) {
+    const models::Scenario s = mla(n, 144, 64, 32768, Strategy::kRowStream);
+    const StepResult pair = Simulator(builtin("gb200-nvl72"), with(FlowGrain::kPair)).run(s);
+    const StepResult bundle = Simulator(builtin("gb200-nvl72"), with(FlowGrain::kBundle)).run(s);
+    // Pushes of consecutive row groups overlap in a window; bundles of different sizes then share the uplink
+    // equally where per-peer flows share it by count.
+    EXPECT_NEAR(bundle.step_latency_s, pair.step_latency_s, 0.025 * pair.step_latency_s) << n;
+    EXPECT_LT(max_row_gap(pair, bundle), 0.025 * pair.step_latency_s) << n;
+    EXPECT_LT(bundle.activities * 5, pair.activities) << n;
+  }
+}
+
+TEST(Flows, AutoPairsSmallGroupsAndBundlesLargeOnes) {
+  const Simulator automatic(builtin("gb200-nvl72"));
+  const Simulator pair(builtin("gb200-nvl72"), with(FlowGrain::kPair));
+  const Simulator bundle(builtin("gb200-nvl72"), with(FlowGrain::kBundle));
+  const models::Scenario at_limit = mla(kBundleAboveRanks, 144, 4, 8192, Strategy::kDirect);
+  EXPECT_EQ(automatic.run(at_limit).activities, pair.run(at_limit).activities);
+  EXPECT_NE(bundle.run(at_limit).activities, pair.run(at_limit).activities);
+  const models::Scenario above = mla(24, 144, 4, 8192, Strategy::kDirect);
+  EXPECT_EQ(automatic.run(above).activities, bundle.run(above).activities);
+}
+
+TEST(Flows, BundledFlagsFlowToEveryOwnersWait) {
+  const int n = 24;
+  traces::TraceCollector collector;
+  collector.on_header(sim_trace_header(builtin("gb200-nvl72")));
+  Simulator(builtin("gb200-nvl72"), with(FlowGrain::kBundle))
+      .run(mla(n, 144, 8, 8192, Strategy::kDirect), &collector);
+  collector.finish();
+  ASSERT_EQ(collector.trace().sections.size(), 1u);
+  const traces::TraceSection& sec = collector.trace().sections.front();
+  std::map<std::uint64_t, const traces::v1::Event*> by_id;
+  for (const auto& e : sec.events) {
+    if (e.has_id()) by_id[e.id()] = &e;
+  }
+  // Every owner waits on a flag from every other rank.
+  std::set<std::pair<int, int>> pairs;
+  for (const auto& f : sec.flows) {
+    const auto* from = by_id.at(f.from_event());
+    const auto* to = by_id.at(f.to_event());
+    EXPECT_EQ(from->kind(), traces::v1::EVENT_KIND_SIGNAL);
+    EXPECT_EQ(to->kind(), traces::v1::EVENT_KIND_WAIT);
+    EXPECT_GE(to->end_ns(), from->end_ns());
+    pairs.insert({static_cast<int>(from->rank()), static_cast<int>(to->rank())});
+  }
+  EXPECT_EQ(pairs.size(), static_cast<std::size_t>(n * (n - 1)));
+  for (const auto& [from, to] : pairs) EXPECT_NE(from, to);
+}
+
+}  // namespace
+}  // namespace dcpsim::sim
