@@ -12,11 +12,11 @@ constexpr double kFlagBytes = 8.0;
 FanOut::FanOut(StepGraph& step, int from, std::string_view what, int step_index)
     : step_(step), from_(from), what_(what), step_index_(step_index), bundle_(step.bundle_flows) {}
 
-NodeId FanOut::transfer(int to, double bytes, double payload, bool inter) {
+NodeId FanOut::transfer(int to, double bytes, double payload, bool inter, int peers) {
   Platform& pf = step_.platform;
   auto* dst = to >= 0 ? pf.gpu(to) : pf.nvswitch(-1 - to);
   const NodeId t = step_.graph.transfer(pf.gpu(from_), dst, bytes);
-  step_.transfers.push_back({t, from_, to >= 0 ? to : -1, step_index_, what_, payload, inter});
+  step_.transfers.push_back({t, from_, to >= 0 ? to : -1, step_index_, what_, payload, inter, peers});
   transfers_.push_back(t);
   return t;
 }
@@ -26,6 +26,16 @@ NodeId FanOut::flag(NodeId data, int to, double bytes, bool inter) {
   Platform& pf = step_.platform;
   // A release fence, then the flag store; its route's own latency is part of the flag transfer.
   const double fence = std::max(0.0, models::flag_write_latency(step_.profile) - pf.route_latency(inter));
+  if (bundle_) {
+    // A bundle's flag stands for one 8-byte store per peer behind kilobytes of data each: its share of the
+    // uplink is negligible (under a nanosecond at W = 16), so it is a latency: fence, route, bytes at the
+    // link's bandwidth.
+    const double bandwidth = inter ? pf.internode_bandwidth() : pf.nvlink_bandwidth();
+    const NodeId f = g.latency(fence + pf.route_latency(inter) + bytes / bandwidth);
+    g.after(data, f);
+    transfers_.push_back(f);
+    return f;
+  }
   auto* dst = to >= 0 ? pf.gpu(to) : pf.nvswitch(-1 - to);
   const NodeId f = g.transfer(pf.gpu(from_), dst, bytes);
   g.after(g.after_latency(data, fence), f);
@@ -45,8 +55,8 @@ FanOut::Sent FanOut::send(const Send& s) {
     out.flag_span.assign(count, -1);
   }
   auto add_flag_span = [&](NodeId f, bool inter, std::string name, double bytes) {
-    return step_.add_span({from_, inter ? "net" : "nvlink", traces::v1::EVENT_KIND_SIGNAL, std::move(name), f, f,
-                           bytes, s.rows_begin, s.rows_end});
+    return step_.add_span({from_, inter ? "net" : "nvlink", traces::v1::EVENT_KIND_SIGNAL, std::move(name), f,
+                           f, bytes, s.rows_begin, s.rows_end});
   };
 
   // Transfer k of this rank (counting every send) waits for transfer k − W.
@@ -67,14 +77,15 @@ FanOut::Sent FanOut::send(const Send& s) {
     for (std::size_t i = 0; i < count; ++i) {
       const int to = s.peers[i];
       const bool inter = !pf.same_domain(from_, to);
-      const NodeId data = transfer(to, s.bytes, s.payload, inter);
+      const NodeId data = transfer(to, s.bytes, s.payload, inter, 0);
       g.after(s.gate(to), data);
       wait_window(data, {i});
       carried_[base + i] = data;
       out.data[i] = data;
       if (s.flags) {
         out.flag[i] = flag(data, to, kFlagBytes, inter);
-        out.flag_span[i] = add_flag_span(out.flag[i], inter, "flag to rank " + std::to_string(to), kFlagBytes);
+        out.flag_span[i] =
+            add_flag_span(out.flag[i], inter, "flag to rank " + std::to_string(to), kFlagBytes);
       }
     }
     return out;
@@ -99,7 +110,8 @@ FanOut::Sent FanOut::send(const Send& s) {
       const int first = s.peers[members.front()];
       const bool inter = !pf.same_domain(from_, first);
       const double k = static_cast<double>(members.size());
-      const NodeId data = transfer(-1 - domain, k * s.bytes, k * s.payload, inter);
+      const NodeId data =
+          transfer(-1 - domain, k * s.bytes, k * s.payload, inter, static_cast<int>(members.size()));
       g.after(s.gate(first), data);
       wait_window(data, members);
       NodeId f = -1;
@@ -108,9 +120,10 @@ FanOut::Sent FanOut::send(const Send& s) {
         f = flag(data, -1 - domain, k * kFlagBytes, inter);
         const int last = s.peers[members.back()];
         span = add_flag_span(f, inter,
-                             members.size() == 1 ? "flag to rank " + std::to_string(first)
-                                                 : "flags to " + std::to_string(members.size()) + " ranks (" +
-                                                       std::to_string(first) + " … " + std::to_string(last) + ")",
+                             members.size() == 1
+                                 ? "flag to rank " + std::to_string(first)
+                                 : "flags to " + std::to_string(members.size()) + " ranks (" +
+                                       std::to_string(first) + " … " + std::to_string(last) + ")",
                              k * kFlagBytes);
       }
       for (std::size_t i : members) {

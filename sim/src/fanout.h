@@ -31,18 +31,18 @@ class FanOut {
   FanOut(StepGraph& step, int from, std::string_view what, int step_index = 0);
 
   struct Sent {
-    std::vector<NodeId> data;       // per peer: the transfer that carries its block
-    std::vector<NodeId> flag;       // per peer: the transfer that carries its flag (with flags)
-    std::vector<int> flag_span;     // per peer: that flag's span index in StepGraph::spans (with flags)
+    std::vector<NodeId> data;    // per peer: the transfer that carries its block
+    std::vector<NodeId> flag;    // per peer: the transfer that carries its flag (with flags)
+    std::vector<int> flag_span;  // per peer: that flag's span index in StepGraph::spans (with flags)
   };
   struct Send {
     std::vector<int> peers;
-    double bytes = 0.0;     // per peer, on the wire
-    double payload = 0.0;   // per peer, as reported (bytes before protocol efficiency)
+    double bytes = 0.0;    // per peer, on the wire
+    double payload = 0.0;  // per peer, as reported (bytes before protocol efficiency)
     // The node after which a transfer to `peer` may start; asked once per SimGrid transfer.
     std::function<NodeId(int peer)> gate;
-    bool flags = false;     // follow each block with an epoch flag (models/cost_signals.h)
-    int rows_begin = 0;     // rows the flags announce (trace spans)
+    bool flags = false;  // follow each block with an epoch flag (models/cost_signals.h)
+    int rows_begin = 0;  // rows the flags announce (trace spans)
     int rows_end = 0;
   };
   Sent send(const Send& send);
@@ -52,7 +52,7 @@ class FanOut {
 
  private:
   // `to` >= 0: a GPU; -1 - d: domain d's NVSwitch.
-  NodeId transfer(int to, double bytes, double payload, bool inter);
+  NodeId transfer(int to, double bytes, double payload, bool inter, int peers);
   NodeId flag(NodeId data, int to, double bytes, bool inter);
 
   StepGraph& step_;

@@ -40,6 +40,7 @@ struct TransferSpan {
   std::string_view what;  // a phase name, or "flag"
   double bytes = 0.0;     // payload (not counting protocol overhead)
   bool inter_node = false;
+  int peers = 0;  // a bundle into the NVSwitch: the ranks it carries blocks for (fanout.h)
 };
 
 // Where a row's readiness comes from: the end of a node plus an analytic offset (attention rows).

@@ -38,7 +38,8 @@ v1::Event transfer_event(const ActivityGraph& g, const TransferSpan& t) {
   const std::string lane = t.inter_node ? "net" : (to_switch || from_switch ? "nvswitch" : "nvlink");
   std::string name = std::string(t.what);
   if (t.what != kPhasePush) name += " step " + std::to_string(t.step);
-  name += to_switch     ? " to nvswitch"
+  name += t.peers > 0   ? " to " + std::to_string(t.peers) + " ranks via nvswitch"
+          : to_switch   ? " to nvswitch"
           : from_switch ? " from nvswitch"
                         : " to rank " + std::to_string(t.to_rank);
   v1::Event e = traces::make_event(rank, lane, v1::EVENT_KIND_COPY, name, ns(g.start(t.node)),

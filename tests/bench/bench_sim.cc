@@ -38,13 +38,15 @@ void run_step(benchmark::State& state, const std::string& profile, int dcp, int 
 void BM_StepH200(benchmark::State& state) {
   const auto strategy = models::all_strategies()[state.range(2)];
   state.SetLabel(std::string(models::to_string(strategy)));
-  run_step(state, "h200-sxm", static_cast<int>(state.range(0)), 128, static_cast<int>(state.range(1)),
-           strategy);
+  // 128 heads up to DCP32; 144 at DCP72 (nine nodes), where 128 is not divisible.
+  const int dcp = static_cast<int>(state.range(0));
+  run_step(state, "h200-sxm", dcp, dcp == 72 ? 144 : 128, static_cast<int>(state.range(1)), strategy);
 }
 BENCHMARK(BM_StepH200)
     ->ArgsProduct({{8}, {64}, {0, 1, 2, 3, 4}})
     ->ArgsProduct({{8}, {1, 16, 256}, {0}})
     ->ArgsProduct({{2, 4, 16, 32}, {64}, {0}})
+    ->ArgsProduct({{72}, {256}, {0, 1, 2, 3, 4}})
     ->Unit(benchmark::kMillisecond);
 
 // 144 heads: divisible by 72, so every strategy is valid at DCP72.

@@ -70,7 +70,8 @@ TEST_P(SymmetricAllPairs, BundlesGiveThePairTimes) {
   // difference is a few bytes' worth of bandwidth per window.
   EXPECT_NEAR(bundle.step_latency_s, pair.step_latency_s, 1e-4 * pair.step_latency_s);
   EXPECT_LT(max_row_gap(pair, bundle), 1e-8);
-  EXPECT_EQ(bundle.attention_end_s, pair.attention_end_s);
+  EXPECT_NEAR(bundle.attention_end_s, pair.attention_end_s,
+              1e-6 * pair.attention_end_s);  // SimGrid rounds remaining work
   // A window of W peers becomes one transfer per destination domain.
   EXPECT_LT(bundle.activities, pair.activities);
   if (n == 72) {
@@ -78,14 +79,13 @@ TEST_P(SymmetricAllPairs, BundlesGiveThePairTimes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Groups, SymmetricAllPairs,
-    ::testing::Values(std::make_tuple("gb200-nvl72", 24, Strategy::kA2a),
-                      std::make_tuple("gb200-nvl72", 24, Strategy::kDirect),
-                      std::make_tuple("gb200-nvl72", 72, Strategy::kA2a),
-                      std::make_tuple("gb200-nvl72", 72, Strategy::kDirect),
-                      std::make_tuple("h200-sxm", 24, Strategy::kA2a),
-                      std::make_tuple("h200-sxm", 24, Strategy::kDirect)));
+INSTANTIATE_TEST_SUITE_P(Groups, SymmetricAllPairs,
+                         ::testing::Values(std::make_tuple("gb200-nvl72", 24, Strategy::kA2a),
+                                           std::make_tuple("gb200-nvl72", 24, Strategy::kDirect),
+                                           std::make_tuple("gb200-nvl72", 72, Strategy::kA2a),
+                                           std::make_tuple("gb200-nvl72", 72, Strategy::kDirect),
+                                           std::make_tuple("h200-sxm", 24, Strategy::kA2a),
+                                           std::make_tuple("h200-sxm", 24, Strategy::kDirect)));
 
 TEST(Flows, RowStreamBundlesStayWithinAFewPercentOfPairs) {
   for (int n : {24, 72}) {
@@ -121,9 +121,15 @@ TEST(Flows, BundledFlagsFlowToEveryOwnersWait) {
   ASSERT_EQ(collector.trace().sections.size(), 1u);
   const traces::TraceSection& sec = collector.trace().sections.front();
   std::map<std::uint64_t, const traces::v1::Event*> by_id;
+  double pushed = 0.0;
   for (const auto& e : sec.events) {
     if (e.has_id()) by_id[e.id()] = &e;
+    if (e.kind() == traces::v1::EVENT_KIND_COPY && e.name().find("ranks via nvswitch") != std::string::npos) {
+      pushed += static_cast<double>(e.bytes());
+    }
   }
+  // Every rank's block for every other rank, each block 8 rows x 6 heads x (512 bf16 + one fp32 LSE).
+  EXPECT_EQ(pushed, n * (n - 1) * 8.0 * 6 * (512 * 2 + 4));
   // Every owner waits on a flag from every other rank.
   std::set<std::pair<int, int>> pairs;
   for (const auto& f : sec.flows) {
