@@ -118,9 +118,7 @@ TEST(Step, EagerLaunchesAreSlowerThanAGraph) {
 class EveryProfile : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EveryProfile, EveryStrategyRunsForCommonGroupSizes) {
-  SimOptions options;
-  options.peers_in_flight = 4;  // keeps the 72-rank all-pairs cases quick; the result stays valid
-  const Simulator sim(builtin(GetParam()), options);
+  const Simulator sim(builtin(GetParam()));
   for (int n : {1, 2, 3, 4, 8, 16, 72}) {
     for (Strategy st : models::all_strategies()) {
       const StepResult r = sim.run(mla(n, 144, 1, 4096, st));
