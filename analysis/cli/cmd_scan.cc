@@ -7,7 +7,11 @@
 #include "commands.h"
 
 #ifdef DCPSIM_WITH_SIMGRID
+#include <filesystem>
+
+#include "dcpsim/analysis/plot.h"
 #include "dcpsim/analysis/scan.h"
+#include "dcpsim/error.h"
 #include "dcpsim/models/profile.h"
 #endif
 
@@ -22,8 +26,24 @@ struct ScanCommand {
   std::string shard;
   std::string nccl_algo;
   std::string nccl_proto;
+  std::string plot;
   bool no_header = false;
 };
+
+void check_plot(const ScanCommand& c) {
+  if (c.plot.empty()) return;
+  if (c.options.shard_count > 1 || c.no_header) {
+    throw InputError(
+        "--plot draws a whole grid with its header: drop --shard/--no-header, or draw the "
+        "concatenated shards with `python3 scripts/plot.py scan SCAN.csv SCAN.png`");
+  }
+  const std::filesystem::path png(c.plot);
+  const std::filesystem::path dir = png.has_parent_path() ? png.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw InputError("--plot '" + c.plot + "': directory '" + dir.string() + "' does not exist");
+  }
+}
 
 void run_scan_command(ScanCommand& c) {
   if (!c.shard.empty())
@@ -31,10 +51,15 @@ void run_scan_command(ScanCommand& c) {
   if (!c.nccl_algo.empty()) c.options.nccl_algo = models::parse_algorithm(c.nccl_algo);
   if (!c.nccl_proto.empty()) c.options.nccl_proto = models::parse_protocol(c.nccl_proto);
   c.options.header = !c.no_header;
+  check_plot(c);
   const analysis::ScanReport report = analysis::run_scan(c.options, c.out, std::cerr);
   std::cerr << "scan: wrote " << report.scenarios << " rows to " << c.out << " in " << report.wall_s << " s";
   if (!report.skipped.empty()) std::cerr << " (" << report.skipped.size() << " combinations skipped)";
   std::cerr << "\n";
+  if (!c.plot.empty()) {
+    analysis::plot_csv("scan", c.out, c.plot);
+    std::cerr << "scan: plot " << c.plot << "\n";
+  }
 }
 
 }  // namespace
@@ -59,6 +84,9 @@ void add_scan_command(CLI::App& app) {
   cmd->add_option("--jobs", o.jobs, "worker processes")->capture_default_str();
   cmd->add_option("--shard", c->shard, "i/n: simulate only the i-th of n contiguous slices of the grid");
   cmd->add_flag("--no-header", c->no_header, "do not write the CSV header line");
+  cmd->add_option("--plot", c->plot,
+                  "also draw the CSV into this PNG: latency vs DCP size, geometry heatmap, Pareto front "
+                  "(needs python3 with matplotlib)");
   cmd->add_option("--layers", o.layers, "attention layers holding KV, for the KV capacity columns")
       ->capture_default_str();
   cmd->add_option("--weight-reserve-gib", o.weight_reserve_gib,

@@ -1,7 +1,9 @@
 // PNG plots through scripts/plot.py: each kind draws a real image from a CSV in its documented columns, and
 // bad requests fail with the right error. Needs python3 with matplotlib (Debian: python3-matplotlib).
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -100,6 +102,29 @@ TEST_F(PlotTest, BadRequestsFailClearly) {
   EXPECT_TRUE(fs::is_regular_file(plot_script()));
   EXPECT_FALSE(python_with_matplotlib().empty());
 }
+
+#ifdef DCPSIM_WITH_SIMGRID
+// `dcpsim scan --plot`, through the executable: a real grid simulated, written and drawn; a sharded grid is
+// refused before anything runs (exit 2, nothing written).
+TEST_F(PlotTest, ScanCommandDrawsItsGrid) {
+  const fs::path exe = fs::path(DCPSIM_BINARY_DIR) / "analysis" / "dcpsim";
+  const std::string grid =
+      " scan --profile gb200-nvl72 --dcp 1,2,4,8 --heads 64,128 --batch 1,64 --context 32k ";
+  const std::string quiet = " 2>" + (dir_ / "err").string();
+  const std::string ok = exe.string() + grid + "--out " + (dir_ / "scan.csv").string() + " --plot " +
+                         (dir_ / "scan.png").string() + quiet;
+  ASSERT_EQ(std::system(ok.c_str()), 0);
+  expect_png(dir_ / "scan.png");
+
+  const std::string sharded = exe.string() + grid + "--shard 0/2 --out " + (dir_ / "s.csv").string() +
+                              " --plot " + (dir_ / "s.png").string() + quiet;
+  const int status = std::system(sharded.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_FALSE(fs::exists(dir_ / "s.csv"));
+  EXPECT_FALSE(fs::exists(dir_ / "s.png"));
+}
+#endif
 
 }  // namespace
 }  // namespace dcpsim::analysis
