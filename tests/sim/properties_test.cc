@@ -56,6 +56,24 @@ TEST_P(Monotonic, LessLatencyNeverSlower) {
   EXPECT_LT(step(quicker, s), step(p, s));
 }
 
+// The same with bundled flows (three H200 nodes: bundles into two remote switches as well as the local one).
+TEST_P(Monotonic, BundledFlowsKeepBothProperties) {
+  SimOptions bundled;
+  bundled.flows = FlowGrain::kBundle;
+  const models::Scenario s = mla(24, 144, 8, 16384, GetParam());
+  const models::HardwareProfile p = builtin("h200-sxm");
+  models::HardwareProfile faster = p;
+  faster.nvlink.measured_bandwidth.value *= 2;
+  faster.internode.bandwidth.value *= 2;
+  models::HardwareProfile quicker = p;
+  quicker.nvlink.hop_latency.value /= 2;
+  quicker.internode.latency.value /= 2;
+  quicker.signal.flag_write_latency.value /= 2;
+  const double base = Simulator(p, bundled).run(s).step_latency_s;
+  EXPECT_LT(Simulator(faster, bundled).run(s).step_latency_s, base);
+  EXPECT_LT(Simulator(quicker, bundled).run(s).step_latency_s, base);
+}
+
 INSTANTIATE_TEST_SUITE_P(Strategies, Monotonic, ::testing::ValuesIn(models::all_strategies()),
                          [](const ::testing::TestParamInfo<Strategy>& param) {
                            std::string n(models::to_string(param.param));
