@@ -3,7 +3,7 @@
 # tests, compute-sanitizer memcheck and racecheck, the kernel benchmarks, the PyTorch comparison and the measured
 # trace sweep. Logs go to a work folder; $OUT (default /tmp/hw-out) receives at most 8 files: results.tgz (every
 # log and JSON file), traces.tgz (the sweep), and copies of the main logs. The last lines printed are a summary.
-#   scripts/hw_device.sh [tests] [sanitize] [bench] [torch] [sweep]     (no argument: all of them)
+#   scripts/hw_device.sh [tests] [sanitize] [bench] [torch] [stamps] [sweep]     (no argument: all of them)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0   # never NVLink multicast on a shared machine
@@ -14,7 +14,7 @@ BIN=$PWD/.carry/bin
 nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null)
 nccl_lib=$(dirname "$(find "${nccl:-/}" / -name 'libnccl.so.2' 2>/dev/null | head -1)")
 export LD_LIBRARY_PATH=$BIN:$nccl_lib:${LD_LIBRARY_PATH:-}
-stages=${*:-tests sanitize bench torch sweep}
+stages=${*:-tests sanitize bench torch stamps sweep}
 has() { [[ " $stages " == *" $1 "* ]]; }
 summary=()
 
@@ -28,7 +28,7 @@ fi
 
 if has sanitize; then
   cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-  filter='Attention.StridedOutput*:Attention.SplitCount*:Correct.*:A2a.*:Direct.MatchesThe*:Runner.WritesATraceSection'
+  filter='Attention.StridedOutput*:Attention.SplitCount*:Correct.*:A2a.*:Direct.MatchesThe*:Runner.WritesATraceSection:Runner.RowStamps*'
   { echo "# compute-sanitizer --tool memcheck hw_tests --gtest_filter=$filter"
     "$cs" --tool memcheck --leak-check full "$BIN/hw_tests" --gtest_brief=1 --gtest_filter="$filter" 2>&1; } \
     | tee "$W/memcheck.txt" | tail -3
@@ -47,6 +47,17 @@ if has torch; then
   python3 scripts/hw_torch_correction.py "$W/torch.jsonl" 2>&1 | tee "$W/torch.txt"
 fi
 
+if has stamps; then
+  # What --row-stamps costs: the sweep's instrumented case with and without stamps (kernel phases, median µs).
+  for flags in "" "--row-stamps" "--padded-rows 4" "--row-stamps --padded-rows 4"; do
+    echo "## flags: ${flags:-none}" >>"$W/stamps.txt"
+    "$BIN/dcpsim" hw run --emulate --strategy ag-rs --dcp 3 --heads 48 --kv-heads 1 --head-dim 512 --qk-dim 576 \
+      --batch 64 --context 1k --launch graph --warmup 3 --reps 10 --seed 7 $flags 2>&1 | tee -a "$W/stamps.txt" \
+      | grep -E 'correct|attention|step' | head -4
+  done
+  summary+=("stamps: see stamps.txt")
+fi
+
 if has sweep; then
   scripts/hw_sweep.sh "$BIN/dcpsim" "$W/traces" 2>&1 | tee "$W/sweep.log" | tail -5
   (cd "$W" && tar czf "$OUT/traces.tgz" traces)
@@ -54,6 +65,6 @@ if has sweep; then
 fi
 
 (cd "$W" && tar czf "$OUT/results.tgz" --exclude=traces . && cp -f hw_tests.log memcheck.txt racecheck.txt \
-  bench.txt torch.txt "$OUT/" 2>/dev/null)
+  bench.txt torch.txt stamps.txt "$OUT/" 2>/dev/null)
 echo "==== summary"
 for line in "${summary[@]}"; do echo "$line"; done

@@ -385,6 +385,9 @@ void check_args(const AttentionArgs& a) {
   if (a.geometry == Geometry::kMla576 && a.kv_heads != 1)
     throw InputError("attention kernel: MLA geometry needs H_kv = 1, got " + std::to_string(a.kv_heads));
   if (a.q_block_heads < 1) throw InputError("attention kernel: q_block_heads must be >= 1");
+  if (a.valid_rows < 0 || a.valid_rows > a.rows)
+    throw InputError("attention kernel: valid_rows=" + std::to_string(a.valid_rows) +
+                     " outside [0, rows=" + std::to_string(a.rows) + "]");
 }
 
 }  // namespace
@@ -396,7 +399,9 @@ int attention_splits(const AttentionArgs& a, int device) {
   int sms = 0;
   DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int per_sm = a.geometry == Geometry::kMla576 ? 1 : 2;  // resident blocks per SM (shared-memory bound)
-  const int blocks = std::max(1, a.rows * head_blocks(a));
+  // Padding rows (past valid_rows) have no work: counting them halved the splits at B = 64 + 4 padding rows
+  // and made attention 40% slower (MLA, N = 3, H = 48, 1k context).
+  const int blocks = std::max(1, a.valid_rows * head_blocks(a));
   const int want = std::max(1, sms * per_sm / blocks);
   return std::clamp(want, 1, std::min(max_tiles, 1024));
 }

@@ -91,6 +91,33 @@ TEST(Runner, WritesATraceSection) {
   EXPECT_TRUE(r.check.passed);
 }
 
+// Row stamps on both paths of the correction kernel (one vector per thread for small calls, streaming blocks
+// for large ones): every row of every rank is stamped, its LSE no later than its output.
+TEST(Runner, RowStampsCoverEveryRowOnBothCorrectionPaths) {
+  DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
+  for (int batch : {3, 256}) {
+    models::Scenario s = scenario(2, 64, 1, 512, 576, models::Strategy::kAgRs,
+                                  std::vector<std::int64_t>(static_cast<std::size_t>(batch), 300));
+    s.launch = models::LaunchMode::kGraph;
+    RunConfig c = config(s);
+    c.row_stamps = true;
+    c.padded_rows = 4;
+    traces::TraceCollector sink;
+    sink.on_header(measured_header(c.mode, {0}, {"dcpsim", "hw", "run"}));
+    const RunResult r = run_step(c, &sink);
+    sink.finish();
+    EXPECT_TRUE(r.check.passed) << r.check.summary;
+    const auto& sec = sink.trace().sections.at(0);
+    EXPECT_EQ(sec.scenario.params().at("row_stamps"), "on");
+    ASSERT_EQ(sec.row_results.size(), 2u * (batch + 4)) << batch;  // padding rows are reported too
+    for (const auto& row : sec.row_results) {
+      if (row.row() >= batch) continue;
+      EXPECT_GT(row.lse_ready_ns(), 0) << batch << " row " << row.row();
+      EXPECT_GE(row.output_ready_ns(), row.lse_ready_ns()) << batch << " row " << row.row();
+    }
+  }
+}
+
 TEST(Runner, RejectsWhatItCannotRun) {
   DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
   EXPECT_THROW(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kRowStream, {8})), nullptr),
