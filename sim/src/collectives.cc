@@ -167,7 +167,7 @@ std::vector<NodeId> p2p(Realisation& r, const std::vector<NodeId>& begin) {
     };
     const FanOut::Sent sent = out.send(send);
     for (std::size_t i = 0; i < send.peers.size(); ++i) {
-      touching[a].push_back(sent.data[i]);
+      if (i == 0 || sent.data[i] != sent.data[i - 1]) touching[a].push_back(sent.data[i]);  // a bundle once
       touching[send.peers[i]].push_back(sent.data[i]);
     }
   }

@@ -10,7 +10,7 @@
 //   bundle  the peers are cut into windows of W (counting every send()); the peers of one send() in one
 //           window become one SimGrid transfer per destination domain, from the GPU to that domain's
 //           NVSwitch (platform.h), carrying all their bytes; it waits for the transfers that carried the
-//           peers W places earlier. A flag is one transfer per bundle too.
+//           peers W places earlier. A bundle's flag is a latency (fanout.cc says why).
 // When every rank enters its all-pairs phase at the same moment with the same bytes, each downlink carries
 // what each uplink does and the two grains give the same times (to within the flags' bytes; tests/sim check
 // it). With ranks out of step a bundle does not see contention at the receivers' ports. Bundles create W
@@ -39,7 +39,8 @@ class FanOut {
     std::vector<int> peers;
     double bytes = 0.0;    // per peer, on the wire
     double payload = 0.0;  // per peer, as reported (bytes before protocol efficiency)
-    // The node after which a transfer to `peer` may start; asked once per SimGrid transfer.
+    // The node after which a transfer to `peer` may start; asked once per SimGrid transfer, so in bundle mode
+    // for the first peer of each destination domain: it must be the same for every peer of a domain.
     std::function<NodeId(int peer)> gate;
     bool flags = false;  // follow each block with an epoch flag (models/cost_signals.h)
     int rows_begin = 0;  // rows the flags announce (trace spans)

@@ -38,10 +38,11 @@ v1::Event transfer_event(const ActivityGraph& g, const TransferSpan& t) {
   const std::string lane = t.inter_node ? "net" : (to_switch || from_switch ? "nvswitch" : "nvlink");
   std::string name = std::string(t.what);
   if (t.what != kPhasePush) name += " step " + std::to_string(t.step);
-  name += t.peers > 0   ? " to " + std::to_string(t.peers) + " ranks via nvswitch"
-          : to_switch   ? " to nvswitch"
-          : from_switch ? " from nvswitch"
-                        : " to rank " + std::to_string(t.to_rank);
+  name += t.peers > 1    ? " to " + std::to_string(t.peers) + " ranks via nvswitch"
+          : t.peers == 1 ? " to one rank via nvswitch"
+          : to_switch    ? " to nvswitch"
+          : from_switch  ? " from nvswitch"
+                         : " to rank " + std::to_string(t.to_rank);
   v1::Event e = traces::make_event(rank, lane, v1::EVENT_KIND_COPY, name, ns(g.start(t.node)),
                                    ns(g.end(t.node)), std::llround(t.bytes));
   return e;
@@ -51,7 +52,11 @@ v1::Event transfer_event(const ActivityGraph& g, const TransferSpan& t) {
 
 void emit_trace(const StepGraph& step, const StepResult& result, traces::TraceSink& sink) {
   const ActivityGraph& g = step.graph;
-  sink.on_scenario(scenario_record(result));
+  v1::Scenario scenario = scenario_record(result);
+  // How all-pairs sends were simulated (fanout.h): the grain chosen for this group and the peers in flight.
+  (*scenario.mutable_params())["flows"] = step.bundle_flows ? "bundle" : "pair";
+  (*scenario.mutable_params())["peers_in_flight"] = std::to_string(step.peers_in_flight);
+  sink.on_scenario(scenario);
 
   std::vector<bool> linked(step.spans.size(), false);
   for (const auto& [from, to] : step.flows) linked[from] = linked[to] = true;

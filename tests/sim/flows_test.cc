@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "dcpsim/error.h"
 #include "dcpsim/traces/trace_collector.h"
@@ -66,7 +67,7 @@ TEST_P(SymmetricAllPairs, BundlesGiveThePairTimes) {
   const models::Scenario s = mla(n, 144, 8, 32768, strategy);
   const StepResult pair = Simulator(builtin(profile), with(FlowGrain::kPair)).run(s);
   const StepResult bundle = Simulator(builtin(profile), with(FlowGrain::kBundle)).run(s);
-  // Pair flags (8 B each) share the uplink with the next window's data; bundle flags with a bundle: the
+  // Pair flags (8 B each) share the uplink with the next window's data; a bundle's flags are a latency: the
   // difference is a few bytes' worth of bandwidth per window.
   EXPECT_NEAR(bundle.step_latency_s, pair.step_latency_s, 1e-4 * pair.step_latency_s);
   EXPECT_LT(max_row_gap(pair, bundle), 1e-8);
@@ -100,6 +101,54 @@ TEST(Flows, RowStreamBundlesStayWithinAFewPercentOfPairs) {
   }
 }
 
+// Ring plans over one NVLink domain (NCCL's ring forced on gb200-nvl72) and the p2p all-to-all, alone:
+// bundled rounds of steps give the per-step times and the plan's analytic time.
+TEST(Flows, BundledCollectivesGiveThePairTimesAndThePlan) {
+  using models::Algorithm;
+  using models::Collective;
+  using models::Protocol;
+  struct Case {
+    Collective collective;
+    Algorithm algorithm;
+    Protocol protocol;
+    double bytes;
+  };
+  for (const Case& c : {Case{Collective::kAllGather, Algorithm::kRing, Protocol::kLL, 36864},
+                        Case{Collective::kAllGather, Algorithm::kRing, Protocol::kSimple, 8 << 20},
+                        Case{Collective::kReduceScatter, Algorithm::kRing, Protocol::kLL128, 1 << 20},
+                        Case{Collective::kAllReduce, Algorithm::kRing, Protocol::kLL, 64 << 10},
+                        Case{Collective::kAllToAll, Algorithm::kP2p, Protocol::kSimple, 8 << 20}}) {
+    SimOptions pair = with(FlowGrain::kPair), bundle = with(FlowGrain::kBundle);
+    pair.collective = bundle.collective = {c.algorithm, c.protocol};
+    const CollectiveRun p = Simulator(builtin("gb200-nvl72"), pair).run_collective(c.collective, 72, c.bytes);
+    const CollectiveRun b =
+        Simulator(builtin("gb200-nvl72"), bundle).run_collective(c.collective, 72, c.bytes);
+    const std::string what =
+        std::string(models::to_string(c.collective)) + " " + std::string(models::to_string(c.algorithm));
+    ASSERT_EQ(b.plan.algorithm, c.algorithm) << what;
+    EXPECT_NEAR(b.time_s, p.time_s, 1e-5 * p.time_s) << what;
+    for (int r = 0; r < 72; ++r)
+      EXPECT_NEAR(b.end_s[r], p.end_s[r], 1e-5 * p.time_s) << what << " rank " << r;
+    // The all-to-all's plan ignores that each port carries 71 flows at once; rings reproduce theirs.
+    if (c.algorithm == Algorithm::kRing) {
+      EXPECT_NEAR(b.time_s, b.plan.analytic_time_s, 1e-3 * b.time_s) << what;
+    }
+  }
+}
+
+// A rank entering 20 µs late holds the whole ring back by at least that much, bundled or not.
+TEST(Flows, ALateRankDelaysABundledRingByAtLeastItsLateness) {
+  SimOptions bundle = with(FlowGrain::kBundle);
+  bundle.collective = {models::Algorithm::kRing, models::Protocol::kLL};
+  const Simulator sim(builtin("gb200-nvl72"), bundle);
+  std::vector<double> entry(72, 0.0);
+  entry[30] = 20e-6;
+  const CollectiveRun late = sim.run_collective(models::Collective::kAllGather, 72, 36864, entry);
+  const CollectiveRun together = sim.run_collective(models::Collective::kAllGather, 72, 36864);
+  for (int r = 0; r < 72; ++r) EXPECT_GE(late.end_s[r], together.end_s[r]) << r;
+  EXPECT_GE(late.time_s, together.time_s + 20e-6 * (1 - 1e-9));
+}
+
 TEST(Flows, AutoPairsSmallGroupsAndBundlesLargeOnes) {
   const Simulator automatic(builtin("gb200-nvl72"));
   const Simulator pair(builtin("gb200-nvl72"), with(FlowGrain::kPair));
@@ -120,6 +169,8 @@ TEST(Flows, BundledFlagsFlowToEveryOwnersWait) {
   collector.finish();
   ASSERT_EQ(collector.trace().sections.size(), 1u);
   const traces::TraceSection& sec = collector.trace().sections.front();
+  EXPECT_EQ(sec.scenario.params().at("flows"), "bundle");
+  EXPECT_EQ(sec.scenario.params().at("peers_in_flight"), "16");
   std::map<std::uint64_t, const traces::v1::Event*> by_id;
   double pushed = 0.0;
   for (const auto& e : sec.events) {
