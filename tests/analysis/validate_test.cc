@@ -155,7 +155,9 @@ TEST(Validate, EmulatedTracesCompareKernelPhasesOnly) {
 TEST(BadTraces, TruncatedNotATraceNoSummariesAreOneLineErrors) {
   TempDir dir;
   const std::string full = read(truth_traces().path);
-  std::ofstream(dir / "cut.pb", std::ios::binary) << full.substr(0, full.size() / 2);
+  // One byte short: the last record is always cut (half the file could end on a record boundary, and the
+  // header's provenance makes the size differ from build to build).
+  std::ofstream(dir / "cut.pb", std::ios::binary) << full.substr(0, full.size() - 1);
   std::ofstream(dir / "text.pb") << "timestamp,phase\n1,attention\n";
   {
     traces::ProtobufTraceWriter w(dir / "bare.pb");
