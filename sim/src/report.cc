@@ -59,6 +59,11 @@ std::string format_summary(const StepResult& r) {
   out += "  step latency " + us(r.step_latency_s) + " us   attention done at" + us(r.attention_end_s) +
          " us   merge adds" + us(r.merge_latency_s) + " us\n";
   for (const PlannedCollective& c : r.collectives) out += "  " + c.phase + ": " + plan_text(c.plan) + "\n";
+  if (r.bundled_flows) {
+    out +=
+        "  flows: bundled (a window of peers, or a round of ring steps, per SimGrid transfer; --flows pair "
+        "for one per peer and step)\n";
+  }
   out += "\n  phase (us over ranks)      min     median        max\n";
   for (const auto& [name, durations] : phase_durations(r)) {
     const Spread s = spread(durations);
@@ -84,6 +89,7 @@ nlohmann::json summary_json(const StepResult& r) {
   nlohmann::json j;
   j["profile"] = r.profile;
   j["scenario"] = r.scenario.label();
+  j["flows"] = r.bundled_flows ? "bundle" : "pair";
   j["step_latency_us"] = r.step_latency_s * 1e6;
   j["attention_end_us"] = r.attention_end_s * 1e6;
   j["merge_latency_us"] = r.merge_latency_s * 1e6;

@@ -207,6 +207,7 @@ StepResult Simulator::run(const models::Scenario& scenario, traces::TraceSink* s
   build_step(step, options_);
   step.graph.run(engine);
   StepResult result = collect(step);
+  result.bundled_flows = step.bundle_flows;
   if (sink != nullptr) detail::emit_trace(step, result, *sink);
   return result;
 }

@@ -1,0 +1,55 @@
+// What `dcpsim simulate` prints and writes: the text summary and the JSON carry the step, every phase, every
+// rank and the flow grain, with the numbers of the StepResult they came from; spreads use the usual median.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "dcpsim/sim/report.h"
+#include "sim_test_support.h"
+
+namespace dcpsim::sim {
+namespace {
+
+using models::Strategy;
+using testing::builtin;
+using testing::mla;
+
+int count_lines(const std::string& text) {
+  int n = 0;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
+TEST(Report, SpreadTakesTheMiddleOrTheMeanOfTheTwoMiddleValues) {
+  const Spread odd = spread({5.0, 1.0, 3.0});
+  EXPECT_EQ(odd.min, 1.0);
+  EXPECT_EQ(odd.median, 3.0);
+  EXPECT_EQ(odd.max, 5.0);
+  EXPECT_EQ(spread({4.0, 1.0, 3.0, 2.0}).median, 2.5);
+}
+
+TEST(Report, SummaryAndJsonCarryTheResult) {
+  for (int n : {8, 24}) {
+    const StepResult r = Simulator(builtin("gb200-nvl72")).run(mla(n, 144, 4, 8192, Strategy::kDirect));
+    const std::string text = format_summary(r);
+    EXPECT_NE(text.find("step latency"), std::string::npos);
+    for (const PhaseSpan& p : r.ranks[0].phases)
+      EXPECT_NE(text.find("  " + p.name), std::string::npos) << p.name;
+    // Bundles are announced only when used (auto: above 16 ranks).
+    EXPECT_EQ(text.find("flows: bundled") != std::string::npos, n > kBundleAboveRanks) << n;
+    EXPECT_EQ(r.bundled_flows, n > kBundleAboveRanks);
+    EXPECT_GE(count_lines(text), n + 5);  // header, plans, phase table, one line per rank
+
+    const nlohmann::json j = summary_json(r);
+    EXPECT_EQ(j.at("flows"), n > kBundleAboveRanks ? "bundle" : "pair");
+    EXPECT_DOUBLE_EQ(j.at("step_latency_us").get<double>(), r.step_latency_s * 1e6);
+    EXPECT_DOUBLE_EQ(j.at("merge_latency_us").get<double>(), r.merge_latency_s * 1e6);
+    ASSERT_EQ(j.at("ranks").size(), static_cast<std::size_t>(n));
+    EXPECT_DOUBLE_EQ(j.at("ranks").at(n - 1).at("done_us").get<double>(), r.ranks[n - 1].done_s * 1e6);
+    EXPECT_DOUBLE_EQ(j.at("ranks").at(0).at("output_ready").at("max_us").get<double>(),
+                     spread(r.ranks[0].output_ready_s).max * 1e6);
+  }
+}
+
+}  // namespace
+}  // namespace dcpsim::sim
