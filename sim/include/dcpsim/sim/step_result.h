@@ -67,7 +67,7 @@ struct StepResult {
   double attention_end_s = 0.0;  // the last rank's attention
   double merge_latency_s = 0.0;  // step_latency_s − attention_end_s: what the merge adds after attention
   std::int64_t activities = 0;   // SimGrid activities (communications and executions) the step used
-  bool bundled_flows = false;    // all-pairs sends and single-domain rings went as bundles (SimOptions::flows)
+  bool bundled_flows = false;  // all-pairs sends and single-domain rings went as bundles (SimOptions::flows)
 
   // The named phase of a rank, or nullptr when that rank has no such phase.
   const PhaseSpan* phase(int rank, std::string_view name) const;
