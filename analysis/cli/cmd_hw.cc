@@ -17,6 +17,7 @@
 #include "dcpsim/hw/bench.h"
 #include "dcpsim/hw/device.h"
 #include "dcpsim/hw/runner.h"
+#include "dcpsim/traces/output_file.h"
 #include "dcpsim/traces/protobuf_writer.h"
 
 namespace dcpsim::cli {
@@ -84,14 +85,7 @@ nlohmann::json to_json(const models::Scenario& s, const hw::RunResult& r) {
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {
-  const std::filesystem::path target(path), tmp(path + ".tmp");
-  {
-    std::ofstream f(tmp);
-    if (!f) throw InputError("--json '" + path + "' cannot be written");
-    f << j.dump(2) << "\n";
-    if (!f) throw RuntimeError("writing '" + path + "' failed");
-  }
-  std::filesystem::rename(tmp, target);
+  traces::write_file_atomically(path, j.dump(2) + "\n");
 }
 
 void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {

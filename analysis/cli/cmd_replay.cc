@@ -19,6 +19,7 @@
 #include "dcpsim/error.h"
 #include "dcpsim/models/profile.h"
 #include "dcpsim/sim/simulator.h"
+#include "dcpsim/traces/output_file.h"
 #include "dcpsim/traces/protobuf_writer.h"
 #endif
 
@@ -82,14 +83,8 @@ void replay_measured(const ReplayArgs& a, const models::HardwareProfile& profile
   const analysis::ValidationReport report =
       analysis::validate(profile, std::nullopt, analysis::all_sections({measured}));
   const std::string csv = analysis::validation_csv(report);
-  const std::filesystem::path out(a.out), temp(a.out + ".tmp");
-  {
-    std::ofstream f(temp);
-    if (!f) throw InputError("cannot write '" + a.out + "' (does its directory exist?)");
-    f << csv;
-    if (!f.flush()) throw RuntimeError("writing '" + a.out + "' failed");
-  }
-  std::filesystem::rename(temp, out);
+  const std::filesystem::path out(a.out);
+  traces::write_file_atomically(out, csv);
   std::printf("replayed %zu measured section(s) of %s on %s: %zu figures compared\n", report.sections.size(),
               a.requests.c_str(), profile.name.c_str(), report.comparisons.size());
   std::printf("%-12s %6s %12s %12s\n", "figure", "n", "median |err|", "max |err|");

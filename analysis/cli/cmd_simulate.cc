@@ -16,6 +16,7 @@
 #include "dcpsim/sim/report.h"
 #include "dcpsim/sim/simulator.h"
 #include "dcpsim/traces/chrome_writer.h"
+#include "dcpsim/traces/output_file.h"
 #include "dcpsim/traces/protobuf_writer.h"
 #endif
 
@@ -64,7 +65,7 @@ void run_simulate(const SimulateOptions& o) {
 
   const sim::StepResult result = simulator.run(scenario, sinks.empty() ? nullptr : &tee);
   if (!sinks.empty()) tee.finish();
-  if (!o.json.empty()) sim::write_file_atomically(o.json, sim::summary_json(result).dump(2) + "\n");
+  if (!o.json.empty()) traces::write_file_atomically(o.json, sim::summary_json(result).dump(2) + "\n");
 
   std::cout << sim::format_summary(result);
   if (!o.out.empty()) std::cout << "  trace: " << o.out << "\n";

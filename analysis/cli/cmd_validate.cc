@@ -10,6 +10,7 @@
 #include "dcpsim/analysis/plot.h"
 #include "dcpsim/analysis/validate.h"
 #include "dcpsim/error.h"
+#include "dcpsim/traces/output_file.h"
 
 namespace dcpsim::cli {
 namespace {
@@ -69,7 +70,7 @@ void plot(const analysis::ValidationReport& report, const ValidateArgs& a) {
   const bool temporary = csv.empty();
   if (temporary) {
     csv = std::filesystem::path(a.plot).string() + ".csv.tmp";
-    analysis::write_file_atomically(csv, analysis::validation_csv(report));
+    traces::write_file_atomically(csv, analysis::validation_csv(report));
   }
   try {
     analysis::plot_csv("validate", csv, a.plot);
@@ -91,10 +92,9 @@ void run(const ValidateArgs& a) {
   const analysis::ValidationReport report = analysis::validate(
       models::load_profile(a.profile), calibration_for(a), analysis::all_sections(traces), opt);
   if (!a.report.empty()) {
-    analysis::write_file_atomically(a.report,
-                                    analysis::validation_markdown(report, opt, command_line(a.argv)));
+    traces::write_file_atomically(a.report, analysis::validation_markdown(report, opt, command_line(a.argv)));
   }
-  if (!a.csv.empty()) analysis::write_file_atomically(a.csv, analysis::validation_csv(report));
+  if (!a.csv.empty()) traces::write_file_atomically(a.csv, analysis::validation_csv(report));
   if (!a.plot.empty()) plot(report, a);
   print_report(report, opt);
   if (!report.passed) {

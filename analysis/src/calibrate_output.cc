@@ -1,17 +1,15 @@
 // What a calibration writes: the calibrated profile (sources naming the fit) and its sidecar (provenance,
 // domain, parameters, residual statistics).
-#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <fstream>
 #include <set>
-#include <system_error>
 
 #include "dcpsim/analysis/calibrate.h"
 #include "dcpsim/error.h"
+#include "dcpsim/traces/output_file.h"
 #include "dcpsim/version.h"
 
 namespace dcpsim::analysis {
@@ -282,35 +280,10 @@ json calibration_json(const CalibrationResult& r, const CalibrationProvenance& p
   return out;
 }
 
-void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path dir = path.parent_path().empty() ? "." : path.parent_path();
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    throw InputError(path.string() + ": the folder " + dir.string() + " does not exist");
-  }
-  const std::filesystem::path temp =
-      dir / ("." + path.filename().string() + ".tmp" + std::to_string(::getpid()));
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path.string() + ": cannot write in " + dir.string());
-    out << text;
-    out.flush();
-    if (!out) {
-      std::filesystem::remove(temp, ec);
-      throw RuntimeError(path.string() + ": writing failed (disk full?)");
-    }
-  }
-  std::filesystem::rename(temp, path, ec);
-  if (ec) {
-    std::filesystem::remove(temp, ec);
-    throw RuntimeError(path.string() + ": cannot move the finished file into place");
-  }
-}
-
 void write_calibration(const CalibrationResult& result, const CalibrationProvenance& prov,
                        const std::filesystem::path& out) {
-  write_file_atomically(out, models::to_json(result.profile));
-  write_file_atomically(calibration_sidecar(out), calibration_json(result, prov).dump(2) + "\n");
+  traces::write_file_atomically(out, models::to_json(result.profile));
+  traces::write_file_atomically(calibration_sidecar(out), calibration_json(result, prov).dump(2) + "\n");
 }
 
 }  // namespace dcpsim::analysis

@@ -1,13 +1,13 @@
 // JSON I/O for `dcpsim merge`. Every shape problem is reported with the JSON path of the offending element.
 #include "dcpsim/analysis/merge_io.h"
 
-#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 
 #include "dcpsim/error.h"
+#include "dcpsim/traces/output_file.h"
 #include "dcpsim/version.h"
 
 namespace dcpsim::analysis {
@@ -158,26 +158,7 @@ json merge_result_to_json(const models::MergeResult& m, const models::MergeOptio
 }
 
 void write_json_file(const std::string& path, const json& doc) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw InputError("output directory '" + dir.string() + "' does not exist");
-  const fs::path tmp = dir / ("." + target.filename().string() + ".tmp" + std::to_string(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << doc.dump(1) << "\n";
-    out.close();
-    if (!out) {
-      fs::remove(tmp, ec);
-      throw RuntimeError("cannot write '" + tmp.string() + "'");
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw RuntimeError("cannot rename the output into '" + path + "': " + ec.message());
-  }
+  traces::write_file_atomically(path, doc.dump(1) + "\n");
 }
 
 }  // namespace dcpsim::analysis

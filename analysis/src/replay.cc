@@ -1,17 +1,15 @@
 #include "dcpsim/analysis/replay.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iomanip>
 #include <sstream>
 #include <unordered_map>
 
 #include "dcpsim/error.h"
 #include "dcpsim/models/cost_kernels.h"
+#include "dcpsim/traces/output_file.h"
 
 namespace dcpsim::analysis {
 namespace {
@@ -157,39 +155,19 @@ ReplayResult replay_requests(std::vector<Request> requests, const ReplayConfig& 
 }
 
 void write_steps_csv(const ReplayResult& result, const std::filesystem::path& path) {
-  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    throw InputError("cannot write '" + path.string() + "': directory '" + dir.string() + "' does not exist");
+  std::ostringstream out;
+  out << "step,time_s,rows,admitted,sum_context,max_context,kv_tokens_max";
+  for (const auto s : result.strategies) {
+    out << ",step_latency_us_" << models::to_string(s) << ",merge_latency_us_" << models::to_string(s);
   }
-  const std::filesystem::path temp =
-      dir / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()));
-  {
-    std::ofstream out(temp);
-    if (!out) throw InputError("cannot write '" + path.string() + "': the directory is not writable");
-    out << "step,time_s,rows,admitted,sum_context,max_context,kv_tokens_max";
-    for (const auto s : result.strategies) {
-      out << ",step_latency_us_" << models::to_string(s) << ",merge_latency_us_" << models::to_string(s);
-    }
-    out << "\n" << std::setprecision(12);
-    for (const auto& r : result.steps) {
-      out << r.step << ',' << r.time_s << ',' << r.rows << ',' << r.admitted << ',' << r.sum_context << ','
-          << r.max_context << ',' << r.kv_tokens_max;
-      for (const auto& t : r.timing) out << ',' << t.step_s * 1e6 << ',' << t.merge_s * 1e6;
-      out << '\n';
-    }
-    out.close();
-    if (!out) {
-      std::filesystem::remove(temp, ec);
-      throw RuntimeError("writing '" + path.string() + "' failed (disk full or I/O error)");
-    }
+  out << "\n" << std::setprecision(12);
+  for (const auto& r : result.steps) {
+    out << r.step << ',' << r.time_s << ',' << r.rows << ',' << r.admitted << ',' << r.sum_context << ','
+        << r.max_context << ',' << r.kv_tokens_max;
+    for (const auto& t : r.timing) out << ',' << t.step_s * 1e6 << ',' << t.merge_s * 1e6;
+    out << '\n';
   }
-  std::filesystem::rename(temp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(temp, ignored);
-    throw RuntimeError("cannot move the finished '" + path.string() + "' into place: " + ec.message());
-  }
+  traces::write_file_atomically(path, out.str());
 }
 
 std::string replay_summary(const ReplayResult& r) {

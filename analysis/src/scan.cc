@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "dcpsim/error.h"
+#include "dcpsim/traces/output_file.h"
 
 #ifdef DCPSIM_WITH_SIMGRID
 #include <sys/wait.h>
@@ -214,7 +215,7 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
     std::string csv = o.header && o.shard_index == 0 ? scan_csv_header() + "\n" : std::string();
     for (const Chunk& c : chunks) csv += read_file(c.part);
     remove_parts(chunks);
-    sim::write_file_atomically(out, csv);
+    traces::write_file_atomically(out, csv);
   } catch (...) {
     remove_parts(chunks);
     throw;

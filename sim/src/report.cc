@@ -1,11 +1,8 @@
 #include "dcpsim/sim/report.h"
 
-#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <map>
-#include <system_error>
 
 #include "dcpsim/error.h"
 
@@ -117,30 +114,6 @@ nlohmann::json summary_json(const StepResult& r) {
     j["ranks"].push_back(std::move(rank));
   }
   return j;
-}
-
-void write_file_atomically(const std::filesystem::path& path, std::string_view text) {
-  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    throw InputError("cannot write '" + path.string() + "': directory '" + dir.string() + "' does not exist");
-  }
-  const std::filesystem::path temp = path.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError("cannot write '" + path.string() + "': cannot create '" + temp.string() + "'");
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.close();
-    if (!out) {
-      std::filesystem::remove(temp, ec);
-      throw RuntimeError("writing '" + temp.string() + "' failed");
-    }
-  }
-  std::filesystem::rename(temp, path, ec);
-  if (ec) {
-    std::filesystem::remove(temp, ec);
-    throw RuntimeError("cannot rename '" + temp.string() + "' to '" + path.string() + "'");
-  }
 }
 
 }  // namespace dcpsim::sim

@@ -29,9 +29,9 @@ struct Flag {
 };
 
 // Pushes `bytes` to every other rank, (from + 1) % n first, each block followed by its flag, once `gate`
-// completes; files each owner's flag under flags_to[owner].
-void push_all(FanOut& out, int from, int n, double bytes, NodeId gate, int rows_begin, int rows_end,
-              std::vector<std::vector<Flag>>& flags_to) {
+// completes. Returns each owner's flag (the sender's own entry is unused).
+std::vector<Flag> push_all(FanOut& out, int from, int n, double bytes, NodeId gate, int rows_begin,
+                           int rows_end) {
   FanOut::Send send;
   for (int k = 1; k < n; ++k) send.peers.push_back((from + k) % n);
   send.bytes = send.payload = bytes;
@@ -40,9 +40,10 @@ void push_all(FanOut& out, int from, int n, double bytes, NodeId gate, int rows_
   send.rows_begin = rows_begin;
   send.rows_end = rows_end;
   const FanOut::Sent sent = out.send(send);
-  for (std::size_t i = 0; i < send.peers.size(); ++i) {
-    flags_to[send.peers[i]].push_back({sent.flag[i], sent.flag_span[i]});
-  }
+  std::vector<Flag> flags(n);
+  for (std::size_t i = 0; i < send.peers.size(); ++i)
+    flags[send.peers[i]] = {sent.flag[i], sent.flag_span[i]};
+  return flags;
 }
 
 double block_bytes(const models::Scenario& s, int rows) {
@@ -81,7 +82,10 @@ void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams, const s
     push_begin[r] = streams[r].begin("direct_push");
     const NodeId epoch = step.graph.after_latency(push_begin[r], models::epoch_handshake_time(p));
     FanOut out(step, r, kPhasePush);
-    push_all(out, r, n, block, epoch, 0, rows, flags_to);
+    const std::vector<Flag> flags = push_all(out, r, n, block, epoch, 0, rows);
+    for (int o = 0; o < n; ++o) {
+      if (o != r) flags_to[o].push_back(flags[o]);
+    }
     std::vector<NodeId> touched = out.transfers();
     touched.push_back(epoch);
     push_end[r] = step.graph.join_of(touched);
@@ -172,7 +176,6 @@ RowPushes push_rows(StepGraph& step, const std::vector<AttentionOut>& att) {
     out.groups.push_back(group_rows(att[r]));
     const RowGroups& rg = out.groups.back();
     FanOut fan(step, r, kPhasePush);
-    std::vector<std::vector<Flag>> flags_to(n);
     for (std::size_t k = 0; k < rg.rows.size(); ++k) {
       const RowRef& when = rg.when[k];
       // The epoch flips as the kernel starts; the first rows cannot be pushed before that.
@@ -183,12 +186,7 @@ RowPushes push_rows(StepGraph& step, const std::vector<AttentionOut>& att) {
       const int lo = rg.rows[k].front();
       const int hi = rg.rows[k].back() + 1;
       const double bytes = block_bytes(s, static_cast<int>(rg.rows[k].size()));
-      for (auto& f : flags_to) f.clear();
-      push_all(fan, r, n, bytes, out.gate[r][k], lo, hi, flags_to);
-      out.flag[r].emplace_back(n);
-      for (int o = 0; o < n; ++o) {
-        if (o != r) out.flag[r][k][o] = flags_to[o].front();
-      }
+      out.flag[r].push_back(push_all(fan, r, n, bytes, out.gate[r][k], lo, hi));
     }
     const std::vector<NodeId>& touched = fan.transfers();
     const NodeId first = g.join();

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "dcpsim/error.h"
+#include "dcpsim/traces/output_file.h"
 
 namespace dcpsim::traces {
 
@@ -61,6 +62,18 @@ void discard_temp(std::FILE*& file, std::filesystem::path& temp_path) noexcept {
     std::error_code ignored;
     std::filesystem::remove(temp_path, ignored);
     temp_path.clear();
+  }
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view text) {
+  std::filesystem::path temp;
+  std::FILE* file = open_temp_beside(path, temp);
+  try {
+    if (!text.empty()) std::fwrite(text.data(), 1, text.size(), file);
+    commit_temp(file, temp, path);
+  } catch (...) {
+    discard_temp(file, temp);
+    throw;
   }
 }
 

@@ -148,7 +148,4 @@ nlohmann::json calibration_json(const CalibrationResult& result, const Calibrati
 void write_calibration(const CalibrationResult& result, const CalibrationProvenance& provenance,
                        const std::filesystem::path& out);
 
-// Writes `text` to `path` through a temporary file in the same directory and a rename.
-void write_file_atomically(const std::filesystem::path& path, const std::string& text);
-
 }  // namespace dcpsim::analysis

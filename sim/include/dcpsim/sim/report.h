@@ -1,8 +1,6 @@
 #pragma once
 // Human and machine summaries of a simulated step: the text `dcpsim simulate` prints and the JSON it writes.
-#include <filesystem>
 #include <string>
-#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -24,9 +22,5 @@ std::string format_summary(const StepResult& result);
 
 // The same content as JSON (times in microseconds, keys spelled out).
 nlohmann::json summary_json(const StepResult& result);
-
-// Writes `text` to a temporary file next to `path` and renames it into place; throws InputError naming the
-// path when the directory cannot be written and RuntimeError when writing fails.
-void write_file_atomically(const std::filesystem::path& path, std::string_view text);
 
 }  // namespace dcpsim::sim
