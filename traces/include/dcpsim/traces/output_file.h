@@ -1,7 +1,7 @@
 #pragma once
-// Small output files (JSON summaries, CSVs, reports, profiles) written the way the trace writers write traces:
-// into a temporary file beside the target, renamed into place when complete, so a reader never sees half a
-// file and a failure leaves what was there before.
+// Small output files (JSON summaries, CSVs, reports, profiles) written the way the trace writers write
+// traces: into a temporary file beside the target, renamed into place when complete, so a reader never sees
+// half a file and a failure leaves what was there before.
 #include <filesystem>
 #include <string_view>
 
