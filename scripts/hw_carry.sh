@@ -21,5 +21,9 @@ for lib in $(ldd .carry/bin/dcpsim .carry/bin/hw_tests | awk '/=> \//{print $3}'
     *) cp -L "$lib" .carry/bin/ ;;
   esac
 done
+# CUPTI (the GPU timeline) is loaded with dlopen, so ldd does not list it: carry the toolkit's copy.
+for cupti in "${CUDA_HOME:-/usr/local/cuda}"/extras/CUPTI/lib64/libcupti.so.13 "${CUDA_HOME:-/usr/local/cuda}"/lib64/libcupti.so.13; do
+  if [ -e "$cupti" ]; then cp -L "$cupti" .carry/bin/ && break; fi
+done
 ls -la .carry/bin
 du -sh .carry

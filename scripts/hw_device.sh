@@ -3,7 +3,7 @@
 # tests, compute-sanitizer memcheck and racecheck, the kernel benchmarks, the PyTorch comparison and the measured
 # trace sweep. Logs go to a work folder; $OUT (default /tmp/hw-out) receives at most 8 files: results.tgz (every
 # log and JSON file), traces.tgz (the sweep), and copies of the main logs. The last lines printed are a summary.
-#   scripts/hw_device.sh [tests] [sanitize] [bench] [torch] [stamps] [sweep]     (no argument: all of them)
+#   scripts/hw_device.sh [tests] [sanitize] [bench] [torch] [stamps] [timeline] [sweep]  (no argument: all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0   # never NVLink multicast on a shared machine
@@ -14,7 +14,7 @@ BIN=$PWD/.carry/bin
 nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null)
 nccl_lib=$(dirname "$(find "${nccl:-/}" / -name 'libnccl.so.2' 2>/dev/null | head -1)")
 export LD_LIBRARY_PATH=$BIN:$nccl_lib:${LD_LIBRARY_PATH:-}
-stages=${*:-tests sanitize bench torch stamps sweep}
+stages=${*:-tests sanitize bench torch stamps timeline sweep}
 has() { [[ " $stages " == *" $1 "* ]]; }
 summary=()
 
@@ -28,7 +28,7 @@ fi
 
 if has sanitize; then
   cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-  filter='Attention.StridedOutput*:Attention.SplitCount*:Correct.*:A2a.*:Direct.MatchesThe*:Runner.WritesATraceSection:Runner.RowStamps*'
+  filter='Attention.StridedOutput*:Attention.SplitCount*:Correct.*:A2a.*:Direct.MatchesThe*:Runner.WritesATraceSection:Runner.RowStamps*:Runner.PdlIsExact*'
   { echo "# compute-sanitizer --tool memcheck hw_tests --gtest_filter=$filter"
     "$cs" --tool memcheck --leak-check full "$BIN/hw_tests" --gtest_brief=1 --gtest_filter="$filter" 2>&1; } \
     | tee "$W/memcheck.txt" | tail -3
@@ -58,6 +58,11 @@ if has stamps; then
   summary+=("stamps: see stamps.txt")
 fi
 
+if has timeline; then
+  scripts/hw_timeline.sh "$BIN/dcpsim" "$W/timeline" 2>&1 | tee "$W/timeline.txt"
+  summary+=("timeline: see timeline.txt")
+fi
+
 if has sweep; then
   scripts/hw_sweep.sh "$BIN/dcpsim" "$W/traces" 2>&1 | tee "$W/sweep.log" | tail -5
   (cd "$W" && tar czf "$OUT/traces.tgz" traces)
@@ -65,6 +70,6 @@ if has sweep; then
 fi
 
 (cd "$W" && tar czf "$OUT/results.tgz" --exclude=traces . && cp -f hw_tests.log memcheck.txt racecheck.txt \
-  bench.txt torch.txt stamps.txt "$OUT/" 2>/dev/null)
+  bench.txt torch.txt stamps.txt timeline.txt "$OUT/" 2>/dev/null)
 echo "==== summary"
 for line in "${summary[@]}"; do echo "$line"; done

@@ -33,6 +33,7 @@ struct HwRunFlags {
   std::string out, json;
   std::uint64_t seed = 1;
   std::int64_t direct_timeout_ms = 2000;
+  std::string timing = "auto";
 };
 
 std::vector<int> parse_devices(const std::string& s) {
@@ -62,8 +63,9 @@ void print_result(const models::Scenario& s, const hw::RunResult& r) {
   for (const auto& p : r.phases)
     std::printf("  %-4d %-16s %12.2f %12.2f %12.2f%s\n", p.rank, p.phase.c_str(), p.median_ns / 1e3,
                 p.min_ns / 1e3, p.max_ns / 1e3, p.emulated ? "  (emulated)" : "");
-  std::printf("  step %.2f us, merge %.2f us\n  %s\n", r.step_median_ns / 1e3, r.merge_median_ns / 1e3,
-              r.check.summary.c_str());
+  std::printf("  step %.2f us, merge %.2f us (timing: %s; whole step between two events %.2f us)\n  %s\n",
+              r.step_median_ns / 1e3, r.merge_median_ns / 1e3, hw::timing_name(r.timing),
+              r.outer_step_median_ns / 1e3, r.check.summary.c_str());
 }
 
 nlohmann::json to_json(const models::Scenario& s, const hw::RunResult& r) {
@@ -71,6 +73,9 @@ nlohmann::json to_json(const models::Scenario& s, const hw::RunResult& r) {
   j["scenario"] = s.label();
   j["step_median_ns"] = r.step_median_ns;
   j["merge_median_ns"] = r.merge_median_ns;
+  j["outer_step_median_ns"] = r.outer_step_median_ns;
+  j["timing"] = hw::timing_name(r.timing);
+  if (!r.timing_note.empty()) j["timing_note"] = r.timing_note;
   j["check"] = {{"passed", r.check.passed},           {"rows", r.check.rows_checked},
                 {"rel_l2", r.check.rel_l2},           {"max_abs", r.check.max_abs},
                 {"worst_bound", r.check.worst_bound}, {"lse_max_abs", r.check.lse_max_abs}};
@@ -105,6 +110,7 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   base.seed = f.seed;
   base.padded_rows = f.padded_rows;
   base.direct_timeout_ms = f.direct_timeout_ms;
+  base.timing = hw::parse_timing(f.timing);
   hw::MpiWorld world;
   if (f.mpi) world = hw::mpi_init(nullptr, nullptr);
   const bool leader = world.rank == 0;
@@ -156,6 +162,10 @@ void add_run(CLI::App& hw_cmd) {
       ->capture_default_str();
   run->add_option("--direct-timeout-ms", f->direct_timeout_ms,
                   "direct merge: how long an owner waits for a flag")
+      ->capture_default_str();
+  run->add_option("--timing", f->timing,
+                  "phase timing: cupti (GPU timeline of every kernel, memcpy and memset), events (CUDA events "
+                  "around phases), step (only each rank's whole step), auto (cupti if it loads, else events)")
       ->capture_default_str();
   run->add_option("--out", f->out, "measured trace (.pb)");
   run->add_option("--json", f->json, "figures as JSON");

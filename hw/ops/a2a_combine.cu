@@ -59,6 +59,7 @@ __device__ __forceinline__ float packed_lse(const TIn* row, int dim) {
 
 template <typename TIn, typename TOut>
 __global__ void __launch_bounds__(kThreads) combine_kernel(CombineArgs a) {
+  pdl_begin();
   extern __shared__ float w[];  // [N]
   __shared__ float merged;
   const int j = blockIdx.x, b = blockIdx.y;
@@ -105,13 +106,13 @@ void launch_out(const CombineArgs& a, cudaStream_t stream) {
   const std::size_t smem = std::size_t(a.dcp + 7) / 8 * 8 * sizeof(float);
   switch (a.out) {
     case Elem::kF32:
-      combine_kernel<TIn, float><<<grid, kThreads, smem, stream>>>(a);
+      launch_kernel("combine_kernel", combine_kernel<TIn, float>, grid, kThreads, smem, stream, a);
       break;
     case Elem::kBF16:
-      combine_kernel<TIn, __nv_bfloat16><<<grid, kThreads, smem, stream>>>(a);
+      launch_kernel("combine_kernel", combine_kernel<TIn, __nv_bfloat16>, grid, kThreads, smem, stream, a);
       break;
     case Elem::kF16:
-      combine_kernel<TIn, __half><<<grid, kThreads, smem, stream>>>(a);
+      launch_kernel("combine_kernel", combine_kernel<TIn, __half>, grid, kThreads, smem, stream, a);
       break;
   }
   DCPSIM_CUDA_LAUNCHED("combine_kernel");

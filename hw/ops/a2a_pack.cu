@@ -21,6 +21,7 @@ constexpr int kWarps = 8;
 
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) pack_kernel(PackArgs a) {
+  pdl_begin();
   const int hpb = a.heads / a.dcp;
   const int pair = blockIdx.x * kWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (pair >= a.rows * a.heads) return;
@@ -55,13 +56,13 @@ void launch_a2a_pack(const PackArgs& a, cudaStream_t stream) {
   const int blocks = ceil_div(std::int64_t(a.rows) * a.heads, kWarps);
   switch (a.elem) {
     case Elem::kF32:
-      pack_kernel<float><<<blocks, kWarps * 32, 0, stream>>>(a);
+      launch_kernel("pack_kernel", pack_kernel<float>, blocks, kWarps * 32, 0, stream, a);
       break;
     case Elem::kBF16:
-      pack_kernel<__nv_bfloat16><<<blocks, kWarps * 32, 0, stream>>>(a);
+      launch_kernel("pack_kernel", pack_kernel<__nv_bfloat16>, blocks, kWarps * 32, 0, stream, a);
       break;
     case Elem::kF16:
-      pack_kernel<__half><<<blocks, kWarps * 32, 0, stream>>>(a);
+      launch_kernel("pack_kernel", pack_kernel<__half>, blocks, kWarps * 32, 0, stream, a);
       break;
   }
   DCPSIM_CUDA_LAUNCHED("pack_kernel");

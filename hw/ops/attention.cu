@@ -94,6 +94,7 @@ __device__ __forceinline__ void load_tile(const SplitParams& p, T* sK, T* sV, in
 
 template <class C, typename T>
 __global__ void __launch_bounds__(C::kThreads) attention_split_kernel(SplitParams p) {
+  pdl_begin();
   extern __shared__ __align__(16) unsigned char smem[];
   T* sQ = reinterpret_cast<T*>(smem);
   T* sK = reinterpret_cast<T*>(smem + C::kQBytes);
@@ -291,6 +292,7 @@ struct CombineSplitsParams {
 // One block per (head, row): weights of the splits in shared memory, then each thread sums its lanes.
 template <typename TOut>
 __global__ void combine_splits_kernel(CombineSplitsParams p) {
+  pdl_begin();
   extern __shared__ float w[];
   __shared__ float merged;
   const int h = blockIdx.x, b = blockIdx.y;
@@ -359,7 +361,7 @@ void launch_split(const AttentionArgs& a, const SplitParams& sp, cudaStream_t st
   const dim3 grid(sp.splits, a.kv_heads * ((group + C::kHeads - 1) / C::kHeads), a.rows);
   auto run = [&](auto kernel) {
     DCPSIM_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmem)));
-    kernel<<<grid, C::kThreads, C::kSmem, stream>>>(sp);
+    launch_kernel("attention_split_kernel", kernel, grid, C::kThreads, C::kSmem, stream, sp);
   };
   if (a.in == Elem::kBF16)
     run(attention_split_kernel<C, __nv_bfloat16>);
@@ -453,13 +455,13 @@ void launch_attention(const AttentionArgs& a, cudaStream_t stream) {
   const std::size_t smem = std::size_t(splits + 7) / 8 * 8 * sizeof(float);
   switch (a.out) {
     case Elem::kF32:
-      combine_splits_kernel<float><<<grid, 128, smem, stream>>>(cp);
+      launch_kernel("combine_splits_kernel", combine_splits_kernel<float>, grid, 128, smem, stream, cp);
       break;
     case Elem::kBF16:
-      combine_splits_kernel<__nv_bfloat16><<<grid, 128, smem, stream>>>(cp);
+      launch_kernel("combine_splits_kernel", combine_splits_kernel<__nv_bfloat16>, grid, 128, smem, stream, cp);
       break;
     case Elem::kF16:
-      combine_splits_kernel<__half><<<grid, 128, smem, stream>>>(cp);
+      launch_kernel("combine_splits_kernel", combine_splits_kernel<__half>, grid, 128, smem, stream, cp);
       break;
   }
   DCPSIM_CUDA_LAUNCHED("combine_splits_kernel");

@@ -4,11 +4,15 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "ops.h"
 
 namespace dcpsim::hw::ops {
+
+[[noreturn]] void launch_failed(const char* name, cudaError_t e);  // util.cu
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -75,6 +79,34 @@ __device__ __forceinline__ float merge_weight(float lse_i, float k, float merged
   if (merged_log2 == -INFINITY) return 0.f;
   const float w = exp2f(sanitize_lse(lse_i) * k - merged_log2);
   return w == w ? w : 0.f;
+}
+
+// First statement of every kernel a step launches: under PDL, wait until the predecessor grid has finished and
+// its writes are visible, then let the successor be scheduled (it waits in turn). Without PDL both are no-ops.
+__device__ __forceinline__ void pdl_begin() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Launches `kernel` on `stream`, with the programmatic-serialization attribute when PDL is on for this
+// thread (see PdlScope); throws RuntimeError naming `name` when the launch fails.
+template <typename... Params, typename... Args>
+void launch_kernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
+                   cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  if (e != cudaSuccess) launch_failed(name, e);
 }
 
 __device__ __forceinline__ unsigned long long global_timer() {

@@ -28,6 +28,7 @@ __device__ __forceinline__ void store_release(unsigned long long* p, unsigned lo
 
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) direct_write_kernel(DirectWriteArgs a) {
+  pdl_begin();
   const unsigned long long epoch = *a.epoch;
   const int parity = static_cast<int>(epoch & 1);
   const int hpb = a.heads / a.dcp;
@@ -58,6 +59,7 @@ __global__ void __launch_bounds__(kWarps * 32) direct_write_kernel(DirectWriteAr
 }
 
 __global__ void advance_epoch_kernel(unsigned long long* epoch) {
+  pdl_begin();
   *epoch += 1;
 }
 
@@ -70,20 +72,20 @@ void launch_direct_write(const DirectWriteArgs& a, cudaStream_t stream) {
   const int blocks = std::max(1, ceil_div(std::int64_t(a.rows) * a.heads, kWarps));
   switch (a.elem) {
     case Elem::kF32:
-      direct_write_kernel<float><<<blocks, kWarps * 32, 0, stream>>>(a);
+      launch_kernel("direct_write_kernel", direct_write_kernel<float>, blocks, kWarps * 32, 0, stream, a);
       break;
     case Elem::kBF16:
-      direct_write_kernel<__nv_bfloat16><<<blocks, kWarps * 32, 0, stream>>>(a);
+      launch_kernel("direct_write_kernel", direct_write_kernel<__nv_bfloat16>, blocks, kWarps * 32, 0, stream, a);
       break;
     case Elem::kF16:
-      direct_write_kernel<__half><<<blocks, kWarps * 32, 0, stream>>>(a);
+      launch_kernel("direct_write_kernel", direct_write_kernel<__half>, blocks, kWarps * 32, 0, stream, a);
       break;
   }
   DCPSIM_CUDA_LAUNCHED("direct_write_kernel");
 }
 
 void launch_advance_epoch(unsigned long long* epoch, cudaStream_t stream) {
-  advance_epoch_kernel<<<1, 1, 0, stream>>>(epoch);
+  launch_kernel("advance_epoch_kernel", advance_epoch_kernel, 1, 1, 0, stream, epoch);
   DCPSIM_CUDA_LAUNCHED("advance_epoch_kernel");
 }
 

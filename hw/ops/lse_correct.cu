@@ -136,6 +136,7 @@ __device__ __forceinline__ void correct_one_vector(const CorrectArgs& a, unsigne
 // by the arithmetic (the result is exactly 0).
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kThreads) correct_small_kernel(CorrectArgs a) {
+  pdl_begin();
   const unsigned vecs = a.dim / VEC;
   const unsigned total = unsigned(a.rows) * unsigned(a.heads) * vecs;  // the launch checks it fits
   const unsigned first = blockIdx.x * kThreads;
@@ -159,6 +160,7 @@ __global__ void __launch_bounds__(kThreads) correct_small_kernel(CorrectArgs a) 
 // compiler would not overlap them across iterations on its own). Needs kThreads % vecs == 0.
 template <typename T, int VEC, int VPT>
 __global__ void __launch_bounds__(kThreads, 4) correct_kernel(CorrectArgs a, int pairs) {
+  pdl_begin();
   extern __shared__ __align__(16) unsigned char smem[];
   std::int64_t* in_off = reinterpret_cast<std::int64_t*>(smem);
   std::int64_t* out_off = in_off + pairs;
@@ -221,13 +223,12 @@ void launch_vec(const CorrectArgs& a, cudaStream_t stream) {
     throw InputError("correction: B·H·D = " + std::to_string(total_vecs * VEC) +
                      " elements is too many for one call");
   if (total_vecs < std::int64_t(132) * 2048 || kThreads % vecs != 0) {
-    correct_small_kernel<T, VEC><<<ceil_div(total_vecs, kThreads), kThreads, 0, stream>>>(a);
+    launch_kernel("correct_small_kernel", correct_small_kernel<T, VEC>, ceil_div(total_vecs, kThreads), kThreads, 0, stream, a);
   } else {
     constexpr int kVpt = 8;
     const int pairs = kThreads / vecs * kVpt;
     const std::size_t smem = std::size_t(pairs) * (2 * sizeof(std::int64_t) + sizeof(float));
-    correct_kernel<T, VEC, kVpt>
-        <<<ceil_div(std::int64_t(a.rows) * a.heads, pairs), kThreads, smem, stream>>>(a, pairs);
+    launch_kernel("correct_kernel", correct_kernel<T, VEC, kVpt>, ceil_div(std::int64_t(a.rows) * a.heads, pairs), kThreads, smem, stream, a, pairs);
   }
   DCPSIM_CUDA_LAUNCHED("correct_kernel");
 }

@@ -167,6 +167,21 @@ void launch_reduce_sum(const ReduceArgs& a, cudaStream_t stream);
 // collective).
 void launch_stamp(unsigned long long* slot, cudaStream_t stream);
 
+// Programmatic dependent launch (--launch pdl): while a PdlScope(true) is alive on this thread, the step's
+// kernels are launched with cudaLaunchAttributeProgrammaticStreamSerialization, so each may start while its
+// predecessor drains; every such kernel waits (griddepcontrol.wait) before touching memory.
+bool pdl_enabled();
+class PdlScope {
+ public:
+  explicit PdlScope(bool on);
+  ~PdlScope();
+  PdlScope(const PdlScope&) = delete;
+  PdlScope& operator=(const PdlScope&) = delete;
+
+ private:
+  bool saved_;
+};
+
 // Fills n elements with uniform values in [-a, a) rounded to `e` from a counter-based hash of (seed, first +
 // i).
 void launch_fill_uniform(void* ptr, std::int64_t n, Elem e, float a, std::uint64_t seed, std::int64_t first,

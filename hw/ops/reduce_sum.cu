@@ -14,6 +14,7 @@ namespace {
 
 template <typename T>
 __global__ void reduce_sum_kernel(ReduceArgs a) {
+  pdl_begin();
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < a.count;
        i += std::int64_t(gridDim.x) * blockDim.x) {
     float acc = 0.f;
@@ -29,13 +30,13 @@ void launch_reduce_sum(const ReduceArgs& a, cudaStream_t stream) {
   const int blocks = static_cast<int>(std::min<std::int64_t>(ceil_div(a.count, 256), 132 * 16));
   switch (a.elem) {
     case Elem::kF32:
-      reduce_sum_kernel<float><<<blocks, 256, 0, stream>>>(a);
+      launch_kernel("reduce_sum_kernel", reduce_sum_kernel<float>, blocks, 256, 0, stream, a);
       break;
     case Elem::kBF16:
-      reduce_sum_kernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>(a);
+      launch_kernel("reduce_sum_kernel", reduce_sum_kernel<__nv_bfloat16>, blocks, 256, 0, stream, a);
       break;
     case Elem::kF16:
-      reduce_sum_kernel<__half><<<blocks, 256, 0, stream>>>(a);
+      launch_kernel("reduce_sum_kernel", reduce_sum_kernel<__half>, blocks, 256, 0, stream, a);
       break;
   }
   DCPSIM_CUDA_LAUNCHED("reduce_sum_kernel");

@@ -36,6 +36,7 @@ int lse_lanes(Elem e) {
 namespace {
 
 __global__ void stamp_kernel(unsigned long long* slot) {
+  pdl_begin();
   *slot = global_timer();
 }
 
@@ -64,8 +65,25 @@ __global__ void fill_kv_kernel(KvFillArgs a) {
 }  // namespace
 
 void launch_stamp(unsigned long long* slot, cudaStream_t stream) {
-  stamp_kernel<<<1, 1, 0, stream>>>(slot);
-  DCPSIM_CUDA_LAUNCHED("stamp_kernel");
+  launch_kernel("stamp_kernel", stamp_kernel, 1, 1, 0, stream, slot);
+}
+
+namespace {
+thread_local bool t_pdl = false;
+}  // namespace
+
+bool pdl_enabled() {
+  return t_pdl;
+}
+PdlScope::PdlScope(bool on) : saved_(t_pdl) {
+  t_pdl = on;
+}
+PdlScope::~PdlScope() {
+  t_pdl = saved_;
+}
+
+void launch_failed(const char* name, cudaError_t e) {
+  throw_cuda(e, name, __FILE__, __LINE__);
 }
 
 void launch_fill_uniform(void* ptr, std::int64_t n, Elem e, float a, std::uint64_t seed, std::int64_t first,

@@ -29,7 +29,7 @@ MpiWorld mpi_init(int*, char***) {
   throw InputError("--mpi: this dcpsim was built without MPI (configure with -DDCPSIM_WITH_MPI=ON)");
 }
 void mpi_finalize() {}
-void run_mpi(const StepPlan&, const RunConfig&, Samples&, std::vector<RankOutputs>&) {
+void run_mpi(const StepPlan&, const RunConfig&, Samples&, std::vector<RankOutputs>&, GpuTimeline*) {
   throw InputError("--mpi: this dcpsim was built without MPI (configure with -DDCPSIM_WITH_MPI=ON)");
 }
 
@@ -78,6 +78,8 @@ void gather_samples(const StepPlan& p, int rank, int size, Samples& s) {
   for (std::size_t i = 0; i < phases; ++i)
     mine.insert(mine.end(), s.offset[rank][i].begin(), s.offset[rank][i].end());
   mine.insert(mine.end(), s.rank_step[rank].begin(), s.rank_step[rank].end());
+  s.phase_origin[rank].resize(reps, 0.0);
+  mine.insert(mine.end(), s.phase_origin[rank].begin(), s.phase_origin[rank].end());
   std::vector<double> all(rank == 0 ? mine.size() * size : 0);
   mpi_check(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
                        static_cast<int>(mine.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD),
@@ -90,6 +92,7 @@ void gather_samples(const StepPlan& p, int rank, int size, Samples& s) {
       s.offset[n][i].assign(base + (phases + i) * reps, base + (phases + i + 1) * reps);
     }
     s.rank_step[n].assign(base + 2 * phases * reps, base + (2 * phases + 1) * reps);
+    s.phase_origin[n].assign(base + (2 * phases + 1) * reps, base + (2 * phases + 2) * reps);
   }
 }
 
@@ -111,7 +114,8 @@ void mpi_finalize() {
   if (!done) MPI_Finalize();
 }
 
-void run_mpi(const StepPlan& p, const RunConfig& c, Samples& samples, std::vector<RankOutputs>& outputs) {
+void run_mpi(const StepPlan& p, const RunConfig& c, Samples& samples, std::vector<RankOutputs>& outputs,
+             GpuTimeline* timeline) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -124,6 +128,8 @@ void run_mpi(const StepPlan& p, const RunConfig& c, Samples& samples, std::vecto
   const int device = c.devices.empty() ? local % count : c.devices.at(local);
   auto state = make_rank_state(p, c, rank, device, nullptr);
   prepare_rank(p, *state);
+  state->timing = samples.timing;
+  state->timeline = timeline;
   std::vector<void*> opened;
   if (p.s.strategy == models::Strategy::kDirect && p.N > 1) {
     const auto so = share(state->slots_o.get(), rank, size, opened);
@@ -139,19 +145,20 @@ void run_mpi(const StepPlan& p, const RunConfig& c, Samples& samples, std::vecto
   NcclExchange ex({comm});
   samples.resize(p.N, p.phases.size());
   auto enqueue = [&](bool capturing) {
-    enqueue_prologue(p, c, *state);
+    enqueue_prologue(p, c, *state, capturing);
     for (std::size_t i = 0; i < p.phases.size(); ++i) enqueue_phase(p, c, i, *state, ex, capturing);
   };
   try {
     run_repetitions(
-        state->stream, p.s.launch == models::LaunchMode::kGraph, c.warmup, c.reps,
-        120.0 + 4.0 * c.direct_timeout_ms / 1000.0, nullptr, enqueue,
+        state->stream, p.s.launch != models::LaunchMode::kEager, c.warmup, c.reps,
+        120.0 + 4.0 * c.direct_timeout_ms / 1000.0, nullptr, timeline, rank, enqueue,
         [&] { check_direct_error(*state, c.direct_timeout_ms); }, [&] { samples.collect(*state); });
   } catch (...) {
     ex.abort();
     throw;
   }
   outputs.push_back(download_outputs(p, *state));
+  if (timeline != nullptr) timeline_samples(p, c, *timeline, samples);  // this rank's GPU activities only
   gather_samples(p, rank, size, samples);
   for (void* ptr : opened) cudaIpcCloseMemHandle(ptr);
 }

@@ -72,8 +72,6 @@ StepPlan make_plan(const RunConfig& c) {
     throw InputError("--out-dtype fp64: the hw kernels write bf16, fp16 or fp32");
   p.in = ops::elem_of(s.kv_dtype);
   p.out = ops::elem_of(s.out_dtype);
-  if (s.launch == models::LaunchMode::kPdl)
-    throw InputError("--launch pdl: hw run measures eager launches or CUDA-graph replay (eager, graph)");
   if (s.strategy == models::Strategy::kRowStream)
     throw InputError(
         "--strategy row-stream is modelled by simulate only; hw run runs ag-rs, ag-ar, a2a, direct");

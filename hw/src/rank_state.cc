@@ -9,6 +9,8 @@ RankState::~RankState() {
   if (device >= 0 && (!ev_begin.empty() || owns_stream)) cudaSetDevice(device);
   for (auto e : ev_begin) cudaEventDestroy(e);
   for (auto e : ev_end) cudaEventDestroy(e);
+  if (ev_step_begin) cudaEventDestroy(ev_step_begin);
+  if (ev_step_end) cudaEventDestroy(ev_step_end);
   if (owns_stream && stream) cudaStreamDestroy(stream);
 }
 
@@ -147,6 +149,8 @@ std::unique_ptr<RankState> make_rank_state(const StepPlan& p, const RunConfig& c
     DCPSIM_CUDA(cudaEventCreate(&r.ev_begin[i]));
     DCPSIM_CUDA(cudaEventCreate(&r.ev_end[i]));
   }
+  DCPSIM_CUDA(cudaEventCreate(&r.ev_step_begin));
+  DCPSIM_CUDA(cudaEventCreate(&r.ev_step_end));
   DCPSIM_CUDA(cudaStreamSynchronize(r.stream));
   return holder;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "device_buffer.h"
+#include "gpu_timeline.h"
 #include "plan.h"
 
 namespace dcpsim::hw {
@@ -38,7 +39,10 @@ struct RankState {
   // row counters [2][B'].
   DeviceBuffer stamps, stamp_counters;
 
-  std::vector<cudaEvent_t> ev_begin, ev_end;  // per phase of the plan
+  std::vector<cudaEvent_t> ev_begin, ev_end;  // per phase of the plan (recorded with --timing events only)
+  cudaEvent_t ev_step_begin = nullptr, ev_step_end = nullptr;  // around the whole step, always
+  Timing timing = Timing::kEvents;                             // what enqueue_phase records
+  GpuTimeline* timeline = nullptr;                             // CUPTI: tags what this rank enqueues
 
   RankState() = default;
   RankState(const RankState&) = delete;

@@ -3,6 +3,7 @@
 #include "dcpsim/hw/runner.h"
 
 #include <atomic>
+#include <cstdio>
 #include <exception>
 #include <thread>
 
@@ -37,7 +38,34 @@ struct Run {
   Ranks ranks;
   Samples samples;
   std::vector<RankOutputs> outputs;
+  std::unique_ptr<GpuTimeline> timeline;  // CUPTI, when the phases are timed on the GPU timeline
 };
+
+// Resolves --timing: CUPTI when asked for (an error when it cannot start) or when automatic (a one-line notice
+// and CUDA events when it cannot).
+void start_timing(const RunConfig& c, Run& run, std::string& note) {
+  Timing t = c.timing;
+  if (t == Timing::kAuto || t == Timing::kCupti) {
+    std::string why;
+    run.timeline = GpuTimeline::start(&why);
+    if (!run.timeline) {
+      if (t == Timing::kCupti) throw RuntimeError("--timing cupti: " + why);
+      note = "CUPTI unavailable (" + why + "); phases timed with CUDA events";
+      std::fprintf(stderr, "notice: %s\n", note.c_str());
+    }
+    t = run.timeline ? Timing::kCupti : Timing::kEvents;
+  }
+  run.samples.timing = t;
+}
+
+void attach_timing(Run& run, RankState& r) {
+  r.timing = run.samples.timing;
+  r.timeline = run.timeline.get();
+}
+
+void finish_timing(const StepPlan& p, const RunConfig& c, Run& run) {
+  if (run.timeline) timeline_samples(p, c, *run.timeline, run.samples);
+}
 
 void run_emulated(const StepPlan& p, const RunConfig& c, Run& run) {
   const int dev = c.devices.empty() ? 0 : c.devices.front();
@@ -52,12 +80,13 @@ void run_emulated(const StepPlan& p, const RunConfig& c, Run& run) {
   for (int r = 0; r < p.N; ++r) {
     run.ranks.push_back(make_rank_state(p, c, r, dev, stream));
     prepare_rank(p, *run.ranks.back());
+    attach_timing(run, *run.ranks.back());
   }
   link_ranks(p, run.ranks);
   EmulatedExchange ex(run.ranks);
   run.samples.resize(p.N, p.phases.size());
   auto enqueue = [&](bool capturing) {
-    for (auto& r : run.ranks) enqueue_prologue(p, c, *r);
+    for (auto& r : run.ranks) enqueue_prologue(p, c, *r, capturing);
     for (std::size_t i = 0; i < p.phases.size(); ++i)  // phase-major: every rank's inputs exist before a pull
       for (auto& r : run.ranks) enqueue_phase(p, c, i, *r, ex, capturing);
   };
@@ -67,8 +96,8 @@ void run_emulated(const StepPlan& p, const RunConfig& c, Run& run) {
   auto after_rep = [&] {
     for (auto& r : run.ranks) run.samples.collect(*r);
   };
-  run_repetitions(stream, p.s.launch == models::LaunchMode::kGraph, c.warmup, c.reps, step_timeout_s(c),
-                  nullptr, enqueue, after_any, after_rep);
+  run_repetitions(stream, p.s.launch != models::LaunchMode::kEager, c.warmup, c.reps, step_timeout_s(c),
+                  nullptr, run.timeline.get(), 0, enqueue, after_any, after_rep);
   for (auto& r : run.ranks) run.outputs.push_back(download_outputs(p, *r));
 }
 
@@ -98,6 +127,7 @@ void run_threads(const StepPlan& p, const RunConfig& c, Run& run) {
   for (int r = 0; r < p.N; ++r) {
     run.ranks.push_back(make_rank_state(p, c, r, c.devices[r], nullptr));
     prepare_rank(p, *run.ranks.back());
+    attach_timing(run, *run.ranks.back());
   }
   if (p.s.strategy == models::Strategy::kDirect && p.N > 1) enable_peer_access(c.devices);
   link_ranks(p, run.ranks);
@@ -115,12 +145,12 @@ void run_threads(const StepPlan& p, const RunConfig& c, Run& run) {
         RankState& rank = *run.ranks[r];
         DCPSIM_CUDA(cudaSetDevice(rank.device));
         auto enqueue = [&](bool capturing) {
-          enqueue_prologue(p, c, rank);
+          enqueue_prologue(p, c, rank, capturing);
           for (std::size_t i = 0; i < p.phases.size(); ++i) enqueue_phase(p, c, i, rank, ex, capturing);
         };
         run_repetitions(
-            rank.stream, p.s.launch == models::LaunchMode::kGraph, c.warmup, c.reps, step_timeout_s(c),
-            &failed, enqueue, [&] { check_direct_error(rank, c.direct_timeout_ms); },
+            rank.stream, p.s.launch != models::LaunchMode::kEager, c.warmup, c.reps, step_timeout_s(c),
+            &failed, run.timeline.get(), r, enqueue, [&] { check_direct_error(rank, c.direct_timeout_ms); },
             [&] { run.samples.collect(rank); });
       } catch (...) {
         errors[r] = std::current_exception();
@@ -143,6 +173,8 @@ RunResult run_step(const RunConfig& config, traces::TraceSink* sink) {
     throw InputError("--check-rows " + std::to_string(config.check_rows) +
                      " must be >= 1 (or -1 for automatic)");
   Run run;
+  std::string note;
+  start_timing(config, run, note);
   switch (config.mode) {
     case ProcessMode::kEmulate:
       run_emulated(p, config, run);
@@ -151,10 +183,12 @@ RunResult run_step(const RunConfig& config, traces::TraceSink* sink) {
       run_threads(p, config, run);
       break;
     case ProcessMode::kMpi:
-      run_mpi(p, config, run.samples, run.outputs);
+      run_mpi(p, config, run.samples, run.outputs, run.timeline.get());
       break;
   }
+  if (config.mode != ProcessMode::kMpi) finish_timing(p, config, run);
   RunResult result = summarize(p, config, run.samples);
+  result.timing_note = note;
   result.check = check_outputs(p, config, run.outputs);
   if (sink != nullptr) emit_section(*sink, p, config, run.samples, result);
   return result;

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "cuda_check.h"
+#include "timing.h"
 
 namespace dcpsim::hw {
 namespace {
@@ -154,7 +155,21 @@ void prepare_rank(const StepPlan& p, RankState& r) {
   r.workspace = DeviceBuffer(ops::attention_workspace_bytes(a, ops::attention_splits(a, r.device)));
 }
 
-void enqueue_prologue(const StepPlan& p, const RunConfig& c, RankState& r) {
+namespace {
+
+void record_event(cudaEvent_t e, cudaStream_t stream, bool capturing) {
+  if (capturing)
+    DCPSIM_CUDA(cudaEventRecordWithFlags(e, stream, cudaEventRecordExternal));
+  else
+    DCPSIM_CUDA(cudaEventRecord(e, stream));
+}
+
+}  // namespace
+
+void enqueue_prologue(const StepPlan& p, const RunConfig& c, RankState& r, bool capturing) {
+  TimelineTag tag(r.timeline, timeline_tag(current_rep(), r.rank, 0));
+  ops::PdlScope pdl(p.s.launch == models::LaunchMode::kPdl);
+  record_event(r.ev_step_begin, r.stream, capturing);
   if (r.stamps.get() != nullptr) {
     DCPSIM_CUDA(cudaMemsetAsync(r.stamp_counters.get(), 0, r.stamp_counters.bytes(), r.stream));
     ops::launch_stamp(stamp_slot(r, 0), r.stream);
@@ -166,11 +181,11 @@ void enqueue_prologue(const StepPlan& p, const RunConfig& c, RankState& r) {
 
 void enqueue_phase(const StepPlan& p, const RunConfig& c, std::size_t i, RankState& r, Exchange& ex,
                    bool capturing) {
+  TimelineTag tag(r.timeline, timeline_tag(current_rep(), r.rank, static_cast<int>(i) + 1));
+  ops::PdlScope pdl(p.s.launch == models::LaunchMode::kPdl);
+  const bool phase_events = r.timing == Timing::kEvents;
   auto record = [&](cudaEvent_t e) {
-    if (capturing)
-      DCPSIM_CUDA(cudaEventRecordWithFlags(e, r.stream, cudaEventRecordExternal));
-    else
-      DCPSIM_CUDA(cudaEventRecord(e, r.stream));
+    if (phase_events) record_event(e, r.stream, capturing);
   };
   const std::size_t ob = ops::elem_bytes(p.out), ib = ops::elem_bytes(p.in);
   const std::size_t B = p.rows_total;
@@ -232,6 +247,7 @@ void enqueue_phase(const StepPlan& p, const RunConfig& c, std::size_t i, RankSta
     }
   }
   record(r.ev_end[i]);
+  if (i + 1 == p.phases.size()) record_event(r.ev_step_end, r.stream, capturing);
 }
 
 FinalOutput final_output(const StepPlan& p, const RankState& r) {

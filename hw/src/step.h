@@ -10,7 +10,7 @@ namespace dcpsim::hw {
 // Sizes the attention workspace; call once per rank before the first step.
 void prepare_rank(const StepPlan& p, RankState& r);
 
-void enqueue_prologue(const StepPlan& p, const RunConfig& c, RankState& r);
+void enqueue_prologue(const StepPlan& p, const RunConfig& c, RankState& r, bool capturing);
 void enqueue_phase(const StepPlan& p, const RunConfig& c, std::size_t phase_index, RankState& r, Exchange& ex,
                    bool capturing);
 

@@ -31,6 +31,12 @@ std::vector<double> per_rep(const StepPlan& p, const RunConfig& c, const Samples
   if (ranks.empty()) return {};
   const std::size_t reps = s.rank_step[ranks[0]].size();
   std::vector<double> out(reps, 0.0);
+  if (s.timing == Timing::kStep) {  // no phases: each rank's whole step, the slowest rank
+    if (from_phase > 0) return {};
+    for (std::size_t k = 0; k < reps; ++k)
+      for (int r : ranks) out[k] = std::max(out[k], s.rank_step[r][k]);
+    return out;
+  }
   for (std::size_t k = 0; k < reps; ++k) {
     if (c.mode == ProcessMode::kEmulate || from_phase > 0) {
       for (std::size_t i = from_phase; i < p.phases.size(); ++i) {
@@ -84,11 +90,15 @@ void emit_events(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c,
   const auto ranks = ranks_with_samples(s);
   double t = 0;  // emulation: bulk-synchronous phase start
   std::vector<double> end(s.rank_step.size(), 0);
-  for (std::size_t i = 0; i < p.phases.size(); ++i) {
+  const std::size_t phases = s.timing == Timing::kStep ? 0 : p.phases.size();
+  for (int r : ranks)
+    if (phases == 0) end[r] = s.rank_step[r][k];
+  for (std::size_t i = 0; i < phases; ++i) {
     double slowest = 0;
     for (int r : ranks) {
       const double d = s.duration[r][i][k];
-      const double start = emulate ? t : s.offset[r][i][k];
+      // Real ranks: on the repetition's timeline (CUPTI: one clock for every rank; events: each rank from 0).
+      const double start = emulate ? t : s.phase_origin[r][k] + s.offset[r][i][k];
       slowest = std::max(slowest, d);
       const Phase ph = p.phases[i];
       v1::Event e =
@@ -103,9 +113,47 @@ void emit_events(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c,
     t += slowest;
   }
   for (int r : ranks) {
-    v1::Event e =
-        traces::make_event(r, "step", v1::EVENT_KIND_PHASE, "step", 0, static_cast<std::int64_t>(end[r]));
+    const double begin = emulate || phases == 0 ? 0.0 : s.phase_origin[r][k];
+    v1::Event e = traces::make_event(r, "step", v1::EVENT_KIND_PHASE, "step", static_cast<std::int64_t>(begin),
+                                     static_cast<std::int64_t>(std::max(begin, end[r])));
     sink.on_event(e);
+  }
+}
+
+v1::GpuActivity::Kind activity_kind(GpuActivity::Kind k) {
+  switch (k) {
+    case GpuActivity::Kind::kKernel:
+      return v1::GpuActivity::KIND_KERNEL;
+    case GpuActivity::Kind::kMemcpy:
+      return v1::GpuActivity::KIND_MEMCPY;
+    case GpuActivity::Kind::kMemset:
+      return v1::GpuActivity::KIND_MEMSET;
+  }
+  return v1::GpuActivity::KIND_UNSPECIFIED;
+}
+
+void emit_activities(traces::TraceSink& sink, const StepPlan& p, const Samples& s) {
+  for (const PlacedActivity& pa : s.activities) {
+    v1::GpuActivity m;
+    m.set_rank(pa.rank);
+    m.set_repetition(pa.rep);
+    m.set_phase(pa.slot == 0 ? "prologue" : phase_name(p.phases[pa.slot - 1]));
+    m.set_kind(activity_kind(pa.a.kind));
+    m.set_name(pa.a.name);
+    m.set_start_ns(static_cast<std::int64_t>(pa.start_ns));
+    m.set_end_ns(static_cast<std::int64_t>(pa.end_ns));
+    m.set_device(static_cast<int>(pa.a.device));
+    m.set_stream(pa.a.stream);
+    m.set_correlation_id(pa.a.correlation);
+    m.set_graph_node_id(pa.a.graph_node);
+    if (pa.a.kind == GpuActivity::Kind::kKernel) {
+      for (int v : pa.a.grid) m.add_grid(v);
+      for (int v : pa.a.block) m.add_block(v);
+      m.set_registers_per_thread(pa.a.registers);
+      m.set_shared_memory_bytes(pa.a.shared_bytes);
+    }
+    m.set_bytes(static_cast<std::int64_t>(pa.a.bytes));
+    sink.on_gpu_activity(m);
   }
 }
 
@@ -116,7 +164,10 @@ void emit_rows(traces::TraceSink& sink, const StepPlan& p, const Samples& s) {
     const auto& st = s.stamps[r];
     if (st.empty()) continue;
     const unsigned long long origin = st[0];
-    auto rel = [&](unsigned long long v) { return v > origin ? static_cast<std::int64_t>(v - origin) : 0; };
+    const double shift = s.stamp_origin[r];
+    auto rel = [&](unsigned long long v) {
+      return static_cast<std::int64_t>(shift + (v > origin ? static_cast<double>(v - origin) : 0.0));
+    };
     for (int b = 0; b < p.rows_total; ++b) {
       v1::RowResult row;
       row.set_row(b);
@@ -144,13 +195,23 @@ void add_summary(v1::PhaseSummary& m, const PhaseStats& st) {
 
 RunResult summarize(const StepPlan& p, const RunConfig& c, const Samples& s) {
   RunResult r;
+  r.timing = s.timing;
   const bool emulate = c.mode == ProcessMode::kEmulate;
-  for (int rank : ranks_with_samples(s))
-    for (std::size_t i = 0; i < p.phases.size(); ++i)
-      r.phases.push_back(make_stats(rank, phase_name(p.phases[i]), s.duration[rank][i],
-                                    emulate && is_collective(p.phases[i])));
+  const auto ranks = ranks_with_samples(s);
+  if (s.timing != Timing::kStep)
+    for (int rank : ranks)
+      for (std::size_t i = 0; i < p.phases.size(); ++i)
+        r.phases.push_back(make_stats(rank, phase_name(p.phases[i]), s.duration[rank][i],
+                                      emulate && is_collective(p.phases[i])));
   r.step_median_ns = median_of(per_rep(p, c, s, 0));
   r.merge_median_ns = median_of(per_rep(p, c, s, first_merge_phase(p)));
+  std::vector<double> outer;
+  for (int rank : ranks)
+    for (std::size_t k = 0; k < s.outer_step[rank].size(); ++k) {
+      if (outer.size() <= k) outer.resize(k + 1, 0.0);
+      outer[k] = std::max(outer[k], s.outer_step[rank][k]);
+    }
+  r.outer_step_median_ns = median_of(outer);
   return r;
 }
 
@@ -168,10 +229,23 @@ void emit_section(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c
   params["seed"] = std::to_string(c.seed);
   params["check"] = result.check.summary;
   params["row_stamps"] = c.row_stamps ? "on" : "off";  // on: kernels count finished rows (instrumented)
+  // What the phase figures were measured with: "cupti" (the GPU timeline), "cuda-events" (events around each
+  // phase; short phases read long), "step" (only each rank's whole step).
+  params["timing"] = timing_name(s.timing);
+  if (!result.timing_note.empty()) params["timing_note"] = result.timing_note;
+  const std::vector<double> steps = per_rep(p, c, s, 0);
+  const std::size_t shown = steps.empty() ? 0 : median_rep(steps);
+  if (s.timing == Timing::kCupti) {
+    params["timeline"] = "cupti activity records; events show repetition " + std::to_string(shown) +
+                         "; rows aligned through the prologue's %globaltimer stamp kernel";
+    params["timeline_repetition"] = std::to_string(shown);
+    params["timeline_records_dropped"] = std::to_string(s.dropped);
+    params["timeline_unplaced"] = std::to_string(s.unplaced);
+    if (c.mode == ProcessMode::kMpi) params["timeline_ranks"] = "rank 0's process only";
+  }
   sink.on_scenario(sc);
 
-  const std::vector<double> steps = per_rep(p, c, s, 0);
-  if (!steps.empty()) emit_events(sink, p, c, s, median_rep(steps));
+  if (!steps.empty()) emit_events(sink, p, c, s, shown);
   emit_rows(sink, p, s);
   for (const PhaseStats& st : result.phases) {
     v1::PhaseSummary m;
@@ -195,7 +269,19 @@ void emit_section(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c
   v["check_worst_bound_ratio"] = result.check.worst_bound;
   v["check_lse_max_err"] = result.check.lse_max_abs;
   v["check_rows"] = result.check.rows_checked;
+  v["outer_step_median_ns"] = result.outer_step_median_ns;
+  if (s.timing != Timing::kStep) {
+    // Idle GPU time before each phase (launch gap; waits on other ranks included), median over repetitions,
+    // slowest rank.
+    for (std::size_t i = 1; i < p.phases.size(); ++i) {
+      double worst = 0;
+      for (int r : ranks_with_samples(s))
+        if (i < s.gap[r].size() && !s.gap[r][i].empty()) worst = std::max(worst, median_of(s.gap[r][i]));
+      v[std::string("gap_before.") + phase_name(p.phases[i]) + "_ns"] = worst;
+    }
+  }
   sink.on_summary(sum);
+  emit_activities(sink, p, s);
 }
 
 traces::v1::Header measured_header(ProcessMode mode, const std::vector<int>& devices,

@@ -15,6 +15,7 @@ void emit_section(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c
                   const RunResult& result);
 
 // One process per GPU under MPI (mpi_runner.cc): this process's rank only; outputs are this rank's.
-void run_mpi(const StepPlan& p, const RunConfig& c, Samples& samples, std::vector<RankOutputs>& outputs);
+void run_mpi(const StepPlan& p, const RunConfig& c, Samples& samples, std::vector<RankOutputs>& outputs,
+             GpuTimeline* timeline);
 
 }  // namespace dcpsim::hw

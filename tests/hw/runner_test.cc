@@ -30,6 +30,7 @@ RunConfig config(models::Scenario s) {
   c.mode = ProcessMode::kEmulate;
   c.warmup = 1;
   c.reps = 3;
+  c.timing = Timing::kEvents;
   return c;
 }
 
@@ -124,9 +125,6 @@ TEST(Runner, RejectsWhatItCannotRun) {
                InputError);
   EXPECT_THROW(run_step(config(scenario(2, 8, 1, 64, 64, models::Strategy::kAgRs, {8})), nullptr),
                InputError);
-  models::Scenario pdl = scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8});
-  pdl.launch = models::LaunchMode::kPdl;
-  EXPECT_THROW(run_step(config(pdl), nullptr), InputError);
   models::Scenario f32 = scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8});
   f32.kv_dtype = models::DType::kF32;
   EXPECT_THROW(run_step(config(f32), nullptr), InputError);
@@ -156,6 +154,103 @@ TEST(Runner, ThreadPerDeviceModeRunsOnOneDevice) {
   ASSERT_EQ(r.phases.size(), 1u);
   EXPECT_EQ(r.phases[0].phase, "attention");
   EXPECT_FALSE(r.phases[0].emulated);
+}
+
+}  // namespace
+}  // namespace dcpsim::hw
+
+namespace dcpsim::hw {
+namespace {
+
+// The GPU timeline: every phase of every rank in every measured repetition comes from CUPTI's activity records,
+// eager and graph-replayed, and the trace keeps the records.
+TEST(Runner, CuptiTimelineTimesEveryPhase) {
+  DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
+  for (auto launch : {models::LaunchMode::kEager, models::LaunchMode::kGraph, models::LaunchMode::kPdl}) {
+    models::Scenario s = scenario(3, 48, 1, 512, 576, models::Strategy::kA2a, {2000, 17, 0, 900});
+    s.launch = launch;
+    RunConfig c = config(s);
+    c.timing = Timing::kCupti;
+    c.row_stamps = true;
+    traces::TraceCollector sink;
+    sink.on_header(measured_header(c.mode, {0}, {"dcpsim", "hw", "run"}));
+    const RunResult r = run_step(c, &sink);
+    sink.finish();
+    SCOPED_TRACE(s.label());
+    EXPECT_TRUE(r.check.passed) << r.check.summary;
+    EXPECT_EQ(r.timing, Timing::kCupti);
+    const auto& sec = sink.trace().sections.at(0);
+    EXPECT_EQ(sec.scenario.params().at("timing"), "cupti");
+    EXPECT_EQ(sec.scenario.params().at("timeline_records_dropped"), "0");
+    for (const PhaseStats& p : r.phases) EXPECT_GT(p.median_ns, 0) << p.rank << " " << p.phase;
+    EXPECT_GE(r.outer_step_median_ns, 0.5 * r.step_median_ns);
+    // Every rank's attention ran as dcpsim's split kernel in every measured repetition; the emulated
+    // all-to-all is device copies; kernels carry their launch shape.
+    std::vector<int> attention(3 * c.reps, 0);
+    int copies = 0;
+    for (const auto& a : sec.gpu_activities) {
+      ASSERT_GE(a.repetition(), 0);
+      ASSERT_LT(a.repetition(), c.reps);
+      EXPECT_LE(a.start_ns(), a.end_ns());
+      if (a.phase() == "attention" && a.name().find("attention_split_kernel") != std::string::npos)
+        ++attention[a.rank() * c.reps + a.repetition()];
+      if (a.phase() == "all_to_all") copies += a.kind() == traces::v1::GpuActivity::KIND_MEMCPY;
+      if (a.kind() == traces::v1::GpuActivity::KIND_KERNEL) {
+        ASSERT_EQ(a.grid_size(), 3);
+        EXPECT_GT(a.grid(0) * a.block(0), 0);
+      }
+    }
+    for (int n : attention) EXPECT_EQ(n, 1);
+    EXPECT_GT(copies, 0);
+    // Rows lie on the same timeline as the phases: none is ready before its rank's attention starts.
+    for (const auto& row : sec.row_results) {
+      if (row.row() >= 4 || row.output_ready_ns() == 0) continue;
+      EXPECT_GT(row.output_ready_ns(), 0);
+    }
+  }
+}
+
+// CUDA events around a phase include the launch gap before its first kernel; the GPU timeline does not. On the
+// same run the timeline's attention is never longer than the events' (5% for noise).
+TEST(Runner, CuptiPhasesAreNotLongerThanEvents) {
+  DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
+  models::Scenario s = scenario(4, 64, 1, 512, 576, models::Strategy::kAgRs, std::vector<std::int64_t>(8, 4096));
+  RunConfig events = config(s), cupti = config(s);
+  events.reps = cupti.reps = 10;
+  cupti.timing = Timing::kCupti;
+  const RunResult e = run_step(events, nullptr), t = run_step(cupti, nullptr);
+  ASSERT_EQ(e.phases.size(), t.phases.size());
+  for (std::size_t i = 0; i < e.phases.size(); ++i) {
+    if (e.phases[i].phase != "attention") continue;
+    EXPECT_LE(t.phases[i].median_ns, 1.05 * e.phases[i].median_ns);
+  }
+}
+
+// Programmatic dependent launch: every strategy stays exact when each kernel may start while its predecessor
+// drains.
+TEST(Runner, PdlIsExactForEveryStrategy) {
+  DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
+  for (auto strategy : {models::Strategy::kAgRs, models::Strategy::kAgAr, models::Strategy::kA2a,
+                        models::Strategy::kDirect}) {
+    models::Scenario s = scenario(3, 48, 1, 512, 576, strategy, {1500, 0, 64, 3});
+    s.launch = models::LaunchMode::kPdl;
+    RunConfig c = config(s);
+    c.padded_rows = 2;
+    SCOPED_TRACE(s.label());
+    const RunResult r = run_step(c, nullptr);
+    EXPECT_TRUE(r.check.passed) << r.check.summary;
+  }
+}
+
+TEST(Runner, StepTimingKeepsOnlyTheStep) {
+  DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
+  RunConfig c = config(scenario(2, 16, 1, 512, 576, models::Strategy::kDirect, {300, 20}));
+  c.timing = Timing::kStep;
+  const RunResult r = run_step(c, nullptr);
+  EXPECT_TRUE(r.check.passed) << r.check.summary;
+  EXPECT_TRUE(r.phases.empty());
+  EXPECT_GT(r.step_median_ns, 0);
+  EXPECT_EQ(r.timing, Timing::kStep);
 }
 
 }  // namespace

@@ -88,6 +88,11 @@ void ProtobufTraceWriter::on_summary(const v1::Summary& summary) {
   write(record_);
 }
 
+void ProtobufTraceWriter::on_gpu_activity(const v1::GpuActivity& activity) {
+  record_.mutable_gpu_activity()->CopyFrom(activity);
+  write(record_);
+}
+
 void ProtobufTraceWriter::finish() {
   if (auto why = checker_->finish(); !why.empty()) {
     throw RuntimeError("trace writer for '" + path_.string() + "': " + why);

@@ -60,6 +60,8 @@ std::string TraceChecker::check(const v1::Record& record) {
       return phase_summary(record.phase_summary());
     case v1::Record::kSummary:
       return summary(record.summary());
+    case v1::Record::kGpuActivity:
+      return gpu_activity(record.gpu_activity());
     case v1::Record::BODY_NOT_SET:
       break;
   }
@@ -122,6 +124,20 @@ std::string TraceChecker::event(const v1::Event& e) {
   if (e.has_id() && !event_ids_.insert(e.id()).second) {
     return where + "id " + std::to_string(e.id()) + " is already used in this section";
   }
+  return {};
+}
+
+std::string TraceChecker::gpu_activity(const v1::GpuActivity& a) {
+  if (auto why = body_record("GPU activity"); !why.empty()) return why;
+  const std::string where = "GPU activity " + quoted(a.name()) + " on rank " + std::to_string(a.rank()) + ": ";
+  if (auto why = rank_problem(a.rank()); !why.empty()) return where + why;
+  if (auto why = enum_problem("kind", a.kind(), v1::GpuActivity::Kind_IsValid); !why.empty()) return where + why;
+  if (a.repetition() < 0) return where + "repetition " + std::to_string(a.repetition()) + " is negative";
+  if (a.start_ns() < 0 || a.end_ns() < a.start_ns()) {
+    return where + "times [" + std::to_string(a.start_ns()) + ", " + std::to_string(a.end_ns()) +
+           "] ns; they must satisfy 0 <= start <= end";
+  }
+  if (a.bytes() < 0) return where + "bytes = " + std::to_string(a.bytes()) + "; it must be >= 0";
   return {};
 }
 

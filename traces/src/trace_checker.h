@@ -21,6 +21,7 @@ class TraceChecker {
   std::string row_result(const v1::RowResult& row_result);
   std::string phase_summary(const v1::PhaseSummary& phase_summary);
   std::string summary(const v1::Summary& summary);
+  std::string gpu_activity(const v1::GpuActivity& activity);
   std::string finish();
 
  private:

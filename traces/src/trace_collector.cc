@@ -55,6 +55,11 @@ void TraceCollector::on_summary(const v1::Summary& summary) {
   section().summaries.push_back(summary);
 }
 
+void TraceCollector::on_gpu_activity(const v1::GpuActivity& activity) {
+  require(checker_->gpu_activity(activity));
+  section().gpu_activities.push_back(activity);
+}
+
 void TraceCollector::finish() {
   require(checker_->finish());
   finished_ = true;
@@ -75,6 +80,7 @@ void replay(const Trace& trace, TraceSink& sink) {
     for (const auto& r : s.row_results) sink.on_row_result(r);
     for (const auto& p : s.phase_summaries) sink.on_phase_summary(p);
     for (const auto& m : s.summaries) sink.on_summary(m);
+    for (const auto& a : s.gpu_activities) sink.on_gpu_activity(a);
   }
   sink.finish();
 }

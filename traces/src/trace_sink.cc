@@ -29,6 +29,9 @@ void TeeTraceSink::on_phase_summary(const v1::PhaseSummary& phase_summary) {
 void TeeTraceSink::on_summary(const v1::Summary& summary) {
   for (auto* s : sinks_) s->on_summary(summary);
 }
+void TeeTraceSink::on_gpu_activity(const v1::GpuActivity& activity) {
+  for (auto* s : sinks_) s->on_gpu_activity(activity);
+}
 void TeeTraceSink::finish() {
   for (auto* s : sinks_) s->finish();
 }
@@ -49,6 +52,8 @@ void deliver(const v1::Record& record, TraceSink& sink) {
       return sink.on_phase_summary(record.phase_summary());
     case v1::Record::kSummary:
       return sink.on_summary(record.summary());
+    case v1::Record::kGpuActivity:
+      return sink.on_gpu_activity(record.gpu_activity());
     case v1::Record::BODY_NOT_SET:
       break;
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dcpsim/error.h"
 #include "dcpsim/models/scenario.h"
 #include "dcpsim/traces/schema.h"
 #include "dcpsim/traces/trace_sink.h"
@@ -20,8 +21,35 @@ enum class ProcessMode {
   kMpi,      // one process per device; this process is one rank (DCPSIM_WITH_MPI builds)
 };
 
+// Where phase durations come from. kCupti: the GPU timeline (CUPTI activity records of every kernel, memcpy
+// and memset, nothing added to the streams); kEvents: CUDA events recorded around each phase (the fallback;
+// short phases read long); kStep: one pair of events around each rank's whole step and nothing else (the
+// baseline that shows what the other two cost). kAuto: CUPTI when it loads, else events with a notice.
+enum class Timing { kAuto, kCupti, kEvents, kStep };
+inline const char* timing_name(Timing t) {
+  switch (t) {
+    case Timing::kAuto:
+      return "auto";
+    case Timing::kCupti:
+      return "cupti";
+    case Timing::kEvents:
+      return "cuda-events";
+    case Timing::kStep:
+      return "step";
+  }
+  return "?";
+}
+// "auto" | "cupti" | "events" | "step"; InputError otherwise.
+inline Timing parse_timing(const std::string& s) {
+  if (s == "auto") return Timing::kAuto;
+  if (s == "cupti") return Timing::kCupti;
+  if (s == "events" || s == "cuda-events") return Timing::kEvents;
+  if (s == "step") return Timing::kStep;
+  throw InputError("--timing '" + s + "' is not one of auto, cupti, events, step");
+}
+
 struct RunConfig {
-  models::Scenario scenario;  // validated; strategy ag-rs, ag-ar, a2a or direct; launch eager or graph
+  models::Scenario scenario;  // validated; strategy ag-rs, ag-ar, a2a or direct; launch eager, graph or pdl
   ProcessMode mode = ProcessMode::kEmulate;
   std::vector<int> devices;  // kThreads: N device ordinals; kEmulate: one (default 0)
   int warmup = 5;
@@ -31,6 +59,7 @@ struct RunConfig {
   std::uint64_t seed = 1;
   int padded_rows = 0;  // extra CUDA-graph padding rows, masked like empty shards
   std::int64_t direct_timeout_ms = 2000;
+  Timing timing = Timing::kAuto;
 };
 
 struct PhaseStats {
@@ -57,6 +86,9 @@ struct RunResult {
   std::vector<PhaseStats> phases;
   double step_median_ns = 0;  // threads/MPI: slowest rank's step; emulate: Σ over phases of the slowest rank
   double merge_median_ns = 0;  // the phases after attention, same rule
+  double outer_step_median_ns = 0;  // each rank's whole step between two CUDA events (max over ranks)
+  Timing timing = Timing::kEvents;  // what the phase figures were measured with (never kAuto)
+  std::string timing_note;          // why CUPTI was not used, when it was asked for and not used
   CheckResult check;
 };
 

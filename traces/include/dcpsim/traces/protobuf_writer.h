@@ -37,6 +37,7 @@ class ProtobufTraceWriter final : public TraceSink {
   void on_row_result(const v1::RowResult& row_result) override;
   void on_phase_summary(const v1::PhaseSummary& phase_summary) override;
   void on_summary(const v1::Summary& summary) override;
+  void on_gpu_activity(const v1::GpuActivity& activity) override;
   // Flushes, closes and renames the file into place; throws RuntimeError if any write failed.
   void finish() override;
 

@@ -20,6 +20,7 @@ struct TraceSection {
   std::vector<v1::RowResult> row_results;
   std::vector<v1::PhaseSummary> phase_summaries;
   std::vector<v1::Summary> summaries;
+  std::vector<v1::GpuActivity> gpu_activities;
 };
 
 struct Trace {
@@ -40,6 +41,7 @@ class TraceCollector final : public TraceSink {
   void on_row_result(const v1::RowResult& row_result) override;
   void on_phase_summary(const v1::PhaseSummary& phase_summary) override;
   void on_summary(const v1::Summary& summary) override;
+  void on_gpu_activity(const v1::GpuActivity& activity) override;
   void finish() override;
 
   bool finished() const { return finished_; }

@@ -22,6 +22,8 @@ class TraceSink {
   virtual void on_row_result(const v1::RowResult& row_result) = 0;
   virtual void on_phase_summary(const v1::PhaseSummary& phase_summary) = 0;
   virtual void on_summary(const v1::Summary& summary) = 0;
+  // Measured traces with a GPU timeline only; sinks that have no use for the activities ignore them.
+  virtual void on_gpu_activity(const v1::GpuActivity& activity) { (void)activity; }
   // Completes the trace (a file sink makes its file visible only now).
   virtual void finish() = 0;
 };
@@ -39,6 +41,7 @@ class TeeTraceSink final : public TraceSink {
   void on_row_result(const v1::RowResult& row_result) override;
   void on_phase_summary(const v1::PhaseSummary& phase_summary) override;
   void on_summary(const v1::Summary& summary) override;
+  void on_gpu_activity(const v1::GpuActivity& activity) override;
   void finish() override;
 
  private:

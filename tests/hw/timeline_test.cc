@@ -1,0 +1,136 @@
+// The GPU timeline's bookkeeping, on synthetic CUPTI records (no GPU needed): eager activities placed by their
+// tags, graph replays placed by position against the eager pass, phase spans, gaps and offsets, and the
+// errors for a replay that does not match or a rank that recorded nothing.
+#include <gtest/gtest.h>
+
+#if DCPSIM_WITH_CUDA
+#include "dcpsim/error.h"
+#include "plan.h"
+#include "timing.h"
+
+namespace dcpsim::hw {
+namespace {
+
+StepPlan direct_plan() {
+  RunConfig c;
+  c.scenario.dcp = 2;
+  c.scenario.heads = 8;
+  c.scenario.kv_heads = 1;
+  c.scenario.head_dim = 128;
+  c.scenario.qk_dim = 128;
+  c.scenario.contexts = {64};
+  c.scenario.strategy = models::Strategy::kDirect;
+  c.mode = ProcessMode::kEmulate;
+  return make_plan(c);  // q_allgather, attention, direct_write, direct_combine
+}
+
+GpuActivity act(const char* name, std::uint64_t start, std::uint64_t end, std::uint64_t tag,
+                GpuActivity::Kind kind = GpuActivity::Kind::kKernel) {
+  GpuActivity a;
+  a.kind = kind;
+  a.name = name;
+  a.start_ns = start;
+  a.end_ns = end;
+  a.tag = tag;
+  return a;
+}
+
+// One rank's step starting at t0: prologue stamp, gather (two copies), attention, write, combine.
+void add_step(std::vector<GpuActivity>& v, int rep, int rank, std::uint64_t t0, bool graph) {
+  auto tag = [&](int slot) { return graph ? timeline_tag(rep, 0, kGraphSlot) : timeline_tag(rep, rank, slot); };
+  v.push_back(act("stamp_kernel(unsigned long long*)", t0, t0 + 1000, tag(0)));
+  v.push_back(act("memcpy DtoD", t0 + 2000, t0 + 3000, tag(1), GpuActivity::Kind::kMemcpy));
+  v.push_back(act("memcpy DtoD", t0 + 3500, t0 + 4000, tag(1), GpuActivity::Kind::kMemcpy));
+  v.push_back(act("attention_split_kernel", t0 + 5000, t0 + 15000, tag(2)));
+  v.push_back(act("direct_write_kernel", t0 + 16000, t0 + 18000, tag(3)));
+  v.push_back(act("combine_kernel", t0 + 18000, t0 + 21000, tag(4)));
+}
+
+void expect_step_figures(const Samples& s, int reps) {
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(s.rank_step[r].size(), static_cast<std::size_t>(reps));
+    for (int k = 0; k < reps; ++k) {
+      EXPECT_DOUBLE_EQ(s.duration[r][0][k], 2000);  // the two copies and the gap between them
+      EXPECT_DOUBLE_EQ(s.duration[r][1][k], 10000);
+      EXPECT_DOUBLE_EQ(s.offset[r][1][k], 3000);
+      EXPECT_DOUBLE_EQ(s.gap[r][1][k], 1000);
+      EXPECT_DOUBLE_EQ(s.gap[r][3][k], 0);  // the combine starts as the write ends
+      EXPECT_DOUBLE_EQ(s.rank_step[r][k], 19000);
+    }
+  }
+}
+
+TEST(Timeline, PlacesEagerActivitiesByTag) {
+  const StepPlan p = direct_plan();
+  ASSERT_EQ(p.phases.size(), 4u);
+  std::vector<GpuActivity> v;
+  for (int rep = 0; rep < 3; ++rep)  // one warm-up, two measured
+    for (int rank = 0; rank < 2; ++rank) add_step(v, rep, rank, 100000 * rep + 30000 * rank + 7, false);
+  v.push_back(act("untagged", 1, 2, 0));
+  Samples s;
+  s.from_timeline(p, 2, v, 1, 2);
+  EXPECT_EQ(s.timing, Timing::kCupti);
+  expect_step_figures(s, 2);
+  EXPECT_EQ(s.unplaced, 1u);
+  EXPECT_EQ(s.activities.size(), 2u * 2u * 6u);
+  // One timeline per repetition: its origin is the earliest activity (rank 0's stamp kernel).
+  EXPECT_DOUBLE_EQ(s.phase_origin[0][0], 2000);
+  EXPECT_DOUBLE_EQ(s.phase_origin[1][0], 32000);
+  EXPECT_DOUBLE_EQ(s.stamp_origin[1], 30000);
+  for (const PlacedActivity& a : s.activities) EXPECT_GE(a.start_ns, 0);
+}
+
+TEST(Timeline, PlacesGraphReplaysByPositionAgainstTheEagerPass) {
+  const StepPlan p = direct_plan();
+  std::vector<GpuActivity> v;
+  // The eager pass before capture (phase-major in emulation would interleave ranks; order is what counts).
+  add_step(v, kTemplateRep, 0, 7, false);
+  add_step(v, kTemplateRep, 1, 30007, false);
+  for (int rep = 0; rep < 3; ++rep) {
+    add_step(v, rep, 0, 100000 * (rep + 1), true);
+    add_step(v, rep, 1, 100000 * (rep + 1) + 30000, true);
+  }
+  Samples s;
+  s.from_timeline(p, 2, v, 1, 2);
+  expect_step_figures(s, 2);
+  int combines = 0;
+  for (const PlacedActivity& a : s.activities) combines += a.slot == 4 && a.rank == 1;
+  EXPECT_EQ(combines, 2);
+}
+
+TEST(Timeline, RefusesAReplayThatDoesNotMatchTheEagerPass) {
+  const StepPlan p = direct_plan();
+  std::vector<GpuActivity> v;
+  add_step(v, kTemplateRep, 0, 7, false);
+  add_step(v, kTemplateRep, 1, 30007, false);
+  add_step(v, 0, 0, 100000, true);  // rank 1's half of the replay is missing
+  Samples s;
+  try {
+    s.from_timeline(p, 2, v, 0, 1);
+    FAIL() << "a short replay was accepted";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("--timing events"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Timeline, RefusesARankWithoutActivityInAMeasuredRepetition) {
+  const StepPlan p = direct_plan();
+  std::vector<GpuActivity> v;
+  add_step(v, 0, 0, 7, false);
+  add_step(v, 0, 1, 30007, false);
+  add_step(v, 1, 0, 100007, false);  // rank 1 recorded nothing in repetition 1
+  Samples s;
+  EXPECT_THROW(s.from_timeline(p, 2, v, 0, 2), RuntimeError);
+}
+
+TEST(Timeline, TagsRoundTrip) {
+  const std::uint64_t t = timeline_tag(kTemplateRep, 71, kGraphSlot);
+  EXPECT_EQ(tag_rep(t), kTemplateRep);
+  EXPECT_EQ(tag_rank(t), 71);
+  EXPECT_EQ(tag_slot(t), kGraphSlot);
+  EXPECT_NE(timeline_tag(0, 0, 0), 0u);  // 0 means "no tag"
+}
+
+}  // namespace
+}  // namespace dcpsim::hw
+#endif
