@@ -65,7 +65,8 @@ fi
 
 if has sweep; then
   scripts/hw_sweep.sh "$BIN/dcpsim" "$W/traces" 2>&1 | tee "$W/sweep.log" | tail -5
-  (cd "$W" && tar czf "$OUT/traces.tgz" traces)
+  scripts/hw_sweep.sh "$BIN/dcpsim" "$W/holdout" holdout 2>&1 | tee -a "$W/sweep.log" | tail -5
+  (cd "$W" && tar czf "$OUT/traces.tgz" traces holdout)
   summary+=("sweep: $(grep -c '^ok ' "$W/sweep.log") ok, $(grep -c '^FAIL ' "$W/sweep.log") failed")
 fi
 

@@ -2,10 +2,14 @@
 # The measured traces in traces/measured/h200/: `dcpsim hw run --emulate` for N in {2, 3, 4, 8}, every strategy,
 # GQA and MLA geometries, a few batch sizes and contexts, eager and graph launches. One .pb per (geometry, N,
 # batch, context, launch), each with one section per strategy; every run checks itself against the reference.
-#   scripts/hw_sweep.sh DCPSIM_BINARY OUT_DIR
+# With the set name `holdout`, scenarios the fit never sees: other group sizes (5, 6), head counts, batch sizes
+# and contexts, PDL launches — for validating by held-out scenario (docs/VALIDATION.md).
+# Phases are timed on the GPU timeline (CUPTI) whenever it loads (`hw run --timing auto`).
+#   scripts/hw_sweep.sh DCPSIM_BINARY OUT_DIR [fit|holdout]
 set -uo pipefail
 bin=${1:?dcpsim binary}
 out=${2:?output directory}
+set_name=${3:-fit}
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$out"
 run() {
@@ -17,6 +21,23 @@ run() {
     echo "FAIL $name: $(tail -1 "$out/$name.txt")"
   fi
 }
+if [ "$set_name" = holdout ]; then
+  for N in 5 6; do
+    run "mla_n${N}_h$((24 * N))_b8_ctx24k_graph" --dcp $N --heads $((24 * N)) --kv-heads 1 --head-dim 512 \
+        --qk-dim 576 --batch 8 --context 24k --launch graph --check-rows 2
+    run "mla_n${N}_h$((8 * N))_b32_ctx4k_pdl" --dcp $N --heads $((8 * N)) --kv-heads 1 --head-dim 512 \
+        --qk-dim 576 --batch 32 --context 4k --launch pdl --check-rows 2 --row-stamps
+    run "gqa_n${N}_h$((4 * N))_b4_ctx48k_eager" --dcp $N --heads $((4 * N)) --kv-heads $N --head-dim 128 \
+        --batch 4 --context 48k --launch eager --check-rows 2
+    run "gqa_n${N}_h$((16 * N))_b128_ctx2k_graph" --dcp $N --heads $((16 * N)) --kv-heads $N --head-dim 128 \
+        --batch 128 --context 2k --launch graph --check-rows 4 --row-stamps
+  done
+  run "mla_n4_h128_b8_ctx32k_graph" --dcp 4 --heads 128 --kv-heads 1 --head-dim 512 --qk-dim 576 --batch 8 \
+      --context 32k --launch graph --check-rows 2
+  run "mla_n2_h16_b256_ctx2k_pdl" --dcp 2 --heads 16 --kv-heads 1 --head-dim 512 --qk-dim 576 --batch 256 \
+      --context 2k --launch pdl --check-rows 4
+  exit 0
+fi
 for N in 2 3 4 8; do
   mla="--heads $((16 * N)) --kv-heads 1 --head-dim 512 --qk-dim 576"
   gqa="--heads $((8 * N)) --kv-heads $N --head-dim 128"

@@ -43,7 +43,7 @@ h = rows[0]; k = h.index("Kernel Name"); v = h.index("Metric Value"); u = h.inde
 d = collections.defaultdict(list)
 for r in rows[1:]:
     val = float(r[v].replace(",", ""))
-    scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(r[u], 1.0)
+    scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}[r[u]]
     d[re.sub(r"[<(].*", "", r[k])].append(val * scale)
 for name, xs in sorted(d.items()):
     print(f"ncu {name:<32} n={len(xs):3d} median {statistics.median(xs):8.2f} us")

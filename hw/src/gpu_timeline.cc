@@ -1,5 +1,6 @@
 #include "gpu_timeline.h"
 
+#include <cuda_runtime.h>
 #include <cupti.h>
 #include <cxxabi.h>
 #include <dlfcn.h>
@@ -29,6 +30,7 @@ struct Cupti {
   decltype(&cuptiActivityFlushAll) flush_all = nullptr;
   decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
   decltype(&cuptiActivityGetNumDroppedRecords) dropped = nullptr;
+  decltype(&cuptiActivityEnableHWTrace) hw_trace = nullptr;  // optional: Blackwell's hardware timestamps
 };
 
 template <typename F>
@@ -71,6 +73,7 @@ const Cupti& cupti(std::string* why) {
                     resolve(c.lib, "cuptiActivityGetNextRecord", c.next_record) &&
                     resolve(c.lib, "cuptiActivityGetNumDroppedRecords", c.dropped);
     if (!ok) error = c.path + " lacks a CUPTI entry point dcpsim needs (" + dlerror() + ")";
+    resolve(c.lib, "cuptiActivityEnableHWTrace", c.hw_trace);
   });
   if (why != nullptr) *why = error;
   return c;
@@ -241,6 +244,11 @@ std::unique_ptr<GpuTimeline> GpuTimeline::start(std::string* why) {
   for (CUpti_CallbackDomain d : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API})
     if ((r = c.enable_domain(1, s.subscriber, d)) != CUPTI_SUCCESS) break;
   if (r == CUPTI_SUCCESS) r = c.register_callbacks(on_buffer_requested, on_buffer_completed);
+  // Kernel timestamps from the Hardware Event System where the GPU has one (Blackwell): no semaphore
+  // writes around each kernel. Elsewhere CUPTI refuses and the software timestamps stay.
+  bool hw_trace = false;
+  if (r == CUPTI_SUCCESS && c.hw_trace != nullptr && cudaFree(nullptr) == cudaSuccess)
+    hw_trace = c.hw_trace(1) == CUPTI_SUCCESS;
   for (CUpti_ActivityKind k : kKinds)
     if (r == CUPTI_SUCCESS) r = c.enable(k);
   if (r != CUPTI_SUCCESS) {
@@ -254,13 +262,16 @@ std::unique_ptr<GpuTimeline> GpuTimeline::start(std::string* why) {
     s.activities.clear();
     s.tag_of_correlation.clear();
   }
-  return std::unique_ptr<GpuTimeline>(new GpuTimeline());
+  auto t = std::unique_ptr<GpuTimeline>(new GpuTimeline());
+  t->hw_trace_ = hw_trace;
+  return t;
 }
 
 GpuTimeline::~GpuTimeline() {
   const Cupti& c = cupti(nullptr);
   State& s = state();
   c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (hw_trace_) c.hw_trace(0);
   for (CUpti_ActivityKind k : kKinds) c.disable(k);
   c.unsubscribe(s.subscriber);
   s.subscriber = nullptr;

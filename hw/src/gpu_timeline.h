@@ -60,9 +60,13 @@ class GpuTimeline {
   std::vector<GpuActivity> take(std::uint64_t* dropped = nullptr);
 
   std::string library() const;  // the CUPTI library file loaded
+  // Kernel timestamps from the GPU's Hardware Event System (Blackwell); otherwise CUPTI's software
+  // timestamps, which add a little idle time around each kernel (docs/hw/timeline.md).
+  bool hardware_timestamps() const { return hw_trace_; }
 
  private:
   GpuTimeline() = default;
+  bool hw_trace_ = false;
 };
 
 // RAII tag for one enqueue (a null timeline does nothing).

@@ -97,19 +97,25 @@ void Samples::from_timeline(const StepPlan& p, int rank_count, std::vector<GpuAc
       placed.push_back({&a, rep, rank, slot});
     }
   }
+  // The eager pass may run one-time work the graph does not repeat (a pointer table uploaded on first use):
+  // the replay must be the eager pass with such activities left out, in the same order.
   for (const auto& [key, seq] : replays) {
+    static const std::vector<const GpuActivity*> kNone;
     const auto t = templ.find(key.first);
-    const std::size_t want = t == templ.end() ? 0 : t->second.size();
-    bool match = seq.size() == want;
-    for (std::size_t i = 0; match && i < seq.size(); ++i) match = same_kernel(*seq[i], *t->second[i]);
-    if (!match)
+    const auto& eager = t == templ.end() ? kNone : t->second;
+    std::size_t j = 0;
+    std::vector<std::pair<const GpuActivity*, const GpuActivity*>> pairs;
+    for (std::size_t i = 0; i < eager.size() && j < seq.size(); ++i)
+      if (same_kernel(*eager[i], *seq[j])) pairs.emplace_back(seq[j++], eager[i]);
+    if (j != seq.size())
       throw RuntimeError("GPU timeline: graph replay " + std::to_string(key.second) + " on device " +
                          std::to_string(key.first) + " ran " + std::to_string(seq.size()) +
-                         " activities where the eager pass ran " + std::to_string(want) +
-                         " in another order; rerun with --timing events");
-    for (std::size_t i = 0; i < seq.size(); ++i) {
-      const auto [rank, slot] = templ_slot.at(t->second[i]);
-      placed.push_back({seq[i], key.second, rank, slot});
+                         " activities that do not follow the " + std::to_string(eager.size()) +
+                         " of the eager pass (" + seq[j]->name + " is not among them, in order); rerun with " +
+                         "--timing events");
+    for (const auto& [replayed, model] : pairs) {
+      const auto [rank, slot] = templ_slot.at(model);
+      placed.push_back({replayed, key.second, rank, slot});
     }
   }
   const std::size_t phases = p.phases.size(), nranks = static_cast<std::size_t>(rank_count);
@@ -185,6 +191,7 @@ void timeline_samples(const StepPlan& p, const RunConfig& c, GpuTimeline& t, Sam
   auto outer = std::move(s.outer_step);
   auto stamps = std::move(s.stamps);
   s.dropped = dropped;
+  s.hardware_timestamps = t.hardware_timestamps();
   s.from_timeline(p, p.N, std::move(acts), c.warmup, c.reps);
   s.outer_step = std::move(outer);
   s.stamps = std::move(stamps);

@@ -40,6 +40,7 @@ struct Samples {
   std::vector<double> stamp_origin;
   std::vector<PlacedActivity> activities;  // CUPTI: every activity of the measured repetitions
   std::uint64_t dropped = 0, unplaced = 0;  // CUPTI records lost; activities no enqueue claimed
+  bool hardware_timestamps = false;         // CUPTI read kernel times from the GPU's event system
 
   void resize(int ranks, std::size_t phases);
   void collect(const RankState& r);  // after the step synchronised

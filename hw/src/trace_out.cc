@@ -241,6 +241,7 @@ void emit_section(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c
     params["timeline_repetition"] = std::to_string(shown);
     params["timeline_records_dropped"] = std::to_string(s.dropped);
     params["timeline_unplaced"] = std::to_string(s.unplaced);
+    params["timeline_timestamps"] = s.hardware_timestamps ? "hardware" : "software";
     if (c.mode == ProcessMode::kMpi) params["timeline_ranks"] = "rank 0's process only";
   }
   sink.on_scenario(sc);

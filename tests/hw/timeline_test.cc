@@ -98,12 +98,28 @@ TEST(Timeline, PlacesGraphReplaysByPositionAgainstTheEagerPass) {
   EXPECT_EQ(combines, 2);
 }
 
+TEST(Timeline, SkipsOneTimeWorkOfTheEagerPass) {
+  const StepPlan p = direct_plan();
+  std::vector<GpuActivity> v;
+  add_step(v, kTemplateRep, 0, 7, false);
+  v.push_back(act("memcpy HtoD", 5500, 5600, timeline_tag(kTemplateRep, 0, 2), GpuActivity::Kind::kMemcpy));
+  add_step(v, kTemplateRep, 1, 30007, false);
+  for (int rep = 0; rep < 2; ++rep) {
+    add_step(v, rep, 0, 100000 * (rep + 1), true);
+    add_step(v, rep, 1, 100000 * (rep + 1) + 30000, true);
+  }
+  Samples s;
+  s.from_timeline(p, 2, v, 0, 2);
+  expect_step_figures(s, 2);
+}
+
 TEST(Timeline, RefusesAReplayThatDoesNotMatchTheEagerPass) {
   const StepPlan p = direct_plan();
   std::vector<GpuActivity> v;
   add_step(v, kTemplateRep, 0, 7, false);
   add_step(v, kTemplateRep, 1, 30007, false);
-  add_step(v, 0, 0, 100000, true);  // rank 1's half of the replay is missing
+  add_step(v, 0, 0, 100000, true);
+  v.push_back(act("extra_kernel", 150000, 150100, timeline_tag(0, 0, kGraphSlot)));  // not in the eager pass
   Samples s;
   try {
     s.from_timeline(p, 2, v, 0, 1);

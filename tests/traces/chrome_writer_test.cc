@@ -108,7 +108,7 @@ TEST(ChromeTrace, MetadataNamesEveryRankAndLane) {
   EXPECT_EQ(processes, (std::map<int, std::string>{{0, "rank 0"}, {1, "rank 1"}}));
   std::map<int, std::set<std::string>> lanes;
   for (const auto& [key, name] : lane_names(doc)) lanes[key.first].insert(name);
-  EXPECT_EQ(lanes[1], (std::set<std::string>{"cpu", "stream0", "comm", "nvlink", "rows"}));
+  EXPECT_EQ(lanes[1], (std::set<std::string>{"cpu", "stream0", "comm", "nvlink", "rows", "gpu stream 13"}));
   EXPECT_EQ(lanes[0], (std::set<std::string>{"scenario", "cpu", "stream0", "comm", "nvlink", "rows"}));
   // Every slice sits on a lane that has a name.
   const auto names = lane_names(doc);
@@ -228,6 +228,25 @@ TEST(ChromeTrace, EmulatedEventsAreMarked) {
     }
   }
   EXPECT_EQ(emulated, 4);
+}
+
+// The GPU timeline of the repetition the events show is drawn on a "gpu stream S" lane of its rank.
+TEST(ChromeTrace, GpuActivitiesOfTheShownRepetitionGetAStreamLane) {
+  ScratchDir dir;
+  Trace t = testing::sample_trace();
+  (*t.sections[1].scenario.mutable_params())["timeline_repetition"] = "1";
+  const json doc = export_and_parse(t, dir);
+  const auto lanes = lane_names(doc);
+  int gpu = 0;
+  for (const auto& e : with_phase(doc, "X")) {
+    if (e.at("cat") != "gpu") continue;
+    ++gpu;
+    EXPECT_EQ(e.at("pid"), 1);
+    EXPECT_EQ(lanes.at({1, e.at("tid").get<int>()}), "gpu stream 13");
+    if (e.at("name") == "memcpy DtoD") EXPECT_EQ(e.at("args").at("bytes"), 1 << 20);
+    else EXPECT_EQ(e.at("args").at("grid"), json::array({4, 8, 64}));
+  }
+  EXPECT_EQ(gpu, 4);  // per section, the shown repetition only (0 by default, 1 here): a kernel and a copy
 }
 
 TEST(ChromeTrace, ExportFromProtobufMatchesDirectWriting) {

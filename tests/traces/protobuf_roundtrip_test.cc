@@ -42,6 +42,7 @@ void expect_same_trace(const Trace& got, const Trace& want) {
     expect_same_messages(got.sections[s].row_results, want.sections[s].row_results);
     expect_same_messages(got.sections[s].phase_summaries, want.sections[s].phase_summaries);
     expect_same_messages(got.sections[s].summaries, want.sections[s].summaries);
+    expect_same_messages(got.sections[s].gpu_activities, want.sections[s].gpu_activities);
   }
 }
 
@@ -74,6 +75,9 @@ TEST(ProtobufTrace, EveryRecordKindRoundTrips) {
   EXPECT_EQ(got.sections[0].phase_summaries[0].samples_ns(1), 13000.5);
   EXPECT_EQ(got.sections[1].summaries[0].kv_bytes_per_rank(1), (1 << 30) - 4096);
   EXPECT_EQ(got.sections[1].row_results.back().output_ready_ns(), 26000 + 400 + 1);
+  ASSERT_EQ(got.sections[1].gpu_activities.size(), 4u);
+  EXPECT_EQ(got.sections[1].gpu_activities[2].grid(2), 64);
+  EXPECT_EQ(got.sections[1].gpu_activities[3].bytes(), 1 << 20);
 }
 
 TEST(ProtobufTrace, SameTraceGivesSameBytes) {
@@ -201,6 +205,29 @@ TEST(ProtobufTrace, WriterRefusesRecordsOutOfOrder) {
   ASSERT_EQ(t.sections.size(), 1u);
   ASSERT_EQ(t.sections[0].events.size(), 1u);
   EXPECT_EQ(t.sections[0].events[0].name(), "fine");
+}
+
+TEST(ProtobufTrace, GpuActivitiesAreChecked) {
+  ScratchDir dir;
+  auto write_with = [&](auto mutate) {
+    ProtobufTraceWriter w(dir / "g.pb");
+    w.on_header(make_header(v1::SOURCE_HW, {"dcpsim"}));
+    w.on_scenario(testing::sample_scenario(2, 1, v1::STRATEGY_A2A));
+    v1::GpuActivity a;
+    a.set_rank(1);
+    a.set_kind(v1::GpuActivity::KIND_KERNEL);
+    a.set_start_ns(10);
+    a.set_end_ns(20);
+    mutate(a);
+    w.on_gpu_activity(a);
+    w.finish();
+  };
+  EXPECT_NO_THROW(write_with([](v1::GpuActivity&) {}));
+  EXPECT_THROW(write_with([](v1::GpuActivity& a) { a.set_end_ns(5); }), RuntimeError);
+  EXPECT_THROW(write_with([](v1::GpuActivity& a) { a.set_rank(2); }), RuntimeError);
+  EXPECT_THROW(write_with([](v1::GpuActivity& a) { a.set_kind(v1::GpuActivity::KIND_UNSPECIFIED); }),
+               RuntimeError);
+  EXPECT_THROW(write_with([](v1::GpuActivity& a) { a.set_repetition(-1); }), RuntimeError);
 }
 
 TEST(ProtobufTrace, DuplicateEventIdsAreRefused) {

@@ -173,7 +173,7 @@ TEST(TraceReaderErrors, ReaderIsUsableUpToTheBadRecord) {
   std::size_t total = 1;
   for (const auto& s : t.sections) {
     total += 1 + s.events.size() + s.flows.size() + s.row_results.size() + s.phase_summaries.size() +
-             s.summaries.size();
+             s.summaries.size() + s.gpu_activities.size();
   }
   EXPECT_EQ(static_cast<std::size_t>(good), total - 1);
 }

@@ -162,6 +162,31 @@ inline Trace sample_trace() {
     m.add_kv_bytes_per_rank(1 << 30);
     m.add_kv_bytes_per_rank((1 << 30) - 4096);
     (*m.mutable_values())["merge_share"] = 13000.0 / 27000.0;
+    for (int rep = 0; rep < 2; ++rep) {  // the GPU timeline of a measured section
+      v1::GpuActivity& a = s.gpu_activities.emplace_back();
+      a.set_rank(1);
+      a.set_repetition(rep);
+      a.set_phase("attention");
+      a.set_kind(v1::GpuActivity::KIND_KERNEL);
+      a.set_name("void attention_split_kernel<Mla, __nv_bfloat16>(SplitParams)");
+      a.set_start_ns(2500 + rep);
+      a.set_end_ns(19000);
+      a.set_device(1);
+      a.set_stream(13);
+      a.set_correlation_id(77);
+      a.set_graph_node_id(rep ? 9 : 0);
+      for (int v : {4, 8, 64}) a.add_grid(v);
+      for (int v : {128, 1, 1}) a.add_block(v);
+      a.set_registers_per_thread(168);
+      a.set_shared_memory_bytes(98304);
+      v1::GpuActivity& c = s.gpu_activities.emplace_back(a);
+      c.set_kind(v1::GpuActivity::KIND_MEMCPY);
+      c.set_name("memcpy DtoD");
+      c.set_phase("all_to_all");
+      c.clear_grid();
+      c.clear_block();
+      c.set_bytes(1 << 20);
+    }
   }
   return t;
 }

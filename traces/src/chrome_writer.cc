@@ -3,6 +3,8 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <exception>
+#include <string>
 #include <utility>
 
 #include "dcpsim/error.h"
@@ -99,6 +101,14 @@ void ChromeTraceWriter::on_scenario(const v1::Scenario& scenario) {
   in_section_ = true;
   ++section_index_;
   section_label_ = describe(scenario);
+  shown_repetition_ = 0;
+  if (const auto it = scenario.params().find("timeline_repetition"); it != scenario.params().end()) {
+    try {
+      shown_repetition_ = std::stoi(it->second);
+    } catch (const std::exception&) {
+      shown_repetition_ = 0;
+    }
+  }
   slices_by_id_.clear();
   tid_for(0, kScenarioLane);  // first lane of rank 0, so the section markers sit on top
   other_data_["sections"].push_back(
@@ -140,6 +150,30 @@ void ChromeTraceWriter::on_event(const v1::Event& e) {
         {"args", std::move(args)}});
   section_end_ns_ = std::max(section_end_ns_, e.end_ns());
   if (e.has_id()) slices_by_id_[e.id()] = Slice{e.rank(), tid, e.start_ns(), e.end_ns()};
+}
+
+void ChromeTraceWriter::on_gpu_activity(const v1::GpuActivity& a) {
+  require(checker_->gpu_activity(a), path_);
+  if (a.repetition() != shown_repetition_) return;
+  const int tid = tid_for(a.rank(), "gpu stream " + std::to_string(a.stream()));
+  json args = {{"phase", a.phase()}, {"device", a.device()}, {"correlation_id", a.correlation_id()}};
+  if (a.kind() == v1::GpuActivity::KIND_KERNEL && a.grid_size() == 3 && a.block_size() == 3) {
+    args["grid"] = {a.grid(0), a.grid(1), a.grid(2)};
+    args["block"] = {a.block(0), a.block(1), a.block(2)};
+    args["registers_per_thread"] = a.registers_per_thread();
+    args["shared_memory_bytes"] = a.shared_memory_bytes();
+  }
+  if (a.bytes() > 0) args["bytes"] = a.bytes();
+  if (a.graph_node_id() != 0) args["graph_node_id"] = a.graph_node_id();
+  emit({{"ph", "X"},
+        {"name", a.name()},
+        {"cat", "gpu"},
+        {"pid", a.rank()},
+        {"tid", tid},
+        {"ts", us(a.start_ns())},
+        {"dur", static_cast<double>(a.end_ns() - a.start_ns()) / 1000.0},
+        {"args", std::move(args)}});
+  section_end_ns_ = std::max(section_end_ns_, a.end_ns());
 }
 
 // The arrow leaves from the middle of the source slice and lands inside the target slice, no earlier than it

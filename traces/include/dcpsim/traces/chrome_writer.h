@@ -2,7 +2,7 @@
 // ChromeTraceWriter: Chrome Trace Event JSON that Perfetto UI (ui.perfetto.dev) and chrome://tracing open.
 //
 // Layout: one process per rank ("rank r"), one thread per lane within it (named after the lane, ordered by
-// first appearance); events become "X" slices with their bytes, rows and kind in args; flows become "s"/"f"
+// first appearance); events and the GPU activities of the repetition they show become "X" slices with their bytes, rows and kind in args; flows become "s"/"f"
 // arrows bound to the slices they link; row results become instant events on a "rows" lane. Times are µs
 // (fractional, so ns survive) since the trace's origin. Sections (scenarios) are laid one after another on
 // the time axis, each marked by a slice on a "scenario" lane of rank 0; header, scenarios and summaries go
@@ -44,6 +44,9 @@ class ChromeTraceWriter final : public TraceSink {
   void on_row_result(const v1::RowResult& row_result) override;
   void on_phase_summary(const v1::PhaseSummary& phase_summary) override;
   void on_summary(const v1::Summary& summary) override;
+  // The repetition the section's events show (scenario param "timeline_repetition", else 0) becomes slices
+  // on a "gpu stream S" lane of each rank: the GPU timeline under the phases.
+  void on_gpu_activity(const v1::GpuActivity& activity) override;
   void finish() override;
 
  private:
@@ -70,6 +73,7 @@ class ChromeTraceWriter final : public TraceSink {
   std::int64_t section_offset_ns_ = 0;              // where the current section starts on the time axis
   std::int64_t section_end_ns_ = 0;                 // latest time seen in the current section
   std::string section_label_;
+  int shown_repetition_ = 0;  // GPU activities of this repetition are drawn
   bool in_section_ = false;
   int section_index_ = -1;
   std::uint64_t next_flow_id_ = 1;
