@@ -77,6 +77,17 @@ void Samples::from_timeline(const StepPlan& p, int rank_count, std::vector<GpuAc
   std::sort(all.begin(), all.end(), [](const GpuActivity& x, const GpuActivity& y) {
     return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns < y.end_ns;
   });
+  // Under PDL a kernel starts while its predecessor on the stream drains and waits for it on the GPU: a phase
+  // is charged from when its stream turned to it, max(start, end of everything before it on the stream).
+  std::map<const GpuActivity*, std::uint64_t> own_start;
+  {
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> stream_end;
+    for (const GpuActivity& a : all) {
+      std::uint64_t& busy = stream_end[{a.device, a.stream}];
+      own_start[&a] = std::max(a.start_ns, std::min(busy, a.end_ns));
+      busy = std::max(busy, a.end_ns);
+    }
+  }
   // Place every activity: (repetition, rank, slot) from its tag, or by position for graph replays.
   std::vector<Slotted> placed;
   std::map<std::uint32_t, std::vector<const GpuActivity*>> templ;  // device -> eager pass, in GPU order
@@ -136,7 +147,7 @@ void Samples::from_timeline(const StepPlan& p, int rank_count, std::vector<GpuAc
         s.slot > static_cast<int>(phases))
       continue;
     Span& sp = span[k][s.rank][s.slot];
-    sp.begin = std::min<std::uint64_t>(sp.begin, s.a->start_ns);
+    sp.begin = std::min<std::uint64_t>(sp.begin, own_start.at(s.a));
     sp.end = std::max<std::uint64_t>(sp.end, s.a->end_ns);
     rep_origin[k] = std::min<std::uint64_t>(rep_origin[k], s.a->start_ns);
     if (k == reps - 1 && s.slot == 0 && s.a->name.find("stamp_kernel") != std::string::npos)

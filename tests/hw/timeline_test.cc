@@ -139,6 +139,20 @@ TEST(Timeline, RefusesARankWithoutActivityInAMeasuredRepetition) {
   EXPECT_THROW(s.from_timeline(p, 2, v, 0, 2), RuntimeError);
 }
 
+// PDL: the write kernel is launched while attention still runs and waits on the GPU; it is charged only from
+// the attention's end.
+TEST(Timeline, AnEarlyStartedKernelIsChargedFromItsPredecessorsEnd) {
+  const StepPlan p = direct_plan();
+  std::vector<GpuActivity> v;
+  for (int rank = 0; rank < 2; ++rank) add_step(v, 0, rank, 30000 * rank + 7, false);
+  v[4].start_ns = v[3].start_ns + 500;  // rank 0's direct_write starts 500 ns into the attention
+  Samples s;
+  s.from_timeline(p, 2, v, 0, 1);
+  EXPECT_DOUBLE_EQ(s.duration[0][2][0], 3000);  // attention ends at 15000, the write at 18000
+  EXPECT_DOUBLE_EQ(s.duration[0][1][0], 10000);
+  EXPECT_DOUBLE_EQ(s.gap[0][2][0], 0);
+}
+
 TEST(Timeline, TagsRoundTrip) {
   const std::uint64_t t = timeline_tag(kTemplateRep, 71, kGraphSlot);
   EXPECT_EQ(tag_rep(t), kTemplateRep);
