@@ -19,3 +19,9 @@ if ((${#missing[@]})); then
   "${sudo_cmd[@]}" apt-get update -qq
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# FlashInfer (header-only, for the hardware runner's attention): the pinned flashinfer-python wheel carries its
+# headers and CUTLASS's; its headers need a newer CCCL than CUDA 13.0 ships, so the pinned nvidia-cuda-cccl wheel
+# is unpacked too. Only headers are kept, in .deps/ (not committed). Without the registry the build goes on
+# without FlashInfer (dcpsim's own attention kernels).
+scripts/fetch_flashinfer.sh || echo "setup: FlashInfer headers not installed; the runner uses dcpsim's attention kernels"

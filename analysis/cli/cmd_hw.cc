@@ -33,6 +33,7 @@ struct HwRunFlags {
   std::string out, json;
   std::uint64_t seed = 1;
   std::int64_t direct_timeout_ms = 2000;
+  std::string attention = "auto";
 };
 
 std::vector<int> parse_devices(const std::string& s) {
@@ -105,6 +106,7 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   base.seed = f.seed;
   base.padded_rows = f.padded_rows;
   base.direct_timeout_ms = f.direct_timeout_ms;
+  base.attention = hw::parse_attention_impl(f.attention);
   hw::MpiWorld world;
   if (f.mpi) world = hw::mpi_init(nullptr, nullptr);
   const bool leader = world.rank == 0;
@@ -157,6 +159,9 @@ void add_run(CLI::App& hw_cmd) {
   run->add_option("--direct-timeout-ms", f->direct_timeout_ms,
                   "direct merge: how long an owner waits for a flag")
       ->capture_default_str();
+  run->add_option("--attention", f->attention,
+                  "local attention: flashinfer, dcpsim, or auto (FlashInfer where it runs the geometry)")
+      ->capture_default_str();
   run->add_option("--out", f->out, "measured trace (.pb)");
   run->add_option("--json", f->json, "figures as JSON");
   run->add_option("--seed", f->seed, "input generator seed")->capture_default_str();
@@ -168,6 +173,7 @@ void add_bench(CLI::App& hw_cmd) {
   auto c = std::make_shared<hw::OpBenchConfig>();
   auto json = std::make_shared<std::string>();
   auto min_fraction = std::make_shared<double>(0.0);
+  auto attention = std::make_shared<std::string>("auto");
   CLI::App* b = hw_cmd.add_subcommand("bench", "Time one operation against the device-copy bandwidth");
   b->add_option("--op", c->op, "copy, attention, correct, a2a-pack, a2a-combine, direct")->required();
   b->add_option("--dcp", c->shape.dcp, "N")->capture_default_str();
@@ -182,6 +188,7 @@ void add_bench(CLI::App& hw_cmd) {
   b->add_option("--row-pad", c->shape.out_row_pad, "extra elements per O row (correct)")
       ->capture_default_str();
   b->add_option("--copy-bytes", c->shape.copy_bytes, "bytes per copy (copy)")->capture_default_str();
+  b->add_option("--attention", *attention, "attention: flashinfer, dcpsim or auto")->capture_default_str();
   b->add_flag("--graph", c->graph, "time calls replayed from a CUDA graph");
   b->add_option("--graph-calls", c->graph_calls, "calls per graph")->capture_default_str();
   b->add_option("--warmup", c->warmup, "warm-up calls")->capture_default_str();
@@ -189,7 +196,8 @@ void add_bench(CLI::App& hw_cmd) {
   b->add_option("--device", c->device, "device ordinal")->capture_default_str();
   b->add_option("--json", *json, "append the result as one JSON line to this file");
   b->add_option("--min-fraction", *min_fraction, "exit 1 when bandwidth / copy bandwidth falls below this");
-  b->callback([c, json, min_fraction] {
+  b->callback([c, json, min_fraction, attention] {
+    c->shape.attention = hw::parse_attention_impl(*attention);
     const hw::OpBenchResult r = hw::run_op_bench(*c);
     std::printf("%-12s %-48s %10.2f us (min %.2f, max %.2f)  %8.1f GB/s  %5.1f%% of copy %.1f GB/s%s\n",
                 r.op.c_str(), r.shape.c_str(), r.median_ns / 1e3, r.min_ns / 1e3, r.max_ns / 1e3,

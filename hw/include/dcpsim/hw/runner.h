@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dcpsim/hw/attention_impl.h"
 #include "dcpsim/models/scenario.h"
 #include "dcpsim/traces/schema.h"
 #include "dcpsim/traces/trace_sink.h"
@@ -31,6 +32,7 @@ struct RunConfig {
   std::uint64_t seed = 1;
   int padded_rows = 0;  // extra CUDA-graph padding rows, masked like empty shards
   std::int64_t direct_timeout_ms = 2000;
+  AttentionImpl attention = AttentionImpl::kAuto;  // local attention: FlashInfer where it runs, else dcpsim
 };
 
 struct PhaseStats {
