@@ -86,8 +86,8 @@ struct FlashInferAttention::Impl {
   }
 };
 
-FlashInferAttention::FlashInferAttention(const AttentionArgs& a, std::span<const std::int64_t> kv_offset,
-                                         std::span<const int> kv_len)
+FlashInferAttention::FlashInferAttention(const AttentionArgs& a, const std::vector<std::int64_t>& kv_offset,
+                                         const std::vector<int>& kv_len)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.mla = a.geometry == Geometry::kMla576;
@@ -117,7 +117,8 @@ FlashInferAttention::FlashInferAttention(const AttentionArgs& a, std::span<const
   const int n = a.valid_rows;
   std::vector<int> lens(kv_len.begin(), kv_len.begin() + n);
   for (int b = 0; b < a.rows; ++b) m.any_empty = m.any_empty || b >= n || kv_len[b] == 0;
-  const PageTable t = build_page_table(kv_offset.first(n), lens, m.page);
+  const PageTable t =
+      build_page_table(std::vector<std::int64_t>(kv_offset.begin(), kv_offset.begin() + n), lens, m.page);
   m.indptr = upload(t.indptr);
   m.indices = upload(t.indices.empty() ? std::vector<int>{0} : t.indices);
   m.last_page_len = upload(t.last_page_len.empty() ? std::vector<int>{0} : t.last_page_len);
@@ -227,14 +228,18 @@ bool flashinfer_runs_on(Geometry geometry, int device) {
   DCPSIM_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   DCPSIM_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   if (geometry == Geometry::kMla576) return major == 9 && minor == 0;  // sm_90a code runs on sm_90 only
-  return (major == 9 && minor == 0) || (major == 10 && minor == 0);
+#if defined(DCPSIM_FLASHINFER_DECODE_SM100)
+  if (major == 10 && minor == 0) return true;
+#endif
+  return major == 9 && minor == 0;
 }
 
 #else  // built without FlashInfer: the same API, every call says so
 
 struct FlashInferAttention::Impl {};
 
-FlashInferAttention::FlashInferAttention(const AttentionArgs&, std::span<const std::int64_t>, std::span<const int>) {
+FlashInferAttention::FlashInferAttention(const AttentionArgs&, const std::vector<std::int64_t>&,
+                                         const std::vector<int>&) {
   throw InputError(flashinfer_unsupported({}));
 }
 FlashInferAttention::~FlashInferAttention() = default;

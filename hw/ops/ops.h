@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <span>
 
 #include "dcpsim/models/types.h"
 
@@ -77,7 +76,7 @@ void launch_attention(const AttentionArgs& a, cudaStream_t stream);
 // a device it was not built for.
 class FlashInferAttention {
  public:
-  FlashInferAttention(const AttentionArgs& a, std::span<const std::int64_t> kv_offset, std::span<const int> kv_len);
+  FlashInferAttention(const AttentionArgs& a, const std::vector<std::int64_t>& kv_offset, const std::vector<int>& kv_len);
   ~FlashInferAttention();
   FlashInferAttention(const FlashInferAttention&) = delete;
   FlashInferAttention& operator=(const FlashInferAttention&) = delete;

@@ -64,7 +64,7 @@ AttentionImpl resolve_attention_impl(AttentionImpl requested, const FlashInferGe
 
 int kv_page_tokens(bool mla) { return mla ? 64 : 16; }
 
-std::vector<std::int64_t> paged_row_offsets(std::span<const int> lengths, int page_tokens) {
+std::vector<std::int64_t> paged_row_offsets(const std::vector<int>& lengths, int page_tokens) {
   if (page_tokens < 1) throw InputError("page size must be >= 1");
   std::vector<std::int64_t> offsets(lengths.size() + 1, 0);
   for (std::size_t b = 0; b < lengths.size(); ++b) {
@@ -75,7 +75,7 @@ std::vector<std::int64_t> paged_row_offsets(std::span<const int> lengths, int pa
   return offsets;
 }
 
-PageTable build_page_table(std::span<const std::int64_t> offsets, std::span<const int> lengths, int page_tokens) {
+PageTable build_page_table(const std::vector<std::int64_t>& offsets, const std::vector<int>& lengths, int page_tokens) {
   if (page_tokens < 1) throw InputError("page size must be >= 1");
   if (offsets.size() < lengths.size())
     throw InputError("page table: " + std::to_string(offsets.size()) + " offsets for " +

@@ -3,7 +3,6 @@
 // path that need no GPU: the geometry check and the vLLM-style page table over a rank's KV shard. Compiled in
 // every build (the CPU-only stub too), so the CPU tests cover them.
 #include <cstdint>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,7 +43,7 @@ int kv_page_tokens(bool mla);
 
 // First token of each row's KV in a shard whose rows start on page boundaries (rows packed in order, each
 // rounded up to whole pages); the last entry is the total number of tokens to allocate.
-std::vector<std::int64_t> paged_row_offsets(std::span<const int> lengths, int page_tokens);
+std::vector<std::int64_t> paged_row_offsets(const std::vector<int>& lengths, int page_tokens);
 
 // The vLLM/FlashInfer page table over such a shard: row b owns pages indices[indptr[b] .. indptr[b+1]), its last
 // page holds last_page_len[b] tokens (0 for an empty row, which owns no page). Page p covers tokens
@@ -56,6 +55,6 @@ struct PageTable {
   std::vector<int> last_page_len;  // [rows]
 };
 // InputError when an offset is not page aligned or rows overlap.
-PageTable build_page_table(std::span<const std::int64_t> offsets, std::span<const int> lengths, int page_tokens);
+PageTable build_page_table(const std::vector<std::int64_t>& offsets, const std::vector<int>& lengths, int page_tokens);
 
 }  // namespace dcpsim::hw
