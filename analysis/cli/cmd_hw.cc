@@ -198,6 +198,9 @@ void add_bench(CLI::App& hw_cmd) {
   b->add_option("--min-fraction", *min_fraction, "exit 1 when bandwidth / copy bandwidth falls below this");
   b->callback([c, json, min_fraction, attention] {
     c->shape.attention = hw::parse_attention_impl(*attention);
+    if (c->op == "attention")  // an impossible --attention flashinfer fails before any device work
+      hw::resolve_attention_impl(c->shape.attention,
+                                 {c->shape.heads, c->shape.kv_heads, c->shape.qk_dim, c->shape.dim});
     const hw::OpBenchResult r = hw::run_op_bench(*c);
     std::printf("%-12s %-48s %10.2f us (min %.2f, max %.2f)  %8.1f GB/s  %5.1f%% of copy %.1f GB/s%s\n",
                 r.op.c_str(), r.shape.c_str(), r.median_ns / 1e3, r.min_ns / 1e3, r.max_ns / 1e3,
@@ -233,6 +236,9 @@ void add_devices(CLI::App& hw_cmd) {
     const hw::SoftwareVersions v = hw::software_versions();
     std::printf("CUDA runtime %s, driver %s, NCCL %s; %d device(s)\n", v.cuda_runtime.c_str(),
                 v.cuda_driver.c_str(), v.nccl.c_str(), n);
+    std::printf("attention: %s\n", hw::built_with_flashinfer()
+                                        ? "FlashInfer 0.7.2.post1 (MLA sm_90a, GQA decode) or dcpsim's kernel"
+                                        : "dcpsim's kernel (built without FlashInfer)");
     for (int i = 0; i < n; ++i) {
       const hw::DeviceInfo info = hw::device_info(i);
       std::printf("  %d  %s  %s  %s  sm_%d%d  %d SMs  %.1f GiB  L2 %.0f MB\n", i, info.name.c_str(),

@@ -15,8 +15,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <string>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "bench_op.h"

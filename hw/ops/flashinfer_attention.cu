@@ -1,10 +1,11 @@
 // Decode attention through FlashInfer (the kernels production serving runs): Hopper MLA
-// (mla::BatchMLAPageAttentionHopper, planner MLAPlan) and GQA batch decode (BatchDecodeWithPagedKVCacheDispatched,
-// planner DecodePlan), over a vLLM-style page table built on the rank's shard storage. Around FlashInfer's
-// kernels this op adds what dcpsim's contract needs and FlashInfer does not do: the query all-gather's head-block
-// layout repacked to [B][H][D_qk], and one fix-up kernel that writes the LSE in the caller's base and layout and
-// marks empty rows (no local KV) and CUDA-graph padding rows like dcpsim's kernel (empty_lse, O = empty_fill).
-// FlashInfer itself is compiled in flashinfer_mla.cu and flashinfer_decode.cu (flashinfer_kernels.h).
+// (mla::BatchMLAPageAttentionHopper, planner MLAPlan) and GQA batch decode
+// (BatchDecodeWithPagedKVCacheDispatched, planner DecodePlan), over a vLLM-style page table built on the
+// rank's shard storage. Around FlashInfer's kernels this op adds what dcpsim's contract needs and FlashInfer
+// does not do: the query all-gather's head-block layout repacked to [B][H][D_qk], and one fix-up kernel that
+// writes the LSE in the caller's base and layout and marks empty rows (no local KV) and CUDA-graph padding
+// rows like dcpsim's kernel (empty_lse, O = empty_fill). FlashInfer itself is compiled in flashinfer_mla.cu
+// and flashinfer_decode.cu (flashinfer_kernels.h).
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -34,8 +35,8 @@ struct RepackParams {
 
 __global__ void repack_q_kernel(RepackParams p) {
   const int b = blockIdx.y, h = blockIdx.x;
-  const __nv_bfloat16* s =
-      p.src + (h / p.block_heads) * p.block_stride + b * p.row_stride + std::int64_t(h % p.block_heads) * p.dqk;
+  const __nv_bfloat16* s = p.src + (h / p.block_heads) * p.block_stride + b * p.row_stride +
+                           std::int64_t(h % p.block_heads) * p.dqk;
   __nv_bfloat16* d = p.dst + (std::int64_t(b) * p.heads + h) * p.dqk;
   for (int i = threadIdx.x; i < p.dqk / 8; i += blockDim.x)
     reinterpret_cast<uint4*>(d)[i] = reinterpret_cast<const uint4*>(s)[i];
@@ -98,7 +99,11 @@ FlashInferAttention::FlashInferAttention(const AttentionArgs& a, const std::vect
   m.dqk = m.mla ? 576 : 128;
   m.dv = m.mla ? 512 : 128;
   m.page = kv_page_tokens(m.mla);
-  FlashInferGeometry g{a.heads, a.kv_heads, m.dqk, m.dv, a.in == Elem::kBF16 && a.out == Elem::kBF16,
+  FlashInferGeometry g{a.heads,
+                       a.kv_heads,
+                       m.dqk,
+                       m.dv,
+                       a.in == Elem::kBF16 && a.out == Elem::kBF16,
                        a.stamps.stamps != nullptr};
   if (std::string why = flashinfer_unsupported(g); !why.empty()) throw InputError(why);
   require(a.valid_rows >= 0 && a.valid_rows <= a.rows, "valid_rows outside [0, rows]");
@@ -138,12 +143,12 @@ FlashInferAttention::FlashInferAttention(const AttentionArgs& a, const std::vect
     std::vector<int> qo_indptr(n + 1);
     for (int b = 0; b <= n; ++b) qo_indptr[b] = b;  // one query per row; empty rows plan a zero-length work
     std::size_t used = 0;
-    m.plan = fk::mla_plan(m.float_ws.get(), m.float_ws.bytes(), m.int_ws.get(), m.int_host, m.int_ws.bytes(), used,
-                          qo_indptr.data(), t.indptr.data(), lens.data(), n, a.heads);
+    m.plan = fk::mla_plan(m.float_ws.get(), m.float_ws.bytes(), m.int_ws.get(), m.int_host, m.int_ws.bytes(),
+                          used, qo_indptr.data(), t.indptr.data(), lens.data(), n, a.heads);
     DCPSIM_CUDA(cudaMemcpy(m.int_ws.get(), m.int_host, used, cudaMemcpyHostToDevice));
   } else {
-    m.plan = fk::decode_plan(m.float_ws.get(), m.float_ws.bytes(), m.int_ws.get(), m.int_host, m.int_ws.bytes(),
-                             t.indptr.data(), n, a.heads, a.kv_heads, m.page, nullptr);
+    m.plan = fk::decode_plan(m.float_ws.get(), m.float_ws.bytes(), m.int_ws.get(), m.int_host,
+                             m.int_ws.bytes(), t.indptr.data(), n, a.heads, a.kv_heads, m.page, nullptr);
     DCPSIM_CUDA(cudaDeviceSynchronize());
   }
   if (a.q_block_heads != a.heads) m.q_dense = DeviceBuffer(std::size_t(n) * a.heads * m.dqk * 2);
@@ -165,7 +170,12 @@ void FlashInferAttention::launch(const AttentionArgs& a, cudaStream_t stream) {
     const auto* q = static_cast<const __nv_bfloat16*>(a.q);
     std::int64_t q_row_stride = a.q_row_stride;
     if (m.q_dense.get()) {
-      RepackParams rp{q, a.q_row_stride, a.q_block_stride, a.q_block_heads, a.heads, m.dqk,
+      RepackParams rp{q,
+                      a.q_row_stride,
+                      a.q_block_stride,
+                      a.q_block_heads,
+                      a.heads,
+                      m.dqk,
                       m.q_dense.as<__nv_bfloat16>()};
       repack_q_kernel<<<dim3(a.heads, n), 64, 0, stream>>>(rp);
       DCPSIM_CUDA_LAUNCHED("repack_q_kernel");
@@ -216,9 +226,18 @@ void FlashInferAttention::launch(const AttentionArgs& a, cudaStream_t stream) {
     }
   }
   if (!m.any_empty && lse_out == a.lse.ptr && lse_scale == 1.f) return;
-  FixupParams fp{n,          a.heads,     m.dv,         a.kv_len, lse_out,
-                 lse_scale,  a.lse,       a.empty_lse,  a.empty_fill,
-                 static_cast<__nv_bfloat16*>(a.o), a.o_row_stride, a.o_head_stride};
+  FixupParams fp{n,
+                 a.heads,
+                 m.dv,
+                 a.kv_len,
+                 lse_out,
+                 lse_scale,
+                 a.lse,
+                 a.empty_lse,
+                 a.empty_fill,
+                 static_cast<__nv_bfloat16*>(a.o),
+                 a.o_row_stride,
+                 a.o_head_stride};
   fixup_kernel<<<a.rows, 128, 0, stream>>>(fp);
   DCPSIM_CUDA_LAUNCHED("flashinfer fixup_kernel");
 }
@@ -243,8 +262,12 @@ FlashInferAttention::FlashInferAttention(const AttentionArgs&, const std::vector
   throw InputError(flashinfer_unsupported({}));
 }
 FlashInferAttention::~FlashInferAttention() = default;
-void FlashInferAttention::launch(const AttentionArgs&, cudaStream_t) { throw InputError(flashinfer_unsupported({})); }
-bool flashinfer_runs_on(Geometry, int) { return false; }
+void FlashInferAttention::launch(const AttentionArgs&, cudaStream_t) {
+  throw InputError(flashinfer_unsupported({}));
+}
+bool flashinfer_runs_on(Geometry, int) {
+  return false;
+}
 
 #endif
 

@@ -1,7 +1,7 @@
-// FlashInfer's batch decode over a paged KV cache (flashinfer/attention/decode.cuh) and its planner (DecodePlan
-// in scheduler.cuh), instantiated once: bf16 Q/KV/O, int32 indices, head dim 128, no positional encoding, the
-// default variant (no mask, window, soft cap or ALiBi). The kernel dispatches the GQA group sizes FlashInfer
-// instantiates (1, 2, 3, 4, 6, 8, 16) at run time; its LSE is base 2.
+// FlashInfer's batch decode over a paged KV cache (flashinfer/attention/decode.cuh) and its planner
+// (DecodePlan in scheduler.cuh), instantiated once: bf16 Q/KV/O, int32 indices, head dim 128, no positional
+// encoding, the default variant (no mask, window, soft cap or ALiBi). The kernel dispatches the GQA group
+// sizes FlashInfer instantiates (1, 2, 3, 4, 6, 8, 16) at run time; its LSE is base 2.
 #include <flashinfer/attention/decode.cuh>
 #include <flashinfer/attention/default_decode_params.cuh>
 #include <flashinfer/attention/scheduler.cuh>
@@ -37,7 +37,7 @@ void with_estimator(int heads, int kv_heads, F&& f) {
   try {
     DISPATCH_GQA_GROUP_SIZE(static_cast<std::uint32_t>(heads / kv_heads), GROUP_SIZE, {
       f(flashinfer::BatchDecodeWithPagedKVCacheWorkEstimationDispatched<GROUP_SIZE, kHeadDim, kPos, Variant,
-                                                                         Params>);
+                                                                        Params>);
     });
   } catch (const flashinfer::Error& e) {
     throw InputError(std::string("FlashInfer decode: ") + e.what());
@@ -46,8 +46,8 @@ void with_estimator(int heads, int kv_heads, F&& f) {
 
 }  // namespace
 
-void decode_workspace_bytes(std::size_t& float_bytes, std::size_t& int_bytes, const int* indptr_host, int batch,
-                            int heads, int kv_heads, int page_tokens) {
+void decode_workspace_bytes(std::size_t& float_bytes, std::size_t& int_bytes, const int* indptr_host,
+                            int batch, int heads, int kv_heads, int page_tokens) {
   with_estimator(heads, kv_heads, [&](auto estimate) {
     check(flashinfer::DecodePlanWorkspaceSize<kHeadDim, kPos, Variant, Params>(
               float_bytes, int_bytes, const_cast<int*>(indptr_host), batch, heads, page_tokens,
@@ -103,7 +103,8 @@ void decode_run(const DecodeRun& r, const std::vector<std::int64_t>& plan, void*
     tmp_s = at<float>(float_ws, info.s_offset);
   }
   check(flashinfer::BatchDecodeWithPagedKVCacheDispatched<kHeadDim, kPos, Variant>(p, tmp_v, tmp_s,
-                                                                                   /*enable_pdl=*/false, stream),
+                                                                                   /*enable_pdl=*/false,
+                                                                                   stream),
         "BatchDecodeWithPagedKVCacheDispatched");
   check(cudaGetLastError(), "BatchDecodeWithPagedKVCacheDispatched launch");
 }

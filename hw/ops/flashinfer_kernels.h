@@ -1,8 +1,9 @@
 #pragma once
 // The seam between dcpsim and FlashInfer's headers: plain pointers and sizes, no FlashInfer types. Only
-// flashinfer_mla.cu (sm_90a) and flashinfer_decode.cu include FlashInfer, each with the newer CCCL first on the
-// include path; flashinfer_attention.cu (the op) calls these. Planning runs on the host into a pinned copy of
-// the int workspace, which the caller uploads; runs only enqueue kernels (capturable in a CUDA graph).
+// flashinfer_mla.cu (sm_90a) and flashinfer_decode.cu include FlashInfer, each with the newer CCCL first on
+// the include path; flashinfer_attention.cu (the op) calls these. Planning runs on the host into a pinned
+// copy of the int workspace, which the caller uploads; runs only enqueue kernels (capturable in a CUDA
+// graph).
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -11,7 +12,8 @@
 
 namespace dcpsim::hw::ops::flashinfer_kernels {
 
-// ---- MLA on Hopper: mla::BatchMLAPageAttentionHopper<kNone, 512, 64, MLAParams<bf16, bf16, bf16, int32>> ----
+// ---- MLA on Hopper: mla::BatchMLAPageAttentionHopper<kNone, 512, 64, MLAParams<bf16, bf16, bf16, int32>>
+// ----
 struct MlaRun {
   const void* q_nope = nullptr;  // bf16 [n][H][512] at q_nope[i·q_stride_n + h·q_stride_h]
   const void* q_pe = nullptr;    // bf16 [n][H][64], same strides
@@ -37,7 +39,8 @@ std::vector<std::int64_t> mla_plan(void* float_ws, std::size_t float_bytes, void
 void mla_run(const MlaRun& r, const std::vector<std::int64_t>& plan, void* float_ws, void* int_ws,
              cudaStream_t stream);
 
-// ---- GQA decode: BatchDecodeWithPagedKVCacheDispatched<128, kNone, DefaultAttention, BatchDecodeParams> ----
+// ---- GQA decode: BatchDecodeWithPagedKVCacheDispatched<128, kNone, DefaultAttention, BatchDecodeParams>
+// ----
 struct DecodeRun {
   const void* q = nullptr;  // bf16 q[i·q_stride_n + h·q_stride_h + d]
   std::int32_t q_stride_n = 0, q_stride_h = 0;
@@ -52,8 +55,8 @@ struct DecodeRun {
   int batch = 0, heads = 0, kv_heads = 1, page_tokens = 16;
   float sm_scale = 0;
 };
-void decode_workspace_bytes(std::size_t& float_bytes, std::size_t& int_bytes, const int* indptr_host, int batch,
-                            int heads, int kv_heads, int page_tokens);
+void decode_workspace_bytes(std::size_t& float_bytes, std::size_t& int_bytes, const int* indptr_host,
+                            int batch, int heads, int kv_heads, int page_tokens);
 // DecodePlan (uploads the int workspace on `stream` itself); returns DecodePlanInfo as a vector.
 std::vector<std::int64_t> decode_plan(void* float_ws, std::size_t float_bytes, void* int_ws, void* int_host,
                                       std::size_t int_bytes, const int* indptr_host, int batch, int heads,

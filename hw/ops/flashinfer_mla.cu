@@ -35,7 +35,9 @@ std::size_t mla_float_workspace_bytes(int device) {
   return std::size_t(2) * sms * kClusterTileQ * (512 * 2 + 4) + 1024;
 }
 
-std::size_t mla_int_workspace_bytes() { return std::size_t(kMaxWorks) * 4 * 10 + std::size_t(1024) * 4 * 5 + 4096; }
+std::size_t mla_int_workspace_bytes() {
+  return std::size_t(kMaxWorks) * 4 * 10 + std::size_t(1024) * 4 * 5 + 4096;
+}
 
 std::vector<std::int64_t> mla_plan(void* float_ws, std::size_t float_bytes, void* int_ws, void* int_host,
                                    std::size_t int_bytes, std::size_t& int_bytes_used, const int* qo_indptr,
@@ -43,9 +45,10 @@ std::vector<std::int64_t> mla_plan(void* float_ws, std::size_t float_bytes, void
   flashinfer::MLAPlanInfo info;
   int_bytes_used = 0;
   try {
-    check(flashinfer::MLAPlan<std::int32_t>(float_ws, float_bytes, int_ws, int_host, int_bytes, info, int_bytes_used,
-                                            const_cast<int*>(qo_indptr), const_cast<int*>(kv_indptr),
-                                            const_cast<int*>(kv_len), batch, heads, 512, false, nullptr),
+    check(flashinfer::MLAPlan<std::int32_t>(float_ws, float_bytes, int_ws, int_host, int_bytes, info,
+                                            int_bytes_used, const_cast<int*>(qo_indptr),
+                                            const_cast<int*>(kv_indptr), const_cast<int*>(kv_len), batch,
+                                            heads, 512, false, nullptr),
           "MLAPlan");
   } catch (const flashinfer::Error& e) {
     throw RuntimeError(std::string("FlashInfer MLAPlan: ") + e.what());
@@ -96,7 +99,8 @@ void mla_run(const MlaRun& r, const std::vector<std::int64_t>& plan, void* float
   p.sm_scale = r.sm_scale;
   p.return_lse_base_on_e = r.lse_base_e;
   check(flashinfer::mla::BatchMLAPageAttentionHopper<flashinfer::MaskMode::kNone, 512, 64>(
-            p, static_cast<std::uint32_t>(info.num_blks_x), static_cast<std::uint32_t>(info.num_blks_y), stream),
+            p, static_cast<std::uint32_t>(info.num_blks_x), static_cast<std::uint32_t>(info.num_blks_y),
+            stream),
         "BatchMLAPageAttentionHopper");
   check(cudaGetLastError(), "BatchMLAPageAttentionHopper launch");
 }

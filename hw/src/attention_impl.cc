@@ -43,17 +43,19 @@ std::string flashinfer_unsupported(const FlashInferGeometry& g) {
   const std::string shape = "H=" + std::to_string(g.heads) + " H_kv=" + std::to_string(g.kv_heads) +
                             " D_qk=" + std::to_string(g.qk_dim) + " D=" + std::to_string(g.dim);
   if (!g.bf16) return "FlashInfer path needs bf16 KV and output dtypes; " + kSupported;
-  if (g.row_stamps) return "--row-stamps needs dcpsim's attention kernel (FlashInfer's kernels do not stamp rows)";
+  if (g.row_stamps)
+    return "--row-stamps needs dcpsim's attention kernel (FlashInfer's kernels do not stamp rows)";
   if (g.heads < 1 || g.kv_heads < 1 || g.heads % g.kv_heads != 0) return shape + ": " + kSupported;
   if (g.qk_dim == 576 && g.dim == 512 && g.kv_heads == 1) return "";
   const int group = g.heads / g.kv_heads;
-  const bool group_ok = group == 1 || group == 2 || group == 3 || group == 4 || group == 6 || group == 8 ||
-                        group == 16;
+  const bool group_ok =
+      group == 1 || group == 2 || group == 3 || group == 4 || group == 6 || group == 8 || group == 16;
   if (g.qk_dim == 128 && g.dim == 128 && group_ok) return "";
   return shape + " is not supported: " + kSupported;
 }
 
-AttentionImpl resolve_attention_impl(AttentionImpl requested, const FlashInferGeometry& g, std::string* notice) {
+AttentionImpl resolve_attention_impl(AttentionImpl requested, const FlashInferGeometry& g,
+                                     std::string* notice) {
   if (requested == AttentionImpl::kDcpsim) return AttentionImpl::kDcpsim;
   const std::string why = flashinfer_unsupported(g);
   if (why.empty()) return AttentionImpl::kFlashInfer;
@@ -62,7 +64,9 @@ AttentionImpl resolve_attention_impl(AttentionImpl requested, const FlashInferGe
   return AttentionImpl::kDcpsim;
 }
 
-int kv_page_tokens(bool mla) { return mla ? 64 : 16; }
+int kv_page_tokens(bool mla) {
+  return mla ? 64 : 16;
+}
 
 std::vector<std::int64_t> paged_row_offsets(const std::vector<int>& lengths, int page_tokens) {
   if (page_tokens < 1) throw InputError("page size must be >= 1");
@@ -75,7 +79,8 @@ std::vector<std::int64_t> paged_row_offsets(const std::vector<int>& lengths, int
   return offsets;
 }
 
-PageTable build_page_table(const std::vector<std::int64_t>& offsets, const std::vector<int>& lengths, int page_tokens) {
+PageTable build_page_table(const std::vector<std::int64_t>& offsets, const std::vector<int>& lengths,
+                           int page_tokens) {
   if (page_tokens < 1) throw InputError("page size must be >= 1");
   if (offsets.size() < lengths.size())
     throw InputError("page table: " + std::to_string(offsets.size()) + " offsets for " +

@@ -55,7 +55,8 @@ models::Partial gpu_local_attention(const models::Problem& problem, const models
     lengths[b] = static_cast<int>(shard.lengths[b]);
     max_len = std::max(max_len, shard.lengths[b]);
   }
-  // Rows start on KV pages as in the runner (FlashInfer's page table needs it; dcpsim's kernel reads offsets).
+  // Rows start on KV pages as in the runner (FlashInfer's page table needs it; dcpsim's kernel reads
+  // offsets).
   std::vector<std::int64_t> offsets = paged_row_offsets(lengths, kv_page_tokens(mla));
   k.assign(offsets.back() * Hkv * Dqk, 0.0);
   if (!mla) v.assign(offsets.back() * Hkv * D, 0.0);

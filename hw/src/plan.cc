@@ -56,8 +56,8 @@ namespace {
 
 // FlashInfer where it runs this geometry on the run's devices (auto), or as asked; a fallback says why once.
 AttentionImpl resolve_attention(const RunConfig& c, const StepPlan& p) {
-  const FlashInferGeometry g{p.H, p.Hkv, p.Dqk, p.D, p.in == ops::Elem::kBF16 && p.out == ops::Elem::kBF16,
-                             c.row_stamps};
+  const FlashInferGeometry g{
+      p.H, p.Hkv, p.Dqk, p.D, p.in == ops::Elem::kBF16 && p.out == ops::Elem::kBF16, c.row_stamps};
   std::string notice;
   AttentionImpl impl = resolve_attention_impl(c.attention, g, &notice);
   if (impl == AttentionImpl::kFlashInfer) {
@@ -66,9 +66,11 @@ AttentionImpl resolve_attention(const RunConfig& c, const StepPlan& p) {
     if (devices.empty() || c.mode == ProcessMode::kMpi) devices = {0};
     const int visible = device_count();
     for (int d : devices) {
-      if (d < 0 || d >= visible || ops::flashinfer_runs_on(geometry, d)) continue;  // the runner reports bad ids
-      const std::string why = "device " + std::to_string(d) + " is not a GPU this build's FlashInfer " +
-                              (p.mla ? "MLA kernel runs on (sm_90a)" : "decode kernel runs on (sm_90, sm_100)");
+      if (d < 0 || d >= visible || ops::flashinfer_runs_on(geometry, d))
+        continue;  // the runner reports bad ids
+      const std::string why =
+          "device " + std::to_string(d) + " is not a GPU this build's FlashInfer " +
+          (p.mla ? "MLA kernel runs on (sm_90a)" : "decode kernel runs on (sm_90, sm_100)");
       if (c.attention == AttentionImpl::kFlashInfer) throw InputError("--attention flashinfer: " + why);
       notice = "attention: dcpsim's kernel (" + why + ")";
       impl = AttentionImpl::kDcpsim;

@@ -28,7 +28,8 @@ struct RankState {
   std::vector<std::int64_t> kv_offset_host;
   std::vector<int> kv_len_host;
   std::int64_t max_len = 0;
-  std::unique_ptr<ops::FlashInferAttention> flashinfer;  // planned in prepare_rank when p.attention is FlashInfer
+  std::unique_ptr<ops::FlashInferAttention>
+      flashinfer;                   // planned in prepare_rank when p.attention is FlashInfer
   DeviceBuffer o, lse, workspace;   // local attention: [B'][H][D] out type, [B'][H] fp32
   DeviceBuffer lse_all;             // [N][B'][H]
   DeviceBuffer rs_send;             // AG+RS: [N][B'][H/N][D]

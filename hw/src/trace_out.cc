@@ -168,7 +168,8 @@ void emit_section(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c
   params["seed"] = std::to_string(c.seed);
   params["check"] = result.check.summary;
   params["row_stamps"] = c.row_stamps ? "on" : "off";
-  params["attention"] = attention_impl_name(p.attention);  // which local-attention kernels ran  // on: kernels count finished rows (instrumented)
+  params["attention"] = attention_impl_name(
+      p.attention);  // which local-attention kernels ran  // on: kernels count finished rows (instrumented)
   sink.on_scenario(sc);
 
   const std::vector<double> steps = per_rep(p, c, s, 0);

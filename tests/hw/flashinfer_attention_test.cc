@@ -1,6 +1,7 @@
-// The FlashInfer attention path. Host parts everywhere (the implementation choice, the geometry check, the page
-// table over a shard); on a Hopper GPU in a FlashInfer build: FlashInfer's MLA and GQA decode against the fp64
-// reference of models/ (empty shards, padding rows, both LSE bases, transposed LSE, head-block Q), and `hw run
+// The FlashInfer attention path. Host parts everywhere (the implementation choice, the geometry check, the
+// page table over a shard); on a Hopper GPU in a FlashInfer build: FlashInfer's MLA and GQA decode against
+// the fp64 reference of models/ (empty shards, padding rows, both LSE bases, transposed LSE, head-block Q),
+// and `hw run
 // --attention flashinfer` end to end, whose own reference check must pass.
 #include <gtest/gtest.h>
 
@@ -39,8 +40,9 @@ TEST(AttentionImpl, GeometryCheckNamesWhatIsSupported) {
   EXPECT_EQ(flashinfer_unsupported(mla), "");
   EXPECT_EQ(flashinfer_unsupported(gqa), "");
   for (int group : {1, 2, 3, 4, 6, 8, 16}) EXPECT_EQ(flashinfer_unsupported({8 * group, 8, 128, 128}), "");
-  for (const FlashInferGeometry& g : {FlashInferGeometry{40, 8, 128, 128}, FlashInferGeometry{64, 8, 64, 64},
-                                      FlashInferGeometry{128, 2, 576, 512}, FlashInferGeometry{96, 3, 128, 128}}) {
+  for (const FlashInferGeometry& g :
+       {FlashInferGeometry{40, 8, 128, 128}, FlashInferGeometry{64, 8, 64, 64},
+        FlashInferGeometry{128, 2, 576, 512}, FlashInferGeometry{96, 3, 128, 128}}) {
     const std::string why = flashinfer_unsupported(g);
     EXPECT_NE(why.find("MLA (D_qk 576, D 512, H_kv 1"), std::string::npos) << why;
     EXPECT_EQ(why.find('\n'), std::string::npos);
@@ -90,8 +92,8 @@ bool flashinfer_here() {
   return d.cc_major == 9 && d.cc_minor == 0;
 }
 
-#define REQUIRE_FLASHINFER()                                                        \
-  do {                                                                              \
+#define REQUIRE_FLASHINFER()                                                             \
+  do {                                                                                   \
     if (!flashinfer_here()) GTEST_SKIP() << "needs a FlashInfer build and an H100/H200"; \
   } while (0)
 
@@ -141,7 +143,8 @@ void check_case(const Case& c, std::uint64_t seed) {
           for (int d = 0; d < c.dim; ++d) ASSERT_EQ(gpu.o(b, h, d), 0.0) << "row " << b << " head " << h;
           continue;
         }
-        ASSERT_NEAR(gl, rl, 1e-4 * std::max(1.0, std::fabs(rl))) << "rank " << r << " row " << b << " head " << h;
+        ASSERT_NEAR(gl, rl, 1e-4 * std::max(1.0, std::fabs(rl)))
+            << "rank " << r << " row " << b << " head " << h;
         for (int d = 0; d < c.dim; ++d)
           ASSERT_LE(std::fabs(gpu.o(b, h, d) - ref.o(b, h, d)), coeff * scale.o(b, h, d) + 1e-30)
               << "rank " << r << " row " << b << " head " << h << " lane " << d;
@@ -152,7 +155,7 @@ void check_case(const Case& c, std::uint64_t seed) {
 TEST(FlashInferAttention, MlaMatchesTheReference) {
   REQUIRE_FLASHINFER();
   Case c{128, 1, 576, 512, 2, {2100, 0, 1, 700}};  // rank 1 gets an empty shard of row 2
-  c.valid_rows = 3;                                 // row 3 is CUDA-graph padding although it has KV
+  c.valid_rows = 3;                                // row 3 is CUDA-graph padding although it has KV
   check_case(c, 501);
   Case h16{16, 1, 576, 512, 1, {5000, 64, 0}};
   h16.base = models::LseBase::k2;

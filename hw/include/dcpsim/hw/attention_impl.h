@@ -1,7 +1,7 @@
 #pragma once
-// Which decode-attention implementation the hardware runner launches, and the host-side pieces of the FlashInfer
-// path that need no GPU: the geometry check and the vLLM-style page table over a rank's KV shard. Compiled in
-// every build (the CPU-only stub too), so the CPU tests cover them.
+// Which decode-attention implementation the hardware runner launches, and the host-side pieces of the
+// FlashInfer path that need no GPU: the geometry check and the vLLM-style page table over a rank's KV shard.
+// Compiled in every build (the CPU-only stub too), so the CPU tests cover them.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -11,7 +11,8 @@ namespace dcpsim::hw {
 
 enum class AttentionImpl {
   kAuto,        // FlashInfer where it supports the geometry (and the build has it), else dcpsim's kernel
-  kFlashInfer,  // FlashInfer's kernels (flashinfer/attention/mla_hopper.cuh, decode.cuh); InputError otherwise
+  kFlashInfer,  // FlashInfer's kernels (flashinfer/attention/mla_hopper.cuh, decode.cuh); InputError
+                // otherwise
   kDcpsim,      // dcpsim's split-KV tensor-core kernel (hw/ops/attention.cu)
 };
 
@@ -33,8 +34,8 @@ struct FlashInferGeometry {
 // bf16 in and out. Says so when the build has no FlashInfer.
 std::string flashinfer_unsupported(const FlashInferGeometry& g);
 
-// kAuto: FlashInfer when flashinfer_unsupported() is empty, else dcpsim (`notice`, when given, receives one line
-// saying why); kFlashInfer on an unsupported geometry: InputError with that line; kDcpsim: kDcpsim.
+// kAuto: FlashInfer when flashinfer_unsupported() is empty, else dcpsim (`notice`, when given, receives one
+// line saying why); kFlashInfer on an unsupported geometry: InputError with that line; kDcpsim: kDcpsim.
 AttentionImpl resolve_attention_impl(AttentionImpl requested, const FlashInferGeometry& g,
                                      std::string* notice = nullptr);
 
@@ -45,8 +46,8 @@ int kv_page_tokens(bool mla);
 // rounded up to whole pages); the last entry is the total number of tokens to allocate.
 std::vector<std::int64_t> paged_row_offsets(const std::vector<int>& lengths, int page_tokens);
 
-// The vLLM/FlashInfer page table over such a shard: row b owns pages indices[indptr[b] .. indptr[b+1]), its last
-// page holds last_page_len[b] tokens (0 for an empty row, which owns no page). Page p covers tokens
+// The vLLM/FlashInfer page table over such a shard: row b owns pages indices[indptr[b] .. indptr[b+1]), its
+// last page holds last_page_len[b] tokens (0 for an empty row, which owns no page). Page p covers tokens
 // [p·page_tokens, (p+1)·page_tokens) of the shard storage. Pages are listed in storage order: the storage is
 // filled by the generator per (row, token), so any permutation here would also have to move the data.
 struct PageTable {
@@ -55,6 +56,7 @@ struct PageTable {
   std::vector<int> last_page_len;  // [rows]
 };
 // InputError when an offset is not page aligned or rows overlap.
-PageTable build_page_table(const std::vector<std::int64_t>& offsets, const std::vector<int>& lengths, int page_tokens);
+PageTable build_page_table(const std::vector<std::int64_t>& offsets, const std::vector<int>& lengths,
+                           int page_tokens);
 
 }  // namespace dcpsim::hw
