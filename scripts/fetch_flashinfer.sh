@@ -19,7 +19,7 @@ if [ -f "$dest/VERSION" ] && [ "$(cat "$dest/VERSION")" = "$stamp" ]; then
 fi
 mkdir -p "$cache"
 for spec in "flashinfer-python==$flashinfer_version" "nvidia-cuda-cccl==$cccl_version"; do
-  if ! python3 -m pip download --quiet --no-deps --only-binary=:all: "$spec" -d "$cache" >"$cache/pip.log" 2>&1; then
+  if ! python3 -m pip download --quiet --retries 1 --timeout 30 --no-deps --only-binary=:all: "$spec" -d "$cache" >"$cache/pip.log" 2>&1; then
     echo "FlashInfer headers: pip could not fetch $spec (no registry?); building without FlashInfer ($cache/pip.log)"
     exit 1
   fi
