@@ -237,8 +237,8 @@ void add_devices(CLI::App& hw_cmd) {
     std::printf("CUDA runtime %s, driver %s, NCCL %s; %d device(s)\n", v.cuda_runtime.c_str(),
                 v.cuda_driver.c_str(), v.nccl.c_str(), n);
     std::printf("attention: %s\n", hw::built_with_flashinfer()
-                                        ? "FlashInfer 0.7.2.post1 (MLA sm_90a, GQA decode) or dcpsim's kernel"
-                                        : "dcpsim's kernel (built without FlashInfer)");
+                                       ? "FlashInfer 0.7.2.post1 (MLA sm_90a, GQA decode) or dcpsim's kernel"
+                                       : "dcpsim's kernel (built without FlashInfer)");
     for (int i = 0; i < n; ++i) {
       const hw::DeviceInfo info = hw::device_info(i);
       std::printf("  %d  %s  %s  %s  sm_%d%d  %d SMs  %.1f GiB  L2 %.0f MB\n", i, info.name.c_str(),
