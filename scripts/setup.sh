@@ -6,7 +6,7 @@ packages=(
   cmake ninja-build g++ pkg-config git
   libsimgrid-dev libprotobuf-dev protobuf-compiler libcli11-dev nlohmann-json3-dev zlib1g-dev libsqlite3-dev
   libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-matplotlib clang-format
+  python3 python3-matplotlib python3-pip clang-format
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -19,3 +19,9 @@ if ((${#missing[@]})); then
   "${sudo_cmd[@]}" apt-get update -qq
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# FlashInfer (header-only, for the hardware runner's attention): the pinned flashinfer-python wheel carries its
+# headers and CUTLASS's; its headers need a newer CCCL than CUDA 13.0 ships, so the pinned nvidia-cuda-cccl wheel
+# is unpacked too. Only headers are kept, in .deps/ (not committed). Without the registry the build goes on
+# without FlashInfer (dcpsim's own attention kernels).
+"$(dirname "$0")/fetch_flashinfer.sh" || true  # it says in one line why not

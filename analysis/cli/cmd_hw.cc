@@ -34,6 +34,7 @@ struct HwRunFlags {
   std::uint64_t seed = 1;
   std::int64_t direct_timeout_ms = 2000;
   std::string timing = "auto";
+  std::string attention = "auto";
 };
 
 std::vector<int> parse_devices(const std::string& s) {
@@ -111,6 +112,7 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   base.padded_rows = f.padded_rows;
   base.direct_timeout_ms = f.direct_timeout_ms;
   base.timing = hw::parse_timing(f.timing);
+  base.attention = hw::parse_attention_impl(f.attention);
   hw::MpiWorld world;
   if (f.mpi) world = hw::mpi_init(nullptr, nullptr);
   const bool leader = world.rank == 0;
@@ -167,6 +169,9 @@ void add_run(CLI::App& hw_cmd) {
                   "phase timing: cupti (GPU timeline of every kernel, memcpy and memset), events (CUDA events "
                   "around phases), step (only each rank's whole step), auto (cupti if it loads, else events)")
       ->capture_default_str();
+  run->add_option("--attention", f->attention,
+                  "local attention: flashinfer, dcpsim, or auto (FlashInfer where it runs the geometry)")
+      ->capture_default_str();
   run->add_option("--out", f->out, "measured trace (.pb)");
   run->add_option("--json", f->json, "figures as JSON");
   run->add_option("--seed", f->seed, "input generator seed")->capture_default_str();
@@ -178,6 +183,7 @@ void add_bench(CLI::App& hw_cmd) {
   auto c = std::make_shared<hw::OpBenchConfig>();
   auto json = std::make_shared<std::string>();
   auto min_fraction = std::make_shared<double>(0.0);
+  auto attention = std::make_shared<std::string>("auto");
   CLI::App* b = hw_cmd.add_subcommand("bench", "Time one operation against the device-copy bandwidth");
   b->add_option("--op", c->op, "copy, attention, correct, a2a-pack, a2a-combine, direct")->required();
   b->add_option("--dcp", c->shape.dcp, "N")->capture_default_str();
@@ -192,6 +198,7 @@ void add_bench(CLI::App& hw_cmd) {
   b->add_option("--row-pad", c->shape.out_row_pad, "extra elements per O row (correct)")
       ->capture_default_str();
   b->add_option("--copy-bytes", c->shape.copy_bytes, "bytes per copy (copy)")->capture_default_str();
+  b->add_option("--attention", *attention, "attention: flashinfer, dcpsim or auto")->capture_default_str();
   b->add_flag("--graph", c->graph, "time calls replayed from a CUDA graph");
   b->add_option("--graph-calls", c->graph_calls, "calls per graph")->capture_default_str();
   b->add_option("--warmup", c->warmup, "warm-up calls")->capture_default_str();
@@ -199,7 +206,11 @@ void add_bench(CLI::App& hw_cmd) {
   b->add_option("--device", c->device, "device ordinal")->capture_default_str();
   b->add_option("--json", *json, "append the result as one JSON line to this file");
   b->add_option("--min-fraction", *min_fraction, "exit 1 when bandwidth / copy bandwidth falls below this");
-  b->callback([c, json, min_fraction] {
+  b->callback([c, json, min_fraction, attention] {
+    c->shape.attention = hw::parse_attention_impl(*attention);
+    if (c->op == "attention")  // an impossible --attention flashinfer fails before any device work
+      hw::resolve_attention_impl(c->shape.attention,
+                                 {c->shape.heads, c->shape.kv_heads, c->shape.qk_dim, c->shape.dim});
     const hw::OpBenchResult r = hw::run_op_bench(*c);
     std::printf("%-12s %-48s %10.2f us (min %.2f, max %.2f)  %8.1f GB/s  %5.1f%% of copy %.1f GB/s%s\n",
                 r.op.c_str(), r.shape.c_str(), r.median_ns / 1e3, r.min_ns / 1e3, r.max_ns / 1e3,
@@ -235,6 +246,9 @@ void add_devices(CLI::App& hw_cmd) {
     const hw::SoftwareVersions v = hw::software_versions();
     std::printf("CUDA runtime %s, driver %s, NCCL %s; %d device(s)\n", v.cuda_runtime.c_str(),
                 v.cuda_driver.c_str(), v.nccl.c_str(), n);
+    std::printf("attention: %s\n", hw::built_with_flashinfer()
+                                       ? "FlashInfer 0.7.2.post1 (MLA sm_90a, GQA decode) or dcpsim's kernel"
+                                       : "dcpsim's kernel (built without FlashInfer)");
     for (int i = 0; i < n; ++i) {
       const hw::DeviceInfo info = hw::device_info(i);
       std::printf("  %d  %s  %s  %s  sm_%d%d  %d SMs  %.1f GiB  L2 %.0f MB\n", i, info.name.c_str(),

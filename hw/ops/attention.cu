@@ -14,12 +14,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "bench_op.h"
 #include "cuda_check.h"
 #include "dcpsim/error.h"
+#include "dcpsim/hw/attention_impl.h"
 #include "device_buffer.h"
 #include "device_common.cuh"
 #include "mma.cuh"
@@ -479,7 +482,24 @@ class AttentionBench final : public BenchOp {
     mla_ = s.qk_dim == 576;
     if (!(mla_ && s.dim == 512 && s.kv_heads == 1) && !(s.qk_dim == 128 && s.dim == 128))
       throw InputError("attention bench: D_qk/D must be 576/512 (MLA, H_kv = 1) or 128/128 (GQA)");
-    const std::int64_t tokens = std::int64_t(s.rows) * s.context;
+    const FlashInferGeometry g{s.heads, s.kv_heads, s.qk_dim, s.dim, true, false};
+    std::string notice;
+    impl_ = resolve_attention_impl(s.attention, g, &notice);
+    int dev = 0;
+    DCPSIM_CUDA(cudaGetDevice(&dev));
+    const Geometry geometry = mla_ ? Geometry::kMla576 : Geometry::kGqa128;
+    if (impl_ == AttentionImpl::kFlashInfer && !flashinfer_runs_on(geometry, dev)) {
+      if (s.attention == AttentionImpl::kFlashInfer)
+        throw InputError("--attention flashinfer: this build's FlashInfer kernels do not run on device " +
+                         std::to_string(dev));
+      notice = "attention: dcpsim's kernel (FlashInfer does not run on device " + std::to_string(dev) + ")";
+      impl_ = AttentionImpl::kDcpsim;
+    }
+    if (!notice.empty()) std::fprintf(stderr, "%s\n", notice.c_str());
+    // Rows start on KV pages (FlashInfer's page table addresses the same storage).
+    const int page = kv_page_tokens(mla_);
+    const std::int64_t row_tokens = (s.context + page - 1) / page * page;
+    const std::int64_t tokens = std::int64_t(s.rows) * row_tokens;
     kv_width_ = std::int64_t(s.kv_heads) * s.qk_dim + (mla_ ? 0 : std::int64_t(s.kv_heads) * s.dim);
     sets_ = rotation_sets(double(tokens) * kv_width_ * 2);
     q_ = DeviceBuffer(std::size_t(s.rows) * s.heads * s.qk_dim * 2);
@@ -490,23 +510,27 @@ class AttentionBench final : public BenchOp {
       launch_fill_uniform(kv_.back().get(), tokens * kv_width_, Elem::kBF16, 1.7f, seed + 1 + i, 0, nullptr);
     }
     std::vector<std::int64_t> off(s.rows);
-    for (int b = 0; b < s.rows; ++b) off[b] = std::int64_t(b) * s.context;
+    for (int b = 0; b < s.rows; ++b) off[b] = std::int64_t(b) * row_tokens;
+    const std::vector<int> len(s.rows, static_cast<int>(s.context));
     offsets_ = upload(off);
-    lengths_ = upload(std::vector<int>(s.rows, static_cast<int>(s.context)));
+    lengths_ = upload(len);
     o_ = DeviceBuffer(std::size_t(s.rows) * s.heads * s.dim * 2);
     lse_ = DeviceBuffer(std::size_t(s.rows) * s.heads * 4);
     args_ = base_args();
-    int dev = 0;
-    DCPSIM_CUDA(cudaGetDevice(&dev));
-    splits_ = attention_splits(args_, dev);
-    ws_ = DeviceBuffer(attention_workspace_bytes(args_, splits_));
-    args_.workspace = ws_.as<float>();
+    if (impl_ == AttentionImpl::kFlashInfer) {
+      flashinfer_ = std::make_unique<FlashInferAttention>(args_, off, len);
+    } else {
+      splits_ = attention_splits(args_, dev);
+      ws_ = DeviceBuffer(attention_workspace_bytes(args_, splits_));
+      args_.workspace = ws_.as<float>();
+    }
     DCPSIM_CUDA(cudaDeviceSynchronize());
   }
   std::string label() const override {
     return std::string(mla_ ? "mla" : "gqa") + " B=" + std::to_string(s_.rows) +
            " H=" + std::to_string(s_.heads) + " Hkv=" + std::to_string(s_.kv_heads) +
-           " ctx=" + std::to_string(s_.context) + " splits=" + std::to_string(splits_);
+           " ctx=" + std::to_string(s_.context) +
+           (flashinfer_ ? std::string(" flashinfer") : " dcpsim splits=" + std::to_string(splits_));
   }
   // Unique bytes: every KV element once (MLA: the 576-wide latent serves K and V), Q, O and LSE once.
   double bytes() const override {
@@ -520,7 +544,10 @@ class AttentionBench final : public BenchOp {
     AttentionArgs a = args_;
     a.k = kv_[call % sets_].get();
     a.v = mla_ ? a.k : static_cast<const std::uint8_t*>(a.k) + std::size_t(s_.kv_heads) * s_.qk_dim * 2;
-    launch_attention(a, stream);
+    if (flashinfer_)
+      flashinfer_->launch(a, stream);
+    else
+      launch_attention(a, stream);
   }
 
  private:
@@ -553,6 +580,8 @@ class AttentionBench final : public BenchOp {
   bool mla_ = true;
   std::int64_t kv_width_ = 0;
   int sets_ = 1, splits_ = 1;
+  AttentionImpl impl_ = AttentionImpl::kDcpsim;
+  std::unique_ptr<FlashInferAttention> flashinfer_;
   DeviceBuffer q_, offsets_, lengths_, o_, lse_, ws_;
   std::vector<DeviceBuffer> kv_;
   AttentionArgs args_;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "dcpsim/models/types.h"
 
@@ -65,6 +66,30 @@ struct AttentionArgs {
 int attention_splits(const AttentionArgs& a, int device);  // the split count launch will use
 std::size_t attention_workspace_bytes(const AttentionArgs& a, int splits);
 void launch_attention(const AttentionArgs& a, cudaStream_t stream);
+
+// ---- decode attention through FlashInfer (ops/flashinfer_attention.cu; builds with DCPSIM_WITH_FLASHINFER)
+// ---- Same arguments and results as launch_attention (LSE base and layout, empty and padding rows, strided O
+// for MLA), bf16 only, on FlashInfer's kernels over a page table (kv_page_tokens) built from the host copies
+// of kv_offset and kv_len, which must start every row on a page (paged_row_offsets). Construction plans once
+// for those lengths (host work, not capturable); launch() only enqueues kernels and may change the data
+// pointers (q, k, v, o, lse) but not the shape. InputError for what FlashInfer does not run
+// (flashinfer_unsupported) or a device it was not built for.
+class FlashInferAttention {
+ public:
+  FlashInferAttention(const AttentionArgs& a, const std::vector<std::int64_t>& kv_offset,
+                      const std::vector<int>& kv_len);
+  ~FlashInferAttention();
+  FlashInferAttention(const FlashInferAttention&) = delete;
+  FlashInferAttention& operator=(const FlashInferAttention&) = delete;
+  void launch(const AttentionArgs& a, cudaStream_t stream);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+// Whether this build's FlashInfer kernels run on `device` (MLA: sm_90 only, its code is sm_90a; GQA: sm_90,
+// sm_100); false in builds without FlashInfer.
+bool flashinfer_runs_on(Geometry geometry, int device);
 
 // ---- LSE correction (ops/lse_correct.cu) ----
 // All ranks' LSEs after the all-gather: rank n's (b, h) at ptr[n·rank_stride + b·row_stride + h·head_stride].

@@ -1,5 +1,6 @@
 // Host entry points to the kernels (kernels.h): each uploads reference tensors, launches one operation on the
 // current device and downloads the result in the reference's types.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -47,23 +48,28 @@ models::Partial gpu_local_attention(const models::Problem& problem, const models
   if (static_cast<int>(shard.lengths.size()) != B)
     throw InputError("shard rows do not match the problem's rows");
 
-  std::vector<std::int64_t> offsets(B);
   std::vector<int> lengths(B);
   std::vector<double> k, v;
-  std::int64_t total = 0, max_len = 0;
+  std::int64_t max_len = 0;
   for (int b = 0; b < B; ++b) {
-    offsets[b] = total;
     lengths[b] = static_cast<int>(shard.lengths[b]);
-    total += shard.lengths[b];
     max_len = std::max(max_len, shard.lengths[b]);
-    k.insert(k.end(), shard.k[b].begin(), shard.k[b].end());
+  }
+  // Rows start on KV pages as in the runner (FlashInfer's page table needs it; dcpsim's kernel reads
+  // offsets).
+  std::vector<std::int64_t> offsets = paged_row_offsets(lengths, kv_page_tokens(mla));
+  k.assign(offsets.back() * Hkv * Dqk, 0.0);
+  if (!mla) v.assign(offsets.back() * Hkv * D, 0.0);
+  offsets.pop_back();
+  for (int b = 0; b < B; ++b) {
+    std::copy(shard.k[b].begin(), shard.k[b].end(), k.begin() + offsets[b] * Hkv * Dqk);
     if (mla) {
       for (std::int64_t t = 0; t < shard.lengths[b]; ++t)
         for (int d = 0; d < D; ++d)
           if (shard.v[b][t * D + d] != shard.k[b][t * Dqk + d])
             throw InputError("MLA attention reads V from the latent: V must equal the first D lanes of K");
     } else {
-      v.insert(v.end(), shard.v[b].begin(), shard.v[b].end());
+      std::copy(shard.v[b].begin(), shard.v[b].end(), v.begin() + offsets[b] * Hkv * D);
     }
   }
   DeviceBuffer dq = upload_as(in, problem.q), dk = upload_as(in, k), dv = upload_as(in, v);
@@ -109,11 +115,16 @@ models::Partial gpu_local_attention(const models::Problem& problem, const models
   a.empty_fill =
       ao.empty == models::EmptyRowMarker::kNegInfNaN ? std::numeric_limits<float>::quiet_NaN() : 0.f;
   a.splits = options.splits;
-  int device = 0;
-  DCPSIM_CUDA(cudaGetDevice(&device));
-  DeviceBuffer ws(ops::attention_workspace_bytes(a, ops::attention_splits(a, device)));
-  a.workspace = ws.as<float>();
-  ops::launch_attention(a, nullptr);
+  if (options.impl == AttentionImpl::kFlashInfer) {
+    ops::FlashInferAttention fi(a, offsets, lengths);
+    fi.launch(a, nullptr);
+  } else {
+    int device = 0;
+    DCPSIM_CUDA(cudaGetDevice(&device));
+    DeviceBuffer ws(ops::attention_workspace_bytes(a, ops::attention_splits(a, device)));
+    a.workspace = ws.as<float>();
+    ops::launch_attention(a, nullptr);
+  }
   DCPSIM_CUDA(cudaDeviceSynchronize());
 
   result.out = download_as(out, dout, result.out_layout.storage_size());

@@ -1,6 +1,9 @@
 #include "plan.h"
 
+#include <cstdio>
+
 #include "dcpsim/error.h"
+#include "dcpsim/hw/device.h"
 #include "dcpsim/hw/kernels.h"
 #include "dcpsim/models/sharding.h"
 
@@ -49,6 +52,37 @@ std::int64_t StepPlan::q_index(int row, int head, int d) const {
   return ((std::int64_t(head / J) * rows_total + row) * J + head % J) * Dqk + d;
 }
 
+namespace {
+
+// FlashInfer where it runs this geometry on the run's devices (auto), or as asked; a fallback says why once.
+AttentionImpl resolve_attention(const RunConfig& c, const StepPlan& p) {
+  const FlashInferGeometry g{
+      p.H, p.Hkv, p.Dqk, p.D, p.in == ops::Elem::kBF16 && p.out == ops::Elem::kBF16, c.row_stamps};
+  std::string notice;
+  AttentionImpl impl = resolve_attention_impl(c.attention, g, &notice);
+  if (impl == AttentionImpl::kFlashInfer) {
+    const auto geometry = p.mla ? ops::Geometry::kMla576 : ops::Geometry::kGqa128;
+    std::vector<int> devices = c.devices;
+    if (devices.empty() || c.mode == ProcessMode::kMpi) devices = {0};
+    const int visible = device_count();
+    for (int d : devices) {
+      if (d < 0 || d >= visible || ops::flashinfer_runs_on(geometry, d))
+        continue;  // the runner reports bad ids
+      const std::string why =
+          "device " + std::to_string(d) + " is not a GPU this build's FlashInfer " +
+          (p.mla ? "MLA kernel runs on (sm_90a)" : "decode kernel runs on (sm_90, sm_100)");
+      if (c.attention == AttentionImpl::kFlashInfer) throw InputError("--attention flashinfer: " + why);
+      notice = "attention: dcpsim's kernel (" + why + ")";
+      impl = AttentionImpl::kDcpsim;
+      break;
+    }
+  }
+  if (!notice.empty()) std::fprintf(stderr, "%s\n", notice.c_str());
+  return impl;
+}
+
+}  // namespace
+
 StepPlan make_plan(const RunConfig& c) {
   const models::Scenario& s = c.scenario;
   s.validate();
@@ -85,6 +119,7 @@ StepPlan make_plan(const RunConfig& c) {
     base += p.contexts[b];
   }
   p.gather_q = p.N > 1 && p.H % p.N == 0;
+  p.attention = resolve_attention(c, p);
   p.J = p.H % p.N == 0 ? p.H / p.N : 0;
 
   if (p.gather_q) p.phases.push_back(Phase::kQAllGather);

@@ -33,7 +33,8 @@ struct StepPlan {
   models::Scenario s;
   int N = 1, B = 0, rows_total = 0, H = 0, Hkv = 1, Dqk = 0, D = 0, I = 1, J = 0 /* H/N */;
   bool mla = false;
-  bool gather_q = false;  // the query all-gather runs (needs N | H)
+  bool gather_q = false;                             // the query all-gather runs (needs N | H)
+  AttentionImpl attention = AttentionImpl::kDcpsim;  // resolved: kFlashInfer or kDcpsim
   ops::Elem in = ops::Elem::kBF16, out = ops::Elem::kBF16;
   std::vector<Phase> phases;
   std::vector<std::int64_t> contexts;         // per row incl. padding rows (context 0)

@@ -2,6 +2,7 @@
 
 #include "cuda_check.h"
 #include "dcpsim/error.h"
+#include "dcpsim/hw/attention_impl.h"
 
 namespace dcpsim::hw {
 
@@ -43,15 +44,18 @@ namespace {
 void fill_inputs(const StepPlan& p, RankState& r) {
   const std::size_t ib = ops::elem_bytes(p.in);
   const float amp = static_cast<float>(kInputAmplitude);
-  std::vector<std::int64_t> offset(p.rows_total);
   std::vector<int> len(p.rows_total);
-  std::int64_t total = 0;
   for (int b = 0; b < p.rows_total; ++b) {
-    offset[b] = total;
     len[b] = static_cast<int>(p.local_len(b, r.rank));
-    total += len[b];
     r.max_len = std::max<std::int64_t>(r.max_len, len[b]);
   }
+  // Every row starts on a KV page, so FlashInfer's page table can address the same storage dcpsim's kernel
+  // reads through kv_offset (a few unused tokens per row).
+  std::vector<std::int64_t> offset = paged_row_offsets(len, kv_page_tokens(p.mla));
+  const std::int64_t total = offset.back();
+  offset.pop_back();
+  r.kv_offset_host = offset;
+  r.kv_len_host = len;
   r.kv_offset = upload(offset);
   r.kv_len = upload(len);
   r.global_base = upload(p.global_row_base);

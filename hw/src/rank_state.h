@@ -25,8 +25,12 @@ struct RankState {
   DeviceBuffer q_local,
       q_all;          // [B'][H/N][D_qk] and [N][B'][H/N][D_qk] (no gather: q_local is [B'][H][D_qk])
   DeviceBuffer k, v;  // shard [Σ len][H_kv][D_qk], [Σ len][H_kv][D] (GQA)
-  DeviceBuffer kv_offset, kv_len, global_base;
+  DeviceBuffer kv_offset, kv_len, global_base;  // rows start on KV pages (kv_page_tokens) for FlashInfer
+  std::vector<std::int64_t> kv_offset_host;
+  std::vector<int> kv_len_host;
   std::int64_t max_len = 0;
+  std::unique_ptr<ops::FlashInferAttention>
+      flashinfer;                   // planned in prepare_rank when p.attention is FlashInfer
   DeviceBuffer o, lse, workspace;   // local attention: [B'][H][D] out type, [B'][H] fp32
   DeviceBuffer lse_all;             // [N][B'][H]
   DeviceBuffer rs_send;             // AG+RS: [N][B'][H/N][D]

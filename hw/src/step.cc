@@ -152,7 +152,10 @@ void enqueue_collective_done(RankState& r) {
 void prepare_rank(const StepPlan& p, RankState& r) {
   DCPSIM_CUDA(cudaSetDevice(r.device));
   const ops::AttentionArgs a = attention_args(p, r);
-  r.workspace = DeviceBuffer(ops::attention_workspace_bytes(a, ops::attention_splits(a, r.device)));
+  if (p.attention == AttentionImpl::kFlashInfer)
+    r.flashinfer = std::make_unique<ops::FlashInferAttention>(a, r.kv_offset_host, r.kv_len_host);
+  else
+    r.workspace = DeviceBuffer(ops::attention_workspace_bytes(a, ops::attention_splits(a, r.device)));
 }
 
 namespace {
@@ -195,7 +198,10 @@ void enqueue_phase(const StepPlan& p, const RunConfig& c, std::size_t i, RankSta
       ex.all_gather(r, Buf::kQLocal, Buf::kQAll, B * p.J * p.Dqk * ib);
       break;
     case Phase::kAttention:
-      ops::launch_attention(attention_args(p, r), r.stream);
+      if (r.flashinfer)
+        r.flashinfer->launch(attention_args(p, r), r.stream);
+      else
+        ops::launch_attention(attention_args(p, r), r.stream);
       break;
     case Phase::kLseAllGather:
       ex.all_gather(r, Buf::kLse, Buf::kLseAll, B * p.H * sizeof(float));

@@ -229,6 +229,7 @@ void emit_section(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c
   params["seed"] = std::to_string(c.seed);
   params["check"] = result.check.summary;
   params["row_stamps"] = c.row_stamps ? "on" : "off";  // on: kernels count finished rows (instrumented)
+  params["attention"] = attention_impl_name(p.attention);  // which local-attention kernels ran
   // What the phase figures were measured with: "cupti" (the GPU timeline), "cuda-events" (events around each
   // phase; short phases read long), "step" (only each rank's whole step).
   params["timing"] = timing_name(s.timing);

@@ -184,7 +184,7 @@ TEST(Runner, CuptiTimelineTimesEveryPhase) {
     EXPECT_EQ(sec.scenario.params().at("timeline_records_dropped"), "0");
     for (const PhaseStats& p : r.phases) EXPECT_GT(p.median_ns, 0) << p.rank << " " << p.phase;
     EXPECT_GE(r.outer_step_median_ns, 0.5 * r.step_median_ns);
-    // Every rank's attention ran as dcpsim's split kernel in every measured repetition; the emulated
+    // Every rank's attention ran kernels (dcpsim's or FlashInfer's) in every measured repetition; the emulated
     // all-to-all is device copies; kernels carry their launch shape.
     std::vector<int> attention(3 * c.reps, 0);
     int copies = 0;
@@ -192,7 +192,7 @@ TEST(Runner, CuptiTimelineTimesEveryPhase) {
       ASSERT_GE(a.repetition(), 0);
       ASSERT_LT(a.repetition(), c.reps);
       EXPECT_LE(a.start_ns(), a.end_ns());
-      if (a.phase() == "attention" && a.name().find("attention_split_kernel") != std::string::npos)
+      if (a.phase() == "attention" && a.kind() == traces::v1::GpuActivity::KIND_KERNEL)
         ++attention[a.rank() * c.reps + a.repetition()];
       if (a.phase() == "all_to_all") copies += a.kind() == traces::v1::GpuActivity::KIND_MEMCPY;
       if (a.kind() == traces::v1::GpuActivity::KIND_KERNEL) {
@@ -200,7 +200,7 @@ TEST(Runner, CuptiTimelineTimesEveryPhase) {
         EXPECT_GT(a.grid(0) * a.block(0), 0);
       }
     }
-    for (int n : attention) EXPECT_EQ(n, 1);
+    for (int n : attention) EXPECT_GE(n, 1);
     EXPECT_GT(copies, 0);
     // Rows lie on the same timeline as the phases: none is ready before its rank's attention starts.
     for (const auto& row : sec.row_results) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "dcpsim/hw/attention_impl.h"
+
 namespace dcpsim::hw {
 
 struct OpShape {
@@ -20,6 +22,7 @@ struct OpShape {
   bool transposed_lse = false;
   std::int64_t out_row_pad = 0;                     // head-padded O storage (correction)
   std::int64_t copy_bytes = std::int64_t{1} << 30;  // copy: bytes per copy
+  AttentionImpl attention = AttentionImpl::kAuto;   // attention: FlashInfer where it runs, else dcpsim
 };
 
 struct OpBenchConfig {

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "dcpsim/hw/attention_impl.h"
 #include "dcpsim/models/a2a_pack.h"
 #include "dcpsim/models/attention.h"
 #include "dcpsim/models/problem.h"
@@ -29,6 +30,8 @@ struct GpuAttentionOptions {
   models::DType kv_dtype = models::DType::kBF16;  // bf16 or fp16 (the kernels take 16-bit inputs)
   models::AttentionOptions attention;             // base, scale, out dtype, empty marker, padding, layouts
   int splits = 0;                                 // KV splits per row; 0 = enough to fill the device
+  AttentionImpl impl =
+      AttentionImpl::kDcpsim;  // kFlashInfer: FlashInfer's kernels (bf16 only, dense O for GQA)
 };
 
 // Decode attention with LSE over one rank's shard (split-KV, fp32 accumulation, one combine). For MLA the

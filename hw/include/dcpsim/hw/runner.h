@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dcpsim/error.h"
+#include "dcpsim/hw/attention_impl.h"
 #include "dcpsim/models/scenario.h"
 #include "dcpsim/traces/schema.h"
 #include "dcpsim/traces/trace_sink.h"
@@ -60,6 +61,7 @@ struct RunConfig {
   int padded_rows = 0;  // extra CUDA-graph padding rows, masked like empty shards
   std::int64_t direct_timeout_ms = 2000;
   Timing timing = Timing::kAuto;
+  AttentionImpl attention = AttentionImpl::kAuto;  // local attention: FlashInfer where it runs, else dcpsim
 };
 
 struct PhaseStats {

@@ -1,0 +1,67 @@
+#pragma once
+// The seam between dcpsim and FlashInfer's headers: plain pointers and sizes, no FlashInfer types. Only
+// flashinfer_mla.cu (sm_90a) and flashinfer_decode.cu include FlashInfer, each with the newer CCCL first on
+// the include path; flashinfer_attention.cu (the op) calls these. Planning runs on the host into a pinned
+// copy of the int workspace, which the caller uploads; runs only enqueue kernels (capturable in a CUDA
+// graph).
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace dcpsim::hw::ops::flashinfer_kernels {
+
+// ---- MLA on Hopper: mla::BatchMLAPageAttentionHopper<kNone, 512, 64, MLAParams<bf16, bf16, bf16, int32>>
+// ----
+struct MlaRun {
+  const void* q_nope = nullptr;  // bf16 [n][H][512] at q_nope[i·q_stride_n + h·q_stride_h]
+  const void* q_pe = nullptr;    // bf16 [n][H][64], same strides
+  std::uint32_t q_stride_n = 0, q_stride_h = 0;
+  const void* ckv = nullptr;  // bf16 pages: token j of page p at ckv[p·kv_stride_page + j·kv_stride_n]
+  const void* kpe = nullptr;  // likewise (the latent's lanes 512..575)
+  std::uint32_t kv_stride_page = 0, kv_stride_n = 0;
+  const int* kv_indices = nullptr;  // device page table
+  void* o = nullptr;                // bf16, o[i·o_stride_n + h·o_stride_h + d]
+  std::uint32_t o_stride_n = 0, o_stride_h = 0;
+  float* lse = nullptr;  // [n][H]
+  bool lse_base_e = true;
+  int heads = 0, page_tokens = 64;
+  float sm_scale = 0;
+};
+// Workspace sizes for any batch on `device` (the planner's partial buffers scale with the SM count).
+std::size_t mla_float_workspace_bytes(int device);
+std::size_t mla_int_workspace_bytes();
+// MLAPlan for `batch` requests of one query each; returns MLAPlanInfo as a vector.
+std::vector<std::int64_t> mla_plan(void* float_ws, std::size_t float_bytes, void* int_ws, void* int_host,
+                                   std::size_t int_bytes, std::size_t& int_bytes_used, const int* qo_indptr,
+                                   const int* kv_indptr, const int* kv_len, int batch, int heads);
+void mla_run(const MlaRun& r, const std::vector<std::int64_t>& plan, void* float_ws, void* int_ws,
+             cudaStream_t stream);
+
+// ---- GQA decode: BatchDecodeWithPagedKVCacheDispatched<128, kNone, DefaultAttention, BatchDecodeParams>
+// ----
+struct DecodeRun {
+  const void* q = nullptr;  // bf16 q[i·q_stride_n + h·q_stride_h + d]
+  std::int32_t q_stride_n = 0, q_stride_h = 0;
+  const void* k = nullptr;  // bf16 NHD pages: k[p·stride_page + j·stride_n + kv_head·stride_h + d]
+  const void* v = nullptr;  // same strides
+  std::int64_t stride_page = 0, stride_n = 0, stride_h = 0;
+  const int* indptr = nullptr;  // device page table
+  const int* indices = nullptr;
+  const int* last_page_len = nullptr;
+  void* o = nullptr;     // bf16 [n][H][128], contiguous
+  float* lse = nullptr;  // [n][H], base 2
+  int batch = 0, heads = 0, kv_heads = 1, page_tokens = 16;
+  float sm_scale = 0;
+};
+void decode_workspace_bytes(std::size_t& float_bytes, std::size_t& int_bytes, const int* indptr_host,
+                            int batch, int heads, int kv_heads, int page_tokens);
+// DecodePlan (uploads the int workspace on `stream` itself); returns DecodePlanInfo as a vector.
+std::vector<std::int64_t> decode_plan(void* float_ws, std::size_t float_bytes, void* int_ws, void* int_host,
+                                      std::size_t int_bytes, const int* indptr_host, int batch, int heads,
+                                      int kv_heads, int page_tokens, cudaStream_t stream);
+void decode_run(const DecodeRun& r, const std::vector<std::int64_t>& plan, void* float_ws, void* int_ws,
+                cudaStream_t stream);
+
+}  // namespace dcpsim::hw::ops::flashinfer_kernels
