@@ -59,6 +59,11 @@ TEST(AttentionImpl, GeometryCheckNamesWhatIsSupported) {
   EXPECT_NE(flashinfer_unsupported(stamped).find("--row-stamps"), std::string::npos);
   EXPECT_EQ(resolve_attention_impl(AttentionImpl::kAuto, mla), AttentionImpl::kFlashInfer);
   EXPECT_EQ(resolve_attention_impl(AttentionImpl::kDcpsim, mla), AttentionImpl::kDcpsim);
+  // GQA: dcpsim's kernel unless FlashInfer is asked for by name.
+  std::string notice;
+  EXPECT_EQ(resolve_attention_impl(AttentionImpl::kAuto, gqa, &notice), AttentionImpl::kDcpsim);
+  EXPECT_EQ(notice, "");
+  EXPECT_EQ(resolve_attention_impl(AttentionImpl::kFlashInfer, gqa), AttentionImpl::kFlashInfer);
 }
 
 TEST(PageTable, RowsStartOnPagesAndOwnTheirPages) {

@@ -10,7 +10,8 @@
 namespace dcpsim::hw {
 
 enum class AttentionImpl {
-  kAuto,        // FlashInfer where it supports the geometry (and the build has it), else dcpsim's kernel
+  kAuto,        // MLA: FlashInfer where it supports the geometry (and the build has it); GQA and the rest:
+                // dcpsim's kernel (faster than FlashInfer's paged decode on the H200, docs/PERFORMANCE.md)
   kFlashInfer,  // FlashInfer's kernels (flashinfer/attention/mla_hopper.cuh, decode.cuh); InputError
                 // otherwise
   kDcpsim,      // dcpsim's split-KV tensor-core kernel (hw/ops/attention.cu)
@@ -34,8 +35,8 @@ struct FlashInferGeometry {
 // bf16 in and out. Says so when the build has no FlashInfer.
 std::string flashinfer_unsupported(const FlashInferGeometry& g);
 
-// kAuto: FlashInfer when flashinfer_unsupported() is empty, else dcpsim (`notice`, when given, receives one
-// line saying why); kFlashInfer on an unsupported geometry: InputError with that line; kDcpsim: kDcpsim.
+// kAuto: FlashInfer for MLA when flashinfer_unsupported() is empty, else dcpsim (`notice`, when given,
+// receives one line saying why FlashInfer cannot run it; none for GQA, where dcpsim's kernel is the choice); kFlashInfer on an unsupported geometry: InputError with that line; kDcpsim: kDcpsim.
 AttentionImpl resolve_attention_impl(AttentionImpl requested, const FlashInferGeometry& g,
                                      std::string* notice = nullptr);
 
