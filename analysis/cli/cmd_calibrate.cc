@@ -84,7 +84,8 @@ void run(const CalibrateArgs& a) {
   std::vector<traces::PathFlag> inputs{{"--profile", a.profile}};
   for (const std::string& m : a.measured) inputs.push_back({"--measured", m});
   for (const std::string& m : a.hold_out_files) inputs.push_back({"--hold-out-file", m});
-  traces::check_output_paths(inputs, {{"--out", a.out}, {"the sidecar of --out", analysis::calibration_sidecar(a.out)}});
+  traces::check_output_paths(
+      inputs, {{"--out", a.out}, {"the sidecar of --out", analysis::calibration_sidecar(a.out)}});
   std::vector<analysis::MeasuredTrace> traces, held_traces;
   for (const std::string& m : a.measured) traces.push_back(analysis::load_measured(m));
   for (const std::string& m : a.hold_out_files) held_traces.push_back(analysis::load_measured(m));

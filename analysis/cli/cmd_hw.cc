@@ -94,7 +94,8 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
               : f.emulate ? hw::ProcessMode::kEmulate
                           : hw::ProcessMode::kThreads;
   base.devices = parse_devices(f.devices);
-  traces::check_output_paths({{"--contexts-file", f.scenario.contexts_file}}, {{"--out", f.out}, {"--json", f.json}});
+  traces::check_output_paths({{"--contexts-file", f.scenario.contexts_file}},
+                             {{"--out", f.out}, {"--json", f.json}});
   for (const auto& strategy : strategies_of(f.scenario.strategy)) {
     analysis::ScenarioFlags sf = f.scenario;
     sf.strategy = strategy;

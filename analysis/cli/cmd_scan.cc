@@ -69,12 +69,14 @@ void run_scan_command(ScanCommand& c) {
   if (!c.nccl_proto.empty()) c.options.nccl_proto = models::parse_protocol(c.nccl_proto);
   c.options.header = !c.no_header;
   check_plot(c);
-  traces::check_output_paths({{"--profile", c.options.profile}, {"--contexts-file", c.options.flags.contexts_file}},
-                             {{"--out", c.out}, {"--plot", c.plot}});
+  traces::check_output_paths(
+      {{"--profile", c.options.profile}, {"--contexts-file", c.options.flags.contexts_file}},
+      {{"--out", c.out}, {"--plot", c.plot}});
   if (c.options.jobs < 1 || c.options.jobs > 1024) {
     throw InputError("--jobs " + std::to_string(c.options.jobs) + " is not an integer in [1, 1024]");
   }
-  const analysis::ScanReport report = c.plot.empty() ? analysis::run_scan(c.options, c.out, std::cerr) : scan_with_plot(c);
+  const analysis::ScanReport report =
+      c.plot.empty() ? analysis::run_scan(c.options, c.out, std::cerr) : scan_with_plot(c);
   std::cerr << "scan: wrote " << report.scenarios << " rows to " << c.out << " in " << report.wall_s << " s";
   if (!report.skipped.empty()) std::cerr << " (" << report.skipped.size() << " combinations skipped)";
   std::cerr << "\n";

@@ -80,10 +80,11 @@ void run(const ValidateArgs& a) {
       models::load_profile(a.profile), calibration_for(a), analysis::all_sections(traces), opt);
   // The report, the CSV and the plot appear together or not at all.
   std::vector<std::pair<std::filesystem::path, std::string>> files;
-  if (!a.report.empty()) files.emplace_back(a.report, analysis::validation_markdown(report, opt, command_line(a.argv)));
+  if (!a.report.empty())
+    files.emplace_back(a.report, analysis::validation_markdown(report, opt, command_line(a.argv)));
   if (!a.csv.empty()) files.emplace_back(a.csv, analysis::validation_csv(report));
-  analysis::write_with_plot("validate", files, a.plot.empty() ? std::string() : analysis::validation_csv(report),
-                            a.plot);
+  analysis::write_with_plot("validate", files,
+                            a.plot.empty() ? std::string() : analysis::validation_csv(report), a.plot);
   print_report(report, opt);
   if (!report.passed) {
     throw RuntimeError("median |relative error| " + pct(report.median_error) + " exceeds --max-median-err " +

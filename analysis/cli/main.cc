@@ -32,14 +32,15 @@ void reject_nan_values(int argc, char** argv) {
   const auto is_nan_text = [](std::string v) {
     if (!v.empty() && (v[0] == '+' || v[0] == '-')) v.erase(0, 1);
     for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return v.rfind("nan", 0) == 0;
+    return v == "nan" || (v.rfind("nan(", 0) == 0 && v.back() == ')');
   };
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--", 0) != 0) continue;
     const auto eq = arg.find('=');
     const std::string flag = arg.substr(0, eq);
-    const std::string value = eq != std::string::npos ? arg.substr(eq + 1) : (i + 1 < argc ? argv[i + 1] : "");
+    const std::string value =
+        eq != std::string::npos ? arg.substr(eq + 1) : (i + 1 < argc ? argv[i + 1] : "");
     if (is_nan_text(value)) throw InputError(flag + " '" + value + "' is NaN; a number is needed");
   }
 }

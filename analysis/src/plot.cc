@@ -24,8 +24,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Runs argv[0] (searched on PATH) with `argv`, optionally silenced (or with its stderr sent to `stderr_file`),
-// and returns its exit status; nullopt when it could not be started or did not exit normally.
+// Runs argv[0] (searched on PATH) with `argv`, optionally silenced (or with its stderr sent to
+// `stderr_file`), and returns its exit status; nullopt when it could not be started or did not exit normally.
 std::optional<int> run_program(const std::vector<std::string>& argv, bool quiet,
                                const std::string& stderr_file = {}) {
   std::vector<char*> args;
@@ -38,8 +38,8 @@ std::optional<int> run_program(const std::vector<std::string>& argv, bool quiet,
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   } else if (!stderr_file.empty()) {
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0600);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
   }
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
@@ -125,7 +125,8 @@ void plot_csv(std::string_view kind, const fs::path& csv, const fs::path& png) {
     throw InputError("cannot write plot '" + png.string() + "': directory '" + dir.string() +
                      "' does not exist");
   }
-  if (fs::is_directory(png, ec)) throw InputError("cannot write plot '" + png.string() + "': it is a directory");
+  if (fs::is_directory(png, ec))
+    throw InputError("cannot write plot '" + png.string() + "': it is a directory");
   const std::string python = python_with_matplotlib();
   const fs::path script = plot_script();
   const fs::path errors = temp_beside(png, ".stderr");
@@ -135,8 +136,8 @@ void plot_csv(std::string_view kind, const fs::path& csv, const fs::path& png) {
   fs::remove(errors, ec);
   if (!status) throw RuntimeError("could not run " + python + " " + script.string());
   if (*status != 0) {
-    throw RuntimeError("plot.py " + std::string(kind) + " failed (exit " + std::to_string(*status) + ") on '" +
-                       csv.string() + "'" + (why.empty() ? "" : ": " + why));
+    throw RuntimeError("plot.py " + std::string(kind) + " failed (exit " + std::to_string(*status) +
+                       ") on '" + csv.string() + "'" + (why.empty() ? "" : ": " + why));
   }
   if (!fs::is_regular_file(png, ec)) throw RuntimeError("plot.py did not write '" + png.string() + "'");
 }

@@ -50,8 +50,8 @@ std::int64_t json_timestamp_ns(const nlohmann::json& row, const std::string& whe
   if (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() <= static_cast<double>(kMaxMs)) {
     return std::llround(v.get<double>() * 1e6);
   }
-  throw InputError(where + ": \"timestamp\" is " + v.dump() + "; milliseconds in [0, " + std::to_string(kMaxMs) +
-                   "] are needed");
+  throw InputError(where + ": \"timestamp\" is " + v.dump() + "; milliseconds in [0, " +
+                   std::to_string(kMaxMs) + "] are needed");
 }
 
 std::int64_t csv_count(std::string_view field, const char* column, const std::string& where) {

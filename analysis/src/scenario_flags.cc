@@ -78,7 +78,8 @@ models::Scenario make(const ScenarioFlags& f, const std::string& dcp, const std:
   if (!f.contexts_file.empty()) {
     s.contexts = read_contexts_file(f.contexts_file);
   } else {
-    s.contexts = models::uniform_contexts(parse_int(batch, "batch", 1, kMaxRows), models::parse_token_count(context));
+    s.contexts =
+        models::uniform_contexts(parse_int(batch, "batch", 1, kMaxRows), models::parse_token_count(context));
   }
   return s;
 }

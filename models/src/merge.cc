@@ -38,10 +38,10 @@ T log_base(T x, LseBase base) {
 }
 
 // SPEC steps 1-4 for one (row, head). Writes one weight per partial and returns L (−inf if all are empty).
-// The weights are normalised by their max-shifted sum, w_i = exp(L_i − M) / Σ_j exp(L_j − M) with M = max L_i,
-// never exp(L_i − L): L = M + log Σ rounds (at 1e8 in fp32 it equals M and every weight would be 1), while the
-// shifted differences L_i − M are exact, so the weights sum to 1 for any finite LSE. An LSE beyond T's range
-// keeps its double value, so the shift stays finite (the returned L is then ±inf in T).
+// The weights are normalised by their max-shifted sum, w_i = exp(L_i − M) / Σ_j exp(L_j − M) with M = max
+// L_i, never exp(L_i − L): L = M + log Σ rounds (at 1e8 in fp32 it equals M and every weight would be 1),
+// while the shifted differences L_i − M are exact, so the weights sum to 1 for any finite LSE. An LSE beyond
+// T's range keeps its double value, so the shift stays finite (the returned L is then ±inf in T).
 template <typename T>
 T merge_lse_into(std::span<const double> lses, LseBase base, std::span<double> weights) {
   auto sanitised = [](double l) {

@@ -65,7 +65,8 @@ class Reader {
       const Json* unit = member("unit");
       if (unit != nullptr) out.unit = read_unit(*unit, dim);
       if (const std::string bound = physical_bound(out, dim); !bound.empty()) {
-        paths_.fail("value", "expected at most " + bound + ", got " + (value ? value->dump() : "the default"));
+        paths_.fail("value",
+                    "expected at most " + bound + ", got " + (value ? value->dump() : "the default"));
       }
       read_source(out.source);
     });
@@ -167,7 +168,7 @@ class Reader {
 
 HardwareProfile parse_profile(std::string_view json_text, std::string_view origin) {
   const std::string where(origin);
-  const Json root = parse_json_checked(json_text, where);
+  const Json root = parse_json_checked<Json>(json_text, where);
   if (!root.is_object())
     throw InputError(where + ": expected a JSON object at the top level, got " + root.dump());
   auto format = root.find("format");

@@ -22,12 +22,13 @@ void require_at_most(const char* name, long long value, long long max) {
 // The KV bytes the whole step reads, in checked 64-bit arithmetic: every size the simulator and the runner
 // derive from the scenario is at most this, so none of them overflows.
 void require_sizes_fit(const Scenario& s) {
-  const int64_t per_token = checked_mul(checked_mul(s.kv_heads, int64_t{s.qk_dim} + s.head_dim, "KV bytes"),
-                                        8, "KV bytes");
-  int64_t total = checked_mul(checked_mul(s.rows(), s.heads, "output size"), int64_t{s.head_dim} + 2,
-                              "output size");
+  const int64_t per_token =
+      checked_mul(checked_mul(s.kv_heads, int64_t{s.qk_dim} + s.head_dim, "KV bytes"), 8, "KV bytes");
+  int64_t total =
+      checked_mul(checked_mul(s.rows(), s.heads, "output size"), int64_t{s.head_dim} + 2, "output size");
   total = checked_mul(checked_mul(total, s.dcp, "output size"), 8, "output size");
-  for (int64_t c : s.contexts) total = checked_add(total, checked_mul(c, per_token, "KV bytes of a row"), "KV bytes");
+  for (int64_t c : s.contexts)
+    total = checked_add(total, checked_mul(c, per_token, "KV bytes of a row"), "KV bytes");
   // Leave headroom for sums of a few such sizes.
   if (total > (int64_t{1} << 60)) {
     throw InputError("the step would read " + std::to_string(total) + " bytes, above the 2^60 limit");

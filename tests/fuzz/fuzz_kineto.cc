@@ -1,7 +1,7 @@
 // libFuzzer target: Kineto / Chrome trace JSON import, into the .pb writer's checks via a collecting sink.
+#include "dcpsim/models/scenario_proto.h"
 #include "dcpsim/traces/import_kineto.h"
 #include "dcpsim/traces/trace_collector.h"
-#include "dcpsim/models/scenario_proto.h"
 #include "fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

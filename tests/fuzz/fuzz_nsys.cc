@@ -1,8 +1,8 @@
 // libFuzzer target: Nsight Systems SQLite exports. Most inputs are not SQLite at all; the seed corpus (a real
 // export) lets the fuzzer mutate inside a valid database.
+#include "dcpsim/models/scenario_proto.h"
 #include "dcpsim/traces/import_nsys.h"
 #include "dcpsim/traces/trace_collector.h"
-#include "dcpsim/models/scenario_proto.h"
 #include "fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

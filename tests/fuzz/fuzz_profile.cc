@@ -1,4 +1,5 @@
-// libFuzzer target: hardware profile JSON (models::parse_profile), then the profile checks and the JSON writer.
+// libFuzzer target: hardware profile JSON (models::parse_profile), then the profile checks and the JSON
+// writer.
 #include <string_view>
 
 #include "dcpsim/models/profile.h"
@@ -6,8 +7,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return dcpsim::fuzz::expect_dcpsim_errors([&] {
-    const auto p = dcpsim::models::parse_profile(
-        std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.json");
+    const auto p = dcpsim::models::parse_profile(std::string_view(reinterpret_cast<const char*>(data), size),
+                                                 "fuzz.json");
     (void)dcpsim::models::to_json(p);
   });
 }

@@ -1,7 +1,7 @@
 #pragma once
-// Shared by the libFuzzer targets: the input goes to a scratch file (the parsers read files, some gzip'd), and
-// dcpsim's own errors are the expected outcome of a bad input. Anything else escaping — another exception, a
-// crash, a sanitizer report — is a finding.
+// Shared by the libFuzzer targets: the input goes to a scratch file (the parsers read files, some gzip'd),
+// and dcpsim's own errors are the expected outcome of a bad input. Anything else escaping — another
+// exception, a crash, a sanitizer report — is a finding.
 #include <unistd.h>
 
 #include <cstddef>

@@ -193,7 +193,8 @@ class Collector {
     if (!e.contains("ts")) throw InputError(at + ": has no ts");
     const std::int64_t ts = require_time_ns(import_json::micros_to_ns(e["ts"], at + " ts"), at + " ts");
     const std::int64_t dur =
-        e.contains("dur") ? require_time_ns(import_json::micros_to_ns(e["dur"], at + " dur"), at + " dur") : 0;
+        e.contains("dur") ? require_time_ns(import_json::micros_to_ns(e["dur"], at + " dur"), at + " dur")
+                          : 0;
     if (dur < 0) {
       ++stats_.skipped;
       return;
@@ -256,7 +257,8 @@ class Collector {
     if (!e.contains("ts") || !e.contains("id")) return;
     const std::string key = e.value("cat", std::string("flow")) + "\x1f" + import_json::to_text(e["id"]);
     flow_ends_[key].push_back(
-        {start, thread_key(e), require_time_ns(import_json::micros_to_ns(e["ts"], where(e) + " ts"), where(e) + " ts")});
+        {start, thread_key(e),
+         require_time_ns(import_json::micros_to_ns(e["ts"], where(e) + " ts"), where(e) + " ts")});
   }
 
   // The innermost imported slice on the end's thread whose [start, end] holds its timestamp.
@@ -292,7 +294,8 @@ void add_devices(const Json& doc, const std::set<std::int64_t>& used, int rank, 
     d->set_index(to_int_checked(import_json::to_int64(p["id"], "device id"), "device id", 0, 1 << 20));
     d->set_rank(rank);
     d->set_name(p.value("name", std::string()));
-    if (p.contains("numSms")) d->set_sm_count(to_int_checked(import_json::to_int64(p["numSms"], "numSms"), "numSms", 0, 1 << 20));
+    if (p.contains("numSms"))
+      d->set_sm_count(to_int_checked(import_json::to_int64(p["numSms"], "numSms"), "numSms", 0, 1 << 20));
     if (p.contains("totalGlobalMem"))
       d->set_memory_bytes(import_json::to_int64(p["totalGlobalMem"], "memory"));
     if (p.contains("computeMajor"))
@@ -316,7 +319,22 @@ int trace_rank(const Json& doc, const ImportOptions& options, const std::filesys
 
 }  // namespace
 
+namespace {
+ImportStats import_kineto_unchecked(const std::filesystem::path& path, TraceSink& sink,
+                                    const ImportOptions& options);
+}  // namespace
+
 ImportStats import_kineto(const std::filesystem::path& path, TraceSink& sink, const ImportOptions& options) {
+  try {
+    return import_kineto_unchecked(path, sink, options);
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong JSON type the reader did not expect
+    throw InputError("'" + path.string() + "': " + e.what());
+  }
+}
+
+namespace {
+ImportStats import_kineto_unchecked(const std::filesystem::path& path, TraceSink& sink,
+                                    const ImportOptions& options) {
   // The rank is needed for every event but lives in the document, which may come after traceEvents: events
   // are filed under a provisional rank and corrected once the whole file has been read.
   if (options.rank) import_common::check_scenario(options, *options.rank, path);
@@ -362,5 +380,7 @@ ImportStats import_kineto(const std::filesystem::path& path, TraceSink& sink, co
   import_common::emit(std::move(collected), std::move(header), options, base_ns, path, stats, sink);
   return stats;
 }
+
+}  // namespace
 
 }  // namespace dcpsim::traces

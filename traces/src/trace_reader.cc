@@ -108,8 +108,9 @@ bool TraceReader::next(v1::Record& record) {
     unsigned char crc_bytes[4] = {};
     in_.read(reinterpret_cast<char*>(crc_bytes), 4);
     if (in_.gcount() != 4) fail(offset_, record_name + " is truncated (its checksum is missing)");
-    const std::uint32_t stored = static_cast<std::uint32_t>(crc_bytes[0]) | (std::uint32_t{crc_bytes[1]} << 8) |
-                                 (std::uint32_t{crc_bytes[2]} << 16) | (std::uint32_t{crc_bytes[3]} << 24);
+    const std::uint32_t stored = static_cast<std::uint32_t>(crc_bytes[0]) |
+                                 (std::uint32_t{crc_bytes[1]} << 8) | (std::uint32_t{crc_bytes[2]} << 16) |
+                                 (std::uint32_t{crc_bytes[3]} << 24);
     if (stored != masked_crc32c(buffer_)) {
       fail(offset_, record_name + " fails its CRC32C checksum (the file is corrupt)");
     }

@@ -13,12 +13,12 @@
 namespace dcpsim {
 
 // Bounds on what dcpsim accepts from users (docs/SPEC.md, "Limits").
-inline constexpr std::int64_t kMaxTimeNs = std::int64_t{1} << 62;   // ±146 years: sums of two never overflow
-inline constexpr std::int64_t kMaxTokens = std::int64_t{1} << 40;   // 1.1e12 tokens in one request
-inline constexpr int kMaxDcp = 1152;                                 // the largest NVLink domain (GB300 NVL576 x2)
-inline constexpr int kMaxHeads = 1 << 16;                            // query or KV heads on a rank
-inline constexpr int kMaxHeadDim = 1 << 16;                          // D and D_qk
-inline constexpr int kMaxRows = 1 << 24;                             // batch rows in one step
+inline constexpr std::int64_t kMaxTimeNs = std::int64_t{1} << 62;  // ±146 years: sums of two never overflow
+inline constexpr std::int64_t kMaxTokens = std::int64_t{1} << 40;  // 1.1e12 tokens in one request
+inline constexpr int kMaxDcp = 1152;         // the largest NVLink domain (GB300 NVL576 x2)
+inline constexpr int kMaxHeads = 1 << 16;    // query or KV heads on a rank
+inline constexpr int kMaxHeadDim = 1 << 16;  // D and D_qk
+inline constexpr int kMaxRows = 1 << 24;     // batch rows in one step
 
 inline std::int64_t checked_mul(std::int64_t a, std::int64_t b, std::string_view what) {
   std::int64_t r = 0;
@@ -54,8 +54,8 @@ inline std::int64_t to_int64_checked(double v, std::string_view what, std::int64
   // 2^63 is exactly representable; anything at or above it does not fit.
   if (!std::isfinite(v) || v < static_cast<double>(lo) || v >= 9223372036854775808.0 ||
       std::llround(v) > hi) {
-    throw InputError(std::string(what) + " = " + std::to_string(v) + " is out of range [" + std::to_string(lo) +
-                     ", " + std::to_string(hi) + "]");
+    throw InputError(std::string(what) + " = " + std::to_string(v) + " is out of range [" +
+                     std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
   return std::llround(v);
 }

@@ -18,11 +18,11 @@ inline InputError json_too_deep(std::string_view origin) {
                     " levels");
 }
 
-// A parser callback for nlohmann::json::parse that refuses documents nested deeper than kMaxJsonDepth.
-inline nlohmann::json::parser_callback_t json_depth_guard(std::string origin) {
-  return [origin = std::move(origin)](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-    if ((event == nlohmann::json::parse_event_t::object_start ||
-         event == nlohmann::json::parse_event_t::array_start) &&
+// A parser callback for Json::parse that refuses documents nested deeper than kMaxJsonDepth.
+template <class Json = nlohmann::json>
+typename Json::parser_callback_t json_depth_guard(std::string origin) {
+  return [origin = std::move(origin)](int depth, typename Json::parse_event_t event, Json&) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
         depth >= kMaxJsonDepth) {
       throw json_too_deep(origin);
     }
@@ -32,13 +32,14 @@ inline nlohmann::json::parser_callback_t json_depth_guard(std::string origin) {
 
 // Parses `input` with the depth guard; a syntax error or a number out of range is an InputError naming
 // `origin`.
-template <class Input>
-nlohmann::json parse_json_checked(Input&& input, const std::string& origin) {
+template <class Json = nlohmann::json, class Input>
+Json parse_json_checked(Input&& input, const std::string& origin) {
   try {
-    return nlohmann::json::parse(std::forward<Input>(input), json_depth_guard(origin));
+    return Json::parse(std::forward<Input>(input), json_depth_guard<Json>(origin));
   } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number overflow
     std::string what = e.what();
-    if (auto bracket = what.find("] "); what.rfind("[json.exception", 0) == 0 && bracket != std::string::npos) {
+    if (auto bracket = what.find("] ");
+        what.rfind("[json.exception", 0) == 0 && bracket != std::string::npos) {
       what = what.substr(bracket + 2);
     }
     throw InputError(origin + ": invalid JSON: " + what);

@@ -21,7 +21,8 @@ void plot_csv(std::string_view kind, const std::filesystem::path& csv, const std
 
 // Writes `files` and draws `plot_csv_text` (a CSV of `kind`) into `png` so that they appear together or not
 // at all: the plot is drawn into a temporary file first and renamed last. With `png` empty, only the files.
-void write_with_plot(std::string_view kind, const std::vector<std::pair<std::filesystem::path, std::string>>& files,
+void write_with_plot(std::string_view kind,
+                     const std::vector<std::pair<std::filesystem::path, std::string>>& files,
                      const std::string& plot_csv_text, const std::filesystem::path& png);
 
 // The script plot_csv runs; RuntimeError listing the places looked at when it is nowhere.

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <string_view>
 #include <string>
+#include <string_view>
 
 #include "dcpsim/traces/trace_sink.h"
 
