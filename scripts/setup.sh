@@ -7,6 +7,7 @@ packages=(
   libsimgrid-dev libprotobuf-dev protobuf-compiler libcli11-dev nlohmann-json3-dev zlib1g-dev libsqlite3-dev
   libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib python3-pip clang-format
+  clang-14 libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "dcpsim/traces/chrome_writer.h"
+#include "dcpsim/traces/output_file.h"
 
 namespace dcpsim::cli {
 
@@ -20,6 +21,7 @@ void add_export_command(CLI::App& app) {
       ->required();
   sub->add_option("input", options->input, "dcpsim trace (.pb) to read")->required();
   sub->callback([options] {
+    traces::check_output_paths({{"input", options->input}}, {{"--chrome", options->chrome}});
     traces::export_chrome(options->input, options->chrome);
     std::cout << "wrote " << options->chrome << "\n";
   });

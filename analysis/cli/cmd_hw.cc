@@ -100,8 +100,15 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
               : f.emulate ? hw::ProcessMode::kEmulate
                           : hw::ProcessMode::kThreads;
   base.devices = parse_devices(f.devices);
+  traces::check_output_paths({{"--contexts-file", f.scenario.contexts_file}},
+                             {{"--out", f.out}, {"--json", f.json}});
+  for (const auto& strategy : strategies_of(f.scenario.strategy)) {
+    analysis::ScenarioFlags sf = f.scenario;
+    sf.strategy = strategy;
+    (void)analysis::to_scenario(sf);  // every scenario is checked before a device is touched
+  }
   if (base.mode == hw::ProcessMode::kThreads && base.devices.empty()) {
-    const int n = std::stoi(analysis::split_list(f.scenario.dcp, "dcp").front());
+    const int n = analysis::to_scenario(f.scenario).dcp;
     for (int i = 0; i < n; ++i) base.devices.push_back(i);
   }
   base.warmup = f.warmup;

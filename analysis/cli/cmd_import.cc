@@ -13,6 +13,7 @@
 #include "dcpsim/models/scenario_proto.h"
 #include "dcpsim/traces/import_kineto.h"
 #include "dcpsim/traces/import_nsys.h"
+#include "dcpsim/traces/output_file.h"
 #include "dcpsim/traces/protobuf_writer.h"
 
 namespace dcpsim::cli {
@@ -34,6 +35,7 @@ void run_import(const ImportArgs& a) {
   if (a.kineto.empty() == a.nsys.empty()) {
     throw InputError("dcpsim import needs exactly one of --kineto FILE or --nsys FILE");
   }
+  traces::check_output_paths({{"--kineto", a.kineto}, {"--nsys", a.nsys}}, {{"--out", a.out}});
   traces::ImportOptions options;
   options.scenario = models::to_proto(analysis::to_scenario(a.scenario));
   options.scenario.set_name(a.name.empty() ? "imported " + (a.kineto.empty() ? a.nsys : a.kineto) : a.name);

@@ -7,6 +7,7 @@
 #include "dcpsim/analysis/merge_io.h"
 #include "dcpsim/models/merge.h"
 #include "dcpsim/models/types.h"
+#include "dcpsim/traces/output_file.h"
 
 namespace dcpsim::cli {
 namespace {
@@ -21,6 +22,7 @@ struct MergeFlags {
 };
 
 void run_merge(const MergeFlags& f) {
+  traces::check_output_paths({{"--input", f.input}}, {{"--out", f.out}});
   models::MergeOptions options;
   options.base = models::parse_lse_base(f.base);
   options.strategy = models::parse_strategy(f.strategy);

@@ -5,6 +5,7 @@
 
 #if DCPSIM_WITH_SIMGRID
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -60,22 +61,12 @@ std::vector<models::Strategy> parse_strategies(const std::string& list) {
   return out;
 }
 
-// Checked before any simulation, so that a long replay does not end in an unwritable path.
-void require_directory_of(const std::string& file, const char* flag) {
-  const std::filesystem::path p(file);
-  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    throw InputError(std::string(flag) + " '" + file + "': directory '" + dir.string() + "' does not exist");
-  }
-}
-
 bool is_measured_trace(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   char magic[traces::kTraceMagicSize] = {};
   in.read(magic, sizeof magic);
   return in.gcount() == static_cast<std::streamsize>(sizeof magic) &&
-         std::string(magic, sizeof magic) == std::string(traces::kTraceMagic, traces::kTraceMagicSize);
+         traces::is_trace_magic(std::string_view(magic, sizeof magic));
 }
 
 void replay_measured(const ReplayArgs& a, const models::HardwareProfile& profile) {
@@ -83,15 +74,13 @@ void replay_measured(const ReplayArgs& a, const models::HardwareProfile& profile
   const analysis::ValidationReport report =
       analysis::validate(profile, std::nullopt, analysis::all_sections({measured}));
   const std::string csv = analysis::validation_csv(report);
-  const std::filesystem::path out(a.out);
-  traces::write_file_atomically(out, csv);
+  analysis::write_with_plot("validate", {{a.out, csv}}, csv, a.plot);
   std::printf("replayed %zu measured section(s) of %s on %s: %zu figures compared\n", report.sections.size(),
               a.requests.c_str(), profile.name.c_str(), report.comparisons.size());
   std::printf("%-12s %6s %12s %12s\n", "figure", "n", "median |err|", "max |err|");
   for (const auto& s : report.per_figure) {
     std::printf("%-12s %6d %11.2f%% %11.2f%%\n", s.key.c_str(), s.count, 100 * s.median, 100 * s.max);
   }
-  if (!a.plot.empty()) analysis::plot_csv("validate", out, a.plot);
 }
 
 analysis::ReplayConfig make_config(const ReplayArgs& a, const models::HardwareProfile& profile) {
@@ -139,12 +128,10 @@ void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile
   };
   const analysis::ReplayResult result =
       analysis::replay_requests(std::move(requests), config, timing, progress);
-  analysis::write_steps_csv(result, a.out);
+  const std::string csv = analysis::steps_csv(result);
+  analysis::write_with_plot("replay", {{a.out, csv}}, csv, a.plot);
   std::cout << analysis::replay_summary(result) << "steps: " << a.out << "\n";
-  if (!a.plot.empty()) {
-    analysis::plot_csv("replay", a.out, a.plot);
-    std::cout << "plot: " << a.plot << "\n";
-  }
+  if (!a.plot.empty()) std::cout << "plot: " << a.plot << "\n";
 }
 
 void add_geometry_flags(CLI::App& cmd, analysis::ScenarioFlags& f) {
@@ -204,8 +191,11 @@ void add_replay_command(CLI::App& app) {
   cmd->add_option("--plot", args->plot, "also draw the CSV into this PNG (needs python3 with matplotlib)");
   cmd->add_flag("--no-memo", args->no_memo, "simulate every step even when an identical batch was simulated");
   cmd->callback([args] {
-    require_directory_of(args->out, "--out");
-    if (!args->plot.empty()) require_directory_of(args->plot, "--plot");
+    traces::check_output_paths({{"--requests", args->requests}, {"--profile", args->profile}},
+                               {{"--out", args->out}, {"--plot", args->plot}});
+    if (std::isnan(args->kv_capacity_gb) || args->kv_capacity_gb < 0 || std::isinf(args->kv_capacity_gb)) {
+      throw InputError("--kv-capacity-gb must be a finite number >= 0 (0: from the profile)");
+    }
     const models::HardwareProfile profile = models::load_profile(args->profile);
     if (is_measured_trace(args->requests)) {
       replay_measured(*args, profile);

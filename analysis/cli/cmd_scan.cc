@@ -8,11 +8,14 @@
 
 #ifdef DCPSIM_WITH_SIMGRID
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "dcpsim/analysis/plot.h"
 #include "dcpsim/analysis/scan.h"
 #include "dcpsim/error.h"
 #include "dcpsim/models/profile.h"
+#include "dcpsim/traces/output_file.h"
 #endif
 
 namespace dcpsim::cli {
@@ -37,11 +40,25 @@ void check_plot(const ScanCommand& c) {
         "--plot draws a whole grid with its header: drop --shard/--no-header, or draw the "
         "concatenated shards with `python3 scripts/plot.py scan SCAN.csv SCAN.png`");
   }
-  const std::filesystem::path png(c.plot);
-  const std::filesystem::path dir = png.has_parent_path() ? png.parent_path() : std::filesystem::path(".");
+}
+
+// With --plot, the grid goes to a temporary CSV first, so that the CSV and the plot appear together or not at
+// all.
+analysis::ScanReport scan_with_plot(const ScanCommand& c) {
+  const std::filesystem::path out(c.out);
+  const std::filesystem::path dir = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
+  const std::filesystem::path temp = dir / ("." + out.filename().string() + ".tmp-scan.csv");
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    throw InputError("--plot '" + c.plot + "': directory '" + dir.string() + "' does not exist");
+  try {
+    const analysis::ScanReport report = analysis::run_scan(c.options, temp, std::cerr);
+    std::ifstream in(temp, std::ios::binary);
+    const std::string csv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::filesystem::remove(temp, ec);
+    analysis::write_with_plot("scan", {{out, csv}}, csv, c.plot);
+    return report;
+  } catch (...) {
+    std::filesystem::remove(temp, ec);
+    throw;
   }
 }
 
@@ -52,14 +69,18 @@ void run_scan_command(ScanCommand& c) {
   if (!c.nccl_proto.empty()) c.options.nccl_proto = models::parse_protocol(c.nccl_proto);
   c.options.header = !c.no_header;
   check_plot(c);
-  const analysis::ScanReport report = analysis::run_scan(c.options, c.out, std::cerr);
+  traces::check_output_paths(
+      {{"--profile", c.options.profile}, {"--contexts-file", c.options.flags.contexts_file}},
+      {{"--out", c.out}, {"--plot", c.plot}});
+  if (c.options.jobs < 1 || c.options.jobs > 1024) {
+    throw InputError("--jobs " + std::to_string(c.options.jobs) + " is not an integer in [1, 1024]");
+  }
+  const analysis::ScanReport report =
+      c.plot.empty() ? analysis::run_scan(c.options, c.out, std::cerr) : scan_with_plot(c);
   std::cerr << "scan: wrote " << report.scenarios << " rows to " << c.out << " in " << report.wall_s << " s";
   if (!report.skipped.empty()) std::cerr << " (" << report.skipped.size() << " combinations skipped)";
   std::cerr << "\n";
-  if (!c.plot.empty()) {
-    analysis::plot_csv("scan", c.out, c.plot);
-    std::cerr << "scan: plot " << c.plot << "\n";
-  }
+  if (!c.plot.empty()) std::cerr << "scan: plot " << c.plot << "\n";
 }
 
 }  // namespace

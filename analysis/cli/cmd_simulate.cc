@@ -51,6 +51,8 @@ sim::SimOptions sim_options(const SimulateOptions& o, int dcp) {
 }
 
 void run_simulate(const SimulateOptions& o) {
+  traces::check_output_paths({{"--profile", o.profile}, {"--contexts-file", o.flags.contexts_file}},
+                             {{"--out", o.out}, {"--chrome", o.chrome}, {"--json", o.json}});
   const models::Scenario scenario = analysis::to_scenario(o.flags);
   const models::HardwareProfile profile = models::load_profile(o.profile);
   const sim::Simulator simulator(profile, sim_options(o, scenario.dcp));

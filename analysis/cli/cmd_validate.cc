@@ -1,5 +1,6 @@
 // dcpsim validate: re-simulate measured scenarios and compare (analysis/validate.h). Exits 1 when the median
 // relative error exceeds --max-median-err.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -63,27 +64,13 @@ void print_report(const analysis::ValidationReport& r, const analysis::ValidateO
             << " (limit " << pct(opt.max_median_error) << ")\n";
 }
 
-// Draws the CSV through the plotting helper (scripts/plot.py validate); without --csv the CSV is a temporary
-// file next to the image.
-void plot(const analysis::ValidationReport& report, const ValidateArgs& a) {
-  std::filesystem::path csv = a.csv;
-  const bool temporary = csv.empty();
-  if (temporary) {
-    csv = std::filesystem::path(a.plot).string() + ".csv.tmp";
-    traces::write_file_atomically(csv, analysis::validation_csv(report));
-  }
-  try {
-    analysis::plot_csv("validate", csv, a.plot);
-  } catch (...) {
-    std::error_code ec;
-    if (temporary) std::filesystem::remove(csv, ec);
-    throw;
-  }
-  std::error_code ec;
-  if (temporary) std::filesystem::remove(csv, ec);
-}
-
 void run(const ValidateArgs& a) {
+  std::vector<traces::PathFlag> inputs{{"--profile", a.profile}, {"--calibration", a.calibration}};
+  for (const std::string& m : a.measured) inputs.push_back({"--measured", m});
+  traces::check_output_paths(inputs, {{"--report", a.report}, {"--csv", a.csv}, {"--plot", a.plot}});
+  if (!(a.max_median_err > 0) || !std::isfinite(a.max_median_err)) {
+    throw InputError("--max-median-err must be a finite number > 0");
+  }
   std::vector<analysis::MeasuredTrace> traces;
   for (const std::string& m : a.measured) traces.push_back(analysis::load_measured(m));
   analysis::ValidateOptions opt;
@@ -91,11 +78,13 @@ void run(const ValidateArgs& a) {
   opt.include_rows = !a.no_rows;
   const analysis::ValidationReport report = analysis::validate(
       models::load_profile(a.profile), calibration_for(a), analysis::all_sections(traces), opt);
-  if (!a.report.empty()) {
-    traces::write_file_atomically(a.report, analysis::validation_markdown(report, opt, command_line(a.argv)));
-  }
-  if (!a.csv.empty()) traces::write_file_atomically(a.csv, analysis::validation_csv(report));
-  if (!a.plot.empty()) plot(report, a);
+  // The report, the CSV and the plot appear together or not at all.
+  std::vector<std::pair<std::filesystem::path, std::string>> files;
+  if (!a.report.empty())
+    files.emplace_back(a.report, analysis::validation_markdown(report, opt, command_line(a.argv)));
+  if (!a.csv.empty()) files.emplace_back(a.csv, analysis::validation_csv(report));
+  analysis::write_with_plot("validate", files,
+                            a.plot.empty() ? std::string() : analysis::validation_csv(report), a.plot);
   print_report(report, opt);
   if (!report.passed) {
     throw RuntimeError("median |relative error| " + pct(report.median_error) + " exceeds --max-median-err " +

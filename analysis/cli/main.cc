@@ -1,13 +1,17 @@
 // dcpsim: the command-line entry point. Parses once, runs one subcommand, maps errors to exit codes:
 // 0 success, 2 usage or input error (one line on stderr), 1 runtime failure.
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "dcpsim/error.h"
+#include "dcpsim/traces/trace_reader.h"
 #include "dcpsim/version.h"
 
 namespace dcpsim::cli {
@@ -20,7 +24,52 @@ CLI::App* add_unavailable_command(CLI::App& app, const std::string& name, const 
   return sub;
 }
 
+namespace {
+
+// NaN is never a valid value of a numeric flag, and CLI11 parses "nan" as a number: refuse any option
+// value spelled as a NaN ("--x nan", "--x=NaN", "--x -nan").
+void reject_nan_values(int argc, char** argv) {
+  const auto is_nan_text = [](std::string v) {
+    if (!v.empty() && (v[0] == '+' || v[0] == '-')) v.erase(0, 1);
+    for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return v == "nan" || (v.rfind("nan(", 0) == 0 && v.back() == ')');
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0) continue;
+    const auto eq = arg.find('=');
+    const std::string flag = arg.substr(0, eq);
+    const std::string value =
+        eq != std::string::npos ? arg.substr(eq + 1) : (i + 1 < argc ? argv[i + 1] : "");
+    if (is_nan_text(value)) throw InputError(flag + " '" + value + "' is NaN; a number is needed");
+  }
+}
+
+// Leaves without running static destructors and atexit handlers: after a failed simulation SimGrid's engine
+// still holds the dead scenario's actors, and its teardown would crash after dcpsim's one-line error. Every
+// output has been discarded by then (the writers clean up as the exception unwinds).
+[[noreturn]] void leave(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+
+}  // namespace
+
 }  // namespace dcpsim::cli
+
+namespace {
+
+// Every error is one line: a message with embedded newlines (a library's multi-line text) is joined.
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace dcpsim;
@@ -41,7 +90,9 @@ int main(int argc, char** argv) {
   cli::add_merge_command(app);
   cli::add_import_command(app);
 
+  traces::route_protobuf_logging();
   try {
+    cli::reject_nan_values(argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
@@ -50,20 +101,24 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "dcpsim: " << e.what() << " (see --help)\n";
-    return 2;
+    std::cerr << "dcpsim: " << one_line(e.what()) << " (see --help)\n";
+    cli::leave(2);
   } catch (const InputError& e) {
-    std::cerr << "dcpsim: " << e.what() << "\n";
-    return 2;
+    std::cerr << "dcpsim: " << one_line(e.what()) << "\n";
+    cli::leave(2);
   } catch (const RuntimeError& e) {
-    std::cerr << "dcpsim: error: " << e.what() << "\n";
-    return 1;
+    std::cerr << "dcpsim: error: " << one_line(e.what()) << "\n";
+    cli::leave(1);
   } catch (const std::bad_alloc&) {
     std::cerr << "dcpsim: error: out of memory\n";
-    return 1;
+    cli::leave(1);
+  } catch (const nlohmann::json::exception& e) {
+    // A JSON document of the wrong shape that a reader did not check field by field.
+    std::cerr << "dcpsim: " << one_line(e.what()) << "\n";
+    cli::leave(2);
   } catch (const std::exception& e) {
-    std::cerr << "dcpsim: error: " << e.what() << "\n";
-    return 1;
+    std::cerr << "dcpsim: error: " << one_line(e.what()) << "\n";
+    cli::leave(1);
   }
   return 0;
 }

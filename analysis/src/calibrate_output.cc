@@ -282,8 +282,8 @@ json calibration_json(const CalibrationResult& r, const CalibrationProvenance& p
 
 void write_calibration(const CalibrationResult& result, const CalibrationProvenance& prov,
                        const std::filesystem::path& out) {
-  traces::write_file_atomically(out, models::to_json(result.profile));
-  traces::write_file_atomically(calibration_sidecar(out), calibration_json(result, prov).dump(2) + "\n");
+  traces::write_files_atomically({{out, models::to_json(result.profile)},
+                                  {calibration_sidecar(out), calibration_json(result, prov).dump(2) + "\n"}});
 }
 
 }  // namespace dcpsim::analysis

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "dcpsim/error.h"
+#include "dcpsim/json_limits.h"
 #include "dcpsim/traces/output_file.h"
 #include "dcpsim/version.h"
 
@@ -124,13 +125,12 @@ std::vector<models::Partial> partials_from_json(const json& doc) {
 std::vector<models::Partial> read_partials(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError("cannot open partials file '" + path + "'");
-  json doc;
+  const json doc = parse_json_checked(in, path);
   try {
-    doc = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError("'" + path + "' is not valid JSON: " + e.what());
+    return partials_from_json(doc);
+  } catch (const InputError& e) {
+    throw InputError(path + ": " + e.what());
   }
-  return partials_from_json(doc);
 }
 
 json merge_result_to_json(const models::MergeResult& m, const models::MergeOptions& o) {

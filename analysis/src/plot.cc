@@ -4,14 +4,18 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <vector>
 
 #include "dcpsim/error.h"
+#include "dcpsim/traces/output_file.h"
 
 extern char** environ;
 
@@ -20,9 +24,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Runs argv[0] (searched on PATH) with `argv`, optionally silenced, and returns its exit status; nullopt when
-// it could not be started or did not exit normally.
-std::optional<int> run_program(const std::vector<std::string>& argv, bool quiet) {
+// Runs argv[0] (searched on PATH) with `argv`, optionally silenced (or with its stderr sent to
+// `stderr_file`), and returns its exit status; nullopt when it could not be started or did not exit normally.
+std::optional<int> run_program(const std::vector<std::string>& argv, bool quiet,
+                               const std::string& stderr_file = {}) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -31,6 +36,10 @@ std::optional<int> run_program(const std::vector<std::string>& argv, bool quiet)
   if (quiet) {
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  } else if (!stderr_file.empty()) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
   }
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
@@ -42,6 +51,21 @@ std::optional<int> run_program(const std::vector<std::string>& argv, bool quiet)
   }
   if (!WIFEXITED(status)) return std::nullopt;
   return WEXITSTATUS(status);
+}
+
+// The last non-blank line of a file (a Python traceback's last line says what went wrong), at most 300 chars.
+std::string last_line(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  }
+  return last.substr(0, 300);
+}
+
+fs::path temp_beside(const fs::path& target, const std::string& suffix) {
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  return dir / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + suffix);
 }
 
 std::vector<fs::path> script_candidates() {
@@ -101,16 +125,47 @@ void plot_csv(std::string_view kind, const fs::path& csv, const fs::path& png) {
     throw InputError("cannot write plot '" + png.string() + "': directory '" + dir.string() +
                      "' does not exist");
   }
+  if (fs::is_directory(png, ec))
+    throw InputError("cannot write plot '" + png.string() + "': it is a directory");
   const std::string python = python_with_matplotlib();
   const fs::path script = plot_script();
+  const fs::path errors = temp_beside(png, ".stderr");
   const auto status =
-      run_program({python, script.string(), std::string(kind), csv.string(), png.string()}, false);
+      run_program({python, script.string(), std::string(kind), csv.string(), png.string()}, false, errors);
+  const std::string why = last_line(errors);
+  fs::remove(errors, ec);
   if (!status) throw RuntimeError("could not run " + python + " " + script.string());
   if (*status != 0) {
     throw RuntimeError("plot.py " + std::string(kind) + " failed (exit " + std::to_string(*status) +
-                       ") on '" + csv.string() + "'");
+                       ") on '" + csv.string() + "'" + (why.empty() ? "" : ": " + why));
   }
   if (!fs::is_regular_file(png, ec)) throw RuntimeError("plot.py did not write '" + png.string() + "'");
+}
+
+void write_with_plot(std::string_view kind, const std::vector<std::pair<fs::path, std::string>>& files,
+                     const std::string& plot_csv_text, const fs::path& png) {
+  if (png.empty()) {
+    traces::write_files_atomically(files);
+    return;
+  }
+  const fs::path csv = temp_beside(png, ".csv");
+  const fs::path drawn = temp_beside(png, ".png");
+  std::error_code ec;
+  try {
+    traces::write_file_atomically(csv, plot_csv_text);
+    plot_csv(kind, csv, drawn);
+    fs::remove(csv, ec);
+    traces::write_files_atomically(files);
+  } catch (...) {
+    fs::remove(csv, ec);
+    fs::remove(drawn, ec);
+    throw;
+  }
+  fs::rename(drawn, png, ec);
+  if (ec) {
+    fs::remove(drawn, ec);
+    throw RuntimeError("cannot move the plot into place at '" + png.string() + "'");
+  }
 }
 
 }  // namespace dcpsim::analysis

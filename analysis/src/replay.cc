@@ -155,6 +155,10 @@ ReplayResult replay_requests(std::vector<Request> requests, const ReplayConfig& 
 }
 
 void write_steps_csv(const ReplayResult& result, const std::filesystem::path& path) {
+  traces::write_file_atomically(path, steps_csv(result));
+}
+
+std::string steps_csv(const ReplayResult& result) {
   std::ostringstream out;
   out << "step,time_s,rows,admitted,sum_context,max_context,kv_tokens_max";
   for (const auto s : result.strategies) {
@@ -167,7 +171,7 @@ void write_steps_csv(const ReplayResult& result, const std::filesystem::path& pa
     for (const auto& t : r.timing) out << ',' << t.step_s * 1e6 << ',' << t.merge_s * 1e6;
     out << '\n';
   }
-  traces::write_file_atomically(path, out.str());
+  return out.str();
 }
 
 std::string replay_summary(const ReplayResult& r) {

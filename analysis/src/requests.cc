@@ -8,7 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dcpsim/checked.h"
 #include "dcpsim/error.h"
+#include "dcpsim/json_limits.h"
 #include "dcpsim/traces/import_io.h"
 
 namespace dcpsim::analysis {
@@ -26,8 +28,10 @@ std::string lower(std::string s) {
 std::int64_t json_count(const nlohmann::json& row, const char* field, const std::string& where) {
   if (!row.contains(field)) throw InputError(where + ": field \"" + field + "\" is missing");
   const auto& v = row[field];
-  if (!v.is_number_integer() || v.get<std::int64_t>() < 0) {
-    throw InputError(where + ": \"" + field + "\" is " + v.dump() + "; a whole number >= 0 is needed");
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > kMaxTokens) ||
+      v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > kMaxTokens) {
+    throw InputError(where + ": \"" + field + "\" is " + v.dump() + "; a whole number in [0, " +
+                     std::to_string(kMaxTokens) + "] is needed");
   }
   return v.get<std::int64_t>();
 }
@@ -35,18 +39,27 @@ std::int64_t json_count(const nlohmann::json& row, const char* field, const std:
 std::int64_t json_timestamp_ns(const nlohmann::json& row, const std::string& where) {
   if (!row.contains("timestamp")) throw InputError(where + ": field \"timestamp\" is missing");
   const auto& v = row["timestamp"];
-  if (v.is_number_integer() && v.get<std::int64_t>() >= 0) return v.get<std::int64_t>() * 1'000'000;
-  if (v.is_number_float() && v.get<double>() >= 0 && std::isfinite(v.get<double>())) {
+  constexpr std::int64_t kMaxMs = kMaxTimeNs / 1'000'000;
+  if (v.is_number_integer() && !v.is_number_unsigned() && v.get<std::int64_t>() >= 0 &&
+      v.get<std::int64_t>() <= kMaxMs) {
+    return v.get<std::int64_t>() * 1'000'000;
+  }
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() <= static_cast<std::uint64_t>(kMaxMs)) {
+    return static_cast<std::int64_t>(v.get<std::uint64_t>()) * 1'000'000;
+  }
+  if (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() <= static_cast<double>(kMaxMs)) {
     return std::llround(v.get<double>() * 1e6);
   }
-  throw InputError(where + ": \"timestamp\" is " + v.dump() + "; milliseconds >= 0 are needed");
+  throw InputError(where + ": \"timestamp\" is " + v.dump() + "; milliseconds in [0, " +
+                   std::to_string(kMaxMs) + "] are needed");
 }
 
 std::int64_t csv_count(std::string_view field, const char* column, const std::string& where) {
   std::int64_t v = 0;
   auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
-  if (ec != std::errc() || end != field.data() + field.size() || v < 0) {
-    throw InputError(where + ": " + column + " '" + std::string(field) + "' is not a whole number >= 0");
+  if (ec != std::errc() || end != field.data() + field.size() || v < 0 || v > kMaxTokens) {
+    throw InputError(where + ": " + column + " '" + std::string(field) + "' is not a whole number in [0, " +
+                     std::to_string(kMaxTokens) + "]");
   }
   return v;
 }
@@ -109,6 +122,8 @@ std::int64_t parse_utc_datetime_ns(std::string_view text, std::string_view what)
   const std::int64_t year = number(0, 4), month = number(5, 2), day = number(8, 2);
   const std::int64_t hour = number(11, 2), minute = number(14, 2), second = number(17, 2);
   static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  // 1970..2200: the traces are server logs; dates outside would not fit in int64 ns relative to each other.
+  if (year < 1970 || year > 2200) throw bad("year: 1970 to 2200");
   if (month < 1 || month > 12) throw bad("month");
   if (day < 1 || day > kDays[month - 1] + (month == 2 && leap(year) ? 1 : 0)) throw bad("day");
   if (hour > 23 || minute > 59 || second > 60) throw bad("time of day");
@@ -132,8 +147,8 @@ std::vector<Request> read_mooncake_jsonl(const std::filesystem::path& path) {
     const std::string where = file.where(file.line_number());
     nlohmann::json row;
     try {
-      row = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error&) {
+      row = nlohmann::json::parse(line, json_depth_guard(where));
+    } catch (const nlohmann::json::exception&) {
       throw InputError(where + ": not a JSON object (Mooncake traces hold one object per line)");
     }
     if (!row.is_object())

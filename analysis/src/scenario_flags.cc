@@ -4,16 +4,18 @@
 #include <fstream>
 #include <sstream>
 
+#include "dcpsim/checked.h"
 #include "dcpsim/error.h"
 
 namespace dcpsim::analysis {
 namespace {
 
-int parse_int(const std::string& s, const std::string& flag, int min_value) {
+int parse_int(const std::string& s, const std::string& flag, int min_value, int max_value) {
   int v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v < min_value) {
-    throw InputError("--" + flag + " '" + s + "' is not an integer >= " + std::to_string(min_value));
+  if (ec != std::errc() || p != s.data() + s.size() || v < min_value || v > max_value) {
+    throw InputError("--" + flag + " '" + s + "' is not an integer in [" + std::to_string(min_value) + ", " +
+                     std::to_string(max_value) + "]");
   }
   return v;
 }
@@ -40,6 +42,9 @@ std::vector<int64_t> read_contexts_file(const std::string& path) {
     while (words >> w) {
       if (w.front() == '#') break;
       try {
+        if (contexts.size() >= static_cast<std::size_t>(kMaxRows)) {
+          throw InputError("more than " + std::to_string(kMaxRows) + " rows");
+        }
         contexts.push_back(models::parse_token_count(w));
       } catch (const InputError& e) {
         throw InputError(path + ":" + std::to_string(line_no) + ": " + e.what());
@@ -58,13 +63,13 @@ models::Scenario make(const ScenarioFlags& f, const std::string& dcp, const std:
                       const std::string& head_dim, const std::string& kv_heads, const std::string& batch,
                       const std::string& context, const std::string& strategy, const std::string& launch) {
   models::Scenario s;
-  s.dcp = parse_int(dcp, "dcp", 1);
-  s.heads = parse_int(heads, "heads", 1);
-  s.head_dim = parse_int(head_dim, "head-dim", 1);
-  s.kv_heads = parse_int(kv_heads, "kv-heads", 1);
+  s.dcp = parse_int(dcp, "dcp", 1, kMaxDcp);
+  s.heads = parse_int(heads, "heads", 1, kMaxHeads);
+  s.head_dim = parse_int(head_dim, "head-dim", 1, kMaxHeadDim);
+  s.kv_heads = parse_int(kv_heads, "kv-heads", 1, kMaxHeads);
   s.qk_dim = f.qk_dim.empty() ? default_qk_dim(s.head_dim, s.kv_heads)
-                              : parse_int(single(f.qk_dim, "qk-dim"), "qk-dim", 1);
-  s.interleave = parse_int(single(f.interleave, "interleave"), "interleave", 1);
+                              : parse_int(single(f.qk_dim, "qk-dim"), "qk-dim", 1, kMaxHeadDim);
+  s.interleave = parse_int(single(f.interleave, "interleave"), "interleave", 1, 1 << 30);
   s.lse_base = models::parse_lse_base(single(f.lse_base, "lse-base"));
   s.kv_dtype = models::parse_dtype(single(f.kv_dtype, "kv-dtype"));
   s.out_dtype = models::parse_dtype(single(f.out_dtype, "out-dtype"));
@@ -73,7 +78,8 @@ models::Scenario make(const ScenarioFlags& f, const std::string& dcp, const std:
   if (!f.contexts_file.empty()) {
     s.contexts = read_contexts_file(f.contexts_file);
   } else {
-    s.contexts = models::uniform_contexts(parse_int(batch, "batch", 1), models::parse_token_count(context));
+    s.contexts =
+        models::uniform_contexts(parse_int(batch, "batch", 1, kMaxRows), models::parse_token_count(context));
   }
   return s;
 }

@@ -61,7 +61,7 @@ template <typename TIn, typename TOut>
 __global__ void __launch_bounds__(kThreads) combine_kernel(CombineArgs a) {
   pdl_begin();
   extern __shared__ float w[];  // [N]
-  __shared__ float merged;
+  __shared__ LseShift shift;
   const int j = blockIdx.x, b = blockIdx.y;
   const TIn* o = static_cast<const TIn*>(a.o);
   const float* lse = a.lse;
@@ -79,11 +79,11 @@ __global__ void __launch_bounds__(kThreads) combine_kernel(CombineArgs a) {
   };
   const float k = a.base2 ? 1.f : kLog2e;
   if (threadIdx.x == 0) {
-    merged = b < a.valid_rows ? merged_lse_log2(a.dcp, k, lse_of) : -INFINITY;
+    shift = b < a.valid_rows ? lse_shift(a.dcp, k, lse_of) : LseShift{-INFINITY, 0.f};
   }
   __syncthreads();
-  const float L = merged;
-  for (int s = threadIdx.x; s < a.dcp; s += kThreads) w[s] = merge_weight(lse_of(s), k, L);
+  const LseShift sh = shift;
+  for (int s = threadIdx.x; s < a.dcp; s += kThreads) w[s] = merge_weight(lse_of(s), k, sh);
   __syncthreads();
   TOut* dst =
       static_cast<TOut*>(a.dst) + std::int64_t(b) * a.dst_row_stride + std::int64_t(j) * a.dst_head_stride;
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kThreads) combine_kernel(CombineArgs a) {
   }
   if (threadIdx.x == 0 && a.merged_lse.ptr != nullptr)
     a.merged_lse.ptr[std::int64_t(b) * a.merged_lse.row_stride + std::int64_t(j) * a.merged_lse.head_stride] =
-        L == -INFINITY ? -INFINITY : L / k;
+        merged_lse(sh, k);
   row_unit_done(a.stamps, b, static_cast<unsigned>(a.heads));
 }
 

@@ -62,22 +62,34 @@ __device__ __forceinline__ float sanitize_lse(float l) {
   return (l != l || l == INFINITY) ? -INFINITY : l;
 }
 
-// SPEC steps 1-3 over n LSEs given by get(i), in log2 units (k = log2 e for natural-log LSEs, 1 for base 2).
-// Returns −inf when every partial is empty.
+// SPEC steps 1-3 over n LSEs given by get(i) (k = log2 e for natural-log LSEs, 1 for base 2): M = max L_i in
+// the LSE's own units and sum = Σ 2^((L_i − M)·k). The shift comes before the scaling, so no finite L
+// overflows, and the weights below are normalised by this sum rather than taken as 2^((L_i − L)·k): L rounds
+// (at 1e8 in fp32 L = M and every weight would be 1), the differences L_i − M do not. m = −inf: all empty.
+struct LseShift {
+  float m;
+  float sum;
+};
+
 template <typename Get>
-__device__ __forceinline__ float merged_lse_log2(int n, float k, Get get) {
+__device__ __forceinline__ LseShift lse_shift(int n, float k, Get get) {
   float m = -INFINITY;
-  for (int i = 0; i < n; ++i) m = fmaxf(m, sanitize_lse(get(i)) * k);
-  if (m == -INFINITY) return -INFINITY;
+  for (int i = 0; i < n; ++i) m = fmaxf(m, sanitize_lse(get(i)));
+  if (m == -INFINITY) return {m, 0.f};
   float s = 0.f;
-  for (int i = 0; i < n; ++i) s += exp2f(sanitize_lse(get(i)) * k - m);
-  return m + log2f(s);
+  for (int i = 0; i < n; ++i) s += exp2f((sanitize_lse(get(i)) - m) * k);
+  return {m, s};
+}
+
+// The merged LSE in the partials' base; −inf when every partial is empty.
+__device__ __forceinline__ float merged_lse(LseShift s, float k) {
+  return s.m == -INFINITY ? -INFINITY : s.m + log2f(s.sum) / k;
 }
 
 // SPEC step 4: w_i; exactly 0 for empty partials and when everything is empty (never NaN).
-__device__ __forceinline__ float merge_weight(float lse_i, float k, float merged_log2) {
-  if (merged_log2 == -INFINITY) return 0.f;
-  const float w = exp2f(sanitize_lse(lse_i) * k - merged_log2);
+__device__ __forceinline__ float merge_weight(float lse_i, float k, LseShift s) {
+  if (s.m == -INFINITY) return 0.f;
+  const float w = exp2f((sanitize_lse(lse_i) - s.m) * k) / s.sum;
   return w == w ? w : 0.f;
 }
 

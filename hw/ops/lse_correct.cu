@@ -62,7 +62,7 @@ struct Vec {
   __device__ __forceinline__ void set(int j, float x) { reinterpret_cast<T*>(&raw)[j] = from_f32<T>(x); }
 };
 
-// w_r and the merged LSE (log2 units) of one (row, head).
+// w_r and the merged LSE (in the partials' base) of one (row, head).
 __device__ __forceinline__ float pair_weight(const CorrectArgs& a, int b, int h, float k, float& merged) {
   const float* l = a.lse.ptr + std::int64_t(b) * a.lse.row_stride + std::int64_t(h) * a.lse.head_stride;
   if (a.dcp <= kFastN) {
@@ -70,7 +70,7 @@ __device__ __forceinline__ float pair_weight(const CorrectArgs& a, int b, int h,
     float v[kFastN];
 #pragma unroll
     for (int i = 0; i < kFastN; ++i) {
-      const float x = sanitize_lse(l[std::int64_t(min(i, a.dcp - 1)) * a.lse.rank_stride]) * k;
+      const float x = sanitize_lse(l[std::int64_t(min(i, a.dcp - 1)) * a.lse.rank_stride]);
       v[i] = i < a.dcp ? x : -INFINITY;
     }
     float m = -INFINITY, mine = -INFINITY;
@@ -85,14 +85,15 @@ __device__ __forceinline__ float pair_weight(const CorrectArgs& a, int b, int h,
     }
     float sum = 0.f;
 #pragma unroll
-    for (int i = 0; i < kFastN; ++i) sum += exp2f(v[i] - m);
-    merged = m + log2f(sum);
-    const float w = exp2f(mine - merged);
+    for (int i = 0; i < kFastN; ++i) sum += exp2f((v[i] - m) * k);
+    merged = m + log2f(sum) / k;
+    const float w = exp2f((mine - m) * k) / sum;
     return w == w ? w : 0.f;
   }
   auto get = [&](int n) { return l[std::int64_t(n) * a.lse.rank_stride]; };
-  merged = merged_lse_log2(a.dcp, k, get);
-  return merge_weight(get(a.rank), k, merged);
+  const LseShift shift = lse_shift(a.dcp, k, get);
+  merged = merged_lse(shift, k);
+  return merge_weight(get(a.rank), k, shift);
 }
 
 template <typename T>
@@ -127,7 +128,7 @@ __device__ __forceinline__ void correct_one_vector(const CorrectArgs& a, unsigne
   r.store(static_cast<T*>(a.out) + out_offset<T>(a, b, h) + d);
   if (d == 0 && a.merged_lse.ptr != nullptr)
     a.merged_lse.ptr[std::int64_t(b) * a.merged_lse.row_stride + std::int64_t(h) * a.merged_lse.head_stride] =
-        merged == -INFINITY ? -INFINITY : merged / k;
+        merged;
 }
 
 // Small calls are latency-bound: one vector per thread, no shared memory and no barrier (but the row
@@ -178,7 +179,7 @@ __global__ void __launch_bounds__(kThreads, 4) correct_kernel(CorrectArgs a, int
     if (a.merged_lse.ptr != nullptr)
       a.merged_lse
           .ptr[std::int64_t(b) * a.merged_lse.row_stride + std::int64_t(h) * a.merged_lse.head_stride] =
-          merged == -INFINITY ? -INFINITY : merged / k;
+          merged;
   }
   __syncthreads();
   const int vecs = a.dim / VEC, per = kThreads / vecs;

@@ -38,28 +38,32 @@ T log_base(T x, LseBase base) {
 }
 
 // SPEC steps 1-4 for one (row, head). Writes one weight per partial and returns L (−inf if all are empty).
+// The weights are normalised by their max-shifted sum, w_i = exp(L_i − M) / Σ_j exp(L_j − M) with M = max
+// L_i, never exp(L_i − L): L = M + log Σ rounds (at 1e8 in fp32 it equals M and every weight would be 1),
+// while the shifted differences L_i − M are exact, so the weights sum to 1 for any finite LSE. An LSE beyond
+// T's range keeps its double value, so the shift stays finite (the returned L is then ±inf in T).
 template <typename T>
 T merge_lse_into(std::span<const double> lses, LseBase base, std::span<double> weights) {
   auto sanitised = [](double l) {
-    return std::isnan(l) || l == kInf ? -std::numeric_limits<T>::infinity() : to<T>(l);
+    if (std::isnan(l) || l == kInf) return -kInf;
+    const double t = static_cast<double>(to<T>(l));
+    return std::isinf(t) ? l : t;
   };
-  const T neg_inf = -std::numeric_limits<T>::infinity();
-  T m = neg_inf;
+  double m = -kInf;
   for (double l : lses) m = std::max(m, sanitised(l));
   std::fill(weights.begin(), weights.end(), 0.0);
-  if (m == neg_inf) return neg_inf;
+  if (m == -kInf) return -std::numeric_limits<T>::infinity();
   T sum = 0;
   for (double l : lses) {
-    if (const T s = sanitised(l); s != neg_inf) sum += exp_base<T>(s - m, base);
+    if (const double s = sanitised(l); s != -kInf) sum += exp_base<T>(to<T>(s - m), base);
   }
-  const T lse = m + log_base<T>(sum, base);
   for (std::size_t i = 0; i < lses.size(); ++i) {
-    const T s = sanitised(lses[i]);
-    if (s == neg_inf) continue;
-    const T w = exp_base<T>(s - lse, base);
+    const double s = sanitised(lses[i]);
+    if (s == -kInf) continue;
+    const T w = exp_base<T>(to<T>(s - m), base) / sum;
     weights[i] = std::isnan(w) ? 0.0 : static_cast<double>(w);
   }
-  return lse;
+  return to<T>(m) + log_base<T>(sum, base);
 }
 
 struct Plan {

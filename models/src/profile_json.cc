@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "dcpsim/json_limits.h"
 #include "profile_fields.h"
 
 namespace dcpsim::models {
@@ -15,6 +16,26 @@ using detail::dimension_name;
 using detail::dimension_units;
 using detail::Json;
 using detail::PathTracker;
+
+// Physical bounds on every profile quantity, in SI units: far above any real GPU, low enough that sizes and
+// times derived from them stay finite and SimGrid's clock stays exact (a launch latency of 1e300 s or 1e18
+// SMs is a typo, not hardware).
+std::string physical_bound(const Quantity& q, Dimension dim) {
+  const double si = q.si();
+  switch (dim) {
+    case Dimension::kTime:
+      return si <= 10.0 ? "" : "10 s";
+    case Dimension::kBandwidth:
+      return si <= 1e15 ? "" : "1 PB/s";
+    case Dimension::kBytes:
+      return si <= 1e15 ? "" : "1 PB";
+    case Dimension::kCount:
+      return si <= 1e6 ? "" : "1e6";
+    case Dimension::kRatio:
+      return "";
+  }
+  return "";
+}
 
 class Reader {
  public:
@@ -43,6 +64,10 @@ class Reader {
       }
       const Json* unit = member("unit");
       if (unit != nullptr) out.unit = read_unit(*unit, dim);
+      if (const std::string bound = physical_bound(out, dim); !bound.empty()) {
+        paths_.fail("value",
+                    "expected at most " + bound + ", got " + (value ? value->dump() : "the default"));
+      }
       read_source(out.source);
     });
   }
@@ -143,12 +168,7 @@ class Reader {
 
 HardwareProfile parse_profile(std::string_view json_text, std::string_view origin) {
   const std::string where(origin);
-  Json root;
-  try {
-    root = Json::parse(json_text.begin(), json_text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(where + ": invalid JSON: " + e.what());
-  }
+  const Json root = parse_json_checked<Json>(json_text, where);
   if (!root.is_object())
     throw InputError(where + ": expected a JSON object at the top level, got " + root.dump());
   auto format = root.find("format");

@@ -6,10 +6,34 @@
 #include <limits>
 #include <string>
 
+#include "dcpsim/checked.h"
 #include "dcpsim/error.h"
 
 namespace dcpsim::models {
 namespace {
+
+void require_at_most(const char* name, long long value, long long max) {
+  if (value > max) {
+    throw InputError(std::string(name) + " = " + std::to_string(value) + " is above the limit of " +
+                     std::to_string(max));
+  }
+}
+
+// The KV bytes the whole step reads, in checked 64-bit arithmetic: every size the simulator and the runner
+// derive from the scenario is at most this, so none of them overflows.
+void require_sizes_fit(const Scenario& s) {
+  const int64_t per_token =
+      checked_mul(checked_mul(s.kv_heads, int64_t{s.qk_dim} + s.head_dim, "KV bytes"), 8, "KV bytes");
+  int64_t total =
+      checked_mul(checked_mul(s.rows(), s.heads, "output size"), int64_t{s.head_dim} + 2, "output size");
+  total = checked_mul(checked_mul(total, s.dcp, "output size"), 8, "output size");
+  for (int64_t c : s.contexts)
+    total = checked_add(total, checked_mul(c, per_token, "KV bytes of a row"), "KV bytes");
+  // Leave headroom for sums of a few such sizes.
+  if (total > (int64_t{1} << 60)) {
+    throw InputError("the step would read " + std::to_string(total) + " bytes, above the 2^60 limit");
+  }
+}
 
 void require_positive(const char* name, long long value) {
   if (value < 1)
@@ -24,6 +48,22 @@ double Scenario::scale() const {
 }
 
 void Scenario::validate() const {
+  require_at_most("dcp", dcp, kMaxDcp);
+  require_at_most("heads", heads, kMaxHeads);
+  require_at_most("kv_heads", kv_heads, kMaxHeads);
+  require_at_most("head_dim", head_dim, kMaxHeadDim);
+  require_at_most("qk_dim", qk_dim, kMaxHeadDim);
+  require_at_most("interleave", interleave, 1 << 30);
+  if (contexts.size() > static_cast<std::size_t>(kMaxRows)) {
+    throw InputError("the batch has " + std::to_string(contexts.size()) + " rows; at most " +
+                     std::to_string(kMaxRows) + " are allowed");
+  }
+  for (std::size_t b = 0; b < contexts.size(); ++b) {
+    if (contexts[b] > kMaxTokens) {
+      throw InputError("context of row " + std::to_string(b) + " = " + std::to_string(contexts[b]) +
+                       " is above the limit of " + std::to_string(kMaxTokens) + " tokens");
+    }
+  }
   require_positive("dcp", dcp);
   require_positive("heads", heads);
   require_positive("kv_heads", kv_heads);
@@ -54,6 +94,7 @@ void Scenario::validate() const {
                      " is not divisible by dcp = " + std::to_string(dcp) + ", which strategy " +
                      std::string(to_string(strategy)) + " needs (use ag-ar or change dcp)");
   }
+  require_sizes_fit(*this);
 }
 
 std::string Scenario::label() const {
@@ -100,7 +141,10 @@ int64_t parse_token_count(std::string_view s) {
     if (value > (std::numeric_limits<int64_t>::max() - (c - '0')) / 10) throw bad();
     value = value * 10 + (c - '0');
   }
-  if (value > std::numeric_limits<int64_t>::max() / multiplier) throw bad();
+  if (value > kMaxTokens / multiplier) {
+    throw InputError("token count '" + text + "' is above the limit of " + std::to_string(kMaxTokens) +
+                     " tokens");
+  }
   return value * multiplier;
 }
 

@@ -52,7 +52,7 @@ TEST(MergeIo, FileErrors) {
     read_partials(path);
     ADD_FAILURE();
   } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("is not valid JSON"));
+    EXPECT_THAT(e.what(), HasSubstr("invalid JSON"));
   }
   std::filesystem::remove(path);
   EXPECT_THROW(write_json_file("/nonexistent-dir/out.json", json::object()), InputError);

@@ -95,8 +95,8 @@ TEST(Profile, AwkwardDoublesRoundTripBitForBit) {
   HardwareProfile p = load_profile("h200-sxm");
   p.nvlink.measured_bandwidth.value = 0.1 + 0.2;
   p.launch.dependent_gap.value = 1.0 / 3.0;
-  p.kernel.half_efficiency_bytes.value = 1e300;
-  p.signal.poll_interval.value = 5e-324;  // smallest subnormal
+  p.kernel.half_efficiency_bytes.value = 123456.78901234567;  // 17 significant digits, within 1 PB
+  p.signal.poll_interval.value = 5e-324;                      // smallest subnormal
   const HardwareProfile back = parse_profile(to_json(p), "round trip");
   EXPECT_EQ(back, p);
   EXPECT_EQ(back.nvlink.measured_bandwidth.value, 0.1 + 0.2);

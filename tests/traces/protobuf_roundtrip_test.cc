@@ -96,7 +96,7 @@ TEST(ProtobufTrace, FileStartsWithMagic) {
   writer.on_header(make_header(v1::SOURCE_SIM));
   writer.finish();
   const std::string bytes = testing::read_bytes(dir / "t.pb");
-  EXPECT_EQ(bytes.substr(0, kTraceMagicSize), "DCPTRC1\n");
+  EXPECT_EQ(bytes.substr(0, kTraceMagicSize), "DCPTRC2\n");
   EXPECT_EQ(writer.records_written(), 1u);
 }
 

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "dcpsim/checked.h"
 #include "dcpsim/error.h"
 #include "trace_checker.h"
 
@@ -58,7 +59,8 @@ void emit(Collected collected, v1::Header header, const ImportOptions& options, 
     if (id_of[i] != 0) id_of[i] = next_id++;
   }
 
-  header.set_time_origin_ns(clock_base_ns + origin);
+  header.set_time_origin_ns(
+      checked_add(clock_base_ns, origin, "'" + path.string() + "': clock base + first event"));
   stats.time_origin_ns = header.time_origin_ns();
   sink.on_header(header);
   sink.on_scenario(options.scenario);

@@ -7,7 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "dcpsim/checked.h"
 #include "dcpsim/error.h"
+#include "dcpsim/json_limits.h"
 
 namespace dcpsim::traces::import_json {
 namespace {
@@ -33,6 +35,7 @@ class StreamingHandler final : public nlohmann::json_sax<Json> {
   bool binary(binary_t& v) override { return scalar(Json::binary(std::move(v))); }
 
   bool start_object(std::size_t) override {
+    if (stack_.size() >= kMaxJsonDepth) throw json_too_deep(origin_);
     stack_.push_back(put(Json::object()));
     return true;
   }
@@ -43,6 +46,7 @@ class StreamingHandler final : public nlohmann::json_sax<Json> {
   bool end_object() override { return close(); }
 
   bool start_array(std::size_t) override {
+    if (stack_.size() >= kMaxJsonDepth) throw json_too_deep(origin_);
     const bool is_stream = !streamed_ && stack_.size() == 1 && stack_.back() != nullptr &&
                            stack_.back()->is_object() && key_ == stream_key_;
     if (is_stream) {
@@ -188,7 +192,10 @@ std::int64_t micros_to_ns(const Json& v, std::string_view what) {
     if (ns > kInt64Max || ns < -kInt64Max) throw InputError(std::string(what) + " is out of range");
     return static_cast<std::int64_t>(ns);
   }
-  if (v.is_number_float()) return std::llround(v.get<double>() * 1000.0);
+  if (v.is_number_float()) {
+    return to_int64_checked(v.get<double>() * 1000.0, std::string(what) + " in ns", -kInt64Max + 1,
+                            static_cast<std::int64_t>(kInt64Max));
+  }
   if (v.is_string()) return decimal_to_scaled(v.get<std::string>(), 3, v, what);
   not_a_number(v, what);
 }
@@ -207,7 +214,7 @@ std::int64_t to_int64(const Json& v, std::string_view what) {
     if (milli % 1000 == 0) return milli / 1000;
   }
   if (v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>()) {
-    return static_cast<std::int64_t>(v.get<double>());
+    return to_int64_checked(v.get<double>(), what, -kInt64Max + 1, static_cast<std::int64_t>(kInt64Max));
   }
   throw InputError(std::string(what) + " is '" + to_text(v) + "'; an integer is needed");
 }

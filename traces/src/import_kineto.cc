@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "dcpsim/checked.h"
 #include "dcpsim/error.h"
 #include "dcpsim/traces/import_io.h"
 #include "dcpsim/traces/provenance.h"
@@ -117,7 +118,9 @@ void add_collective_args(const Json& args, std::string_view name, v1::Event& e, 
   if (args.contains("dtype")) {
     const std::string dtype = import_json::to_text(args["dtype"]);
     out["dtype"] = dtype;
-    if (const std::int64_t size = dtype_bytes(dtype); size > 0) e.set_bytes(std::max(in, out_n) * size);
+    if (const std::int64_t size = dtype_bytes(dtype); size > 0) {
+      e.set_bytes(checked_mul(std::max(in, out_n), size, where + " bytes (nelems x dtype size)"));
+    }
   }
 }
 
@@ -188,8 +191,10 @@ class Collector {
     if (activity == Activity::kNone) return;
     const std::string at = where(e);
     if (!e.contains("ts")) throw InputError(at + ": has no ts");
-    const std::int64_t ts = import_json::micros_to_ns(e["ts"], at + " ts");
-    const std::int64_t dur = e.contains("dur") ? import_json::micros_to_ns(e["dur"], at + " dur") : 0;
+    const std::int64_t ts = require_time_ns(import_json::micros_to_ns(e["ts"], at + " ts"), at + " ts");
+    const std::int64_t dur =
+        e.contains("dur") ? require_time_ns(import_json::micros_to_ns(e["dur"], at + " dur"), at + " dur")
+                          : 0;
     if (dur < 0) {
       ++stats_.skipped;
       return;
@@ -251,7 +256,9 @@ class Collector {
   void flow_end(const Json& e, bool start) {
     if (!e.contains("ts") || !e.contains("id")) return;
     const std::string key = e.value("cat", std::string("flow")) + "\x1f" + import_json::to_text(e["id"]);
-    flow_ends_[key].push_back({start, thread_key(e), import_json::micros_to_ns(e["ts"], where(e) + " ts")});
+    flow_ends_[key].push_back(
+        {start, thread_key(e),
+         require_time_ns(import_json::micros_to_ns(e["ts"], where(e) + " ts"), where(e) + " ts")});
   }
 
   // The innermost imported slice on the end's thread whose [start, end] holds its timestamp.
@@ -284,16 +291,19 @@ void add_devices(const Json& doc, const std::set<std::int64_t>& used, int rank, 
     if (!p.is_object() || !p.contains("id") || !used.contains(import_json::to_int64(p["id"], "device id")))
       continue;
     v1::Device* d = header.add_devices();
-    d->set_index(static_cast<int>(import_json::to_int64(p["id"], "device id")));
+    d->set_index(to_int_checked(import_json::to_int64(p["id"], "device id"), "device id", 0, 1 << 20));
     d->set_rank(rank);
     d->set_name(p.value("name", std::string()));
-    if (p.contains("numSms")) d->set_sm_count(static_cast<int>(import_json::to_int64(p["numSms"], "numSms")));
+    if (p.contains("numSms"))
+      d->set_sm_count(to_int_checked(import_json::to_int64(p["numSms"], "numSms"), "numSms", 0, 1 << 20));
     if (p.contains("totalGlobalMem"))
       d->set_memory_bytes(import_json::to_int64(p["totalGlobalMem"], "memory"));
     if (p.contains("computeMajor"))
-      d->set_compute_capability_major(static_cast<int>(p.value("computeMajor", 0)));
+      d->set_compute_capability_major(
+          to_int_checked(import_json::to_int64(p["computeMajor"], "computeMajor"), "computeMajor", 0, 1000));
     if (p.contains("computeMinor"))
-      d->set_compute_capability_minor(static_cast<int>(p.value("computeMinor", 0)));
+      d->set_compute_capability_minor(
+          to_int_checked(import_json::to_int64(p["computeMinor"], "computeMinor"), "computeMinor", 0, 1000));
   }
 }
 
@@ -301,14 +311,30 @@ int trace_rank(const Json& doc, const ImportOptions& options, const std::filesys
   if (options.rank) return *options.rank;
   if (doc.contains("distributedInfo") && doc["distributedInfo"].is_object() &&
       doc["distributedInfo"].contains("rank")) {
-    return static_cast<int>(import_json::to_int64(doc["distributedInfo"]["rank"], path.string() + ": rank"));
+    return to_int_checked(import_json::to_int64(doc["distributedInfo"]["rank"], path.string() + ": rank"),
+                          path.string() + ": distributedInfo.rank", 0, kMaxDcp - 1);
   }
   return 0;
 }
 
 }  // namespace
 
+namespace {
+ImportStats import_kineto_unchecked(const std::filesystem::path& path, TraceSink& sink,
+                                    const ImportOptions& options);
+}  // namespace
+
 ImportStats import_kineto(const std::filesystem::path& path, TraceSink& sink, const ImportOptions& options) {
+  try {
+    return import_kineto_unchecked(path, sink, options);
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong JSON type the reader did not expect
+    throw InputError("'" + path.string() + "': " + e.what());
+  }
+}
+
+namespace {
+ImportStats import_kineto_unchecked(const std::filesystem::path& path, TraceSink& sink,
+                                    const ImportOptions& options) {
   // The rank is needed for every event but lives in the document, which may come after traceEvents: events
   // are filed under a provisional rank and corrected once the whole file has been read.
   if (options.rank) import_common::check_scenario(options, *options.rank, path);
@@ -342,7 +368,9 @@ ImportStats import_kineto(const std::filesystem::path& path, TraceSink& sink, co
   }
   std::int64_t base_ns = 0;
   if (doc.contains("baseTimeNanoseconds")) {
-    base_ns = import_json::to_int64(doc["baseTimeNanoseconds"], path.string() + ": baseTimeNanoseconds");
+    base_ns = require_time_ns(
+        import_json::to_int64(doc["baseTimeNanoseconds"], path.string() + ": baseTimeNanoseconds"),
+        path.string() + ": baseTimeNanoseconds");
   }
   if (doc.contains("distributedInfo") && doc["distributedInfo"].is_object()) {
     const Json& info = doc["distributedInfo"];
@@ -352,5 +380,7 @@ ImportStats import_kineto(const std::filesystem::path& path, TraceSink& sink, co
   import_common::emit(std::move(collected), std::move(header), options, base_ns, path, stats, sink);
   return stats;
 }
+
+}  // namespace
 
 }  // namespace dcpsim::traces

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <set>
 
+#include "dcpsim/checked.h"
 #include "dcpsim/traces/provenance.h"
 #include "import_common.h"
 #include "import_sqlite.h"
@@ -92,8 +93,8 @@ class NsysReader {
  private:
   // A GPU activity's common fields; false (and counted as skipped) when it ends before it starts.
   bool gpu_event(const TableReader& rows, v1::EventKind kind, const std::string& name, v1::Event& e) {
-    const std::int64_t start = rows.int64("start");
-    const std::int64_t end = rows.int64("end");
+    const std::int64_t start = require_time_ns(rows.int64("start"), rows.where() + " start");
+    const std::int64_t end = require_time_ns(rows.int64("end"), rows.where() + " end");
     if (end < start) {
       ++stats_.skipped;
       return false;
@@ -168,8 +169,8 @@ class NsysReader {
     while (rows.next()) {
       const std::int64_t type = rows.int64("eventType");
       if ((type != kNvtxPushPopRange && type != kNvtxStartEndRange) || rows.is_null("end")) continue;
-      const std::int64_t start = rows.int64("start");
-      const std::int64_t end = rows.int64("end");
+      const std::int64_t start = require_time_ns(rows.int64("start"), rows.where() + " start");
+      const std::int64_t end = require_time_ns(rows.int64("end"), rows.where() + " end");
       if (end < start) {
         ++stats_.skipped;
         continue;
@@ -187,8 +188,8 @@ class NsysReader {
     TableReader rows(db_, "CUPTI_ACTIVITY_KIND_RUNTIME", {"start", "end"},
                      {"nameId", "name", "globalTid", "correlationId"});
     while (rows.next()) {
-      const std::int64_t start = rows.int64("start");
-      const std::int64_t end = rows.int64("end");
+      const std::int64_t start = require_time_ns(rows.int64("start"), rows.where() + " start");
+      const std::int64_t end = require_time_ns(rows.int64("end"), rows.where() + " end");
       if (end < start) {
         ++stats_.skipped;
         continue;
@@ -217,22 +218,24 @@ void add_devices(Database& db, const std::set<std::int64_t>& used, int rank, v1:
     const std::int64_t id = rows.int64("id");
     if (!used.contains(id)) continue;
     v1::Device* d = header.add_devices();
-    d->set_index(static_cast<int>(id));
+    d->set_index(to_int_checked(id, "TARGET_INFO_GPU id", 0, 1 << 20));
     d->set_rank(rank);
     d->set_name(rows.name("name").value_or(""));
     d->set_pci_bus_id(rows.name("busLocation").value_or(""));
     d->set_uuid(rows.name("uuid").value_or(""));
-    d->set_sm_count(static_cast<int>(rows.optional_int64("smCount").value_or(0)));
+    d->set_sm_count(to_int_checked(rows.optional_int64("smCount").value_or(0), "smCount", 0, 1 << 20));
     d->set_memory_bytes(rows.optional_int64("totalMemory").value_or(0));
-    d->set_compute_capability_major(static_cast<int>(rows.optional_int64("computeMajor").value_or(0)));
-    d->set_compute_capability_minor(static_cast<int>(rows.optional_int64("computeMinor").value_or(0)));
+    d->set_compute_capability_major(
+        to_int_checked(rows.optional_int64("computeMajor").value_or(0), "computeMajor", 0, 1000));
+    d->set_compute_capability_minor(
+        to_int_checked(rows.optional_int64("computeMinor").value_or(0), "computeMinor", 0, 1000));
   }
 }
 
 std::int64_t session_start_ns(Database& db) {
   if (!db.has_table("TARGET_INFO_SESSION_START_TIME")) return 0;
   TableReader rows(db, "TARGET_INFO_SESSION_START_TIME", {}, {"utcEpochNs"});
-  return rows.next() ? rows.optional_int64("utcEpochNs").value_or(0) : 0;
+  return rows.next() ? require_time_ns(rows.optional_int64("utcEpochNs").value_or(0), "utcEpochNs") : 0;
 }
 
 void add_export_notes(Database& db, v1::Header& header) {

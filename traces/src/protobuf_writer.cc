@@ -3,6 +3,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <array>
 #include <utility>
 
 #include "dcpsim/error.h"
@@ -11,10 +12,31 @@
 
 namespace dcpsim::traces {
 
+bool is_trace_magic(std::string_view first_bytes) {
+  const std::string_view head = first_bytes.substr(0, kTraceMagicSize);
+  return head == std::string_view(kTraceMagic, kTraceMagicSize) ||
+         head == std::string_view(kTraceMagicV2, kTraceMagicSize);
+}
+
+std::uint32_t crc32c(std::string_view data) {
+  static const auto table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  std::uint32_t crc = 0xffffffffu;
+  for (unsigned char b : data) crc = table[(crc ^ b) & 0xff] ^ (crc >> 8);
+  return crc ^ 0xffffffffu;
+}
+
 ProtobufTraceWriter::ProtobufTraceWriter(std::filesystem::path path)
     : path_(std::move(path)), checker_(std::make_unique<TraceChecker>()) {
   file_ = open_temp_beside(path_, temp_path_);
-  if (std::fwrite(kTraceMagic, 1, kTraceMagicSize, file_) != kTraceMagicSize) {
+  if (std::fwrite(kTraceMagicV2, 1, kTraceMagicSize, file_) != kTraceMagicSize) {
     discard();
     throw RuntimeError("writing '" + path_.string() + "' failed at its first bytes");
   }
@@ -47,6 +69,8 @@ void ProtobufTraceWriter::write(const v1::Record& record) {
     out.WriteVarint64(size);
     record.SerializeWithCachedSizes(&out);
   }
+  const std::uint32_t crc = masked_crc32c(std::string_view(buffer_).substr(buffer_.size() - size));
+  for (int i = 0; i < 4; ++i) buffer_.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
   if (std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size()) {
     throw RuntimeError("writing '" + path_.string() + "' failed (disk full or I/O error)");
   }

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include "dcpsim/error.h"
 #include "dcpsim/traces/output_file.h"
@@ -73,6 +75,43 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view t
     commit_temp(file, temp, path);
   } catch (...) {
     discard_temp(file, temp);
+    throw;
+  }
+}
+
+}  // namespace dcpsim::traces
+
+namespace dcpsim::traces {
+
+void write_files_atomically(const std::vector<std::pair<std::filesystem::path, std::string>>& files) {
+  struct Pending {
+    std::FILE* file = nullptr;
+    std::filesystem::path temp;
+  };
+  std::vector<Pending> pending(files.size());
+  try {
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      pending[i].file = open_temp_beside(files[i].first, pending[i].temp);
+      const std::string& text = files[i].second;
+      if (!text.empty()) std::fwrite(text.data(), 1, text.size(), pending[i].file);
+      const bool failed = std::ferror(pending[i].file) != 0;
+      const bool close_failed = std::fclose(pending[i].file) != 0;
+      pending[i].file = nullptr;
+      if (failed || close_failed) {
+        throw RuntimeError("writing '" + files[i].first.string() + "' failed (disk full or I/O error)");
+      }
+    }
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      std::error_code ec;
+      std::filesystem::rename(pending[i].temp, files[i].first, ec);
+      if (ec) {
+        throw RuntimeError("cannot move the finished output into place at '" + files[i].first.string() +
+                           "': " + ec.message());
+      }
+      pending[i].temp.clear();
+    }
+  } catch (...) {
+    for (Pending& p : pending) discard_temp(p.file, p.temp);
     throw;
   }
 }

@@ -1,5 +1,8 @@
 #include "dcpsim/traces/trace_reader.h"
 
+#include <google/protobuf/stubs/logging.h>
+
+#include <cstdio>
 #include <limits>
 #include <system_error>
 #include <utility>
@@ -9,6 +12,30 @@
 #include "trace_checker.h"
 
 namespace dcpsim::traces {
+namespace {
+
+// Protobuf's latest log message on this thread (route_protobuf_logging).
+std::string& protobuf_log() {
+  thread_local std::string last;
+  return last;
+}
+
+void keep_protobuf_log(google::protobuf::LogLevel level, const char*, int, const std::string& message) {
+  if (level >= google::protobuf::LOGLEVEL_FATAL) {
+    std::fprintf(stderr, "dcpsim: error: Protobuf: %s\n", message.c_str());
+    return;
+  }
+  protobuf_log() = message.substr(0, 300);
+  for (char& c : protobuf_log()) {
+    if (c == '\n') c = ' ';
+  }
+}
+
+}  // namespace
+
+void route_protobuf_logging() {
+  google::protobuf::SetLogHandler(&keep_protobuf_log);
+}
 
 TraceReader::TraceReader(std::filesystem::path path)
     : path_(std::move(path)), checker_(std::make_unique<TraceChecker>()) {
@@ -26,9 +53,10 @@ TraceReader::TraceReader(std::filesystem::path path)
   char magic[kTraceMagicSize] = {};
   in_.read(magic, kTraceMagicSize);
   if (static_cast<std::size_t>(in_.gcount()) != kTraceMagicSize ||
-      std::string_view(magic, kTraceMagicSize) != std::string_view(kTraceMagic, kTraceMagicSize)) {
-    fail(0, "not a dcpsim trace (its first bytes are not the magic \"DCPTRC1\\n\")");
+      !is_trace_magic(std::string_view(magic, kTraceMagicSize))) {
+    fail(0, "not a dcpsim trace (its first bytes are not the magic \"DCPTRC1\\n\" or \"DCPTRC2\\n\")");
   }
+  checksummed_ = std::string_view(magic, kTraceMagicSize) == std::string_view(kTraceMagicV2, kTraceMagicSize);
   offset_ = kTraceMagicSize;
 }
 
@@ -64,7 +92,8 @@ bool TraceReader::next(v1::Record& record) {
     fail(offset_, "record length " + std::to_string(length) + " exceeds the limit of " +
                       std::to_string(kMaxRecordBytes) + " bytes (corrupt file?)");
   }
-  if (file_size_ != std::numeric_limits<std::uint64_t>::max() && body_at + length > file_size_) {
+  const std::uint64_t trailer = checksummed_ ? 4 : 0;
+  if (file_size_ != std::numeric_limits<std::uint64_t>::max() && body_at + length + trailer > file_size_) {
     fail(offset_, "truncated record: it declares " + std::to_string(length) + " bytes but only " +
                       std::to_string(file_size_ - body_at) + " remain");
   }
@@ -74,9 +103,27 @@ bool TraceReader::next(v1::Record& record) {
     fail(offset_, "truncated record: it declares " + std::to_string(length) + " bytes but only " +
                       std::to_string(in_.gcount()) + " remain");
   }
-  if (!record.ParseFromString(buffer_)) fail(offset_, "unparseable record (not a dcpsim.trace.v1.Record)");
-  if (auto why = checker_->check(record); !why.empty()) fail(offset_, why);
-  offset_ = body_at + length;
+  const std::string record_name = "record " + std::to_string(records_);
+  if (checksummed_) {
+    unsigned char crc_bytes[4] = {};
+    in_.read(reinterpret_cast<char*>(crc_bytes), 4);
+    if (in_.gcount() != 4) fail(offset_, record_name + " is truncated (its checksum is missing)");
+    const std::uint32_t stored = static_cast<std::uint32_t>(crc_bytes[0]) |
+                                 (std::uint32_t{crc_bytes[1]} << 8) | (std::uint32_t{crc_bytes[2]} << 16) |
+                                 (std::uint32_t{crc_bytes[3]} << 24);
+    if (stored != masked_crc32c(buffer_)) {
+      fail(offset_, record_name + " fails its CRC32C checksum (the file is corrupt)");
+    }
+  }
+  protobuf_log().clear();
+  if (!record.ParseFromString(buffer_)) {
+    const std::string said = protobuf_log();
+    fail(offset_, record_name + " is unparseable (not a dcpsim.trace.v1.Record" +
+                      (said.empty() ? std::string(")") : "; Protobuf: " + said + ")"));
+  }
+  if (auto why = checker_->check(record); !why.empty()) fail(offset_, record_name + ": " + why);
+  offset_ = body_at + length + trailer;
+  ++records_;
   return true;
 }
 

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace dcpsim::analysis {
 
@@ -16,6 +18,12 @@ namespace dcpsim::analysis {
 // a missing CSV, RuntimeError when no python3 with matplotlib is found (saying how to install it) or the
 // script fails.
 void plot_csv(std::string_view kind, const std::filesystem::path& csv, const std::filesystem::path& png);
+
+// Writes `files` and draws `plot_csv_text` (a CSV of `kind`) into `png` so that they appear together or not
+// at all: the plot is drawn into a temporary file first and renamed last. With `png` empty, only the files.
+void write_with_plot(std::string_view kind,
+                     const std::vector<std::pair<std::filesystem::path, std::string>>& files,
+                     const std::string& plot_csv_text, const std::filesystem::path& png);
 
 // The script plot_csv runs; RuntimeError listing the places looked at when it is nowhere.
 std::filesystem::path plot_script();

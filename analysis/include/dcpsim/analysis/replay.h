@@ -81,6 +81,7 @@ double percentile(std::vector<double> values, double p);
 // step,time_s,rows,admitted,sum_context,max_context,kv_tokens_max, then
 // step_latency_us_<s>,merge_latency_us_<s> per strategy. Written to a temporary file beside `path` and
 // renamed; InputError when the directory is missing.
+std::string steps_csv(const ReplayResult& result);  // the same CSV as text
 void write_steps_csv(const ReplayResult& result, const std::filesystem::path& path);
 
 // The table printed at the end of a replay.

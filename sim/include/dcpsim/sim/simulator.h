@@ -90,4 +90,9 @@ class Simulator {
 traces::v1::Header sim_trace_header(const models::HardwareProfile& profile,
                                     std::vector<std::string> argv = {});
 
+// The memory a simulation of `scenario` needs (an estimate from measurements, growing with N^2), and the
+// check Simulator::run makes before it starts: InputError when the machine has less available.
+double estimated_memory_bytes(const models::Scenario& scenario);
+void check_memory(const models::Scenario& scenario);
+
 }  // namespace dcpsim::sim

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "dcpsim/traces/trace_sink.h"
 
@@ -14,9 +15,22 @@ namespace dcpsim::traces {
 
 class TraceChecker;
 
-// The 8 bytes every trace file starts with.
+// The 8 bytes every trace file starts with. Version 1 frames each record as a varint length and the
+// serialized Record; version 2 (written since) follows each record with its CRC32C, masked as TFRecord masks
+// it, 4 bytes little-endian, so a flipped byte is an error naming the record. Readers accept both.
 inline constexpr char kTraceMagic[] = "DCPTRC1\n";
+inline constexpr char kTraceMagicV2[] = "DCPTRC2\n";
 inline constexpr std::size_t kTraceMagicSize = sizeof(kTraceMagic) - 1;
+
+// True when `first_bytes` (at least kTraceMagicSize of them) start a trace of either version.
+bool is_trace_magic(std::string_view first_bytes);
+
+// CRC32C (Castagnoli) of `data`, and its masked form stored after each version-2 record.
+std::uint32_t crc32c(std::string_view data);
+inline std::uint32_t masked_crc32c(std::string_view data) {
+  const std::uint32_t crc = crc32c(data);
+  return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
+}
 // No record may be larger; a reader treats a longer length prefix as a corrupt file rather than allocating
 // it.
 inline constexpr std::uint64_t kMaxRecordBytes = std::uint64_t{256} << 20;

@@ -37,7 +37,13 @@ class TraceReader {
   std::uint64_t file_size_ = 0;
   std::string buffer_;
   std::unique_ptr<TraceChecker> checker_;
+  bool checksummed_ = false;  // version 2: a CRC32C after every record
+  std::uint64_t records_ = 0;
 };
+
+// Sends Protobuf's own log lines (e.g. "Can't parse message ...") to dcpsim's error handling instead of
+// stderr: the reader's one-line error then says what Protobuf said. Called once by main().
+void route_protobuf_logging();
 
 // Reads the whole file and hands each record to `sink`, then calls sink.finish(). Memory stays bounded by the
 // largest record (plus whatever the sink keeps).

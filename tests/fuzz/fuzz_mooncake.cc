@@ -1,0 +1,8 @@
+// libFuzzer target: Mooncake request traces (JSON lines).
+#include "dcpsim/analysis/requests.h"
+#include "fuzz_support.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const auto path = dcpsim::fuzz::scratch(".jsonl", data, size);
+  return dcpsim::fuzz::expect_dcpsim_errors([&] { (void)dcpsim::analysis::read_mooncake_jsonl(path); });
+}
