@@ -109,6 +109,9 @@ void run(const CalibrateArgs& a) {
   prov.date = a.date;
   prov.name = a.name;
   analysis::stamp_sources(result, prov);
+  // The calibrated profile is written elsewhere than its base: carry the base's kernel tables inline so that
+  // it does not depend on relative paths (the fit priced the kernels they cover from them).
+  for (models::KernelTables& t : result.profile.tables) t.origin.clear();
   analysis::write_calibration(result, prov, a.out);
   print_result(result, a.out);
 }
