@@ -183,8 +183,11 @@ TableBuildResult build_kernel_tables(const std::vector<MeasuredTrace>& traces,
       out.tables.tables.push_back({kernel, name, {}, {}, {}});
       it = std::prev(out.tables.tables.end());
     }
-    const double med = median(pool.medians_ns);
-    it->points.push_back({at, med, pool.samples, std::min(pool.min_ns, med), std::max(pool.max_ns, med)});
+    // Nanoseconds to 0.001 ns: far below the timers' resolution, and the file stays readable.
+    auto ns = [](double x) { return std::round(x * 1e3) / 1e3; };
+    const double med = ns(median(pool.medians_ns));
+    it->points.push_back(
+        {at, med, pool.samples, std::min(ns(pool.min_ns), med), std::max(ns(pool.max_ns), med)});
   }
   for (models::KernelTable& k : out.tables.tables)
     k.finalize("table " + std::string(models::to_string(k.kernel)) + " [" + k.key + "]");
