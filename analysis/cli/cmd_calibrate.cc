@@ -57,8 +57,7 @@ void print_result(const analysis::CalibrationResult& r, const std::string& out) 
   }
   print_stats("fit residuals:", r.residuals);
   if (!r.per_kernel_type.empty()) {
-    std::cout
-        << "each kernel phase fitted alone (in the sidecar):\n";
+    std::cout << "each kernel phase fitted alone (in the sidecar):\n";
     for (const analysis::KernelTypeFit& f : r.per_kernel_type) {
       std::printf("  %-12s n=%-5d |rel err| p50 %-8s p90 %-8s", f.figure.c_str(), f.figures,
                   pct(f.residuals.p50).c_str(), pct(f.residuals.p90).c_str());
