@@ -172,11 +172,16 @@ class Reader {
 
   KernelTables load_table_file(const std::string& relative, const std::string& where) {
     KernelTables t;
-    if (builtin_) {
-      const std::string file = std::filesystem::path(relative).filename().string();
-      const std::string_view text = detail::builtin_table_json(file);
-      if (text.empty()) throw InputError(where + ": " + relative + ": no such built-in kernel table");
-      t = parse_kernel_tables(text, file + " (built-in)");
+    // A built-in profile's tables are embedded; so that a copy of one (`dcpsim profiles --show h200-sxm >
+    // my.json`) loads anywhere, a path that does not exist next to the profile falls back to the embedded
+    // table of the same file name.
+    const std::string file = std::filesystem::path(relative).filename().string();
+    const std::string_view embedded = detail::builtin_table_json(file);
+    std::error_code ec;
+    const bool local = !builtin_ && std::filesystem::exists(std::filesystem::path(table_dir_) / relative, ec);
+    if (builtin_ || (!local && !embedded.empty())) {
+      if (embedded.empty()) throw InputError(where + ": " + relative + ": no such built-in kernel table");
+      t = parse_kernel_tables(embedded, file + " (built-in)");
     } else {
       const std::filesystem::path path = std::filesystem::path(table_dir_) / relative;
       try {
