@@ -78,12 +78,16 @@ TEST(KernelTables, SimulatorReportsWhichKernelTimesAreMeasured) {
   EXPECT_EQ(r.kernel_figures_from(models::FigureSource::kTable), 2 * inside.dcp);  // attention + correction
 
   models::Scenario outside = inside;
-  outside.contexts = models::uniform_contexts(3, 1 << 20);  // rows and tokens beyond the table
+  outside.contexts = models::uniform_contexts(100, 1 << 16);  // more rows than any measured (64)
   const sim::StepResult e = simulator.run(outside);
   EXPECT_EQ(e.kernel_figures_from(models::FigureSource::kTable), 0);
   EXPECT_EQ(e.kernel_figures_from(models::FigureSource::kAnalytic), 2 * outside.dcp);
   EXPECT_NE(e.kernel_figures_text().find("analytic (attention correction)"), std::string::npos)
       << e.kernel_figures_text();
+  // Between measured rows (1 and 4) the table interpolates: still measured, not extrapolated.
+  models::Scenario between = inside;
+  between.contexts = models::uniform_contexts(3, 2048);
+  EXPECT_GT(simulator.run(between).kernel_figures_from(models::FigureSource::kTable), 0);
 }
 
 TEST(KernelTables, TracesWithoutADeviceAreRefused) {
