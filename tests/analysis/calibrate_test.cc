@@ -37,7 +37,7 @@ double si(const models::HardwareProfile& p, const std::string& name) {
 // (each fit re-simulates the grid a few hundred times).
 struct Fixture {
   TempDir dir;
-  models::HardwareProfile base = models::load_profile("h200-sxm");
+  models::HardwareProfile base = testing::base_profile();
   models::HardwareProfile truth = testing::true_profile();
   std::vector<MeasuredSection> sections;
   CalibrationResult result;
