@@ -101,7 +101,7 @@ models::MemoryKernelSpec& own(HardwareProfile& p, models::MemoryKernel k) {
   return *spec;
 }
 
-// After the shared set: the shared numbers then describe attention's bandwidth and the split-KV combine, and
+// After the shared sets: the shared numbers then describe attention's bandwidth and the split-KV combine, and
 // each merge kernel type gets its own floor and efficiency (a 1% change of a type's value moves only that
 // type's kernels, so the two sets are not confounded).
 void add_kernel_type_parameters(std::vector<FitParameter>& out) {
@@ -247,10 +247,13 @@ const std::vector<FitParameter>& fit_parameters() {
   static const std::vector<FitParameter> all = [] {
     std::vector<FitParameter> out;
     add_kernel_parameters(out);
-    add_kernel_type_parameters(out);
     add_launch_parameters(out);
     add_collective_parameters(out);
     add_signal_parameters(out);
+    // After every shared number: a type's floor moves only its own kernels, so where a figure also moves
+    // with a launch or signal number (an eager step's issue cost behind a merge kernel), that number is kept
+    // and the type's number is the one reported as confounded.
+    add_kernel_type_parameters(out);
     // Last: one NVLink hop adds to every all-to-all step and every direct push, so where those are single
     // steps it is confounded with nccl.p2p.base_latency and signal.flag_write_latency, which are fitted
     // first.
