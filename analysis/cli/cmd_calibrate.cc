@@ -58,8 +58,7 @@ void print_result(const analysis::CalibrationResult& r, const std::string& out) 
   }
   print_stats("fit residuals:", r.residuals);
   if (!r.per_kernel_type.empty()) {
-    std::cout
-        << "each kernel phase fitted alone (in the sidecar; the profile has one memory-kernel model):\n";
+    std::cout << "each kernel phase fitted alone (in the sidecar):\n";
     for (const analysis::KernelTypeFit& f : r.per_kernel_type) {
       std::printf("  %-12s n=%-5d |rel err| p50 %-8s p90 %-8s", f.figure.c_str(), f.figures,
                   pct(f.residuals.p50).c_str(), pct(f.residuals.p90).c_str());
@@ -115,6 +114,9 @@ void run(const CalibrateArgs& a) {
   prov.date = a.date;
   prov.name = a.name;
   analysis::stamp_sources(result, prov);
+  // The calibrated profile is written elsewhere than its base: carry the base's kernel tables inline so that
+  // it does not depend on relative paths (the fit priced the kernels they cover from them).
+  for (models::KernelTables& t : result.profile.tables) t.origin.clear();
   analysis::write_calibration(result, prov, a.out);
   print_result(result, a.out);
 }

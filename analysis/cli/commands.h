@@ -16,6 +16,7 @@ void add_validate_command(CLI::App& app);   // cmd_validate.cc
 void add_export_command(CLI::App& app);     // cmd_export.cc
 void add_merge_command(CLI::App& app);      // cmd_merge.cc
 void add_import_command(CLI::App& app);
+void add_tables_command(CLI::App& app, int argc, char** argv);  // cmd_tables.cc
 
 // Registers a subcommand that exists in the CLI contract but is not built yet (or not in this build, e.g.
 // simulate without SimGrid): running it prints one line naming why and exits 2.

@@ -88,6 +88,41 @@ void add_kernel_parameters(std::vector<FitParameter>& out) {
   out.push_back(inverse_param(
       "attention.max_cta_bandwidth", "1/max_cta_bandwidth [s/B]", kK,
       [](HardwareProfile& p) -> Quantity& { return p.attention.max_cta_bandwidth; }, nullptr, 1e-11));
+  // Bounds the waves whose units' FLOPs outlast their bytes (MLA at many heads), so only those identify it.
+  out.push_back(inverse_param(
+      "attention.tensor_rate", "1/tensor_rate [s/FLOP]", kK,
+      [](HardwareProfile& p) -> Quantity& { return p.attention.tensor_rate; }, nullptr, 2e-15));
+}
+
+// A merge kernel's own numbers, created from the shared ones the first time a fit writes one.
+models::MemoryKernelSpec& own(HardwareProfile& p, models::MemoryKernel k) {
+  auto& spec = p.kernel.per_type[static_cast<std::size_t>(k)];
+  if (!spec) spec = static_cast<const models::MemoryKernelSpec&>(p.kernel);
+  return *spec;
+}
+
+// After the shared sets: the shared numbers then describe attention's bandwidth and the split-KV combine, and
+// each merge kernel type gets its own floor and efficiency (a 1% change of a type's value moves only that
+// type's kernels, so the two sets are not confounded).
+void add_kernel_type_parameters(std::vector<FitParameter>& out) {
+  for (models::MemoryKernel k : models::kAllMemoryKernels) {
+    const std::string name = "kernel." + std::string(models::to_string(k));
+    FitParameter floor = time_param(name + ".floor", ParameterGroup::kKernel,
+                                    [k](HardwareProfile& p) -> Quantity& { return own(p, k).floor; });
+    floor.read = [k](const HardwareProfile& p) -> const Quantity& { return p.kernel.of(k).floor; };
+    out.push_back(floor);
+    FitParameter rate;
+    rate.name = name + ".hbm_efficiency_max";
+    rate.coordinate = "a = 1/(hbm_bandwidth_measured x " + name + ".hbm_efficiency_max) [s/B]";
+    rate.group = ParameterGroup::kKernel;
+    rate.transform = Transform::kKernelRate;
+    rate.field = [k](HardwareProfile& p) -> Quantity& { return own(p, k).hbm_efficiency_max; };
+    rate.read = [k](const HardwareProfile& p) -> const Quantity& {
+      return p.kernel.of(k).hbm_efficiency_max;
+    };
+    rate.typical = 2.5e-13;
+    out.push_back(rate);
+  }
 }
 
 void add_launch_parameters(std::vector<FitParameter>& out) {
@@ -156,6 +191,7 @@ void add_signal_parameters(std::vector<FitParameter>& out) {
 }  // namespace
 
 const Quantity& FitParameter::quantity(const HardwareProfile& p) const {
+  if (read) return read(p);
   // The accessor only selects a member; nothing is written through it here.
   return field(const_cast<HardwareProfile&>(p));
 }
@@ -168,7 +204,7 @@ double FitParameter::value(const HardwareProfile& p) const {
     case Transform::kInverse:
       return 1.0 / si;
     case Transform::kKernelRate:
-      return kernel_rate(p);
+      return 1.0 / (p.gpu.hbm_bandwidth_measured.si() * si);
     case Transform::kKernelHalf:
       return si * kernel_rate(p);
   }
@@ -214,6 +250,10 @@ const std::vector<FitParameter>& fit_parameters() {
     add_launch_parameters(out);
     add_collective_parameters(out);
     add_signal_parameters(out);
+    // After every shared number: a type's floor moves only its own kernels, so where a figure also moves
+    // with a launch or signal number (an eager step's issue cost behind a merge kernel), that number is kept
+    // and the type's number is the one reported as confounded.
+    add_kernel_type_parameters(out);
     // Last: one NVLink hop adds to every all-to-all step and every direct push, so where those are single
     // steps it is confounded with nccl.p2p.base_latency and signal.flag_write_latency, which are fitted
     // first.

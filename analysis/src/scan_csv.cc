@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "dcpsim/analysis/scan.h"
 #include "dcpsim/models/cost_kernels.h"
@@ -49,6 +50,19 @@ std::string plans(const sim::StepResult& r) {
   return out;
 }
 
+// The kernel types priced analytically (outside the profile's tables), "correction;a2a_pack".
+std::string extrapolated(const sim::StepResult& r) {
+  std::vector<std::string> names;
+  for (const sim::KernelFigure& f : r.kernel_figures) {
+    if (f.source == models::FigureSource::kAnalytic &&
+        std::find(names.begin(), names.end(), f.kernel) == names.end())
+      names.push_back(f.kernel);
+  }
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ";") + n;
+  return out;
+}
+
 }  // namespace
 
 std::string scan_csv_header() {
@@ -58,7 +72,7 @@ std::string scan_csv_header() {
       "step_latency_us,attention_end_us,merge_latency_us,merge_share";
   for (std::string_view p : kPhases) h += ",phase_" + std::string(p) + "_us";
   h += ",kv_tokens_per_rank,kv_bytes_per_rank,layers,weight_reserve_gib,kv_capacity_tokens_per_gpu,"
-       "kv_capacity_tokens_group,kv_fits,plans";
+       "kv_capacity_tokens_group,kv_fits,plans,kernels_table,kernels_analytic,kernels_extrapolated";
   return h;
 }
 
@@ -87,6 +101,8 @@ std::string scan_csv_row(const ScanOptions& o, const models::HardwareProfile& p,
   row += "," + std::to_string(tokens) + "," + std::to_string(bytes) + "," + std::to_string(o.layers) + "," +
          fixed(o.weight_reserve_gib, 3) + "," + std::to_string(capacity) + "," +
          std::to_string(capacity * s.dcp) + "," + (tokens <= capacity ? "true" : "false") + "," + plans(r);
+  row += "," + std::to_string(r.kernel_figures_from(models::FigureSource::kTable)) + "," +
+         std::to_string(r.kernel_figures_from(models::FigureSource::kAnalytic)) + "," + extrapolated(r);
   return row;
 }
 

@@ -1,5 +1,6 @@
 // Split-KV decode attention: work units in SM waves, each row's completion time in closed form per wave.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "dcpsim/error.h"
@@ -70,6 +71,18 @@ AttentionShape attention_shape(const Scenario& s) {
           s.kv_dtype, s.out_dtype};
 }
 
+std::string attention_table_key(const AttentionShape& a) {
+  check_shape(a);
+  const std::string dims = "qk" + std::to_string(a.qk_dim) + " d" + std::to_string(a.head_dim);
+  const std::string dtype(to_string(a.kv_dtype));
+  if (a.shared_kv) return "mla " + dims + " " + dtype;
+  return "gqa " + dims + " g" + std::to_string(a.heads / a.kv_heads) + " " + dtype;
+}
+
+double attention_flops_per_head_token(const AttentionShape& a) {
+  return 2.0 * (double(a.qk_dim) + double(a.head_dim));
+}
+
 double kv_bytes_per_token(const AttentionShape& a) {
   check_shape(a);
   const double per_head = a.shared_kv ? a.qk_dim : a.qk_dim + a.head_dim;
@@ -96,8 +109,35 @@ std::vector<double> AttentionTiming::row_ready_s(double combine_start_s) const {
   return out;
 }
 
+namespace {
+
+// The kernel's time (attention and split-KV combine) from the profile's tables at (heads, rows, mean tokens
+// of the non-empty rows): every analytic time is scaled by measured / analytic, so per-row order and the
+// waves' shares stay the model's while the total is the measurement.
+void apply_table(const HardwareProfile& p, const AttentionShape& a, std::span<const int64_t> local_tokens,
+                 AttentionTiming& t) {
+  int64_t tokens = 0, nonempty = 0;
+  for (int64_t n : local_tokens) {
+    tokens += n;
+    nonempty += n > 0;
+  }
+  if (nonempty == 0) return;
+  const double at[] = {double(a.heads), double(local_tokens.size()), double(tokens) / double(nonempty)};
+  const auto measured = lookup_kernel_time_s(p.tables, TableKernel::kAttention, attention_table_key(a), at);
+  const double analytic = t.kernel_end_s + t.combine_s;
+  if (!measured || !(analytic > 0)) return;
+  const double scale = *measured / analytic;
+  for (double& x : t.row_done_s) x *= scale;
+  for (double& x : t.wave_end_s) x *= scale;
+  t.kernel_end_s *= scale;
+  t.combine_s *= scale;
+  t.source = FigureSource::kTable;
+}
+
+}  // namespace
+
 AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionShape& a,
-                                      std::span<const int64_t> local_tokens) {
+                                      std::span<const int64_t> local_tokens, bool use_tables) {
   check_shape(a);
   AttentionTiming t;
   const int rows = static_cast<int>(local_tokens.size());
@@ -121,7 +161,7 @@ AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionS
                                        static_cast<int64_t>(p.attention.work_unit_tokens.si()));
   // Units in launch order: row by row, split by split, head group by head group; unit i runs in wave i /
   // slots.
-  std::vector<double> wave_max_bytes;
+  std::vector<double> wave_max_bytes;  // of the wave's largest unit (its FLOPs scale with the same tokens)
   std::vector<int> wave_units;
   int64_t unit = 0;
   for (int b = 0; b < rows; ++b) {
@@ -147,14 +187,23 @@ AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionS
   }
   t.work_units = static_cast<int>(unit);
   t.waves = static_cast<int>(wave_max_bytes.size());
+  const double flops_per_token = attention_flops_per_head_token(a) * heads_per_work_unit(p, a);
+  t.total_flops = attention_flops_per_head_token(a) * a.heads * double(total_tokens);
 
-  // The units of a wave share the kernel's bandwidth, none faster than one CTA can stream; a wave lasts as
-  // long as its largest unit.
+  // The units of a wave share the kernel's bandwidth, none faster than one CTA can stream, and each gets its
+  // SM's share of the tensor-core rate (split among the units resident on that SM); a wave lasts as long as
+  // its largest unit's slower side.
   const double kernel_bw = p.gpu.hbm_bandwidth_measured.si() * hbm_efficiency(p, t.total_bytes);
+  const double sms = p.gpu.sm_count.si();
+  const double sm_rate = p.attention.tensor_rate.si() / sms;
   double end = floor;
   for (std::size_t w = 0; w < wave_max_bytes.size(); ++w) {
     const double unit_bw = std::min(kernel_bw / wave_units[w], p.attention.max_cta_bandwidth.si());
-    end += p.attention.cta_overhead.si() + wave_max_bytes[w] / unit_bw;
+    const double per_sm = std::ceil(double(wave_units[w]) / sms);
+    const double tokens = wave_max_bytes[w] / kv_per_token;
+    const double memory_s = wave_max_bytes[w] / unit_bw;
+    const double compute_s = tokens * flops_per_token * per_sm / sm_rate;
+    end += p.attention.cta_overhead.si() + std::max(memory_s, compute_s);
     t.wave_end_s.push_back(end);
   }
   t.kernel_end_s = end;
@@ -170,6 +219,7 @@ AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionS
                                   a.head_dim * double(dtype_bytes(a.out_dtype)) + 4.0);
   }
   if (t.needs_combine) t.combine_s = memory_kernel_time(p, t.combine_bytes);
+  if (use_tables && !p.tables.empty()) apply_table(p, a, local_tokens, t);
   return t;
 }
 

@@ -33,17 +33,33 @@ constexpr double kFlagBytes = 8.0;  // an epoch-stamped 64-bit flag per peer
 
 }  // namespace
 
-double hbm_efficiency(const HardwareProfile& p, double bytes) {
+double hbm_efficiency(const MemoryKernelSpec& k, double bytes) {
   if (bytes <= 0) return 0.0;
-  return p.kernel.hbm_efficiency_max.si() * bytes / (bytes + p.kernel.half_efficiency_bytes.si());
+  return k.hbm_efficiency_max.si() * bytes / (bytes + k.half_efficiency_bytes.si());
+}
+double hbm_efficiency(const HardwareProfile& p, double bytes) {
+  return hbm_efficiency(p.kernel, bytes);
 }
 
+namespace {
 // floor + bytes / (bw · max · bytes / (bytes + half)) = floor + (bytes + half) / (bw · max): an affine model,
 // so a kernel never gets cheaper by moving more bytes.
-double memory_kernel_time(const HardwareProfile& p, double bytes) {
+double memory_time(const MemoryKernelSpec& k, double hbm_bandwidth, double bytes) {
   if (bytes < 0) throw InputError("memory kernel: bytes must be >= 0, got " + std::to_string(bytes));
-  if (bytes == 0) return p.kernel.floor.si();
-  return p.kernel.floor.si() + bytes / (p.gpu.hbm_bandwidth_measured.si() * hbm_efficiency(p, bytes));
+  if (bytes == 0) return k.floor.si();
+  return k.floor.si() + bytes / (hbm_bandwidth * hbm_efficiency(k, bytes));
+}
+}  // namespace
+
+double memory_kernel_time(const HardwareProfile& p, double bytes) {
+  return memory_time(p.kernel, p.gpu.hbm_bandwidth_measured.si(), bytes);
+}
+double memory_kernel_time(const HardwareProfile& p, MemoryKernel k, double bytes) {
+  return memory_time(p.kernel.of(k), p.gpu.hbm_bandwidth_measured.si(), bytes);
+}
+
+std::string_view to_string(FigureSource s) {
+  return s == FigureSource::kTable ? "table" : "analytic";
 }
 
 MergeShape merge_shape(const Scenario& s) {
@@ -86,21 +102,53 @@ double direct_combine_bytes(const MergeShape& m) {
          x.b * (x.h / x.n) * x.d * x.out;
 }
 
+// The analytic times use each kernel type's own numbers (kernel.<type>, else the shared kernel.*).
 double correction_time(const HardwareProfile& p, const MergeShape& m) {
   const double bytes = correction_bytes(m);  // validates the shape even when N = 1
-  return m.dcp == 1 ? 0.0 : memory_kernel_time(p, bytes);
+  return m.dcp == 1 ? 0.0 : memory_kernel_time(p, MemoryKernel::kCorrection, bytes);
 }
 double a2a_pack_time(const HardwareProfile& p, const MergeShape& m) {
   const double bytes = a2a_pack_bytes(m);  // validates the shape even when N = 1
-  return m.dcp == 1 ? 0.0 : memory_kernel_time(p, bytes);
+  return m.dcp == 1 ? 0.0 : memory_kernel_time(p, MemoryKernel::kA2aPack, bytes);
 }
 double unpack_combine_time(const HardwareProfile& p, const MergeShape& m) {
   const double bytes = unpack_combine_bytes(m);  // validates the shape even when N = 1
-  return m.dcp == 1 ? 0.0 : memory_kernel_time(p, bytes);
+  return m.dcp == 1 ? 0.0 : memory_kernel_time(p, MemoryKernel::kA2aCombine, bytes);
 }
 double direct_combine_time(const HardwareProfile& p, const MergeShape& m) {
   const double bytes = direct_combine_bytes(m);  // validates the shape even when N = 1
-  return m.dcp == 1 ? 0.0 : memory_kernel_time(p, bytes);
+  return m.dcp == 1 ? 0.0 : memory_kernel_time(p, MemoryKernel::kDirectCombine, bytes);
+}
+
+std::string merge_table_key(const MergeShape& m) {
+  return "d" + std::to_string(m.head_dim) + " " + std::string(to_string(m.out_dtype));
+}
+
+KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const MergeShape& m) {
+  double analytic = 0.0;
+  TableKernel table = TableKernel::kCorrection;
+  switch (k) {
+    case MemoryKernel::kCorrection:
+      analytic = correction_time(p, m);
+      break;
+    case MemoryKernel::kA2aPack:
+      analytic = a2a_pack_time(p, m);
+      table = TableKernel::kA2aPack;
+      break;
+    case MemoryKernel::kA2aCombine:
+      analytic = unpack_combine_time(p, m);
+      table = TableKernel::kA2aCombine;
+      break;
+    case MemoryKernel::kDirectCombine:
+      analytic = direct_combine_time(p, m);
+      table = TableKernel::kDirectCombine;
+      break;
+  }
+  if (m.dcp == 1 || p.tables.empty() || m.rows == 0) return {analytic, FigureSource::kAnalytic};
+  const double at[] = {double(m.dcp), double(m.rows), double(m.heads)};
+  if (auto t = lookup_kernel_time_s(p.tables, table, merge_table_key(m), at))
+    return {*t, FigureSource::kTable};
+  return {analytic, FigureSource::kAnalytic};
 }
 
 }  // namespace dcpsim::models

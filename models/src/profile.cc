@@ -38,6 +38,8 @@ constexpr UnitInfo kUnits[] = {
     {Unit::kMilliseconds, "ms", Dimension::kTime, 1e-3},
     {Unit::kMicroseconds, "us", Dimension::kTime, 1e-6},
     {Unit::kNanoseconds, "ns", Dimension::kTime, 1e-9},
+    {Unit::kFlops, "FLOP/s", Dimension::kComputeRate, 1.0},
+    {Unit::kTFlops, "TFLOP/s", Dimension::kComputeRate, 1e12},
 };
 
 const UnitInfo& info(Unit u) {
@@ -94,6 +96,20 @@ Unit parse_unit(std::string_view s) {
 
 Quantity quantity_from_si(double base_value, Unit unit, std::string source) {
   return Quantity{base_value / si_factor(unit), unit, std::move(source)};
+}
+
+std::string_view to_string(MemoryKernel k) {
+  switch (k) {
+    case MemoryKernel::kCorrection:
+      return "correction";
+    case MemoryKernel::kA2aPack:
+      return "a2a_pack";
+    case MemoryKernel::kA2aCombine:
+      return "a2a_combine";
+    case MemoryKernel::kDirectCombine:
+      return "direct_combine";
+  }
+  return "?";
 }
 
 std::string_view to_string(Protocol p) {
@@ -157,11 +173,13 @@ std::string_view builtin_profile_json(std::string_view name) {
 
 HardwareProfile load_profile(std::string_view name_or_path) {
   for (const detail::EmbeddedProfile& e : detail::embedded_profiles()) {
-    if (e.name == name_or_path) return parse_profile(e.json, std::string(e.name) + ".json (built-in)");
+    if (e.name == name_or_path)
+      return parse_profile(e.json, std::string(e.name) + ".json (built-in)", "", true);
   }
   const std::filesystem::path path{std::string(name_or_path)};
   std::error_code ec;
-  if (std::filesystem::exists(path, ec)) return parse_profile(read_file(path), path.string());
+  if (std::filesystem::exists(path, ec))
+    return parse_profile(read_file(path), path.string(), path.parent_path().string(), false);
   const bool looks_like_path = name_or_path.find('/') != std::string_view::npos ||
                                (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
   if (looks_like_path) throw InputError(path.string() + ": profile file not found");

@@ -56,6 +56,13 @@ void visit_nccl(V& v, P& n) {
   });
 }
 
+template <class V, class S>
+void visit_memory_kernel(V& v, S& k) {
+  v.number("hbm_efficiency_max", k.hbm_efficiency_max, Dimension::kRatio, Check::kFraction);
+  v.number("half_efficiency_bytes", k.half_efficiency_bytes, Dimension::kBytes, Check::kNonNegative);
+  v.number("floor", k.floor, Dimension::kTime, Check::kNonNegative);
+}
+
 // The field list. P is HardwareProfile (reading) or const HardwareProfile (writing, validating).
 template <class V, class P>
 void visit_profile(V& v, P& p) {
@@ -93,9 +100,11 @@ void visit_profile(V& v, P& p) {
     v.number("dependent_gap_pdl", p.launch.dependent_gap_pdl, kTime, Check::kNonNegative);
   });
   v.section("kernel", [&] {
-    v.number("hbm_efficiency_max", p.kernel.hbm_efficiency_max, Dimension::kRatio, Check::kFraction);
-    v.number("half_efficiency_bytes", p.kernel.half_efficiency_bytes, kBytes, Check::kNonNegative);
-    v.number("floor", p.kernel.floor, kTime, Check::kNonNegative);
+    visit_memory_kernel(v, p.kernel);
+    for (MemoryKernel k : kAllMemoryKernels) {
+      v.optional_section(to_string(k), p.kernel.per_type[static_cast<std::size_t>(k)],
+                         [&](auto& spec) { visit_memory_kernel(v, spec); });
+    }
   });
   v.section("attention", [&] {
     v.number("work_unit_tokens", p.attention.work_unit_tokens, kCount, Check::kPositiveInteger);
@@ -104,6 +113,7 @@ void visit_profile(V& v, P& p) {
     v.number("cta_overhead", p.attention.cta_overhead, kTime, Check::kNonNegative);
     v.number("max_cta_bandwidth", p.attention.max_cta_bandwidth, kBw, Check::kPositive);
     v.number("floor", p.attention.floor, kTime, Check::kNonNegative);
+    v.number("tensor_rate", p.attention.tensor_rate, Dimension::kComputeRate, Check::kPositive);
   });
   v.section("nccl", [&] { visit_nccl(v, p.nccl); });
   v.section("signal", [&] {
@@ -111,13 +121,14 @@ void visit_profile(V& v, P& p) {
     v.number("poll_interval", p.signal.poll_interval, kTime, Check::kNonNegative);
     v.number("epoch_handshake", p.signal.epoch_handshake, kTime, Check::kNonNegative);
   });
+  v.tables("tables", p.tables);
 }
 
 inline std::string dimension_units(Dimension d) {
   std::string out;
   for (Unit u : {Unit::kCount, Unit::kRatio, Unit::kBytes, Unit::kKB, Unit::kMB, Unit::kGB, Unit::kKiB,
                  Unit::kMiB, Unit::kGiB, Unit::kBps, Unit::kGBps, Unit::kTBps, Unit::kGbps, Unit::kSeconds,
-                 Unit::kMilliseconds, Unit::kMicroseconds, Unit::kNanoseconds}) {
+                 Unit::kMilliseconds, Unit::kMicroseconds, Unit::kNanoseconds, Unit::kFlops, Unit::kTFlops}) {
     if (dimension_of(u) == d) out += (out.empty() ? "" : ", ") + std::string(to_string(u));
   }
   return out;
@@ -135,6 +146,8 @@ inline std::string_view dimension_name(Dimension d) {
       return "bandwidth";
     case Dimension::kTime:
       return "time";
+    case Dimension::kComputeRate:
+      return "compute rate";
   }
   return "?";
 }

@@ -1,10 +1,14 @@
 // Profile JSON reading: parse_profile() walks the field list with a Reader that checks every value, unit and
 // source and reports unknown and missing keys with the file and the field's path.
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "dcpsim/json_limits.h"
+#include "kernel_table_json.h"
+#include "profile_embedded.h"
 #include "profile_fields.h"
 
 namespace dcpsim::models {
@@ -39,8 +43,38 @@ std::string physical_bound(const Quantity& q, Dimension dim) {
 
 class Reader {
  public:
-  Reader(const Json& root, std::string origin) : paths_(std::move(origin)) {
+  Reader(const Json& root, std::string origin, std::string table_dir, bool builtin)
+      : paths_(std::move(origin)), table_dir_(std::move(table_dir)), builtin_(builtin) {
     frames_.push_back({&root, {}, {}});
+  }
+
+  template <class F>
+  void optional_section(std::string_view key, std::optional<MemoryKernelSpec>& out, F&& body) {
+    allow(key);
+    auto it = frames_.back().object->find(std::string(key));
+    if (it == frames_.back().object->end()) return;
+    out.emplace();
+    section_of(key, *it, [&] { body(*out); });
+  }
+
+  // `tables`: optional; each entry a path (relative to the profile's directory) or an inline table object.
+  void tables(std::string_view key, std::vector<KernelTables>& out) {
+    allow(key);
+    auto it = frames_.back().object->find(std::string(key));
+    if (it == frames_.back().object->end()) return;
+    if (!it->is_array())
+      paths_.fail(key, "expected an array of table file paths or objects, got " + it->dump());
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const Json& entry = (*it)[i];
+      const std::string where = paths_.origin() + ": " + paths_.path(key) + "[" + std::to_string(i) + "]";
+      if (entry.is_object()) {
+        out.push_back(detail::parse_kernel_tables_json(entry, where));
+      } else if (entry.is_string() && !entry.get<std::string>().empty()) {
+        out.push_back(load_table_file(entry.get<std::string>(), where));
+      } else {
+        throw InputError(where + ": expected a table file path or a table object, got " + entry.dump());
+      }
+    }
   }
 
   void text(std::string_view key, std::string& out, bool required_nonempty) {
@@ -142,9 +176,10 @@ class Reader {
     const std::string expected = "expected a " + std::string(dimension_name(dim)) + " unit (" +
                                  dimension_units(dim) + "), got " + j.dump();
     if (!j.is_string()) paths_.fail("unit", expected);
-    for (Unit u : {Unit::kCount, Unit::kRatio, Unit::kBytes, Unit::kKB, Unit::kMB, Unit::kGB, Unit::kKiB,
-                   Unit::kMiB, Unit::kGiB, Unit::kBps, Unit::kGBps, Unit::kTBps, Unit::kGbps, Unit::kSeconds,
-                   Unit::kMilliseconds, Unit::kMicroseconds, Unit::kNanoseconds}) {
+    for (Unit u :
+         {Unit::kCount, Unit::kRatio, Unit::kBytes, Unit::kKB, Unit::kMB, Unit::kGB, Unit::kKiB, Unit::kMiB,
+          Unit::kGiB, Unit::kBps, Unit::kGBps, Unit::kTBps, Unit::kGbps, Unit::kSeconds, Unit::kMilliseconds,
+          Unit::kMicroseconds, Unit::kNanoseconds, Unit::kFlops, Unit::kTFlops}) {
       if (to_string(u) == j.get<std::string>() && dimension_of(u) == dim) return u;
     }
     paths_.fail("unit", expected);
@@ -160,13 +195,67 @@ class Reader {
     out = source->get<std::string>();
   }
 
+  KernelTables load_table_file(const std::string& relative, const std::string& where) {
+    KernelTables t;
+    // A built-in profile's tables are embedded; so that a copy of one (`dcpsim profiles --show h200-sxm >
+    // my.json`) loads anywhere, a path that does not exist next to the profile falls back to the embedded
+    // table of the same file name.
+    const std::string file = std::filesystem::path(relative).filename().string();
+    const std::string_view embedded = detail::builtin_table_json(file);
+    std::error_code ec;
+    const bool local = !builtin_ && std::filesystem::exists(std::filesystem::path(table_dir_) / relative, ec);
+    if (builtin_ || (!local && !embedded.empty())) {
+      if (embedded.empty()) throw InputError(where + ": " + relative + ": no such built-in kernel table");
+      t = parse_kernel_tables(embedded, file + " (built-in)");
+    } else {
+      const std::filesystem::path path = std::filesystem::path(table_dir_) / relative;
+      try {
+        t = load_kernel_tables(path);
+      } catch (const InputError& e) {
+        throw InputError(where + ": " + e.what());
+      }
+    }
+    t.origin = relative;
+    return t;
+  }
+
   PathTracker paths_;
   std::vector<Frame> frames_;
+  std::string table_dir_;
+  bool builtin_ = false;
 };
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+// A table measured on another GPU model would be silently wrong: refuse it. Names match when one starts with
+// the other ("NVIDIA H200" measured, "NVIDIA H200 SXM" in the profile).
+void check_table_devices(const HardwareProfile& p, const std::string& where) {
+  const std::string gpu = lower(p.gpu.name);
+  for (std::size_t i = 0; i < p.tables.size(); ++i) {
+    const std::string dev = lower(p.tables[i].provenance.device);
+    if (gpu.starts_with(dev) || dev.starts_with(gpu)) continue;
+    throw InputError(where + ": tables[" + std::to_string(i) + "] (" +
+                     (p.tables[i].origin.empty() ? "inline" : p.tables[i].origin) + "): measured on \"" +
+                     p.tables[i].provenance.device + "\", but the profile's gpu.name is \"" + p.gpu.name +
+                     "\" (a table is only valid on the device it was measured on)");
+  }
+}
 
 }  // namespace
 
 HardwareProfile parse_profile(std::string_view json_text, std::string_view origin) {
+  std::error_code ec;
+  const std::filesystem::path path{std::string(origin)};
+  const std::string dir = std::filesystem::is_regular_file(path, ec) ? path.parent_path().string() : ".";
+  return parse_profile(json_text, origin, dir, false);
+}
+
+HardwareProfile parse_profile(std::string_view json_text, std::string_view origin,
+                              const std::string& table_dir, bool builtin) {
   const std::string where(origin);
   const Json root = parse_json_checked<Json>(json_text, where);
   if (!root.is_object())
@@ -177,10 +266,11 @@ HardwareProfile parse_profile(std::string_view json_text, std::string_view origi
                      format->dump());
   }
   HardwareProfile p;
-  Reader reader(root, where);
+  Reader reader(root, where, table_dir, builtin);
   reader.allow("format");  // optional, checked above
   detail::visit_profile(reader, p);
   reader.finish();
+  check_table_devices(p, where);
   return p;
 }
 

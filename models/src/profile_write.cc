@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel_table_json.h"
 #include "profile_fields.h"
 
 namespace dcpsim::models {
@@ -40,6 +41,25 @@ class Writer {
 
   void flag(std::string_view key, const Switch& s) {
     top()[std::string(key)] = Json{{"value", s.value}, {"source", s.source}};
+  }
+
+  template <class F>
+  void optional_section(std::string_view key, const std::optional<MemoryKernelSpec>& spec, F&& body) {
+    if (spec) section(key, [&] { body(*spec); });
+  }
+
+  // Tables read from a file are written as that reference, inline ones inline.
+  void tables(std::string_view key, const std::vector<KernelTables>& tables) {
+    if (tables.empty()) return;
+    Json list = Json::array();
+    for (const KernelTables& t : tables) {
+      if (t.origin.empty()) {
+        list.push_back(detail::kernel_tables_to_json(t));
+      } else {
+        list.push_back(t.origin);
+      }
+    }
+    top()[std::string(key)] = std::move(list);
   }
 
   template <class F>
@@ -90,6 +110,13 @@ class Validator {
     body();
     paths_.pop();
   }
+
+  template <class F>
+  void optional_section(std::string_view key, const std::optional<MemoryKernelSpec>& spec, F&& body) {
+    if (spec) section(key, [&] { body(*spec); });
+  }
+
+  void tables(std::string_view, const std::vector<KernelTables>&) {}  // checked when read
 
  private:
   PathTracker paths_;

@@ -61,6 +61,12 @@ std::string format_summary(const StepResult& r) {
         "  flows: bundled (a window of peers, or a round of ring steps, per SimGrid transfer; --flows pair "
         "for one per peer and step)\n";
   }
+  if (!r.kernel_figures.empty()) {
+    out += "  kernel times: " + r.kernel_figures_text() +
+           (r.kernel_figures_from(models::FigureSource::kAnalytic) > 0
+                ? " -- analytic figures are outside the profile's measured tables (extrapolated)\n"
+                : "\n");
+  }
   out += "\n  phase (us over ranks)      min     median        max\n";
   for (const auto& [name, durations] : phase_durations(r)) {
     const Spread s = spread(durations);
@@ -91,6 +97,13 @@ nlohmann::json summary_json(const StepResult& r) {
   j["attention_end_us"] = r.attention_end_s * 1e6;
   j["merge_latency_us"] = r.merge_latency_s * 1e6;
   j["simgrid_activities"] = r.activities;
+  j["kernel_figures"] = {{"table", r.kernel_figures_from(models::FigureSource::kTable)},
+                         {"analytic", r.kernel_figures_from(models::FigureSource::kAnalytic)},
+                         {"figures", nlohmann::json::array()}};
+  for (const KernelFigure& f : r.kernel_figures) {
+    j["kernel_figures"]["figures"].push_back(
+        {{"rank", f.rank}, {"kernel", f.kernel}, {"source", models::to_string(f.source)}});
+  }
   for (const PlannedCollective& c : r.collectives) {
     j["collectives"].push_back({{"phase", c.phase},
                                 {"algorithm", models::to_string(c.plan.algorithm)},

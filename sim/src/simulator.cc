@@ -78,6 +78,7 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   for (int b = 0; b < s.rows(); ++b) local[b] = models::local_length(s.contexts[b], r, s.dcp, s.interleave);
   AttentionOut att;
   att.timing = models::decode_attention_time(step.profile, models::attention_shape(s), local);
+  step.figures.push_back({r, "attention", att.timing.source});
   att.start = stream.begin("attention");
   att.end = step.graph.exec(step.platform.gpu(r), att.timing.kernel_end_s);
   step.graph.after(att.start, att.end);
@@ -178,6 +179,7 @@ StepResult collect(const StepGraph& step) {
     result.ranks.push_back(std::move(t));
   }
   result.merge_latency_s = result.step_latency_s - result.attention_end_s;
+  result.kernel_figures = step.figures;
   return result;
 }
 
@@ -200,6 +202,27 @@ FlowGrain parse_flow_grain(std::string_view text) {
     if (text == to_string(g)) return g;
   }
   throw InputError("flows: '" + std::string(text) + "' is not one of auto, pair, bundle");
+}
+
+int StepResult::kernel_figures_from(models::FigureSource source) const {
+  int n = 0;
+  for (const KernelFigure& f : kernel_figures) n += f.source == source;
+  return n;
+}
+
+std::string StepResult::kernel_figures_text() const {
+  std::vector<std::string> analytic;
+  for (const KernelFigure& f : kernel_figures) {
+    if (f.source == models::FigureSource::kAnalytic &&
+        std::find(analytic.begin(), analytic.end(), f.kernel) == analytic.end())
+      analytic.push_back(f.kernel);
+  }
+  std::string out = std::to_string(kernel_figures_from(models::FigureSource::kTable)) + " table, " +
+                    std::to_string(kernel_figures_from(models::FigureSource::kAnalytic)) + " analytic";
+  if (analytic.empty()) return out;
+  out += " (";
+  for (std::size_t i = 0; i < analytic.size(); ++i) out += (i ? " " : "") + analytic[i];
+  return out + ")";
 }
 
 const PhaseSpan* StepResult::phase(int rank, std::string_view name) const {

@@ -79,6 +79,14 @@ struct StepGraph {
   std::vector<std::pair<int, int>> flows;  // span index (a flag) -> span index (the wait it releases)
   std::vector<RankNodes> ranks;
   std::vector<PlannedCollective> collectives;
+  std::vector<KernelFigure> figures;
+
+  // A merge kernel's time (table or analytic), recorded as a figure of `rank`.
+  double price(int rank, models::MemoryKernel k, const models::MergeShape& m) {
+    const models::KernelPrice price = models::merge_kernel_price(profile, k, m);
+    figures.push_back({rank, std::string(models::to_string(k)), price.source});
+    return price.seconds;
+  }
 
   int add_span(Span span) {
     spans.push_back(std::move(span));

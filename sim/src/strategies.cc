@@ -53,7 +53,6 @@ void add_query_gather(StepGraph& step, std::vector<RankStream>& streams,
 void add_gather_merge(StepGraph& step, std::vector<RankStream>& streams,
                       const models::CollectiveOptions& options) {
   const models::Scenario& s = step.scenario;
-  const models::HardwareProfile& p = step.profile;
   const int n = s.dcp;
   const models::MergeShape m = models::merge_shape(s);
   const double out_bytes = double(models::dtype_bytes(s.out_dtype));
@@ -63,7 +62,8 @@ void add_gather_merge(StepGraph& step, std::vector<RankStream>& streams,
                         s.rows() * double(s.heads) * kLseBytes, options);
   std::vector<NodeId> corr(n);
   for (int r = 0; r < n; ++r) {
-    corr[r] = streams[r].kernel("correction", models::correction_time(p, m), models::correction_bytes(m));
+    corr[r] = streams[r].kernel("correction", step.price(r, models::MemoryKernel::kCorrection, m),
+                                models::correction_bytes(m));
   }
   const bool rs = s.strategy == models::Strategy::kAgRs;
   const double heads_out = rs ? double(s.heads) / n : double(s.heads);
@@ -84,7 +84,6 @@ void add_gather_merge(StepGraph& step, std::vector<RankStream>& streams,
 void add_a2a_merge(StepGraph& step, std::vector<RankStream>& streams,
                    const models::CollectiveOptions& options) {
   const models::Scenario& s = step.scenario;
-  const models::HardwareProfile& p = step.profile;
   const int n = s.dcp;
   const models::MergeShape m = models::merge_shape(s);
   const double lanes = s.head_dim + models::packed_lse_lanes(s.out_dtype);
@@ -93,12 +92,13 @@ void add_a2a_merge(StepGraph& step, std::vector<RankStream>& streams,
 
   std::vector<NodeId> pack(n), combine(n);
   for (int r = 0; r < n; ++r) {
-    pack[r] = streams[r].kernel("a2a_pack", models::a2a_pack_time(p, m), models::a2a_pack_bytes(m));
+    pack[r] = streams[r].kernel("a2a_pack", step.price(r, models::MemoryKernel::kA2aPack, m),
+                                models::a2a_pack_bytes(m));
   }
   const CollectiveSpans a2a = collective_kernel(step, streams, kPhaseCollective, "all_to_all",
                                                 Collective::kAllToAll, send_bytes, options);
   for (int r = 0; r < n; ++r) {
-    combine[r] = streams[r].kernel("unpack_combine", models::unpack_combine_time(p, m),
+    combine[r] = streams[r].kernel("unpack_combine", step.price(r, models::MemoryKernel::kA2aCombine, m),
                                    models::unpack_combine_bytes(m));
     RankNodes& rank = step.ranks[r];
     rank.phases.push_back({kPhasePack, pack[r], pack[r]});

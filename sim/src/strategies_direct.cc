@@ -94,7 +94,8 @@ void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams, const s
   for (int o = 0; o < n; ++o) {
     const NodeId start = streams[o].begin("direct_combine");
     const NodeId seen = wait_for_flags(step, o, "stream0", start, flags_to[o], -1, 0, rows);
-    const NodeId body = step.graph.exec(step.platform.gpu(o), models::direct_combine_time(p, m));
+    const NodeId body =
+        step.graph.exec(step.platform.gpu(o), step.price(o, models::MemoryKernel::kDirectCombine, m));
     step.graph.after(seen, body);
     streams[o].finish(body, traces::v1::EVENT_KIND_KERNEL, models::direct_combine_bytes(m));
     RankNodes& rank = step.ranks[o];
@@ -227,7 +228,9 @@ void combine_rows(StepGraph& step, RankStream& main_stream, const RowPushes& pus
         wait_for_flags(step, o, "stream1", idle, flags, own, members.front(), members.back() + 1);
     models::MergeShape m = models::merge_shape(step.scenario);
     m.rows = static_cast<int>(members.size());
-    const NodeId body = g.exec(step.platform.gpu(o), models::direct_combine_time(p, m) - p.kernel.floor.si());
+    const NodeId body =
+        g.exec(step.platform.gpu(o), models::direct_combine_time(p, m) -
+                                         p.kernel.of(models::MemoryKernel::kDirectCombine).floor.si());
     g.after(seen, body);
     bytes += models::direct_combine_bytes(m);
     for (int b : members) {

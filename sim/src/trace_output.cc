@@ -28,6 +28,8 @@ v1::Scenario scenario_record(const StepResult& result) {
   (*s.mutable_params())["profile"] = result.profile;
   for (const PlannedCollective& c : result.collectives)
     (*s.mutable_params())["plan." + c.phase] = describe(c.plan);
+  // Which kernel times were measured (a profile table) and which analytic (extrapolated).
+  (*s.mutable_params())["kernel_figures"] = result.kernel_figures_text();
   return s;
 }
 

@@ -190,8 +190,11 @@ TEST(CostAttention, SplitsFillOneWaveWithoutATail) {
 
 // With every unit the same size in one full wave, the kernel streams all KV at the efficiency-scaled
 // bandwidth: floor + cta_overhead + KV bytes / (measured × efficiency(total bytes)).
+// (Tensor cores made fast enough that bytes, not FLOPs, bound every wave.)
 TEST(CostAttention, FullWaveStreamsAtTheKernelBandwidth) {
-  const HardwareProfile p = load_profile("h200-sxm");
+  HardwareProfile p = load_profile("h200-sxm");
+  p.tables.clear();
+  p.attention.tensor_rate = quantity_from_si(1e18, Unit::kTFlops, "test");
   const int rows = 64;
   const int64_t ctx = 32768;
   const AttentionTiming t = decode_attention_time(p, kMla, std::vector<int64_t>(rows, ctx));
@@ -199,6 +202,21 @@ TEST(CostAttention, FullWaveStreamsAtTheKernelBandwidth) {
   const double kv = rows * ctx * kv_bytes_per_token(kMla);
   const double expected = p.attention.floor.si() + p.attention.cta_overhead.si() +
                           kv / (p.gpu.hbm_bandwidth_measured.si() * hbm_efficiency(p, t.total_bytes));
+  EXPECT_NEAR(t.kernel_end_s / expected, 1.0, 1e-12);
+}
+
+// The same full wave at h200-sxm's tensor-core rate: each of the 132 units (one per SM) needs its FLOPs at
+// one SM's share of the rate, which outlasts its bytes (MLA at 128 heads is compute-bound).
+TEST(CostAttention, FullWaveOfMlaAtManyHeadsIsComputeBound) {
+  HardwareProfile p = load_profile("h200-sxm");
+  p.tables.clear();
+  const int rows = 64;
+  const int64_t ctx = 32768;
+  const AttentionTiming t = decode_attention_time(p, kMla, std::vector<int64_t>(rows, ctx));
+  ASSERT_EQ(t.waves, 1);
+  const double unit_flops = 2.0 * heads_per_work_unit(p, kMla) * double(t.split_tokens) * (576 + 512);
+  const double sm_rate = p.attention.tensor_rate.si() / p.gpu.sm_count.si();
+  const double expected = p.attention.floor.si() + p.attention.cta_overhead.si() + unit_flops / sm_rate;
   EXPECT_NEAR(t.kernel_end_s / expected, 1.0, 1e-12);
 }
 

@@ -25,7 +25,7 @@ std::string_view to_string(ParameterGroup g);  // "kernel" | "launch" | "collect
 enum class Transform {
   kTime,        // the time itself, in seconds
   kInverse,     // 1 / the field in base units (a bandwidth becomes seconds per byte, an efficiency 1/eff)
-  kKernelRate,  // a = 1/(hbm_bandwidth_measured × hbm_efficiency_max)
+  kKernelRate,  // a = 1/(hbm_bandwidth_measured × hbm_efficiency_max), shared or one kernel type's
   kKernelHalf,  // b = half_efficiency_bytes × a (needs the profile's efficiency, so it comes after
                 // kKernelRate)
 };
@@ -36,6 +36,9 @@ struct FitParameter {
   ParameterGroup group = ParameterGroup::kKernel;
   Transform transform = Transform::kTime;
   std::function<models::Quantity&(models::HardwareProfile&)> field;
+  // Reads the field without creating it (an optional per-kernel-type section reads the shared value until
+  // a fit writes its own); absent: `field` is used for reading too.
+  std::function<const models::Quantity&(const models::HardwareProfile&)> read;
   // For kInverse: the field's largest sensible value (spec bandwidth, efficiency 1), giving the coordinate's
   // lower bound; absent: the bound is 0.
   std::function<double(const models::HardwareProfile&)> upper_field;

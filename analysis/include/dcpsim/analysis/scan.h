@@ -20,7 +20,10 @@
 // attention_end_us, merge_latency_us (after the last rank's attention) and merge_share (merge / step);
 // phase_<name>_us, each phase's longest duration over the ranks (empty when the strategy has no such phase);
 // kv_tokens_per_rank and kv_bytes_per_rank (the busiest rank, one layer); layers, weight_reserve_gib and the
-// capacity columns above; plans, the NCCL algorithm/protocol of each collective ("phase=algo/proto;...").
+// capacity columns above; plans, the NCCL algorithm/protocol of each collective ("phase=algo/proto;...");
+// kernels_table and kernels_analytic, how many kernel times came from the profile's measured tables and how
+// many from the analytic model, and kernels_extrapolated, the kernel types priced analytically
+// ("correction;a2a_pack").
 // Times are printed with 6 decimals (picoseconds) so that rows are exact and reproducible.
 #include <cstddef>
 #include <filesystem>

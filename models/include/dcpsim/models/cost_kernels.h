@@ -5,6 +5,8 @@
 // unpack-combine, direct combine) are memory-bound kernels over their exact byte counts.
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "dcpsim/models/profile.h"
@@ -13,10 +15,22 @@
 
 namespace dcpsim::models {
 
-// Fraction of the measured HBM bandwidth a kernel moving `bytes` reaches: max × bytes / (bytes + half).
+// Fraction of the measured HBM bandwidth a kernel moving `bytes` reaches: max × bytes / (bytes + half), with
+// the shared kernel numbers (kernel.*) or one kernel type's own (kernel.<type>.*).
 double hbm_efficiency(const HardwareProfile& p, double bytes);
-// kernel.floor + bytes / (hbm_bandwidth_measured × hbm_efficiency(bytes)); exactly the floor for 0 bytes.
+double hbm_efficiency(const MemoryKernelSpec& k, double bytes);
+// floor + bytes / (hbm_bandwidth_measured × hbm_efficiency(bytes)); exactly the floor for 0 bytes.
 double memory_kernel_time(const HardwareProfile& p, double bytes);
+double memory_kernel_time(const HardwareProfile& p, MemoryKernel k, double bytes);
+
+// Where a kernel figure came from: a measured table of the profile (kernel_table.h), or the analytic model
+// (outside every table's hull: extrapolated).
+enum class FigureSource { kTable, kAnalytic };
+std::string_view to_string(FigureSource s);  // "table" | "analytic"
+struct KernelPrice {
+  double seconds = 0.0;
+  FigureSource source = FigureSource::kAnalytic;
+};
 
 // The attention geometry on one rank. shared_kv: K and V are one latent per token (MLA): the kernel reads
 // qk_dim elements per token once (the 576-wide latent holds the 512-wide V); otherwise (GQA/MHA) it reads
@@ -39,6 +53,12 @@ double kv_bytes_per_token(const AttentionShape& a);
 int heads_per_work_unit(const HardwareProfile& p, const AttentionShape& a);
 int head_groups(const HardwareProfile& p, const AttentionShape& a);
 
+// Table keys: what must match exactly for a table to price a kernel. Attention: "mla qk576 d512 bf16" (one
+// shared latent) or "gqa qk128 d128 g8 bf16" (g = query heads per KV head); merge kernels: "d512 bf16".
+std::string attention_table_key(const AttentionShape& a);
+// FLOPs of one query head over one KV token: QK^T (qk_dim) and PV (head_dim), a multiply-add each.
+double attention_flops_per_head_token(const AttentionShape& a);
+
 struct AttentionTiming {
   // All times are relative to the attention kernel's start.
   std::vector<double> row_done_s;  // per row: end of the wave holding its last work unit (floor if empty)
@@ -54,6 +74,10 @@ struct AttentionTiming {
   bool needs_combine = false;      // some row has more than one split
   double combine_s = 0.0;          // duration of the split-KV combine kernel (0 when not needed)
   double combine_bytes = 0.0;
+  double total_flops = 0.0;  // 2 · heads · tokens · (qk_dim + head_dim) over the rows
+  // kTable: the kernel's time (attention and split-KV combine) is a table's, and every time above is the
+  // analytic one scaled to it, so the waves keep their order and shares.
+  FigureSource source = FigureSource::kAnalytic;
 
   // When each row's final output and LSE exist: rows with one split at row_done_s, split rows when the
   // combine kernel that starts at combine_start_s ends.
@@ -67,9 +91,12 @@ struct AttentionTiming {
 // slots. A unit streams its share of the split's KV from HBM (head groups of one KV head share the read); its
 // Q load and partial write are L2 traffic inside cta_overhead. The units of a wave share the kernel's HBM
 // bandwidth (measured × efficiency(total_bytes)) evenly, each at most attention.max_cta_bandwidth, so a wave
-// lasts cta_overhead + its largest unit's bytes / that share.
+// lasts cta_overhead + the larger of its largest unit's bytes / that share and its FLOPs / the unit's share
+// of attention.tensor_rate (one SM's share, divided among the units resident on that SM): the roofline per
+// wave. With `use_tables`, a profile table covering (heads, rows, mean tokens of the non-empty rows) sets the
+// kernel's time (source kTable) and scales the waves to it.
 AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionShape& a,
-                                      std::span<const int64_t> local_tokens);
+                                      std::span<const int64_t> local_tokens, bool use_tables = true);
 
 // Merge-kernel geometry on one rank: heads = H present on the rank, dcp = N.
 struct MergeShape {
@@ -93,6 +120,11 @@ double unpack_combine_time(const HardwareProfile& p, const MergeShape& m);
 // Direct combine: read the N blocks written by peers (D values + fp32 LSE each) and the N flags, write once.
 double direct_combine_bytes(const MergeShape& m);
 double direct_combine_time(const HardwareProfile& p, const MergeShape& m);
+// A merge kernel priced from the profile's tables at (dcp, rows, heads) when one covers the shape, else by
+// its byte count (kernel.<type> numbers). 0 s (analytic) for N = 1.
+std::string merge_table_key(const MergeShape& m);
+KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const MergeShape& m);
+
 // P of the packed layout: 2 lanes for 16-bit outputs, 1 for fp32.
 int packed_lse_lanes(DType out_dtype);
 

@@ -4,9 +4,12 @@
 // embedded in the library, so a built-in name works from any directory. See models/profiles/README.md for the
 // format.
 #include <array>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "dcpsim/models/kernel_table.h"
 
 namespace dcpsim::models {
 
@@ -31,9 +34,11 @@ enum class Unit {
   kMilliseconds,  // "ms"
   kMicroseconds,  // "us"
   kNanoseconds,   // "ns"
+  kFlops,         // "FLOP/s"
+  kTFlops,        // "TFLOP/s" = 1e12 FLOP/s
 };
 
-enum class Dimension { kCount, kRatio, kBytes, kBandwidth, kTime };
+enum class Dimension { kCount, kRatio, kBytes, kBandwidth, kTime, kComputeRate };
 
 std::string_view to_string(Unit u);
 Unit parse_unit(std::string_view s);  // throws InputError listing the allowed spellings
@@ -114,10 +119,30 @@ struct LaunchSpec {
 
 // A memory-bound kernel moving `bytes` takes floor + bytes / (hbm_bandwidth_measured × efficiency(bytes)),
 // efficiency(bytes) = efficiency_max × bytes / (bytes + half_efficiency_bytes).
-struct KernelSpec {
+struct MemoryKernelSpec {
   Quantity hbm_efficiency_max;     // ratio in (0, 1]
   Quantity half_efficiency_bytes;  // bytes at which efficiency reaches half its maximum
   Quantity floor;                  // time: fixed cost of any small kernel (prologue, tail, write-back)
+  bool operator==(const MemoryKernelSpec&) const = default;
+};
+
+// The merge kernels that may carry their own memory-kernel numbers (kernel.<name> in the file).
+enum class MemoryKernel { kCorrection, kA2aPack, kA2aCombine, kDirectCombine };
+inline constexpr std::array<MemoryKernel, 4> kAllMemoryKernels = {
+    MemoryKernel::kCorrection, MemoryKernel::kA2aPack, MemoryKernel::kA2aCombine,
+    MemoryKernel::kDirectCombine};
+std::string_view to_string(MemoryKernel k);  // "correction" | "a2a_pack" | "a2a_combine" | "direct_combine"
+
+// The shared numbers (attention's bandwidth share, the split-KV combine, and every merge kernel without its
+// own) plus optional per-kernel-type numbers: the runner's merge kernels differ from each other by 2-4x in
+// floor and efficiency, which one shared set cannot express.
+struct KernelSpec : MemoryKernelSpec {
+  std::array<std::optional<MemoryKernelSpec>, 4> per_type;  // indexed by MemoryKernel
+  // The numbers kernel type `k` uses: its own when present, else the shared ones.
+  const MemoryKernelSpec& of(MemoryKernel k) const {
+    const auto& own = per_type[static_cast<std::size_t>(k)];
+    return own ? *own : *this;
+  }
   bool operator==(const KernelSpec&) const = default;
 };
 
@@ -129,6 +154,9 @@ struct AttentionSpec {
   Quantity cta_overhead;       // time: fixed cost per work unit (Q load, softmax epilogue, partial write)
   Quantity max_cta_bandwidth;  // bandwidth: the most one work unit can stream (bytes in flight / HBM latency)
   Quantity floor;              // time: fixed cost of the attention kernel (setup before any unit starts)
+  // compute rate (FLOP/s): the dense tensor-core rate the kernel reaches with every SM busy; a unit gets at
+  // most one SM's share, so a wave lasts at least its largest unit's FLOPs at that share (the roofline)
+  Quantity tensor_rate;
   bool operator==(const AttentionSpec&) const = default;
 };
 
@@ -173,6 +201,9 @@ struct HardwareProfile {
   AttentionSpec attention;
   NcclSpec nccl;
   SignalSpec signal;
+  // Measured kernel tables (kernel_table.h), in the order the file lists them; `tables` in the file: a path
+  // relative to the profile file (or to models/ for a built-in) or an inline table object.
+  std::vector<KernelTables> tables;
   bool operator==(const HardwareProfile&) const = default;
 };
 
@@ -186,7 +217,12 @@ std::string_view builtin_profile_json(std::string_view name);
 // errors.
 HardwareProfile load_profile(std::string_view name_or_path);
 // Parses profile JSON; `origin` (a file name or "built-in h200-sxm") prefixes every error message.
+// A `tables` entry that is a path is read relative to the directory of `origin` when origin names a file.
 HardwareProfile parse_profile(std::string_view json_text, std::string_view origin);
+// The same, with the directory that relative table paths are resolved against ("" for built-ins: the embedded
+// models/tables/*.json are looked up by file name).
+HardwareProfile parse_profile(std::string_view json_text, std::string_view origin,
+                              const std::string& table_dir, bool builtin);
 // The same format load_profile reads; parse_profile(to_json(p), ...) == p for any valid profile.
 std::string to_json(const HardwareProfile& p);
 // Checks every field of a profile built or edited in code (calibration) the way parse_profile does;

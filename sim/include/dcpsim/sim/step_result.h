@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dcpsim/models/cost_collectives.h"
+#include "dcpsim/models/cost_kernels.h"
 #include "dcpsim/models/scenario.h"
 
 namespace dcpsim::sim {
@@ -58,6 +59,14 @@ struct PlannedCollective {
   models::CollectivePlan plan;
 };
 
+// Where one kernel time of the step came from: a measured table of the profile, or the analytic model
+// (outside every table: extrapolated from bytes, FLOPs, bandwidth and tensor-core rate).
+struct KernelFigure {
+  int rank = 0;
+  std::string kernel;  // "attention" (with its split-KV combine), "correction", "a2a_pack", ...
+  models::FigureSource source = models::FigureSource::kAnalytic;
+};
+
 struct StepResult {
   models::Scenario scenario;
   std::string profile;
@@ -69,6 +78,10 @@ struct StepResult {
   std::int64_t activities = 0;   // SimGrid activities (communications and executions) the step used
   bool bundled_flows = false;  // all-pairs sends and single-domain rings went as bundles (SimOptions::flows)
 
+  std::vector<KernelFigure> kernel_figures;  // one per kernel time the step used, rank by rank
+  int kernel_figures_from(models::FigureSource source) const;
+  // "4 table, 4 analytic (correction)": counts and the kernels priced analytically, for summaries and CSVs.
+  std::string kernel_figures_text() const;
   // The named phase of a rank, or nullptr when that rank has no such phase.
   const PhaseSpan* phase(int rank, std::string_view name) const;
 };

@@ -1,0 +1,90 @@
+// dcpsim tables: build a kernel table file from measured traces (analysis/table_builder.h), or check and
+// print one (--show).
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "dcpsim/analysis/table_builder.h"
+#include "dcpsim/error.h"
+#include "dcpsim/traces/output_file.h"
+
+namespace dcpsim::cli {
+namespace {
+
+struct TablesArgs {
+  std::vector<std::string> measured;
+  std::string out;
+  std::string show;
+  std::string date;
+  std::string clocks;
+  std::vector<std::string> argv;
+};
+
+// Files as given; a directory stands for every .pb under it, sorted.
+std::vector<std::filesystem::path> expand(const std::vector<std::string>& inputs) {
+  std::vector<std::filesystem::path> out;
+  for (const std::string& in : inputs) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(in, ec)) {
+      out.emplace_back(in);
+      continue;
+    }
+    std::vector<std::filesystem::path> found;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(in)) {
+      if (e.is_regular_file() && e.path().extension() == ".pb") found.push_back(e.path());
+    }
+    if (found.empty()) throw InputError(in + ": directory holds no .pb trace");
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+void run(const TablesArgs& a) {
+  if (!a.show.empty()) {
+    if (!a.measured.empty() || !a.out.empty())
+      throw InputError("--show prints a table file; it takes no --measured or --out");
+    std::cout << models::describe_kernel_tables(models::load_kernel_tables(a.show));
+    return;
+  }
+  if (a.measured.empty() || a.out.empty())
+    throw InputError("tables: give --measured TRACES and --out FILE (or --show FILE)");
+  std::vector<analysis::MeasuredTrace> traces;
+  for (const auto& path : expand(a.measured)) traces.push_back(analysis::load_measured(path));
+  analysis::TableBuildOptions options;
+  options.date = a.date;
+  options.clocks = a.clocks;
+  for (const std::string& arg : a.argv) options.command += (options.command.empty() ? "" : " ") + arg;
+  const analysis::TableBuildResult r = analysis::build_kernel_tables(traces, options);
+  traces::write_file_atomically(a.out, models::kernel_tables_json(r.tables));
+  std::size_t points = 0;
+  for (const auto& t : r.tables.tables) points += t.points.size();
+  std::cout << "wrote " << a.out << ": " << r.tables.tables.size() << " tables, " << points << " points from "
+            << r.figures << " phase medians of " << r.sections << " sections (" << r.tables.provenance.device
+            << ")\n";
+  for (const std::string& n : r.notes) std::cout << "note: left out " << n << "\n";
+}
+
+}  // namespace
+
+void add_tables_command(CLI::App& app, int argc, char** argv) {
+  auto args = std::make_shared<TablesArgs>();
+  args->argv.assign(argv, argv + argc);
+  if (!args->argv.empty()) args->argv[0] = "dcpsim";
+  CLI::App* cmd =
+      app.add_subcommand("tables", "Build a kernel table file from measured traces, or print one");
+  cmd->add_option("--measured", args->measured, "Measured .pb traces (a directory: every .pb under it)")
+      ->expected(1, -1);
+  cmd->add_option("--out", args->out, "Kernel table JSON to write (dcpsim-kernel-tables/1)");
+  cmd->add_option("--show", args->show, "Check a table file and print its provenance, tables and points");
+  cmd->add_option("--date", args->date, "Date recorded in the provenance (default: today, UTC)");
+  cmd->add_option("--clocks", args->clocks,
+                  "Clock policy of the measurement, when the traces do not record it");
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace dcpsim::cli

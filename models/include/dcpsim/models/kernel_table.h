@@ -1,0 +1,102 @@
+#pragma once
+// Measured kernel tables: kernel type × shape → measured time (median, samples, spread), with the provenance
+// of the measurement (device, driver, CUDA, NCCL, clocks, date, command). A profile may carry tables; the
+// simulator looks a kernel up by shape (interpolation piecewise-linear in log-size along each axis, exact at
+// measured points, never outside the measured hull) and prices it analytically where no table covers it.
+// The format ("dcpsim-kernel-tables/1") is described in models/profiles/README.md.
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dcpsim::models {
+
+inline constexpr std::string_view kKernelTablesFormat = "dcpsim-kernel-tables/1";
+
+// The kernel types a table may hold. Attention includes its split-KV combine kernel (the runner times them as
+// one phase). Direct write and the collectives are tabulated for multi-GPU data; the simulator does not read
+// them yet.
+enum class TableKernel {
+  kAttention,
+  kCorrection,
+  kA2aPack,
+  kA2aCombine,
+  kDirectWrite,
+  kDirectCombine,
+  kCollective,
+};
+std::string_view to_string(TableKernel k);
+// "attention" | "correction" | "a2a_pack" | "a2a_combine" | "direct_write" | "direct_combine" |
+// "collective"; InputError listing them otherwise.
+TableKernel parse_table_kernel(std::string_view s);
+// The axes every table of a kernel type has, in order: attention: heads, rows, tokens (mean local tokens of
+// the rank's non-empty rows); merge kernels: dcp, rows, heads (heads on the rank); collectives: dcp,
+// bytes_per_rank.
+const std::vector<std::string>& table_axes(TableKernel k);
+
+struct TableProvenance {
+  std::string device;   // e.g. "NVIDIA H200" (compared with the profile's gpu.name)
+  std::string driver;   // driver version
+  std::string cuda;     // CUDA runtime version
+  std::string nccl;     // NCCL version ("" when no collective was measured)
+  std::string clocks;   // SM/memory clock policy during the measurement
+  std::string date;     // YYYY-MM-DD
+  std::string command;  // how the table was made (the builder's command line)
+  bool operator==(const TableProvenance&) const = default;
+};
+
+struct TablePoint {
+  std::vector<double> at;  // one coordinate per axis
+  double median_ns = 0.0;
+  int samples = 0;  // repetitions behind the median (summed over merged measurements)
+  double min_ns = 0.0;
+  double max_ns = 0.0;
+  bool operator==(const TablePoint&) const = default;
+};
+
+// One kernel type and key (what must match exactly: geometry, dtype, collective op) over numeric axes.
+struct KernelTable {
+  TableKernel kernel = TableKernel::kAttention;
+  std::string key;  // attention_table_key(), merge_table_key(), or the collective's name
+  std::vector<TablePoint> points;
+  // Derived at load (finalize()): the grid's values per axis (sorted, distinct) and, per grid cell in
+  // row-major order, the index of its point or -1.
+  std::vector<std::vector<double>> grid;
+  std::vector<int> cell_point;
+  bool operator==(const KernelTable& o) const {
+    return kernel == o.kernel && key == o.key && points == o.points;
+  }
+  // Builds grid and cell_point; InputError (prefixed by `where`) for NaNs, non-positive values or duplicates.
+  void finalize(const std::string& where);
+};
+
+// One table file (or inline object) of a profile.
+struct KernelTables {
+  std::string origin;  // the path as the profile wrote it (relative), or "" when inline
+  TableProvenance provenance;
+  std::vector<KernelTable> tables;
+  bool operator==(const KernelTables&) const = default;
+};
+
+// Parses a table file; every error is one line naming `where` and the JSON path, e.g.
+// "h200.json: tables[0].points[3].median_ns: expected a positive number, got NaN".
+KernelTables parse_kernel_tables(std::string_view json_text, std::string_view where);
+KernelTables load_kernel_tables(const std::filesystem::path& path);
+// Canonical text: one point per line; parse_kernel_tables(kernel_tables_json(t)) == t.
+std::string kernel_tables_json(const KernelTables& t);
+// Human-readable listing: provenance, each table's key, axes ranges, points and grid coverage.
+std::string describe_kernel_tables(const KernelTables& t);
+
+// Interpolated time of one table at `at` (seconds), or nullopt when `at` lies outside the grid's hull along
+// some axis or a grid corner it needs was not measured. Along each axis the time is linear in log(coordinate)
+// between the two grid values around it (a point on a grid value needs only that value), so it is exact at
+// measured points and lies between the measured neighbours (monotone where they are).
+std::optional<double> table_time_s(const KernelTable& table, std::span<const double> at);
+
+// The first table of `tables` with this kernel type and key that covers `at`.
+std::optional<double> lookup_kernel_time_s(const std::vector<KernelTables>& tables, TableKernel kernel,
+                                           std::string_view key, std::span<const double> at);
+
+}  // namespace dcpsim::models

@@ -1,0 +1,353 @@
+// Kernel tables: reading, checking, writing and interpolated lookup.
+#include "dcpsim/models/kernel_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "dcpsim/error.h"
+#include "dcpsim/json_limits.h"
+#include "kernel_table_json.h"
+
+namespace dcpsim::models {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+struct KernelName {
+  TableKernel kernel;
+  std::string_view name;
+};
+constexpr KernelName kKernelNames[] = {
+    {TableKernel::kAttention, "attention"},      {TableKernel::kCorrection, "correction"},
+    {TableKernel::kA2aPack, "a2a_pack"},         {TableKernel::kA2aCombine, "a2a_combine"},
+    {TableKernel::kDirectWrite, "direct_write"}, {TableKernel::kDirectCombine, "direct_combine"},
+    {TableKernel::kCollective, "collective"},
+};
+
+std::string number_text(double v) {
+  if (std::isnan(v)) return "NaN";
+  return Json(v).dump();
+}
+
+// Walks a JSON document keeping the path for messages ("tables[2].points[0].at").
+class Cursor {
+ public:
+  Cursor(std::string where) : where_(std::move(where)) {}
+  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
+    throw InputError(where_ + ": " + path + ": " + what);
+  }
+  const Json& member(const Json& obj, const std::string& path, const std::string& key) const {
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(path.empty() ? key : path + "." + key, "missing required field");
+    return *it;
+  }
+  void only(const Json& obj, const std::string& path, std::initializer_list<std::string_view> allowed) const {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      if (std::find(allowed.begin(), allowed.end(), it.key()) != allowed.end()) continue;
+      std::string list;
+      for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      fail(path.empty() ? it.key() : path + "." + it.key(), "unknown field (allowed: " + list + ")");
+    }
+  }
+  std::string text(const Json& obj, const std::string& path, const std::string& key, bool nonempty) const {
+    const Json& j = member(obj, path, key);
+    const std::string p = path.empty() ? key : path + "." + key;
+    if (!j.is_string()) fail(p, "expected a string, got " + j.dump());
+    if (nonempty && j.get<std::string>().empty()) fail(p, "expected a non-empty string");
+    return j.get<std::string>();
+  }
+  double positive(const Json& j, const std::string& path) const {
+    // nlohmann writes NaN as null; a string "NaN" is the other spelling a producer might use.
+    if (!j.is_number()) fail(path, "expected a positive number, got " + (j.is_null() ? "NaN" : j.dump()));
+    const double v = j.get<double>();
+    if (!std::isfinite(v) || !(v > 0)) fail(path, "expected a positive number, got " + number_text(v));
+    return v;
+  }
+
+ private:
+  std::string where_;
+};
+
+TableProvenance read_provenance(const Cursor& c, const Json& j) {
+  if (!j.is_object()) c.fail("provenance", "expected an object, got " + j.dump());
+  c.only(j, "provenance", {"device", "driver", "cuda", "nccl", "clocks", "date", "command"});
+  TableProvenance p;
+  p.device = c.text(j, "provenance", "device", true);
+  p.driver = c.text(j, "provenance", "driver", false);
+  p.cuda = c.text(j, "provenance", "cuda", false);
+  p.nccl = c.text(j, "provenance", "nccl", false);
+  p.clocks = c.text(j, "provenance", "clocks", false);
+  p.date = c.text(j, "provenance", "date", true);
+  p.command = c.text(j, "provenance", "command", true);
+  return p;
+}
+
+TablePoint read_point(const Cursor& c, const Json& j, const std::string& path, std::size_t axes) {
+  if (!j.is_object()) c.fail(path, "expected an object, got " + j.dump());
+  c.only(j, path, {"at", "median_ns", "samples", "min_ns", "max_ns"});
+  TablePoint pt;
+  const Json& at = c.member(j, path, "at");
+  if (!at.is_array() || at.size() != axes) {
+    c.fail(path + ".at", "expected an array of " + std::to_string(axes) + " coordinates, got " + at.dump());
+  }
+  for (std::size_t i = 0; i < axes; ++i)
+    pt.at.push_back(c.positive(at[i], path + ".at[" + std::to_string(i) + "]"));
+  pt.median_ns = c.positive(c.member(j, path, "median_ns"), path + ".median_ns");
+  pt.min_ns = c.positive(c.member(j, path, "min_ns"), path + ".min_ns");
+  pt.max_ns = c.positive(c.member(j, path, "max_ns"), path + ".max_ns");
+  const Json& samples = c.member(j, path, "samples");
+  if (!samples.is_number_integer() || samples.get<int64_t>() < 1)
+    c.fail(path + ".samples", "expected a positive integer, got " + samples.dump());
+  pt.samples = static_cast<int>(samples.get<int64_t>());
+  if (!(pt.min_ns <= pt.median_ns && pt.median_ns <= pt.max_ns)) {
+    c.fail(path, "expected min_ns <= median_ns <= max_ns, got " + number_text(pt.min_ns) + ", " +
+                     number_text(pt.median_ns) + ", " + number_text(pt.max_ns));
+  }
+  return pt;
+}
+
+KernelTable read_table(const Cursor& c, const Json& j, const std::string& path, const std::string& where) {
+  if (!j.is_object()) c.fail(path, "expected an object, got " + j.dump());
+  c.only(j, path, {"kernel", "key", "axes", "points"});
+  KernelTable t;
+  const std::string kernel = c.text(j, path, "kernel", true);
+  try {
+    t.kernel = parse_table_kernel(kernel);
+  } catch (const InputError& e) {
+    c.fail(path + ".kernel", e.what());
+  }
+  t.key = c.text(j, path, "key", true);
+  const Json& axes = c.member(j, path, "axes");
+  const std::vector<std::string>& expected = table_axes(t.kernel);
+  if (axes != Json(expected)) {
+    c.fail(path + ".axes", "expected " + Json(expected).dump() + " for " + kernel + ", got " + axes.dump());
+  }
+  const Json& points = c.member(j, path, "points");
+  if (!points.is_array() || points.empty())
+    c.fail(path + ".points", "expected a non-empty array of points, got " + points.dump().substr(0, 80));
+  for (std::size_t i = 0; i < points.size(); ++i)
+    t.points.push_back(
+        read_point(c, points[i], path + ".points[" + std::to_string(i) + "]", expected.size()));
+  t.finalize(where + ": " + path);
+  return t;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw InputError(path.string() + ": cannot open kernel table file (not found or not a regular file)");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path.string() + ": cannot open kernel table file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string coords(const std::vector<double>& at) {
+  return Json(at).dump();
+}
+
+}  // namespace
+
+std::string_view to_string(TableKernel k) {
+  for (const KernelName& n : kKernelNames)
+    if (n.kernel == k) return n.name;
+  return "?";
+}
+
+TableKernel parse_table_kernel(std::string_view s) {
+  std::string known;
+  for (const KernelName& n : kKernelNames) {
+    if (n.name == s) return n.kernel;
+    known += (known.empty() ? "" : ", ") + std::string(n.name);
+  }
+  throw InputError("unknown kernel type \"" + std::string(s) + "\" (known: " + known + ")");
+}
+
+const std::vector<std::string>& table_axes(TableKernel k) {
+  static const std::vector<std::string> attention = {"heads", "rows", "tokens"};
+  static const std::vector<std::string> merge = {"dcp", "rows", "heads"};
+  static const std::vector<std::string> collective = {"dcp", "bytes_per_rank"};
+  if (k == TableKernel::kAttention) return attention;
+  if (k == TableKernel::kCollective) return collective;
+  return merge;
+}
+
+void KernelTable::finalize(const std::string& where) {
+  const std::size_t axes = table_axes(kernel).size();
+  grid.assign(axes, {});
+  for (const TablePoint& p : points) {
+    if (p.at.size() != axes)
+      throw InputError(where + ": a point has " + std::to_string(p.at.size()) + " coordinates, expected " +
+                       std::to_string(axes));
+    for (double v : p.at)
+      if (!std::isfinite(v) || !(v > 0))
+        throw InputError(where + ": coordinate " + number_text(v) + " is not a positive number");
+    if (!std::isfinite(p.median_ns) || !(p.median_ns > 0))
+      throw InputError(where + ": point " + coords(p.at) + ": median_ns " + number_text(p.median_ns) +
+                       " is not a positive number");
+    for (std::size_t a = 0; a < axes; ++a) grid[a].push_back(p.at[a]);
+  }
+  for (auto& g : grid) {
+    std::sort(g.begin(), g.end());
+    g.erase(std::unique(g.begin(), g.end()), g.end());
+  }
+  std::size_t cells = 1;
+  for (const auto& g : grid) cells *= g.size();
+  cell_point.assign(cells, -1);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    std::size_t cell = 0;
+    for (std::size_t a = 0; a < axes; ++a) {
+      const auto pos = std::lower_bound(grid[a].begin(), grid[a].end(), points[i].at[a]) - grid[a].begin();
+      cell = cell * grid[a].size() + static_cast<std::size_t>(pos);
+    }
+    if (cell_point[cell] >= 0) {
+      throw InputError(where + ".points[" + std::to_string(i) + "]: duplicate point " + coords(points[i].at) +
+                       " (also points[" + std::to_string(cell_point[cell]) + "])");
+    }
+    cell_point[cell] = static_cast<int>(i);
+  }
+}
+
+KernelTables parse_kernel_tables(std::string_view json_text, std::string_view where) {
+  const std::string w(where);
+  const Json root = parse_json_checked<Json>(json_text, w);  // depth-limited; errors name the file
+  return detail::parse_kernel_tables_json(root, w);
+}
+
+KernelTables detail::parse_kernel_tables_json(const nlohmann::ordered_json& root, const std::string& w) {
+  const Cursor c(w);
+  if (!root.is_object()) c.fail("(top level)", "expected a JSON object, got " + root.dump().substr(0, 80));
+  c.only(root, "", {"format", "provenance", "tables"});
+  const Json& format = c.member(root, "", "format");
+  if (format != Json(std::string(kKernelTablesFormat)))
+    c.fail("format", "expected \"" + std::string(kKernelTablesFormat) + "\", got " + format.dump());
+  KernelTables out;
+  out.provenance = read_provenance(c, c.member(root, "", "provenance"));
+  const Json& tables = c.member(root, "", "tables");
+  if (!tables.is_array()) c.fail("tables", "expected an array, got " + tables.dump().substr(0, 80));
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    const std::string path = "tables[" + std::to_string(i) + "]";
+    out.tables.push_back(read_table(c, tables[i], path, w));
+    for (std::size_t k = 0; k + 1 < out.tables.size(); ++k) {
+      if (out.tables[k].kernel == out.tables.back().kernel && out.tables[k].key == out.tables.back().key)
+        c.fail(path, "duplicate table for " + std::string(to_string(out.tables[k].kernel)) + " \"" +
+                         out.tables[k].key + "\" (also tables[" + std::to_string(k) + "])");
+    }
+  }
+  return out;
+}
+
+KernelTables load_kernel_tables(const std::filesystem::path& path) {
+  return parse_kernel_tables(read_text(path), path.string());
+}
+
+nlohmann::ordered_json detail::kernel_tables_to_json(const KernelTables& t) {
+  return Json::parse(kernel_tables_json(t));
+}
+
+std::string kernel_tables_json(const KernelTables& t) {
+  const TableProvenance& p = t.provenance;
+  Json prov = {{"device", p.device}, {"driver", p.driver}, {"cuda", p.cuda},      {"nccl", p.nccl},
+               {"clocks", p.clocks}, {"date", p.date},     {"command", p.command}};
+  std::string out = "{\n  \"format\": " + Json(std::string(kKernelTablesFormat)).dump() +
+                    ",\n  \"provenance\": " + prov.dump() + ",\n  \"tables\": [";
+  for (std::size_t i = 0; i < t.tables.size(); ++i) {
+    const KernelTable& k = t.tables[i];
+    out += std::string(i ? "," : "") + "\n    {\"kernel\": " + Json(std::string(to_string(k.kernel))).dump() +
+           ", \"key\": " + Json(k.key).dump() + ", \"axes\": " + Json(table_axes(k.kernel)).dump() +
+           ", \"points\": [";
+    for (std::size_t j = 0; j < k.points.size(); ++j) {
+      const TablePoint& pt = k.points[j];
+      Json jp = {{"at", pt.at},
+                 {"median_ns", pt.median_ns},
+                 {"samples", pt.samples},
+                 {"min_ns", pt.min_ns},
+                 {"max_ns", pt.max_ns}};
+      out += std::string(j ? "," : "") + "\n      " + jp.dump();
+    }
+    out += "\n    ]}";
+  }
+  return out + "\n  ]\n}\n";
+}
+
+std::string describe_kernel_tables(const KernelTables& t) {
+  const TableProvenance& p = t.provenance;
+  std::ostringstream out;
+  out << "device " << p.device << ", driver " << p.driver << ", CUDA " << p.cuda << ", NCCL "
+      << (p.nccl.empty() ? "-" : p.nccl) << ", clocks " << (p.clocks.empty() ? "-" : p.clocks) << ", date "
+      << p.date << "\ncommand: " << p.command << "\n";
+  for (const KernelTable& k : t.tables) {
+    std::size_t cells = k.cell_point.size();
+    out << to_string(k.kernel) << " [" << k.key << "]: " << k.points.size() << " points on a grid of "
+        << cells << " cells;";
+    const auto& axes = table_axes(k.kernel);
+    for (std::size_t a = 0; a < axes.size(); ++a) {
+      out << " " << axes[a] << " " << Json(k.grid[a]).dump();
+    }
+    out << "\n";
+    for (const TablePoint& pt : k.points) {
+      out << "  " << coords(pt.at) << "  median " << pt.median_ns / 1e3 << " us  (" << pt.samples
+          << " samples, " << pt.min_ns / 1e3 << "-" << pt.max_ns / 1e3 << " us)\n";
+    }
+  }
+  return out.str();
+}
+
+std::optional<double> table_time_s(const KernelTable& table, std::span<const double> at) {
+  const std::size_t axes = table.grid.size();
+  if (at.size() != axes || axes == 0) return std::nullopt;
+  // Per axis: the lower grid index and the weight of the upper one (0 when `at` is on a grid value).
+  std::vector<std::size_t> lo(axes);
+  std::vector<double> w(axes);
+  for (std::size_t a = 0; a < axes; ++a) {
+    const std::vector<double>& g = table.grid[a];
+    const double x = at[a];
+    if (!(x >= g.front() && x <= g.back())) return std::nullopt;  // also NaN
+    auto it = std::lower_bound(g.begin(), g.end(), x);
+    const auto i = static_cast<std::size_t>(it - g.begin());
+    if (*it == x) {
+      lo[a] = i;
+      w[a] = 0.0;
+    } else {
+      lo[a] = i - 1;  // g[i-1] < x < g[i]
+      w[a] = (std::log(x) - std::log(g[i - 1])) / (std::log(g[i]) - std::log(g[i - 1]));
+    }
+  }
+  double sum = 0.0;
+  for (std::size_t corner = 0; corner < (std::size_t{1} << axes); ++corner) {
+    double weight = 1.0;
+    std::size_t cell = 0;
+    for (std::size_t a = 0; a < axes; ++a) {
+      const bool upper = (corner >> a) & 1U;
+      if (upper && w[a] == 0.0) {
+        weight = 0.0;
+        break;
+      }
+      weight *= upper ? w[a] : 1.0 - w[a];
+      cell = cell * table.grid[a].size() + lo[a] + (upper ? 1 : 0);
+    }
+    if (weight == 0.0) continue;
+    const int point = table.cell_point[cell];
+    if (point < 0) return std::nullopt;  // a corner that was not measured
+    sum += weight * table.points[static_cast<std::size_t>(point)].median_ns;
+  }
+  return sum * 1e-9;
+}
+
+std::optional<double> lookup_kernel_time_s(const std::vector<KernelTables>& tables, TableKernel kernel,
+                                           std::string_view key, std::span<const double> at) {
+  for (const KernelTables& file : tables) {
+    for (const KernelTable& t : file.tables) {
+      if (t.kernel != kernel || t.key != key) continue;
+      if (auto hit = table_time_s(t, at)) return hit;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace dcpsim::models

@@ -1,0 +1,15 @@
+#pragma once
+// Reading a kernel table from an already parsed JSON value: a profile's inline `tables` entries.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "dcpsim/models/kernel_table.h"
+
+namespace dcpsim::models::detail {
+
+// `where` prefixes every message (a file name, or "profile.json: tables[1]").
+KernelTables parse_kernel_tables_json(const nlohmann::ordered_json& root, const std::string& where);
+nlohmann::ordered_json kernel_tables_to_json(const KernelTables& t);
+
+}  // namespace dcpsim::models::detail

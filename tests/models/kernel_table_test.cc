@@ -1,0 +1,296 @@
+// Kernel tables: loading and its errors, interpolation (exact at measured points, between neighbours, nothing
+// outside the hull), profiles with and without tables, table vs analytic pricing, the attention roofline and
+// per-kernel-type memory numbers.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "dcpsim/error.h"
+#include "dcpsim/models/cost_kernels.h"
+#include "dcpsim/models/kernel_table.h"
+#include "dcpsim/models/profile.h"
+
+namespace dcpsim::models {
+namespace {
+
+using nlohmann::ordered_json;
+using ::testing::HasSubstr;
+
+ordered_json point(std::vector<double> at, double median) {
+  return {{"at", at}, {"median_ns", median}, {"samples", 10}, {"min_ns", median}, {"max_ns", median}};
+}
+
+// A correction table over dcp {2, 4} x rows {1, 16, 64} x heads {32, 128}, times increasing along each axis,
+// with the corner (4, 64, 128) not measured.
+ordered_json correction_tables(const std::string& device = "NVIDIA H200") {
+  ordered_json points = ordered_json::array();
+  for (double n : {2.0, 4.0})
+    for (double b : {1.0, 16.0, 64.0})
+      for (double h : {32.0, 128.0}) {
+        if (n == 4 && b == 64 && h == 128) continue;
+        points.push_back(point({n, b, h}, 5000 + 100 * n + 20 * b + h));
+      }
+  return {{"format", "dcpsim-kernel-tables/1"},
+          {"provenance",
+           {{"device", device},
+            {"driver", "580.159.04"},
+            {"cuda", "13.0"},
+            {"nccl", "2.28.3"},
+            {"clocks", "default"},
+            {"date", "2026-12-01"},
+            {"command", "test"}}},
+          {"tables", ordered_json::array({ordered_json{{"kernel", "correction"},
+                                                       {"key", "d512 bf16"},
+                                                       {"axes", {"dcp", "rows", "heads"}},
+                                                       {"points", points}}})}};
+}
+
+std::string parse_error(const ordered_json& j) {
+  try {
+    parse_kernel_tables(j.dump(), "t.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(KernelTable, ExactAtEveryMeasuredPoint) {
+  const KernelTables t = parse_kernel_tables(correction_tables().dump(), "t.json");
+  ASSERT_EQ(t.tables.size(), 1u);
+  for (const TablePoint& p : t.tables[0].points) {
+    const auto got = table_time_s(t.tables[0], p.at);
+    ASSERT_TRUE(got.has_value());
+    EXPECT_DOUBLE_EQ(*got, p.median_ns * 1e-9);
+  }
+}
+
+TEST(KernelTable, MonotoneAndBetweenNeighboursAlongEachAxis) {
+  const KernelTables t = parse_kernel_tables(correction_tables().dump(), "t.json");
+  double previous = 0.0;
+  for (double b = 1.0; b <= 64.0; b *= 1.1) {
+    const double at[] = {2.0, b, 64.0};  // heads 64 lies between the grid's 32 and 128
+    const auto got = table_time_s(t.tables[0], at);
+    ASSERT_TRUE(got.has_value()) << b;
+    EXPECT_GE(*got, previous) << b;
+    previous = *got;
+  }
+  // Linear in log(heads): 64 is halfway between 32 and 128.
+  const double mid[] = {2.0, 16.0, 64.0};
+  EXPECT_NEAR(*table_time_s(t.tables[0], mid), 0.5 * (5552 + 5648) * 1e-9, 1e-15);
+}
+
+TEST(KernelTable, NothingOutsideTheHullOrWithoutItsCorners) {
+  const KernelTables t = parse_kernel_tables(correction_tables().dump(), "t.json");
+  const double beyond_rows[] = {2.0, 128.0, 32.0};
+  const double below_dcp[] = {1.5, 16.0, 32.0};
+  const double missing_corner[] = {4.0, 32.0, 64.0};  // needs (4, 64, 128)
+  const double nan[] = {2.0, std::nan(""), 32.0};
+  EXPECT_FALSE(table_time_s(t.tables[0], beyond_rows));
+  EXPECT_FALSE(table_time_s(t.tables[0], below_dcp));
+  EXPECT_FALSE(table_time_s(t.tables[0], missing_corner));
+  EXPECT_FALSE(table_time_s(t.tables[0], nan));
+  const double inside[] = {3.0, 8.0, 64.0};
+  EXPECT_TRUE(table_time_s(t.tables[0], inside));
+  EXPECT_FALSE(lookup_kernel_time_s({t}, TableKernel::kCorrection, "d128 bf16", inside));  // another key
+  EXPECT_FALSE(lookup_kernel_time_s({t}, TableKernel::kA2aPack, "d512 bf16", inside));     // another kernel
+}
+
+TEST(KernelTable, RoundTripsThroughItsCanonicalText) {
+  const KernelTables t = parse_kernel_tables(correction_tables().dump(), "t.json");
+  EXPECT_EQ(parse_kernel_tables(kernel_tables_json(t), "again.json"), t);
+  EXPECT_THAT(describe_kernel_tables(t), HasSubstr("correction [d512 bf16]: 11 points"));
+}
+
+TEST(KernelTable, BadTablesFailWithFileAndPath) {
+  ordered_json j = correction_tables();
+  j["tables"][0]["points"][3]["median_ns"] = nullptr;  // how a NaN reaches JSON
+  EXPECT_EQ(parse_error(j), "t.json: tables[0].points[3].median_ns: expected a positive number, got NaN");
+
+  j = correction_tables();
+  j["tables"][0]["points"].push_back(j["tables"][0]["points"][2]);
+  EXPECT_THAT(parse_error(j),
+              HasSubstr("tables[0].points[11]: duplicate point [2.0,16.0,32.0] (also points[2])"));
+
+  j = correction_tables();
+  j["tables"][0]["axes"] = {"dcp", "heads", "rows"};
+  EXPECT_THAT(parse_error(j), HasSubstr("t.json: tables[0].axes: expected [\"dcp\",\"rows\",\"heads\"]"));
+
+  j = correction_tables();
+  j["tables"][0]["kernel"] = "softmax";
+  EXPECT_THAT(parse_error(j), HasSubstr("t.json: tables[0].kernel: unknown kernel type \"softmax\""));
+
+  j = correction_tables();
+  j["provenance"].erase("device");
+  EXPECT_EQ(parse_error(j), "t.json: provenance.device: missing required field");
+
+  j = correction_tables();
+  j["format"] = "dcpsim-kernel-tables/9";
+  EXPECT_THAT(parse_error(j), HasSubstr("t.json: format: expected \"dcpsim-kernel-tables/1\""));
+
+  j = correction_tables();
+  j["tables"][0]["points"][0]["at"] = {2, -1, 32};
+  EXPECT_THAT(parse_error(j), HasSubstr("tables[0].points[0].at[1]: expected a positive number, got -1"));
+
+  j = correction_tables();
+  j["tables"].push_back(j["tables"][0]);
+  EXPECT_THAT(parse_error(j), HasSubstr("tables[1]: duplicate table for correction \"d512 bf16\""));
+
+  EXPECT_THAT(parse_error(ordered_json::array()), HasSubstr("t.json: (top level): expected a JSON object"));
+}
+
+// A profile file and its table file side by side in a scratch directory.
+class ProfileTablesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::path(DCPSIM_BINARY_DIR) / (std::string("kernel_table_test_") + info->name());
+    std::filesystem::create_directories(dir_ / "tables");
+    profile_ = ordered_json::parse(builtin_profile_json("h200-sxm"));
+    profile_.erase("tables");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::filesystem::path write(const std::string& name, const ordered_json& j) {
+    std::ofstream(dir_ / name) << j.dump(2);
+    return dir_ / name;
+  }
+  std::string load_error(const std::filesystem::path& p) {
+    try {
+      load_profile(p.string());
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  std::filesystem::path dir_;
+  ordered_json profile_;
+};
+
+TEST_F(ProfileTablesTest, ProfileWithoutTablesPricesEverythingAnalytically) {
+  const HardwareProfile p = load_profile(write("p.json", profile_).string());
+  EXPECT_TRUE(p.tables.empty());
+  const MergeShape m{2, 16, 32, 512, DType::kBF16};
+  const KernelPrice price = merge_kernel_price(p, MemoryKernel::kCorrection, m);
+  EXPECT_EQ(price.source, FigureSource::kAnalytic);
+  EXPECT_DOUBLE_EQ(price.seconds, correction_time(p, m));
+}
+
+TEST_F(ProfileTablesTest, ProfileWithATablePricesInsideItAndFlagsOutside) {
+  write("tables/corr.json", correction_tables());
+  profile_["tables"] = {"tables/corr.json"};
+  const HardwareProfile p = load_profile(write("p.json", profile_).string());
+  ASSERT_EQ(p.tables.size(), 1u);
+  EXPECT_EQ(p.tables[0].origin, "tables/corr.json");
+  const KernelPrice inside = merge_kernel_price(p, MemoryKernel::kCorrection, {2, 16, 32, 512, DType::kBF16});
+  EXPECT_EQ(inside.source, FigureSource::kTable);
+  EXPECT_DOUBLE_EQ(inside.seconds, 5552e-9);
+  const MergeShape outside{8, 16, 32, 512, DType::kBF16};
+  const KernelPrice extrapolated = merge_kernel_price(p, MemoryKernel::kCorrection, outside);
+  EXPECT_EQ(extrapolated.source, FigureSource::kAnalytic);
+  EXPECT_DOUBLE_EQ(extrapolated.seconds, correction_time(p, outside));
+  // The profile writes the reference back, and reads the same profile from it.
+  EXPECT_EQ(parse_profile(to_json(p), (dir_ / "p.json").string()), p);
+}
+
+TEST_F(ProfileTablesTest, InlineTablesLoadAndRoundTrip) {
+  profile_["tables"] = ordered_json::array({correction_tables()});
+  const HardwareProfile p = load_profile(write("p.json", profile_).string());
+  ASSERT_EQ(p.tables.size(), 1u);
+  EXPECT_EQ(p.tables[0].origin, "");
+  EXPECT_EQ(parse_profile(to_json(p), "again.json"), p);
+}
+
+TEST_F(ProfileTablesTest, MissingMalformedOrForeignTablesAreRefused) {
+  profile_["tables"] = {"tables/none.json"};
+  EXPECT_THAT(load_error(write("p.json", profile_)),
+              HasSubstr("p.json: tables[0]: " + (dir_ / "tables/none.json").string() + ": cannot open"));
+
+  ordered_json bad = correction_tables();
+  bad["tables"][0]["points"][0]["samples"] = 0;
+  write("tables/bad.json", bad);
+  profile_["tables"] = {"tables/bad.json"};
+  EXPECT_THAT(load_error(write("p.json", profile_)),
+              HasSubstr("bad.json: tables[0].points[0].samples: expected a positive integer, got 0"));
+
+  write("tables/h100.json", correction_tables("NVIDIA H100 80GB HBM3"));
+  profile_["tables"] = {"tables/h100.json"};
+  EXPECT_THAT(load_error(write("p.json", profile_)), HasSubstr("measured on \"NVIDIA H100 80GB HBM3\""));
+
+  profile_["tables"] = {42};
+  EXPECT_THAT(load_error(write("p.json", profile_)),
+              HasSubstr("p.json: tables[0]: expected a table file path or a table object, got 42"));
+}
+
+TEST(KernelCosts, AttentionTableScalesTheWavesAndFlagsItsSource) {
+  HardwareProfile p = load_profile("h200-sxm");
+  p.tables.clear();
+  const AttentionShape a{32, 1, 512, 576, true, DType::kBF16, DType::kBF16};
+  const std::vector<int64_t> rows(16, 4096);
+  const AttentionTiming analytic = decode_attention_time(p, a, rows);
+  EXPECT_EQ(analytic.source, FigureSource::kAnalytic);
+
+  KernelTables t;
+  t.provenance.device = "NVIDIA H200";
+  KernelTable k{TableKernel::kAttention, attention_table_key(a), {}, {}, {}};
+  for (double tokens : {2048.0, 8192.0})
+    k.points.push_back({{32.0, 16.0, tokens}, 30000.0 * tokens / 4096, 5, 1, 1e9});
+  k.finalize("test");
+  t.tables.push_back(k);
+  p.tables.push_back(t);
+  const AttentionTiming measured = decode_attention_time(p, a, rows);
+  EXPECT_EQ(measured.source, FigureSource::kTable);
+  const double expected = 0.5 * (15000e-9 + 60000e-9);  // 4096 is halfway in log between 2048 and 8192
+  EXPECT_NEAR(measured.kernel_end_s + measured.combine_s, expected, 1e-12);
+  const double scale = expected / (analytic.kernel_end_s + analytic.combine_s);
+  for (std::size_t b = 0; b < rows.size(); ++b)
+    EXPECT_NEAR(measured.row_done_s[b], analytic.row_done_s[b] * scale, 1e-15);
+  // Outside the table (more rows than measured): analytic, and flagged.
+  const std::vector<int64_t> more(64, 4096);
+  EXPECT_EQ(decode_attention_time(p, a, more).source, FigureSource::kAnalytic);
+}
+
+TEST(KernelCosts, MlaDecodeAtManyHeadsIsComputeBound) {
+  HardwareProfile p = load_profile("h200-sxm");
+  p.tables.clear();
+  p.attention.tensor_rate = quantity_from_si(160e12, Unit::kTFlops, "test");
+  const AttentionShape a{128, 1, 512, 576, true, DType::kBF16, DType::kBF16};
+  const std::vector<int64_t> rows(256, 2048);
+  const AttentionTiming t = decode_attention_time(p, a, rows);
+  const double flops = 2.0 * 256 * 128 * 2048 * (576 + 512);
+  EXPECT_DOUBLE_EQ(t.total_flops, flops);
+  EXPECT_GE(t.kernel_end_s, flops / 160e12);  // never faster than the tensor cores
+  EXPECT_LT(t.kernel_end_s, 1.3 * flops / 160e12 + p.attention.floor.si());
+  // Ten times the rate: bandwidth-bound again, and faster.
+  p.attention.tensor_rate = quantity_from_si(1600e12, Unit::kTFlops, "test");
+  EXPECT_LT(decode_attention_time(p, a, rows).kernel_end_s, 0.5 * t.kernel_end_s);
+}
+
+TEST(KernelCosts, EachMergeKernelTypeMayHaveItsOwnNumbers) {
+  HardwareProfile p = load_profile("h200-sxm");
+  const MergeShape m{4, 64, 64, 512, DType::kBF16};
+  const double pack = a2a_pack_time(p, m);
+  const double corr = correction_time(p, m);
+  MemoryKernelSpec own = p.kernel;
+  own.floor = quantity_from_si(6e-6, Unit::kMicroseconds, "test");
+  own.hbm_efficiency_max = quantity_from_si(0.4, Unit::kRatio, "test");
+  p.kernel.per_type[static_cast<std::size_t>(MemoryKernel::kCorrection)] = own;
+  EXPECT_DOUBLE_EQ(a2a_pack_time(p, m), pack);
+  EXPECT_GT(correction_time(p, m), corr + 5e-6 - p.kernel.floor.si());
+  EXPECT_DOUBLE_EQ(correction_time(p, m),
+                   6e-6 + correction_bytes(m) /
+                              (p.gpu.hbm_bandwidth_measured.si() * hbm_efficiency(own, correction_bytes(m))));
+  // Written as kernel.correction and read back.
+  const HardwareProfile again = parse_profile(to_json(p), "again.json");
+  EXPECT_EQ(again, p);
+  EXPECT_THAT(to_json(p), HasSubstr("\"correction\": {"));
+}
+
+}  // namespace
+}  // namespace dcpsim::models
