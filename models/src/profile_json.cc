@@ -37,6 +37,8 @@ std::string physical_bound(const Quantity& q, Dimension dim) {
       return si <= 1e6 ? "" : "1e6";
     case Dimension::kRatio:
       return "";
+    case Dimension::kComputeRate:  // FLOP/s: a GB200 does about 2.5e15 dense bf16
+      return si <= 1e18 ? "" : "1e18 FLOP/s";
   }
   return "";
 }
