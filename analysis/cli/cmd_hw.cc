@@ -172,9 +172,10 @@ void add_run(CLI::App& hw_cmd) {
   run->add_option("--direct-timeout-ms", f->direct_timeout_ms,
                   "direct merge: how long an owner waits for a flag")
       ->capture_default_str();
-  run->add_option("--timing", f->timing,
-                  "phase timing: cupti (GPU timeline of every kernel, memcpy and memset), events (CUDA events "
-                  "around phases), step (only each rank's whole step), auto (cupti if it loads, else events)")
+  run->add_option(
+         "--timing", f->timing,
+         "phase timing: cupti (GPU timeline of every kernel, memcpy and memset), events (CUDA events "
+         "around phases), step (only each rank's whole step), auto (cupti if it loads, else events)")
       ->capture_default_str();
   run->add_option("--attention", f->attention,
                   "local attention: flashinfer, dcpsim, or auto (FlashInfer where it runs the geometry)")

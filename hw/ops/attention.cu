@@ -461,7 +461,8 @@ void launch_attention(const AttentionArgs& a, cudaStream_t stream) {
       launch_kernel("combine_splits_kernel", combine_splits_kernel<float>, grid, 128, smem, stream, cp);
       break;
     case Elem::kBF16:
-      launch_kernel("combine_splits_kernel", combine_splits_kernel<__nv_bfloat16>, grid, 128, smem, stream, cp);
+      launch_kernel("combine_splits_kernel", combine_splits_kernel<__nv_bfloat16>, grid, 128, smem, stream,
+                    cp);
       break;
     case Elem::kF16:
       launch_kernel("combine_splits_kernel", combine_splits_kernel<__half>, grid, 128, smem, stream, cp);

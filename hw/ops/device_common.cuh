@@ -93,8 +93,9 @@ __device__ __forceinline__ float merge_weight(float lse_i, float k, LseShift s) 
   return w == w ? w : 0.f;
 }
 
-// First statement of every kernel a step launches: under PDL, wait until the predecessor grid has finished and
-// its writes are visible, then let the successor be scheduled (it waits in turn). Without PDL both are no-ops.
+// First statement of every kernel a step launches: under PDL, wait until the predecessor grid has finished
+// and its writes are visible, then let the successor be scheduled (it waits in turn). Without PDL both are
+// no-ops.
 __device__ __forceinline__ void pdl_begin() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");

@@ -75,7 +75,8 @@ void launch_direct_write(const DirectWriteArgs& a, cudaStream_t stream) {
       launch_kernel("direct_write_kernel", direct_write_kernel<float>, blocks, kWarps * 32, 0, stream, a);
       break;
     case Elem::kBF16:
-      launch_kernel("direct_write_kernel", direct_write_kernel<__nv_bfloat16>, blocks, kWarps * 32, 0, stream, a);
+      launch_kernel("direct_write_kernel", direct_write_kernel<__nv_bfloat16>, blocks, kWarps * 32, 0, stream,
+                    a);
       break;
     case Elem::kF16:
       launch_kernel("direct_write_kernel", direct_write_kernel<__half>, blocks, kWarps * 32, 0, stream, a);

@@ -224,12 +224,14 @@ void launch_vec(const CorrectArgs& a, cudaStream_t stream) {
     throw InputError("correction: B·H·D = " + std::to_string(total_vecs * VEC) +
                      " elements is too many for one call");
   if (total_vecs < std::int64_t(132) * 2048 || kThreads % vecs != 0) {
-    launch_kernel("correct_small_kernel", correct_small_kernel<T, VEC>, ceil_div(total_vecs, kThreads), kThreads, 0, stream, a);
+    launch_kernel("correct_small_kernel", correct_small_kernel<T, VEC>, ceil_div(total_vecs, kThreads),
+                  kThreads, 0, stream, a);
   } else {
     constexpr int kVpt = 8;
     const int pairs = kThreads / vecs * kVpt;
     const std::size_t smem = std::size_t(pairs) * (2 * sizeof(std::int64_t) + sizeof(float));
-    launch_kernel("correct_kernel", correct_kernel<T, VEC, kVpt>, ceil_div(std::int64_t(a.rows) * a.heads, pairs), kThreads, smem, stream, a, pairs);
+    launch_kernel("correct_kernel", correct_kernel<T, VEC, kVpt>,
+                  ceil_div(std::int64_t(a.rows) * a.heads, pairs), kThreads, smem, stream, a, pairs);
   }
   DCPSIM_CUDA_LAUNCHED("correct_kernel");
 }

@@ -59,8 +59,8 @@ AttentionImpl resolve_attention_impl(AttentionImpl requested, const FlashInferGe
   if (requested == AttentionImpl::kDcpsim) return AttentionImpl::kDcpsim;
   const std::string why = flashinfer_unsupported(g);
   // GQA: dcpsim's kernel by default. On one H200 it runs at 72–86% of copy where FlashInfer 0.7.2's paged
-  // decode reaches 33–38%, and FlashInfer's decode LSE misses the runner's 1e-4 LSE bound on very short shards
-  // (docs/PERFORMANCE.md); --attention flashinfer still selects it.
+  // decode reaches 33–38%, and FlashInfer's decode LSE misses the runner's 1e-4 LSE bound on very short
+  // shards (docs/PERFORMANCE.md); --attention flashinfer still selects it.
   const bool mla = g.qk_dim == 576;
   if (why.empty() && (mla || requested == AttentionImpl::kFlashInfer)) return AttentionImpl::kFlashInfer;
   if (why.empty()) return AttentionImpl::kDcpsim;

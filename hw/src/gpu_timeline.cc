@@ -48,8 +48,9 @@ const Cupti& cupti(std::string* why) {
     std::vector<std::string> candidates;
     if (const char* env = std::getenv("DCPSIM_CUPTI_LIB"); env != nullptr && *env != '\0')
       candidates.emplace_back(env);
-    for (const char* name : {"libcupti.so.13", "libcupti.so", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
-                             "/usr/local/cuda/lib64/libcupti.so.13"})
+    for (const char* name :
+         {"libcupti.so.13", "libcupti.so", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
+          "/usr/local/cuda/lib64/libcupti.so.13"})
       candidates.emplace_back(name);
     for (const std::string& name : candidates) {
       c.lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -1,13 +1,13 @@
 #pragma once
-// The GPU timeline of a measured run, from CUPTI's Activity API: every kernel (dcpsim's and NCCL's), memcpy and
-// memset with its GPU start and end, the way Nsight Systems and Kineto record them. CUPTI is loaded at run time
-// (libcupti.so.13 from the library path, $DCPSIM_CUPTI_LIB, or the CUDA toolkit), so a runner without it still
-// runs and falls back to CUDA events around phases.
+// The GPU timeline of a measured run, from CUPTI's Activity API: every kernel (dcpsim's and NCCL's), memcpy
+// and memset with its GPU start and end, the way Nsight Systems and Kineto record them. CUPTI is loaded at
+// run time (libcupti.so.13 from the library path, $DCPSIM_CUPTI_LIB, or the CUDA toolkit), so a runner
+// without it still runs and falls back to CUDA events around phases.
 //
 // Activities are tagged with what the runner was enqueueing when it launched them (repetition, rank, phase
 // slot) through CUPTI's external correlation ids, one stack per host thread. Eager launches carry their tag;
-// kernels replayed from a CUDA graph share the graph launch's correlation id, so graph repetitions are matched
-// by position against the eager pass that preceded the capture (same code, same order per device).
+// kernels replayed from a CUDA graph share the graph launch's correlation id, so graph repetitions are
+// matched by position against the eager pass that preceded the capture (same code, same order per device).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -18,7 +18,7 @@ namespace dcpsim::hw {
 struct GpuActivity {
   enum class Kind { kKernel, kMemcpy, kMemset };
   Kind kind = Kind::kKernel;
-  std::string name;  // demangled kernel name, or "memcpy DtoD" / "memset"
+  std::string name;                        // demangled kernel name, or "memcpy DtoD" / "memset"
   std::uint64_t start_ns = 0, end_ns = 0;  // CUPTI timestamps (one clock for every device of the process)
   std::uint32_t device = 0, stream = 0, correlation = 0;
   std::uint64_t graph_node = 0;

@@ -41,8 +41,8 @@ struct Run {
   std::unique_ptr<GpuTimeline> timeline;  // CUPTI, when the phases are timed on the GPU timeline
 };
 
-// Resolves --timing: CUPTI when asked for (an error when it cannot start) or when automatic (a one-line notice
-// and CUDA events when it cannot).
+// Resolves --timing: CUPTI when asked for (an error when it cannot start) or when automatic (a one-line
+// notice and CUDA events when it cannot).
 void start_timing(const RunConfig& c, Run& run, std::string& note) {
   Timing t = c.timing;
   if (t == Timing::kAuto || t == Timing::kCupti) {

@@ -122,8 +122,8 @@ void Samples::from_timeline(const StepPlan& p, int rank_count, std::vector<GpuAc
       throw RuntimeError("GPU timeline: graph replay " + std::to_string(key.second) + " on device " +
                          std::to_string(key.first) + " ran " + std::to_string(seq.size()) +
                          " activities that do not follow the " + std::to_string(eager.size()) +
-                         " of the eager pass (" + seq[j]->name + " is not among them, in order); rerun with " +
-                         "--timing events");
+                         " of the eager pass (" + seq[j]->name +
+                         " is not among them, in order); rerun with " + "--timing events");
     for (const auto& [replayed, model] : pairs) {
       const auto [rank, slot] = templ_slot.at(model);
       placed.push_back({replayed, key.second, rank, slot});
@@ -240,7 +240,7 @@ void run_repetitions(cudaStream_t stream, bool graph, int warmup, int reps, doub
     }
     return;
   }
-  t_rep = kTemplateRep;  // the timeline places graph replays by position against this pass
+  t_rep = kTemplateRep;                  // the timeline places graph replays by position against this pass
   step([&] { enqueue(false); }, false);  // loads modules and checks the step once before it is captured
   cudaGraph_t g = nullptr;
   cudaGraphExec_t exec = nullptr;

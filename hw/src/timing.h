@@ -35,10 +35,10 @@ struct Samples {
   // CUPTI places every time of a repetition on one timeline whose origin is the repetition's earliest GPU
   // activity (any rank, prologue included). [rank][rep]: where the rank's first phase starts on it.
   std::vector<std::vector<double>> phase_origin;
-  // [rank]: where the prologue's stamp kernel started on the last repetition's timeline; a row stamp v lies at
-  // stamp_origin + (v − stamps[0]). 0 with CUDA events (rows then count from the stamp itself).
+  // [rank]: where the prologue's stamp kernel started on the last repetition's timeline; a row stamp v lies
+  // at stamp_origin + (v − stamps[0]). 0 with CUDA events (rows then count from the stamp itself).
   std::vector<double> stamp_origin;
-  std::vector<PlacedActivity> activities;  // CUPTI: every activity of the measured repetitions
+  std::vector<PlacedActivity> activities;   // CUPTI: every activity of the measured repetitions
   std::uint64_t dropped = 0, unplaced = 0;  // CUPTI records lost; activities no enqueue claimed
   bool hardware_timestamps = false;         // CUPTI read kernel times from the GPU's event system
 
@@ -69,8 +69,8 @@ void wait_stream(cudaStream_t stream, double timeout_s, const std::atomic<bool>*
 // With a timeline, each step's work is tagged with its repetition (graph replays by `tag_rank`).
 void run_repetitions(cudaStream_t stream, bool graph, int warmup, int reps, double timeout_s,
                      const std::atomic<bool>* abort, GpuTimeline* timeline, int tag_rank,
-                     const std::function<void(bool)>& enqueue,
-                     const std::function<void()>& after_any, const std::function<void()>& after_rep);
+                     const std::function<void(bool)>& enqueue, const std::function<void()>& after_any,
+                     const std::function<void()>& after_rep);
 
 // Throws RuntimeError when the rank's direct-merge combine timed out waiting for a flag.
 void check_direct_error(const RankState& r, std::int64_t timeout_ms);

@@ -114,8 +114,9 @@ void emit_events(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c,
   }
   for (int r : ranks) {
     const double begin = emulate || phases == 0 ? 0.0 : s.phase_origin[r][k];
-    v1::Event e = traces::make_event(r, "step", v1::EVENT_KIND_PHASE, "step", static_cast<std::int64_t>(begin),
-                                     static_cast<std::int64_t>(std::max(begin, end[r])));
+    v1::Event e =
+        traces::make_event(r, "step", v1::EVENT_KIND_PHASE, "step", static_cast<std::int64_t>(begin),
+                           static_cast<std::int64_t>(std::max(begin, end[r])));
     sink.on_event(e);
   }
 }
@@ -228,7 +229,7 @@ void emit_section(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c
   params["reps"] = std::to_string(c.reps);
   params["seed"] = std::to_string(c.seed);
   params["check"] = result.check.summary;
-  params["row_stamps"] = c.row_stamps ? "on" : "off";  // on: kernels count finished rows (instrumented)
+  params["row_stamps"] = c.row_stamps ? "on" : "off";      // on: kernels count finished rows (instrumented)
   params["attention"] = attention_impl_name(p.attention);  // which local-attention kernels ran
   // What the phase figures were measured with: "cupti" (the GPU timeline), "cuda-events" (events around each
   // phase; short phases read long), "step" (only each rank's whole step).

@@ -162,8 +162,8 @@ TEST(Runner, ThreadPerDeviceModeRunsOnOneDevice) {
 namespace dcpsim::hw {
 namespace {
 
-// The GPU timeline: every phase of every rank in every measured repetition comes from CUPTI's activity records,
-// eager and graph-replayed, and the trace keeps the records.
+// The GPU timeline: every phase of every rank in every measured repetition comes from CUPTI's activity
+// records, eager and graph-replayed, and the trace keeps the records.
 TEST(Runner, CuptiTimelineTimesEveryPhase) {
   DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
   for (auto launch : {models::LaunchMode::kEager, models::LaunchMode::kGraph, models::LaunchMode::kPdl}) {
@@ -184,8 +184,8 @@ TEST(Runner, CuptiTimelineTimesEveryPhase) {
     EXPECT_EQ(sec.scenario.params().at("timeline_records_dropped"), "0");
     for (const PhaseStats& p : r.phases) EXPECT_GT(p.median_ns, 0) << p.rank << " " << p.phase;
     EXPECT_GE(r.outer_step_median_ns, 0.5 * r.step_median_ns);
-    // Every rank's attention ran kernels (dcpsim's or FlashInfer's) in every measured repetition; the emulated
-    // all-to-all is device copies; kernels carry their launch shape.
+    // Every rank's attention ran kernels (dcpsim's or FlashInfer's) in every measured repetition; the
+    // emulated all-to-all is device copies; kernels carry their launch shape.
     std::vector<int> attention(3 * c.reps, 0);
     int copies = 0;
     for (const auto& a : sec.gpu_activities) {
@@ -210,11 +210,12 @@ TEST(Runner, CuptiTimelineTimesEveryPhase) {
   }
 }
 
-// CUDA events around a phase include the launch gap before its first kernel; the GPU timeline does not. On the
-// same run the timeline's attention is never longer than the events' (5% for noise).
+// CUDA events around a phase include the launch gap before its first kernel; the GPU timeline does not. On
+// the same run the timeline's attention is never longer than the events' (5% for noise).
 TEST(Runner, CuptiPhasesAreNotLongerThanEvents) {
   DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
-  models::Scenario s = scenario(4, 64, 1, 512, 576, models::Strategy::kAgRs, std::vector<std::int64_t>(8, 4096));
+  models::Scenario s =
+      scenario(4, 64, 1, 512, 576, models::Strategy::kAgRs, std::vector<std::int64_t>(8, 4096));
   RunConfig events = config(s), cupti = config(s);
   events.reps = cupti.reps = 10;
   cupti.timing = Timing::kCupti;

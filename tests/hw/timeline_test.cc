@@ -1,5 +1,5 @@
-// The GPU timeline's bookkeeping, on synthetic CUPTI records (no GPU needed): eager activities placed by their
-// tags, graph replays placed by position against the eager pass, phase spans, gaps and offsets, and the
+// The GPU timeline's bookkeeping, on synthetic CUPTI records (no GPU needed): eager activities placed by
+// their tags, graph replays placed by position against the eager pass, phase spans, gaps and offsets, and the
 // errors for a replay that does not match or a rank that recorded nothing.
 #include <gtest/gtest.h>
 
@@ -37,7 +37,9 @@ GpuActivity act(const char* name, std::uint64_t start, std::uint64_t end, std::u
 
 // One rank's step starting at t0: prologue stamp, gather (two copies), attention, write, combine.
 void add_step(std::vector<GpuActivity>& v, int rep, int rank, std::uint64_t t0, bool graph) {
-  auto tag = [&](int slot) { return graph ? timeline_tag(rep, 0, kGraphSlot) : timeline_tag(rep, rank, slot); };
+  auto tag = [&](int slot) {
+    return graph ? timeline_tag(rep, 0, kGraphSlot) : timeline_tag(rep, rank, slot);
+  };
   v.push_back(act("stamp_kernel(unsigned long long*)", t0, t0 + 1000, tag(0)));
   v.push_back(act("memcpy DtoD", t0 + 2000, t0 + 3000, tag(1), GpuActivity::Kind::kMemcpy));
   v.push_back(act("memcpy DtoD", t0 + 3500, t0 + 4000, tag(1), GpuActivity::Kind::kMemcpy));

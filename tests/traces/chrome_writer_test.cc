@@ -243,8 +243,10 @@ TEST(ChromeTrace, GpuActivitiesOfTheShownRepetitionGetAStreamLane) {
     ++gpu;
     EXPECT_EQ(e.at("pid"), 1);
     EXPECT_EQ(lanes.at({1, e.at("tid").get<int>()}), "gpu stream 13");
-    if (e.at("name") == "memcpy DtoD") EXPECT_EQ(e.at("args").at("bytes"), 1 << 20);
-    else EXPECT_EQ(e.at("args").at("grid"), json::array({4, 8, 64}));
+    if (e.at("name") == "memcpy DtoD")
+      EXPECT_EQ(e.at("args").at("bytes"), 1 << 20);
+    else
+      EXPECT_EQ(e.at("args").at("grid"), json::array({4, 8, 64}));
   }
   EXPECT_EQ(gpu, 4);  // per section, the shown repetition only (0 by default, 1 here): a kernel and a copy
 }

@@ -129,9 +129,11 @@ std::string TraceChecker::event(const v1::Event& e) {
 
 std::string TraceChecker::gpu_activity(const v1::GpuActivity& a) {
   if (auto why = body_record("GPU activity"); !why.empty()) return why;
-  const std::string where = "GPU activity " + quoted(a.name()) + " on rank " + std::to_string(a.rank()) + ": ";
+  const std::string where =
+      "GPU activity " + quoted(a.name()) + " on rank " + std::to_string(a.rank()) + ": ";
   if (auto why = rank_problem(a.rank()); !why.empty()) return where + why;
-  if (auto why = enum_problem("kind", a.kind(), v1::GpuActivity::Kind_IsValid); !why.empty()) return where + why;
+  if (auto why = enum_problem("kind", a.kind(), v1::GpuActivity::Kind_IsValid); !why.empty())
+    return where + why;
   if (a.repetition() < 0) return where + "repetition " + std::to_string(a.repetition()) + " is negative";
   if (a.start_ns() < 0 || a.end_ns() < a.start_ns()) {
     return where + "times [" + std::to_string(a.start_ns()) + ", " + std::to_string(a.end_ns()) +

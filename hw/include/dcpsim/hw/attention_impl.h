@@ -36,7 +36,8 @@ struct FlashInferGeometry {
 std::string flashinfer_unsupported(const FlashInferGeometry& g);
 
 // kAuto: FlashInfer for MLA when flashinfer_unsupported() is empty, else dcpsim (`notice`, when given,
-// receives one line saying why FlashInfer cannot run it; none for GQA, where dcpsim's kernel is the choice); kFlashInfer on an unsupported geometry: InputError with that line; kDcpsim: kDcpsim.
+// receives one line saying why FlashInfer cannot run it; none for GQA, where dcpsim's kernel is the choice);
+// kFlashInfer on an unsupported geometry: InputError with that line; kDcpsim: kDcpsim.
 AttentionImpl resolve_attention_impl(AttentionImpl requested, const FlashInferGeometry& g,
                                      std::string* notice = nullptr);
 

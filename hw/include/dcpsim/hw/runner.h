@@ -87,7 +87,7 @@ struct CheckResult {
 struct RunResult {
   std::vector<PhaseStats> phases;
   double step_median_ns = 0;  // threads/MPI: slowest rank's step; emulate: Σ over phases of the slowest rank
-  double merge_median_ns = 0;  // the phases after attention, same rule
+  double merge_median_ns = 0;       // the phases after attention, same rule
   double outer_step_median_ns = 0;  // each rank's whole step between two CUDA events (max over ranks)
   Timing timing = Timing::kEvents;  // what the phase figures were measured with (never kAuto)
   std::string timing_note;          // why CUPTI was not used, when it was asked for and not used

@@ -2,11 +2,11 @@
 // ChromeTraceWriter: Chrome Trace Event JSON that Perfetto UI (ui.perfetto.dev) and chrome://tracing open.
 //
 // Layout: one process per rank ("rank r"), one thread per lane within it (named after the lane, ordered by
-// first appearance); events and the GPU activities of the repetition they show become "X" slices with their bytes, rows and kind in args; flows become "s"/"f"
-// arrows bound to the slices they link; row results become instant events on a "rows" lane. Times are µs
-// (fractional, so ns survive) since the trace's origin. Sections (scenarios) are laid one after another on
-// the time axis, each marked by a slice on a "scenario" lane of rank 0; header, scenarios and summaries go
-// into "otherData".
+// first appearance); events and the GPU activities of the repetition they show become "X" slices with their
+// bytes, rows and kind in args; flows become "s"/"f" arrows bound to the slices they link; row results become
+// instant events on a "rows" lane. Times are µs (fractional, so ns survive) since the trace's origin.
+// Sections (scenarios) are laid one after another on the time axis, each marked by a slice on a "scenario"
+// lane of rank 0; header, scenarios and summaries go into "otherData".
 //
 // The file is streamed: events are written as they arrive, so memory stays bounded by the current section's
 // flow-linked events. Like ProtobufTraceWriter it writes a temporary file and renames it at finish().
