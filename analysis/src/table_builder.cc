@@ -177,8 +177,13 @@ TableBuildResult build_kernel_tables(const std::vector<MeasuredTrace>& traces,
   if (pools.empty()) throw InputError("no kernel phase in the traces: nothing to tabulate");
   for (const auto& [key, pool] : pools) {
     const auto& [kernel, name, at] = key;
-    auto it = std::find_if(out.tables.tables.begin(), out.tables.tables.end(),
-                           [&](const models::KernelTable& k) { return k.kernel == kernel && k.key == name; });
+    // Copies, not the bindings: lambdas may not capture structured bindings before C++20 compilers caught up
+    // (clang 14 builds the fuzz targets).
+    const auto want_kernel = kernel;
+    const auto& want_name = name;
+    auto it = std::find_if(
+        out.tables.tables.begin(), out.tables.tables.end(),
+        [&](const models::KernelTable& k) { return k.kernel == want_kernel && k.key == want_name; });
     if (it == out.tables.tables.end()) {
       out.tables.tables.push_back({kernel, name, {}, {}, {}});
       it = std::prev(out.tables.tables.end());
