@@ -134,6 +134,20 @@ void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_re
   *max_records = 0;
 }
 
+// The fields CUPTI's memcpy, peer-copy and memset records share.
+template <class Record>
+void copy_like(GpuActivity& a, const Record& m, GpuActivity::Kind kind, const char* name) {
+  a.kind = kind;
+  a.name = name;
+  a.start_ns = m.start;
+  a.end_ns = m.end;
+  a.device = m.deviceId;
+  a.stream = m.streamId;
+  a.correlation = m.correlationId;
+  a.graph_node = m.graphNodeId;
+  a.bytes = m.bytes;
+}
+
 void add_record(const CUpti_Activity* rec, std::vector<GpuActivity>& out) {
   GpuActivity a;
   switch (rec->kind) {
@@ -156,43 +170,17 @@ void add_record(const CUpti_Activity* rec, std::vector<GpuActivity>& out) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
-      a.kind = GpuActivity::Kind::kMemcpy;
-      a.name = memcpy_kind_name(m->copyKind);
-      a.start_ns = m->start;
-      a.end_ns = m->end;
-      a.device = m->deviceId;
-      a.stream = m->streamId;
-      a.correlation = m->correlationId;
-      a.graph_node = m->graphNodeId;
-      a.bytes = m->bytes;
+      copy_like(a, *m, GpuActivity::Kind::kMemcpy, memcpy_kind_name(m->copyKind));
       break;
     }
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(rec);
-      a.kind = GpuActivity::Kind::kMemcpy;
-      a.name = "memcpy PtoP";
-      a.start_ns = m->start;
-      a.end_ns = m->end;
-      a.device = m->deviceId;
-      a.stream = m->streamId;
-      a.correlation = m->correlationId;
-      a.graph_node = m->graphNodeId;
-      a.bytes = m->bytes;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      copy_like(a, *reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(rec), GpuActivity::Kind::kMemcpy,
+                "memcpy PtoP");
       break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
-      a.kind = GpuActivity::Kind::kMemset;
-      a.name = "memset";
-      a.start_ns = m->start;
-      a.end_ns = m->end;
-      a.device = m->deviceId;
-      a.stream = m->streamId;
-      a.correlation = m->correlationId;
-      a.graph_node = m->graphNodeId;
-      a.bytes = m->bytes;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      copy_like(a, *reinterpret_cast<const CUpti_ActivityMemset4*>(rec), GpuActivity::Kind::kMemset,
+                "memset");
       break;
-    }
     default:
       return;
   }
