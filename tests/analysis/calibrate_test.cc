@@ -64,7 +64,7 @@ double tolerance(const ParameterResult& p) {
   return std::min(0.01, std::max(5 * p.relative_std_error, 1e-4));
 }
 
-TEST(Calibrate, RecoversPerturbedKernelNumbersWithinOnePercent) {
+TEST(CalibrateClosedLoop, RecoversPerturbedKernelNumbersWithinOnePercent) {
   const Fixture& f = sim_fit();
   for (const char* name : {"kernel.floor", "kernel.hbm_efficiency_max", "kernel.half_efficiency_bytes",
                            "attention.floor", "attention.cta_overhead"}) {
@@ -75,7 +75,7 @@ TEST(Calibrate, RecoversPerturbedKernelNumbersWithinOnePercent) {
   }
 }
 
-TEST(Calibrate, RecoversLaunchCollectiveAndSignalNumbers) {
+TEST(CalibrateClosedLoop, RecoversLaunchCollectiveAndSignalNumbers) {
   const Fixture& f = sim_fit();
   for (const char* name : {"launch.dependent_gap", "launch.cpu_issue_eager", "nvlink.measured_bandwidth",
                            "nccl.ring.ll.base_latency", "signal.flag_write_latency"}) {
@@ -85,7 +85,7 @@ TEST(Calibrate, RecoversLaunchCollectiveAndSignalNumbers) {
   }
 }
 
-TEST(Calibrate, ResidualsVanishOnExactData) {
+TEST(CalibrateClosedLoop, ResidualsVanishOnExactData) {
   const Fixture& f = sim_fit();
   ASSERT_FALSE(f.result.residuals.empty());
   const ResidualStats& all = f.result.residuals.back();
@@ -95,7 +95,7 @@ TEST(Calibrate, ResidualsVanishOnExactData) {
   EXPECT_LT(all.max, 1e-4);
 }
 
-TEST(Calibrate, UnidentifiedParametersKeepBaseValueAndSource) {
+TEST(CalibrateClosedLoop, UnidentifiedParametersKeepBaseValueAndSource) {
   const Fixture& f = sim_fit();
   // No scenario spans two NVLink domains, so nothing depends on the inter-node fabric.
   for (const char* name : {"internode.latency", "internode.bandwidth"}) {
@@ -106,7 +106,7 @@ TEST(Calibrate, UnidentifiedParametersKeepBaseValueAndSource) {
   }
 }
 
-TEST(Calibrate, EmulatedTracesFitKernelsAndLaunchGapsOnly) {
+TEST(CalibrateClosedLoop, EmulatedTracesFitKernelsAndLaunchGapsOnly) {
   const Fixture f(traces::v1::SOURCE_EMULATED);
   // Kernel phases identify the kernel numbers, and the attention phase (decode kernel, dependent gap,
   // split-KV combine) the gap between dependent kernels.
@@ -130,7 +130,7 @@ TEST(Calibrate, EmulatedTracesFitKernelsAndLaunchGapsOnly) {
 // Each merge kernel type with its own floor and efficiency, and a tensor-core rate that makes MLA attention
 // at 128 heads and long shards compute-bound: the fit finds each type's numbers and the rate from kernel
 // phases alone (emulated traces), starting from h200-sxm where every type shares one set.
-TEST(Calibrate, RecoversPerKernelTypeNumbersAndTheTensorRate) {
+TEST(CalibrateClosedLoop, RecoversPerKernelTypeNumbersAndTheTensorRate) {
   TempDir dir;
   models::HardwareProfile truth = testing::true_profile();
   auto own = [&](models::MemoryKernel k, double floor_us, double efficiency) {
@@ -178,7 +178,7 @@ void add_noise(const std::filesystem::path& in, const std::filesystem::path& out
   traces::replay(t, w);
 }
 
-TEST(Calibrate, NoisyMeasurementsGiveHonestStandardErrors) {
+TEST(CalibrateClosedLoop, NoisyMeasurementsGiveHonestStandardErrors) {
   const Fixture& exact = sim_fit();
   TempDir dir;
   add_noise(exact.dir / "truth.pb", dir / "noisy.pb", 0.02);
@@ -222,7 +222,7 @@ void corrupt(const std::filesystem::path& in, const std::filesystem::path& out) 
   traces::replay(t, w);
 }
 
-TEST(Calibrate, HubersLossShrugsOffAFewPathologicalFigures) {
+TEST(CalibrateClosedLoop, HubersLossShrugsOffAFewPathologicalFigures) {
   const Fixture& exact = sim_fit();
   TempDir dir;
   corrupt(exact.dir / "truth.pb", dir / "bad.pb");
@@ -239,7 +239,7 @@ TEST(Calibrate, HubersLossShrugsOffAFewPathologicalFigures) {
   EXPECT_NE(robust.outliers.front().find("attention rank 0"), std::string::npos) << robust.outliers.front();
 }
 
-TEST(Calibrate, HoldOutSectionsAreNotFittedButReported) {
+TEST(CalibrateClosedLoop, HoldOutSectionsAreNotFittedButReported) {
   const Fixture& f = sim_fit();
   std::vector<MeasuredSection> fit, held;
   for (std::size_t i = 0; i < f.sections.size(); ++i) (i % 4 == 3 ? held : fit).push_back(f.sections[i]);
@@ -254,7 +254,7 @@ TEST(Calibrate, HoldOutSectionsAreNotFittedButReported) {
   EXPECT_LT(r.holdout_residuals.back().p90, 1e-2);
 }
 
-TEST(Calibrate, FixedParametersAreNotFitted) {
+TEST(CalibrateClosedLoop, FixedParametersAreNotFitted) {
   const Fixture& f = sim_fit();
   CalibrateOptions opt;
   opt.fixed = {"kernel.floor"};
@@ -266,7 +266,7 @@ TEST(Calibrate, FixedParametersAreNotFitted) {
   EXPECT_THROW(calibrate(f.base, few, {}, opt), InputError);
 }
 
-TEST(Calibrate, WritesLoadableProfileAndSidecar) {
+TEST(CalibrateClosedLoop, WritesLoadableProfileAndSidecar) {
   const Fixture& f = sim_fit();
   CalibrationResult r = f.result;
   CalibrationProvenance prov;
