@@ -2,6 +2,7 @@
 //   hw run      one DCP decode step on GPUs (or --emulate: N ranks on one GPU), timed, checked, traced
 //   hw bench    one operation's timing against the device-copy bandwidth (nccl-tests style)
 //   hw devices  the visible GPUs and the CUDA/NCCL versions
+//   hw sweep    the kernels over full grids of shapes, as a measured kernel table file (cmd_hw_sweep.cc)
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -268,12 +269,13 @@ void add_devices(CLI::App& hw_cmd) {
 
 }  // namespace
 
-void add_hw_command(CLI::App& app) {
+void add_hw_command(CLI::App& app, int argc, char** argv) {
   CLI::App* hw_cmd = app.add_subcommand("hw", "Run the real kernels and collectives on GPUs");
   hw_cmd->require_subcommand(1);
   add_run(*hw_cmd);
   add_bench(*hw_cmd);
   add_devices(*hw_cmd);
+  add_hw_sweep_command(*hw_cmd, argc, argv);
 }
 
 }  // namespace dcpsim::cli

@@ -5,6 +5,7 @@
 #include "dcpsim/hw/device.h"
 #include "dcpsim/hw/kernels.h"
 #include "dcpsim/hw/runner.h"
+#include "dcpsim/hw/sweep.h"
 
 namespace dcpsim::hw {
 namespace {
@@ -43,6 +44,10 @@ GpuMergedBlock gpu_a2a_combine(const models::A2aBuffer&, models::LseBase, models
   no_cuda();
 }
 std::vector<GpuMergedBlock> gpu_direct_merge(std::span<const models::Partial>, const GpuDirectOptions&) {
+  no_cuda();
+}
+
+models::KernelTables run_kernel_sweep(const KernelSweepConfig&, const std::function<void(const SweepProgress&)>&) {
   no_cuda();
 }
 

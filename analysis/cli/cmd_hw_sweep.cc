@@ -1,0 +1,133 @@
+// dcpsim hw sweep: time the runner's kernels over full grids of shapes and write a measured kernel table file
+// (dcpsim-kernel-tables/1) that profiles carry (models/profiles/README.md).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "dcpsim/analysis/scenario_flags.h"
+#include "dcpsim/error.h"
+#include "dcpsim/hw/sweep.h"
+#include "dcpsim/models/kernel_table.h"
+#include "dcpsim/models/scenario.h"
+#include "dcpsim/traces/output_file.h"
+
+namespace dcpsim::cli {
+namespace {
+
+struct SweepFlags {
+  std::string kernels = "attention,correction,a2a_pack,a2a_combine";
+  std::string geometries = "mla,gqa:8";
+  std::string heads = "16,32,64,128,256";
+  std::string rows = "1,4,16,64,256";
+  std::string tokens = "128,512,2k,8k,32k,128k";
+  std::string merge_dcp = "2,3,4,6,8";
+  std::string merge_rows = "1,4,16,64,256";
+  std::string merge_heads = "8,16,32,64,128";
+  std::string merge_dims = "128,512";
+  double max_kv_gb = 48;
+  std::string attention = "auto";
+  int warmup = 5, reps = 20, device = 0;
+  std::string date, out;
+  bool dry_run = false;
+};
+
+std::vector<int> int_list(const std::string& value, const std::string& flag) {
+  std::vector<int> out;
+  for (const std::string& item : analysis::split_list(value, flag)) {
+    const std::int64_t v = models::parse_token_count(item);  // plain integers, k/m suffixes allowed
+    if (v < 1 || v > 1 << 20) throw InputError(flag + " '" + item + "': expected an integer in [1, 1048576]");
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
+hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command) {
+  hw::KernelSweepConfig c;
+  c.kernels = analysis::split_list(f.kernels, "--kernels");
+  for (const std::string& k : c.kernels) (void)models::parse_table_kernel(k);
+  c.geometries.clear();
+  for (const std::string& g : analysis::split_list(f.geometries, "--geometry"))
+    c.geometries.push_back(hw::parse_sweep_geometry(g));
+  c.heads = int_list(f.heads, "--heads");
+  c.rows = int_list(f.rows, "--batch");
+  c.tokens.clear();
+  for (const std::string& t : analysis::split_list(f.tokens, "--tokens")) {
+    c.tokens.push_back(models::parse_token_count(t));
+    if (c.tokens.back() < 1) throw InputError("--tokens '" + t + "': expected at least one token");
+  }
+  c.merge_dcp = int_list(f.merge_dcp, "--merge-dcp");
+  c.merge_rows = int_list(f.merge_rows, "--merge-batch");
+  c.merge_heads = int_list(f.merge_heads, "--merge-heads");
+  c.merge_dims = int_list(f.merge_dims, "--merge-head-dims");
+  if (!(f.max_kv_gb > 0) || f.max_kv_gb > 1e4) throw InputError("--max-kv-gb must be in (0, 10000]");
+  c.max_kv_bytes = f.max_kv_gb * 1e9;
+  c.attention = hw::parse_attention_impl(f.attention);
+  c.warmup = f.warmup;
+  c.reps = f.reps;
+  c.device = f.device;
+  if (!f.date.empty() && (f.date.size() != 10 || f.date[4] != '-' || f.date[7] != '-'))
+    throw InputError("--date '" + f.date + "': expected YYYY-MM-DD");
+  c.date = f.date;
+  c.command = command;
+  return c;
+}
+
+void run_sweep(const SweepFlags& f, const std::string& command) {
+  const hw::KernelSweepConfig c = to_config(f, command);
+  const int points = hw::kernel_sweep_points(c);  // checks the grid before any device work
+  if (f.dry_run) {
+    std::printf("%d points (before skips for size); nothing timed (--dry-run)\n", points);
+    return;
+  }
+  if (f.out.empty()) throw InputError("--out is required (the kernel table file to write)");
+  traces::check_output_paths({}, {{"--out", f.out}});
+  int skipped = 0;
+  const models::KernelTables tables = hw::run_kernel_sweep(c, [&](const hw::SweepProgress& p) {
+    if (p.skipped) ++skipped;
+    std::fprintf(stderr, "\r[%d/%d %3d%%] %-60.60s%s", p.done, p.total, 100 * p.done / std::max(p.total, 1),
+                 p.point.c_str(), p.skipped ? " (skipped)" : "");
+    if (p.done == p.total) std::fprintf(stderr, "\n");
+  });
+  traces::write_file_atomically(f.out, models::kernel_tables_json(tables));
+  std::size_t n = 0;
+  for (const models::KernelTable& t : tables.tables) n += t.points.size();
+  std::printf("wrote %s: %zu tables, %zu points (%d skipped); %s\n", f.out.c_str(), tables.tables.size(), n,
+              skipped, tables.provenance.clocks.c_str());
+}
+
+}  // namespace
+
+void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
+  auto f = std::make_shared<SweepFlags>();
+  auto command = std::make_shared<std::string>();
+  for (int i = 0; i < argc; ++i) *command += (i ? " " : "") + std::string(i == 0 ? "dcpsim" : argv[i]);
+  CLI::App* s = hw_cmd.add_subcommand(
+      "sweep", "Time the kernels over full grids of shapes and write a measured kernel table file");
+  s->add_option("--out", f->out, "kernel table file to write (dcpsim-kernel-tables/1 JSON)");
+  s->add_option("--kernels", f->kernels, "kernels to sweep: attention, correction, a2a_pack, a2a_combine")
+      ->capture_default_str();
+  s->add_option("--geometry", f->geometries, "attention geometries: mla, gqa:G (G query heads per KV head)")
+      ->capture_default_str();
+  s->add_option("--heads", f->heads, "attention: query heads on the rank (list)")->capture_default_str();
+  s->add_option("--batch", f->rows, "attention: rows (list)")->capture_default_str();
+  s->add_option("--tokens", f->tokens, "attention: KV tokens per row on the rank (list; k = 1024)")
+      ->capture_default_str();
+  s->add_option("--merge-dcp", f->merge_dcp, "merge kernels: N (list)")->capture_default_str();
+  s->add_option("--merge-batch", f->merge_rows, "merge kernels: rows (list)")->capture_default_str();
+  s->add_option("--merge-heads", f->merge_heads, "merge kernels: heads on the rank (list)")->capture_default_str();
+  s->add_option("--merge-head-dims", f->merge_dims, "merge kernels: value head dims (128, 512)")
+      ->capture_default_str();
+  s->add_option("--max-kv-gb", f->max_kv_gb, "skip attention points whose KV cache exceeds this (GB)")
+      ->capture_default_str();
+  s->add_option("--attention", f->attention, "attention kernel: flashinfer, dcpsim or auto")->capture_default_str();
+  s->add_option("--warmup", f->warmup, "warm-up calls per point")->capture_default_str();
+  s->add_option("--reps", f->reps, "timed graph replays per point")->capture_default_str();
+  s->add_option("--device", f->device, "device ordinal")->capture_default_str();
+  s->add_option("--date", f->date, "date for the provenance, YYYY-MM-DD (default: today, UTC)");
+  s->add_flag("--dry-run", f->dry_run, "check the grid and count its points; time nothing");
+  s->callback([f, command] { run_sweep(*f, *command); });
+}
+
+}  // namespace dcpsim::cli

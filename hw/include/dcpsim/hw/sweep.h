@@ -1,0 +1,69 @@
+#pragma once
+// Kernel sweeps: the runner's kernels timed over full grids of shapes, written as measured kernel tables
+// (models/kernel_table.h, "dcpsim-kernel-tables/1") for profiles to carry. Every point is one kernel call
+// (attention with its split-KV combine, correction, A2A pack, A2A unpack-combine) replayed from a CUDA graph
+// of one call and timed on the GPU timeline (CUPTI: first kernel start to last kernel end of the call, the
+// span a step's phase has), or with CUDA events around the replay where CUPTI cannot load (recorded in the
+// provenance). Inputs rotate over enough buffer sets to defeat L2, as in `hw bench`.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dcpsim/hw/attention_impl.h"
+#include "dcpsim/models/kernel_table.h"
+
+namespace dcpsim::hw {
+
+// One attention geometry of a sweep: "mla" (one shared 576-wide latent, D = 512) or "gqa:G" (G query heads
+// per KV head, D = D_qk = 128).
+struct SweepGeometry {
+  bool mla = true;
+  int group = 1;  // GQA: query heads per KV head
+};
+SweepGeometry parse_sweep_geometry(const std::string& s);  // InputError naming the accepted forms
+std::string sweep_geometry_name(const SweepGeometry& g);
+
+struct KernelSweepConfig {
+  // "attention", "correction", "a2a_pack", "a2a_combine" (models::to_string(TableKernel) names).
+  std::vector<std::string> kernels = {"attention", "correction", "a2a_pack", "a2a_combine"};
+  // Attention grid: geometries × heads on the rank × rows × tokens per row on the rank. A heads value a GQA
+  // geometry's group does not divide is skipped for that geometry.
+  std::vector<SweepGeometry> geometries = {{true, 1}, {false, 8}};
+  std::vector<int> heads = {16, 32, 64, 128, 256};
+  std::vector<int> rows = {1, 4, 16, 64, 256};
+  std::vector<std::int64_t> tokens = {128, 512, 2048, 8192, 32768, 131072};
+  // Points whose KV cache (all rows, all KV heads) would exceed this are skipped (a hole in the grid: the
+  // simulator prices shapes that need it analytically).
+  double max_kv_bytes = 48e9;
+  AttentionImpl attention = AttentionImpl::kAuto;
+  // Merge-kernel grid: N × rows × heads on the rank, per value head dim. A2A needs N to divide H; other
+  // points are skipped.
+  std::vector<int> merge_dcp = {2, 3, 4, 6, 8};
+  std::vector<int> merge_rows = {1, 4, 16, 64, 256};
+  std::vector<int> merge_heads = {8, 16, 32, 64, 128};
+  std::vector<int> merge_dims = {128, 512};
+  int warmup = 5;
+  int reps = 20;
+  int device = 0;
+  std::uint64_t seed = 1;
+  std::string date;     // YYYY-MM-DD for the provenance (today when empty)
+  std::string command;  // the command line, for the provenance
+};
+
+struct SweepProgress {
+  int done = 0, total = 0;
+  std::string point;  // label of the point just timed (or skipped)
+  bool skipped = false;
+  std::string why;  // why it was skipped
+};
+
+// Runs the sweep on one device and returns the tables (one per kernel type and key). `progress` (may be
+// empty) is called after each point. RuntimeError without a device; InputError for an empty or bad grid.
+models::KernelTables run_kernel_sweep(const KernelSweepConfig& config,
+                                      const std::function<void(const SweepProgress&)>& progress);
+
+// The number of points the sweep would time (before size-based skips), for progress and --dry-run.
+int kernel_sweep_points(const KernelSweepConfig& config);
+
+}  // namespace dcpsim::hw

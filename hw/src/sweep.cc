@@ -1,0 +1,199 @@
+// Kernel sweeps (sweep.h): every grid point is one operation of hw/ops/ (the `hw bench` operations), captured
+// in a CUDA graph of one call and replayed `reps` times; each replay is timed on the GPU timeline (first
+// activity start to last activity end of that replay) or, without CUPTI, with CUDA events around it.
+#include "dcpsim/hw/sweep.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <sstream>
+
+#include "bench_op.h"
+#include "cuda_check.h"
+#include "dcpsim/error.h"
+#include "dcpsim/hw/device.h"
+#include "dcpsim/models/cost_kernels.h"
+#include "gpu_timeline.h"
+#include "sweep_grid.h"
+#include "timing.h"
+
+namespace dcpsim::hw {
+namespace {
+
+using models::TableKernel;
+
+struct Stream {
+  cudaStream_t s = nullptr;
+  Stream() { DCPSIM_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
+  ~Stream() { cudaStreamDestroy(s); }
+};
+
+struct Graph {
+  cudaGraphExec_t exec = nullptr;
+  ~Graph() {
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+};
+
+// Per-replay times of one operation, in ns.
+std::vector<double> time_point(ops::BenchOp& op, int warmup, int reps, GpuTimeline* timeline,
+                               cudaStream_t stream) {
+  int call = 0;
+  for (int i = 0; i < std::max(warmup, 1); ++i) op.launch(call++, stream);  // module load, caches, plans
+  wait_stream(stream, 120, nullptr);
+  // One graph per input set, so replays still rotate through the sets that defeat L2.
+  std::vector<Graph> graphs(8);
+  for (std::size_t g = 0; g < graphs.size(); ++g) {
+    cudaGraph_t graph = nullptr;
+    DCPSIM_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    op.launch(static_cast<int>(g), stream);
+    DCPSIM_CUDA(cudaStreamEndCapture(stream, &graph));
+    DCPSIM_CUDA(cudaGraphInstantiate(&graphs[g].exec, graph, 0));
+    cudaGraphDestroy(graph);
+  }
+  for (int i = 0; i < warmup; ++i) DCPSIM_CUDA(cudaGraphLaunch(graphs[i % graphs.size()].exec, stream));
+  wait_stream(stream, 120, nullptr);
+  if (timeline != nullptr) timeline->take();  // drop the warm-up's activities
+
+  std::vector<double> t;
+  if (timeline == nullptr) {
+    cudaEvent_t a = nullptr, b = nullptr;
+    DCPSIM_CUDA(cudaEventCreate(&a));
+    DCPSIM_CUDA(cudaEventCreate(&b));
+    for (int r = 0; r < reps; ++r) {
+      DCPSIM_CUDA(cudaEventRecord(a, stream));
+      DCPSIM_CUDA(cudaGraphLaunch(graphs[r % graphs.size()].exec, stream));
+      DCPSIM_CUDA(cudaEventRecord(b, stream));
+      wait_stream(stream, 120, nullptr);
+      float ms = 0;
+      DCPSIM_CUDA(cudaEventElapsedTime(&ms, a, b));
+      t.push_back(ms * 1e6);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return t;
+  }
+  for (int r = 0; r < reps; ++r) {
+    TimelineTag tag(timeline, timeline_tag(r, 0, 1));
+    DCPSIM_CUDA(cudaGraphLaunch(graphs[r % graphs.size()].exec, stream));
+    // One replay at a time: the next one's launch must not overlap this one's kernels.
+    wait_stream(stream, 120, nullptr);
+  }
+  std::vector<std::uint64_t> first(reps, UINT64_MAX), last(reps, 0);
+  for (const GpuActivity& a : timeline->take()) {
+    if (a.tag == 0) continue;
+    const int r = tag_rep(a.tag);
+    if (r < 0 || r >= reps) continue;
+    first[r] = std::min(first[r], a.start_ns);
+    last[r] = std::max(last[r], a.end_ns);
+  }
+  for (int r = 0; r < reps; ++r) {
+    if (last[r] > first[r]) t.push_back(double(last[r] - first[r]));
+  }
+  if (t.size() * 2 < static_cast<std::size_t>(reps))
+    throw RuntimeError("kernel sweep: the GPU timeline placed " + std::to_string(t.size()) + " of " +
+                       std::to_string(reps) + " replays (CUPTI lost records?)");
+  return t;
+}
+
+// The NVIDIA kernel driver's version ("580.159.04"), or "" where /proc does not say.
+std::string driver_version() {
+  std::ifstream f("/proc/driver/nvidia/version");
+  std::string line;
+  if (!std::getline(f, line)) return "";
+  std::istringstream in(line);
+  std::string word;
+  while (in >> word) {
+    if (std::count(word.begin(), word.end(), '.') >= 1 && std::isdigit(static_cast<unsigned char>(word[0])) &&
+        word.find_first_not_of("0123456789.") == std::string::npos)
+      return word;
+  }
+  return "";
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+}  // namespace
+
+models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
+                                      const std::function<void(const SweepProgress&)>& progress) {
+  detail::check_grid(c);
+  if (device_count() <= c.device) throw RuntimeError("no CUDA device " + std::to_string(c.device) + " here");
+  std::vector<std::string> skipped;
+  const std::vector<detail::SweepPoint> points = detail::grid_points(c, &skipped);
+  if (points.empty()) throw InputError("kernel sweep: every grid point was skipped");
+  DCPSIM_CUDA(cudaSetDevice(c.device));
+
+  std::string why;
+  std::unique_ptr<GpuTimeline> timeline = GpuTimeline::start(&why);
+
+  models::KernelTables out;
+  const DeviceInfo info = device_info(c.device);
+  const SoftwareVersions v = software_versions();
+  out.provenance.device = info.name;
+  out.provenance.driver = driver_version();
+  if (out.provenance.driver.empty()) out.provenance.driver = "CUDA " + v.cuda_driver;
+  out.provenance.cuda = v.cuda_runtime;
+  out.provenance.nccl = "";  // no collective is swept
+  out.provenance.clocks = std::string("as found (application clocks not locked); timed ") +
+                          (timeline ? "on the GPU timeline (CUPTI" +
+                                          std::string(timeline->hardware_timestamps() ? ", hardware timestamps)"
+                                                                                      : ")")
+                                    : "with CUDA events around graph replays (CUPTI: " + why + ")");
+  out.provenance.date = c.date.empty() ? today() : c.date;
+  out.provenance.command = c.command.empty() ? "dcpsim hw sweep" : c.command;
+
+  std::map<std::pair<TableKernel, std::string>, std::size_t> index;
+  Stream stream;
+  const int total = static_cast<int>(points.size());
+  int done = 0;
+  for (const detail::SweepPoint& p : points) {
+    SweepProgress pr{++done, total, p.label, false, ""};
+    std::unique_ptr<ops::BenchOp> op;
+    std::vector<double> t;
+    try {
+      if (p.op == "attention") op = ops::make_attention_bench(p.shape, c.seed);
+      if (p.op == "correct") op = ops::make_correct_bench(p.shape, c.seed);
+      if (p.op == "a2a-pack") op = ops::make_a2a_pack_bench(p.shape, c.seed);
+      if (p.op == "a2a-combine") op = ops::make_a2a_combine_bench(p.shape, c.seed);
+      t = time_point(*op, c.warmup, c.reps, timeline.get(), stream.s);
+    } catch (const InputError& e) {  // a shape the kernel refuses: a hole in the grid, said as such
+      pr.skipped = true;
+      pr.why = e.what();
+      if (progress) progress(pr);
+      continue;
+    }
+    op.reset();
+    const auto [it, fresh] = index.try_emplace({p.kernel, p.key}, out.tables.size());
+    if (fresh) {
+      models::KernelTable table;
+      table.kernel = p.kernel;
+      table.key = p.key;
+      out.tables.push_back(std::move(table));
+    }
+    models::TablePoint tp;
+    tp.at = p.at;
+    tp.median_ns = median_of(t);
+    tp.samples = static_cast<int>(t.size());
+    tp.min_ns = *std::min_element(t.begin(), t.end());
+    tp.max_ns = *std::max_element(t.begin(), t.end());
+    out.tables[it->second].points.push_back(tp);
+    if (progress) progress(pr);
+  }
+  for (models::KernelTable& t : out.tables) t.finalize("kernel sweep " + t.key);
+  return out;
+}
+
+}  // namespace dcpsim::hw

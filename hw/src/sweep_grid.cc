@@ -1,0 +1,146 @@
+// The grid of a kernel sweep (sweep_grid.h), and the parts of sweep.h that need no device.
+#include "sweep_grid.h"
+
+#include "dcpsim/error.h"
+#include "dcpsim/models/cost_kernels.h"
+
+namespace dcpsim::hw {
+namespace detail {
+namespace {
+
+using models::TableKernel;
+
+std::string kernel_op(TableKernel k) {
+  switch (k) {
+    case TableKernel::kAttention:
+      return "attention";
+    case TableKernel::kCorrection:
+      return "correct";
+    case TableKernel::kA2aPack:
+      return "a2a-pack";
+    case TableKernel::kA2aCombine:
+      return "a2a-combine";
+    default:
+      break;
+  }
+  throw InputError("kernel sweep: '" + std::string(models::to_string(k)) +
+                   "' cannot be swept (attention, correction, a2a_pack, a2a_combine)");
+}
+
+}  // namespace
+
+std::vector<SweepPoint> grid_points(const KernelSweepConfig& c, std::vector<std::string>* skipped) {
+  std::vector<SweepPoint> out;
+  for (const std::string& name : c.kernels) {
+    const TableKernel k = models::parse_table_kernel(name);
+    const std::string op = kernel_op(k);
+    if (k == TableKernel::kAttention) {
+      for (const SweepGeometry& g : c.geometries) {
+        for (int h : c.heads) {
+          if (!g.mla && h % g.group != 0) continue;
+          for (int b : c.rows) {
+            for (std::int64_t n : c.tokens) {
+              SweepPoint p{k, op, {}, "", {double(h), double(b), double(n)}, ""};
+              p.shape.rows = b;
+              p.shape.heads = h;
+              p.shape.kv_heads = g.mla ? 1 : h / g.group;
+              p.shape.dim = g.mla ? 512 : 128;
+              p.shape.qk_dim = g.mla ? 576 : 128;
+              p.shape.context = n;
+              p.shape.attention = c.attention;
+              models::AttentionShape a;
+              a.heads = h;
+              a.kv_heads = p.shape.kv_heads;
+              a.head_dim = p.shape.dim;
+              a.qk_dim = p.shape.qk_dim;
+              a.shared_kv = g.mla;
+              p.key = models::attention_table_key(a);
+              p.label = "attention " + sweep_geometry_name(g) + " H=" + std::to_string(h) +
+                        " B=" + std::to_string(b) + " tokens=" + std::to_string(n);
+              const double kv = double(b) * double(n) * models::kv_bytes_per_token(a);
+              if (kv > c.max_kv_bytes) {
+                if (skipped) skipped->push_back(p.label + ": KV cache over the size limit");
+                continue;
+              }
+              out.push_back(std::move(p));
+            }
+          }
+        }
+      }
+      continue;
+    }
+    for (int d : c.merge_dims) {
+      for (int n : c.merge_dcp) {
+        for (int b : c.merge_rows) {
+          for (int h : c.merge_heads) {
+            SweepPoint p{k, op, {}, "", {double(n), double(b), double(h)}, ""};
+            p.shape.dcp = n;
+            p.shape.rows = b;
+            p.shape.heads = h;
+            p.shape.dim = d;
+            models::MergeShape m;
+            m.dcp = n;
+            m.rows = b;
+            m.heads = h;
+            m.head_dim = d;
+            p.key = models::merge_table_key(m);
+            p.label = std::string(models::to_string(k)) + " d" + std::to_string(d) + " N=" + std::to_string(n) +
+                      " B=" + std::to_string(b) + " H=" + std::to_string(h);
+            if ((k == TableKernel::kA2aPack || k == TableKernel::kA2aCombine) && h % n != 0) {
+              if (skipped) skipped->push_back(p.label + ": N does not divide H");
+              continue;
+            }
+            out.push_back(std::move(p));
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+void check_grid(const KernelSweepConfig& c) {
+  auto positive = [](const auto& v, const char* what) {
+    if (v.empty()) throw InputError(std::string("kernel sweep: the ") + what + " list is empty");
+    for (auto x : v)
+      if (x < 1) throw InputError(std::string("kernel sweep: ") + what + " must be >= 1");
+  };
+  if (c.kernels.empty()) throw InputError("kernel sweep: no kernel to sweep");
+  positive(c.heads, "heads");
+  positive(c.rows, "rows");
+  positive(c.tokens, "tokens");
+  positive(c.merge_dcp, "merge N");
+  positive(c.merge_rows, "merge rows");
+  positive(c.merge_heads, "merge heads");
+  for (int n : c.merge_dcp)
+    if (n < 2) throw InputError("kernel sweep: merge N must be >= 2 (a group of one merges nothing)");
+  for (int d : c.merge_dims)
+    if (d != 128 && d != 512) throw InputError("kernel sweep: merge head dims are 128 or 512");
+  if (c.geometries.empty()) throw InputError("kernel sweep: no attention geometry");
+  if (c.reps < 3 || c.warmup < 0) throw InputError("kernel sweep: --reps must be >= 3 and --warmup >= 0");
+}
+
+}  // namespace detail
+
+SweepGeometry parse_sweep_geometry(const std::string& s) {
+  if (s == "mla") return {true, 1};
+  if (s.rfind("gqa:", 0) == 0) {
+    const std::string g = s.substr(4);
+    if (!g.empty() && g.size() <= 3 && g.find_first_not_of("0123456789") == std::string::npos) {
+      const int group = std::stoi(g);
+      if (group >= 1 && group <= 128) return {false, group};
+    }
+  }
+  throw InputError("attention geometry '" + s + "': expected mla or gqa:G (G query heads per KV head, 1-128)");
+}
+
+std::string sweep_geometry_name(const SweepGeometry& g) {
+  return g.mla ? "mla" : "gqa:" + std::to_string(g.group);
+}
+
+int kernel_sweep_points(const KernelSweepConfig& config) {
+  detail::check_grid(config);
+  return static_cast<int>(detail::grid_points(config, nullptr).size());
+}
+
+}  // namespace dcpsim::hw

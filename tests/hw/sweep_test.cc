@@ -1,0 +1,110 @@
+// hw sweep: the grid a sweep times (CPU), and a small sweep on the GPU whose tables are well formed and price
+// their own measured points exactly.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "dcpsim/error.h"
+#include "dcpsim/hw/sweep.h"
+#include "dcpsim/models/kernel_table.h"
+#include "gpu_test_util.h"
+
+namespace dcpsim::hw {
+namespace {
+
+KernelSweepConfig small_config() {
+  KernelSweepConfig c;
+  c.kernels = {"attention", "correction", "a2a_pack"};
+  c.geometries = {parse_sweep_geometry("mla"), parse_sweep_geometry("gqa:4")};
+  c.heads = {8, 16};
+  c.rows = {1, 4};
+  c.tokens = {256, 1024};
+  c.merge_dcp = {2, 3};
+  c.merge_rows = {1, 8};
+  c.merge_heads = {6, 8};
+  c.merge_dims = {128};
+  c.warmup = 1;
+  c.reps = 5;
+  return c;
+}
+
+TEST(SweepGrid, GeometriesParseAndNameBack) {
+  EXPECT_TRUE(parse_sweep_geometry("mla").mla);
+  const SweepGeometry g = parse_sweep_geometry("gqa:16");
+  EXPECT_FALSE(g.mla);
+  EXPECT_EQ(g.group, 16);
+  EXPECT_EQ(sweep_geometry_name(g), "gqa:16");
+  for (const char* bad : {"", "gqa", "gqa:", "gqa:0", "gqa:-1", "gqa:x", "gqa:1000", "mha"})
+    EXPECT_THROW(parse_sweep_geometry(bad), InputError) << bad;
+}
+
+TEST(SweepGrid, CountsEveryRunnablePoint) {
+  // Attention: 2 geometries × 2 heads × 2 rows × 2 tokens = 16 (gqa:4 divides 8 and 16); correction: 2 N ×
+  // 2 rows × 2 heads = 8; A2A pack needs N | H: (2,6), (2,8), (3,6) → 3 heads-N pairs × 2 rows = 6.
+  EXPECT_EQ(kernel_sweep_points(small_config()), 16 + 8 + 6);
+  KernelSweepConfig c = small_config();
+  c.geometries = {parse_sweep_geometry("gqa:16")};  // divides neither 8 nor 16 → only 16
+  c.kernels = {"attention"};
+  EXPECT_EQ(kernel_sweep_points(c), 1 * 2 * 2);
+  c.max_kv_bytes = 1;  // every KV cache is larger
+  EXPECT_EQ(kernel_sweep_points(c), 0);
+}
+
+TEST(SweepGrid, BadGridsAreInputErrors) {
+  KernelSweepConfig c = small_config();
+  c.heads.clear();
+  EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c = small_config();
+  c.merge_dcp = {1};
+  EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c = small_config();
+  c.merge_dims = {64};
+  EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c = small_config();
+  c.kernels = {"collective"};  // tabulated from multi-GPU traces, not swept
+  EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c = small_config();
+  c.kernels = {"attn"};
+  EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c = small_config();
+  c.reps = 2;
+  EXPECT_THROW(kernel_sweep_points(c), InputError);
+}
+
+TEST(SweepGpu, TablesAreFullGridsThatPriceTheirPointsExactly) {
+  const KernelSweepConfig c = small_config();
+  int calls = 0;
+  DCPSIM_REQUIRE_GPU(run_kernel_sweep(c, {}));
+  const models::KernelTables t = run_kernel_sweep(c, [&](const SweepProgress& p) {
+    ++calls;
+    EXPECT_FALSE(p.skipped) << p.point << ": " << p.why;
+  });
+  EXPECT_EQ(calls, kernel_sweep_points(c));
+  EXPECT_FALSE(t.provenance.device.empty());
+  EXPECT_FALSE(t.provenance.cuda.empty());
+  EXPECT_FALSE(t.provenance.date.empty());
+  std::set<std::string> keys;
+  std::size_t points = 0;
+  for (const models::KernelTable& k : t.tables) {
+    keys.insert(std::string(models::to_string(k.kernel)) + "|" + k.key);
+    points += k.points.size();
+    for (const models::TablePoint& p : k.points) {
+      EXPECT_GT(p.min_ns, 0);
+      EXPECT_LE(p.min_ns, p.median_ns);
+      EXPECT_LE(p.median_ns, p.max_ns);
+      EXPECT_GE(p.samples, c.reps / 2);
+      // A measured point is priced exactly by its own table.
+      const auto s = models::table_time_s(k, p.at);
+      ASSERT_TRUE(s.has_value());
+      EXPECT_NEAR(*s * 1e9, p.median_ns, 1e-6 * p.median_ns);
+    }
+  }
+  EXPECT_EQ(points, static_cast<std::size_t>(calls));
+  EXPECT_EQ(keys, (std::set<std::string>{"attention|mla qk576 d512 bf16", "attention|gqa qk128 d128 g4 bf16",
+                                         "correction|d128 bf16", "a2a_pack|d128 bf16"}));
+  // The file round-trips through the format the profiles load.
+  EXPECT_EQ(models::parse_kernel_tables(models::kernel_tables_json(t), "sweep"), t);
+}
+
+}  // namespace
+}  // namespace dcpsim::hw
