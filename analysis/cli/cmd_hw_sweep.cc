@@ -116,12 +116,14 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
       ->capture_default_str();
   s->add_option("--merge-dcp", f->merge_dcp, "merge kernels: N (list)")->capture_default_str();
   s->add_option("--merge-batch", f->merge_rows, "merge kernels: rows (list)")->capture_default_str();
-  s->add_option("--merge-heads", f->merge_heads, "merge kernels: heads on the rank (list)")->capture_default_str();
+  s->add_option("--merge-heads", f->merge_heads, "merge kernels: heads on the rank (list)")
+      ->capture_default_str();
   s->add_option("--merge-head-dims", f->merge_dims, "merge kernels: value head dims (128, 512)")
       ->capture_default_str();
   s->add_option("--max-kv-gb", f->max_kv_gb, "skip attention points whose KV cache exceeds this (GB)")
       ->capture_default_str();
-  s->add_option("--attention", f->attention, "attention kernel: flashinfer, dcpsim or auto")->capture_default_str();
+  s->add_option("--attention", f->attention, "attention kernel: flashinfer, dcpsim or auto")
+      ->capture_default_str();
   s->add_option("--warmup", f->warmup, "warm-up calls per point")->capture_default_str();
   s->add_option("--reps", f->reps, "timed graph replays per point")->capture_default_str();
   s->add_option("--device", f->device, "device ordinal")->capture_default_str();

@@ -6,16 +6,16 @@
 
 namespace dcpsim::cli {
 
-void add_profiles_command(CLI::App& app);   // cmd_profiles.cc
-void add_simulate_command(CLI::App& app);   // cmd_simulate.cc
-void add_scan_command(CLI::App& app);       // cmd_scan.cc
-void add_replay_command(CLI::App& app);     // cmd_replay.cc
-void add_hw_command(CLI::App& app, int argc, char** argv);  // cmd_hw.cc
+void add_profiles_command(CLI::App& app);                            // cmd_profiles.cc
+void add_simulate_command(CLI::App& app);                            // cmd_simulate.cc
+void add_scan_command(CLI::App& app);                                // cmd_scan.cc
+void add_replay_command(CLI::App& app);                              // cmd_replay.cc
+void add_hw_command(CLI::App& app, int argc, char** argv);           // cmd_hw.cc
 void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv);  // cmd_hw_sweep.cc
-void add_calibrate_command(CLI::App& app);  // cmd_calibrate.cc
-void add_validate_command(CLI::App& app);   // cmd_validate.cc
-void add_export_command(CLI::App& app);     // cmd_export.cc
-void add_merge_command(CLI::App& app);      // cmd_merge.cc
+void add_calibrate_command(CLI::App& app);                           // cmd_calibrate.cc
+void add_validate_command(CLI::App& app);                            // cmd_validate.cc
+void add_export_command(CLI::App& app);                              // cmd_export.cc
+void add_merge_command(CLI::App& app);                               // cmd_merge.cc
 void add_import_command(CLI::App& app);
 void add_tables_command(CLI::App& app, int argc, char** argv);  // cmd_tables.cc
 

@@ -103,6 +103,9 @@ MeasuredSection read_section(const std::filesystem::path& path, int index, trace
   out.source = source;
   try {
     out.scenario = models::from_proto(s.scenario);
+    // The runner records which attention kernels ran; the simulator prices attention from their table.
+    if (const auto it = s.scenario.params().find("attention"); it != s.scenario.params().end())
+      out.scenario.attention_impl = it->second;
     out.label = out.scenario.label();
     out.scenario.validate();
   } catch (const InputError& e) {

@@ -38,6 +38,14 @@ Prediction Predictor::predict(const models::Scenario& scenario) const {
     p.first_begin_s.push_back(first);
     p.done_s.push_back(rank.done_s);
   }
+  for (const sim::KernelFigure& f : r.kernel_figures) {
+    // The simulator's kernel names → the phase that holds the kernel.
+    const std::string phase = f.kernel == "a2a_pack"                                      ? "pack"
+                              : f.kernel == "a2a_combine" || f.kernel == "direct_combine" ? "combine"
+                                                                                          : f.kernel;
+    auto [it, fresh] = p.phase_source.try_emplace({f.rank, phase}, f.source);
+    if (!fresh && f.source == models::FigureSource::kAnalytic) it->second = f.source;
+  }
   return p;
 }
 #else

@@ -56,7 +56,8 @@ std::optional<std::pair<std::string, double>> collective(const std::string& name
 }
 
 // The table point a phase median measures, or nullopt (with the reason) when it measures none.
-std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase& ph, std::string& why) {
+std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase& ph, int heads_per_cta,
+                                std::string& why) {
   const models::Scenario& s = sec.scenario;
   const bool emulated = sec.source == v1::SOURCE_EMULATED;
   const std::string& name = ph.measured_name;
@@ -77,9 +78,14 @@ std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase&
       why = "attention over empty shards";
       return std::nullopt;
     }
-    return Target{TableKernel::kAttention,
-                  models::attention_table_key(models::attention_shape(s)),
-                  {double(s.heads), double(s.rows()), double(tokens) / double(nonempty)}};
+    const models::AttentionShape shape = models::attention_shape(s);
+    double heads = s.heads;  // models::attention_table_heads with the options' tile
+    const int q_per_kv = s.heads / s.kv_heads;
+    if (shape.shared_kv && q_per_kv > heads_per_cta)
+      heads = double(s.kv_heads) * double((q_per_kv + heads_per_cta - 1) / heads_per_cta) * heads_per_cta;
+    const std::string key = models::attention_table_key(shape) +
+                            (s.attention_impl.empty() ? std::string() : " " + s.attention_impl);
+    return Target{TableKernel::kAttention, key, {heads, double(s.rows()), double(tokens) / double(nonempty)}};
   }
   if (s.dcp < 2) {
     why = "merge kernels of N = 1";
@@ -154,7 +160,7 @@ TableBuildResult build_kernel_tables(const std::vector<MeasuredTrace>& traces,
       ++out.sections;
       for (const MeasuredPhase& ph : sec.phases) {
         std::string why;
-        const std::optional<Target> target = target_of(sec, ph, why);
+        const std::optional<Target> target = target_of(sec, ph, options.heads_per_cta, why);
         if (!target) {
           ++left_out[why];
           continue;

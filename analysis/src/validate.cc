@@ -72,6 +72,20 @@ Comparison compare(const Observation& o, double predicted_s, const std::optional
   return c;
 }
 
+// "table" / "analytic" for a kernel-phase observation (over every rank for rank -1), "" otherwise.
+std::string price_source(const Prediction& p, const Observation& o) {
+  if (o.kind != ObservationKind::kPhase) return "";
+  bool any = false, analytic = false;
+  for (const auto& [key, source] : p.phase_source) {
+    if (o.rank >= 0 && key.first != o.rank) continue;
+    if (std::find(o.sim_phases.begin(), o.sim_phases.end(), key.second) == o.sim_phases.end()) continue;
+    any = true;
+    analytic = analytic || source == models::FigureSource::kAnalytic;
+  }
+  if (!any) return "";
+  return analytic ? "analytic" : "table";
+}
+
 }  // namespace
 
 CalibrationInfo load_calibration_info(const std::filesystem::path& path) {
@@ -109,12 +123,28 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
   rep.sections = sections;
   const ObservationSet set = build_observations(sections, opt.include_rows);
   rep.excluded = set.excluded;
+  // Scenarios outside the calibrated domain: one warning with each distinct reason once.
+  int outside = 0;
+  std::vector<std::string> reasons;
   for (const MeasuredSection& s : sections) {
     rep.emulated = rep.emulated || s.source == traces::v1::SOURCE_EMULATED;
-    if (cal && cal->domain) {
-      const std::string why = outside_domain(*cal->domain, s.scenario);
-      if (!why.empty()) rep.warnings.push_back(s.where() + " is outside the calibrated domain: " + why);
+    if (!cal || !cal->domain) continue;
+    const std::string why = outside_domain(*cal->domain, s.scenario);
+    if (why.empty()) continue;
+    ++outside;
+    std::size_t from = 0;
+    while (from <= why.size()) {
+      const std::size_t end = std::min(why.find("; ", from), why.size());
+      const std::string reason = why.substr(from, end - from);
+      if (std::find(reasons.begin(), reasons.end(), reason) == reasons.end()) reasons.push_back(reason);
+      from = end + 2;
     }
+  }
+  if (outside > 0) {
+    std::string text;
+    for (const std::string& r : reasons) text += (text.empty() ? "" : "; ") + r;
+    rep.warnings.push_back(std::to_string(outside) + " of " + std::to_string(sections.size()) +
+                           " scenarios lie outside the calibrated domain: " + text);
   }
 
   const Predictor predictor(profile);
@@ -130,6 +160,7 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
       continue;
     }
     rep.comparisons.push_back(compare(o, p, cal, opt));
+    rep.comparisons.back().price_source = price_source(it->second, o);
     rep.has_intervals = rep.has_intervals || rep.comparisons.back().interval_low_s.has_value();
   }
   for (const auto& [figure, n] : unmatched) {
@@ -153,6 +184,14 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
   rep.per_figure.push_back(summarise("all", everything));
   for (const auto& [section, items] : by_section)
     rep.per_section.push_back(summarise(sections[section].where(), items));
+  std::map<std::string, std::vector<const Comparison*>> by_source, source_totals;
+  for (const Comparison& c : rep.comparisons) {
+    if (c.price_source.empty()) continue;
+    by_source[figure_name(c.observation) + " [" + c.price_source + "]"].push_back(&c);
+    source_totals["all [" + c.price_source + "]"].push_back(&c);
+  }
+  for (const auto& [key, items] : by_source) rep.per_source.push_back(summarise(key, items));
+  for (const auto& [key, items] : source_totals) rep.per_source.push_back(summarise(key, items));
   rep.median_error = rep.per_figure.back().median;
   rep.passed = rep.median_error <= opt.max_median_error;
   return rep;

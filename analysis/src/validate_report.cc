@@ -86,6 +86,13 @@ std::string validation_markdown(const ValidationReport& r, const ValidateOptions
   notes(md, r);
   md << "\n## Per figure\n\n";
   summary_table(md, r.per_figure, "figure", r.has_intervals);
+  if (!r.per_source.empty()) {
+    md << "\n## Kernel phases by price source\n\n"
+          "`table`: every kernel of the figure was priced from a measured kernel table of the profile "
+          "(interpolated between measured shapes); `analytic`: some kernel lay outside every table and was "
+          "priced by the analytic model (extrapolated).\n\n";
+    summary_table(md, r.per_source, "figure [source]", r.has_intervals);
+  }
   md << "\n## Per scenario\n\n";
   summary_table(md, r.per_section, "scenario", r.has_intervals);
 
@@ -110,7 +117,7 @@ std::string validation_markdown(const ValidationReport& r, const ValidateOptions
 std::string validation_csv(const ValidationReport& r) {
   std::ostringstream csv;
   csv << "trace,section,scenario,source,kind,figure,rank,row,measured_ns,predicted_ns,relative_error,"
-         "within_tolerance,interval_low_ns,interval_high_ns,inside_interval\n";
+         "within_tolerance,interval_low_ns,interval_high_ns,inside_interval,price_source\n";
   for (const Comparison& c : r.comparisons) {
     const Observation& o = c.observation;
     const MeasuredSection& s = r.sections[o.section];
@@ -119,7 +126,7 @@ std::string validation_csv(const ValidationReport& r) {
         << ',' << o.row << ',' << ns(o.measured_s) << ',' << ns(c.predicted_s) << ',' << c.relative_error
         << ',' << (c.within_tolerance ? 1 : 0) << ',' << (c.interval_low_s ? ns(*c.interval_low_s) : "")
         << ',' << (c.interval_high_s ? ns(*c.interval_high_s) : "") << ','
-        << (c.interval_low_s ? (c.inside_interval ? "1" : "0") : "") << "\n";
+        << (c.interval_low_s ? (c.inside_interval ? "1" : "0") : "") << ',' << c.price_source << "\n";
   }
   return csv.str();
 }

@@ -41,13 +41,15 @@ struct Graph {
 };
 
 // Per-replay times of one operation, in ns.
-std::vector<double> time_point(ops::BenchOp& op, int warmup, int reps, GpuTimeline* timeline,
+// `rotate`: replays cycle through the operation's input sets (cold inputs, as a step's KV cache is);
+// otherwise every replay reads set 0, which stays in L2 when it fits (as a merge kernel's inputs do in a
+// step, written by the kernel just before it).
+std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int reps, GpuTimeline* timeline,
                                cudaStream_t stream) {
-  int call = 0;
-  for (int i = 0; i < std::max(warmup, 1); ++i) op.launch(call++, stream);  // module load, caches, plans
+  for (int i = 0; i < std::max(warmup, 1); ++i) op.launch(rotate ? i : 0, stream);  // module load, plans
   wait_stream(stream, 120, nullptr);
-  // One graph per input set, so replays still rotate through the sets that defeat L2.
-  std::vector<Graph> graphs(8);
+  // One graph per input set.
+  std::vector<Graph> graphs(rotate ? 8 : 1);
   for (std::size_t g = 0; g < graphs.size(); ++g) {
     cudaGraph_t graph = nullptr;
     DCPSIM_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
@@ -147,11 +149,11 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
   if (out.provenance.driver.empty()) out.provenance.driver = "CUDA " + v.cuda_driver;
   out.provenance.cuda = v.cuda_runtime;
   out.provenance.nccl = "";  // no collective is swept
-  out.provenance.clocks = std::string("as found (application clocks not locked); timed ") +
-                          (timeline ? "on the GPU timeline (CUPTI" +
-                                          std::string(timeline->hardware_timestamps() ? ", hardware timestamps)"
-                                                                                      : ")")
-                                    : "with CUDA events around graph replays (CUPTI: " + why + ")");
+  out.provenance.clocks =
+      std::string("as found (application clocks not locked); timed ") +
+      (timeline ? "on the GPU timeline (CUPTI" +
+                      std::string(timeline->hardware_timestamps() ? ", hardware timestamps)" : ")")
+                : "with CUDA events around graph replays (CUPTI: " + why + ")");
   out.provenance.date = c.date.empty() ? today() : c.date;
   out.provenance.command = c.command.empty() ? "dcpsim hw sweep" : c.command;
 
@@ -168,7 +170,7 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
       if (p.op == "correct") op = ops::make_correct_bench(p.shape, c.seed);
       if (p.op == "a2a-pack") op = ops::make_a2a_pack_bench(p.shape, c.seed);
       if (p.op == "a2a-combine") op = ops::make_a2a_combine_bench(p.shape, c.seed);
-      t = time_point(*op, c.warmup, c.reps, timeline.get(), stream.s);
+      t = time_point(*op, p.kernel == TableKernel::kAttention, c.warmup, c.reps, timeline.get(), stream.s);
     } catch (const InputError& e) {  // a shape the kernel refuses: a hole in the grid, said as such
       pr.skipped = true;
       pr.why = e.what();

@@ -2,6 +2,7 @@
 #include "sweep_grid.h"
 
 #include "dcpsim/error.h"
+#include "dcpsim/hw/attention_impl.h"
 #include "dcpsim/models/cost_kernels.h"
 
 namespace dcpsim::hw {
@@ -54,7 +55,11 @@ std::vector<SweepPoint> grid_points(const KernelSweepConfig& c, std::vector<std:
               a.head_dim = p.shape.dim;
               a.qk_dim = p.shape.qk_dim;
               a.shared_kv = g.mla;
-              p.key = models::attention_table_key(a);
+              // The key names the implementation that runs (auto resolves as `hw run` does).
+              const AttentionImpl impl = resolve_attention_impl(
+                  c.attention, {h, p.shape.kv_heads, p.shape.qk_dim, p.shape.dim, true, false});
+              p.key = models::attention_table_key(a) + " " + attention_impl_name(impl);
+              p.shape.attention = impl;
               p.label = "attention " + sweep_geometry_name(g) + " H=" + std::to_string(h) +
                         " B=" + std::to_string(b) + " tokens=" + std::to_string(n);
               const double kv = double(b) * double(n) * models::kv_bytes_per_token(a);
@@ -84,8 +89,8 @@ std::vector<SweepPoint> grid_points(const KernelSweepConfig& c, std::vector<std:
             m.heads = h;
             m.head_dim = d;
             p.key = models::merge_table_key(m);
-            p.label = std::string(models::to_string(k)) + " d" + std::to_string(d) + " N=" + std::to_string(n) +
-                      " B=" + std::to_string(b) + " H=" + std::to_string(h);
+            p.label = std::string(models::to_string(k)) + " d" + std::to_string(d) +
+                      " N=" + std::to_string(n) + " B=" + std::to_string(b) + " H=" + std::to_string(h);
             if ((k == TableKernel::kA2aPack || k == TableKernel::kA2aCombine) && h % n != 0) {
               if (skipped) skipped->push_back(p.label + ": N does not divide H");
               continue;
@@ -117,6 +122,15 @@ void check_grid(const KernelSweepConfig& c) {
   for (int d : c.merge_dims)
     if (d != 128 && d != 512) throw InputError("kernel sweep: merge head dims are 128 or 512");
   if (c.geometries.empty()) throw InputError("kernel sweep: no attention geometry");
+  // The simulator looks MLA attention above one 64-head tile up at whole tiles (models::
+  // attention_table_heads): a point at H = 96 would be recorded where H = 128 is.
+  for (const SweepGeometry& g : c.geometries) {
+    if (!g.mla) continue;
+    for (int h : c.heads)
+      if (h > 64 && h % 64 != 0)
+        throw InputError("kernel sweep: MLA heads above 64 must be multiples of 64 (the 64-head tile), got " +
+                         std::to_string(h));
+  }
   if (c.reps < 3 || c.warmup < 0) throw InputError("kernel sweep: --reps must be >= 3 and --warmup >= 0");
 }
 
@@ -131,7 +145,8 @@ SweepGeometry parse_sweep_geometry(const std::string& s) {
       if (group >= 1 && group <= 128) return {false, group};
     }
   }
-  throw InputError("attention geometry '" + s + "': expected mla or gqa:G (G query heads per KV head, 1-128)");
+  throw InputError("attention geometry '" + s +
+                   "': expected mla or gqa:G (G query heads per KV head, 1-128)");
 }
 
 std::string sweep_geometry_name(const SweepGeometry& g) {

@@ -13,7 +13,7 @@ struct SweepPoint {
   models::TableKernel kernel;
   std::string op;  // the `hw bench` operation that times it
   OpShape shape;
-  std::string key;       // the table key (models::attention_table_key / merge_table_key)
+  std::string key;         // the table key (models::attention_table_key / merge_table_key)
   std::vector<double> at;  // the table coordinates
   std::string label;
 };

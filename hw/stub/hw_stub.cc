@@ -47,7 +47,8 @@ std::vector<GpuMergedBlock> gpu_direct_merge(std::span<const models::Partial>, c
   no_cuda();
 }
 
-models::KernelTables run_kernel_sweep(const KernelSweepConfig&, const std::function<void(const SweepProgress&)>&) {
+models::KernelTables run_kernel_sweep(const KernelSweepConfig&,
+                                      const std::function<void(const SweepProgress&)>&) {
   no_cuda();
 }
 

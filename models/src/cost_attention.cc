@@ -67,8 +67,28 @@ int64_t choose_split_tokens(std::span<const int64_t> tokens, int groups, int slo
 }  // namespace
 
 AttentionShape attention_shape(const Scenario& s) {
-  return {s.heads,    s.kv_heads, s.head_dim, s.qk_dim, s.kv_heads == 1 && s.qk_dim > s.head_dim,
-          s.kv_dtype, s.out_dtype};
+  return {s.heads,    s.kv_heads,  s.head_dim,      s.qk_dim, s.kv_heads == 1 && s.qk_dim > s.head_dim,
+          s.kv_dtype, s.out_dtype, s.attention_impl};
+}
+
+std::optional<double> attention_table_time_s(const HardwareProfile& p, const AttentionShape& a,
+                                             std::span<const double> at) {
+  const std::string base = attention_table_key(a);
+  if (!a.impl.empty()) {
+    if (auto t = lookup_kernel_time_s(p.tables, TableKernel::kAttention, base + " " + a.impl, at)) return t;
+    return lookup_kernel_time_s(p.tables, TableKernel::kAttention, base, at);
+  }
+  if (auto t = lookup_kernel_time_s(p.tables, TableKernel::kAttention, base, at)) return t;
+  for (const KernelTables& file : p.tables) {
+    for (const KernelTable& t : file.tables) {
+      if (t.kernel != TableKernel::kAttention || t.key.size() <= base.size() + 1 ||
+          t.key.compare(0, base.size() + 1, base + " ") != 0)
+        continue;
+      // The first implementation measured for this geometry decides, covered or not (never a mix).
+      return table_time_s(t, at);
+    }
+  }
+  return std::nullopt;
 }
 
 std::string attention_table_key(const AttentionShape& a) {
@@ -77,6 +97,12 @@ std::string attention_table_key(const AttentionShape& a) {
   const std::string dtype(to_string(a.kv_dtype));
   if (a.shared_kv) return "mla " + dims + " " + dtype;
   return "gqa " + dims + " g" + std::to_string(a.heads / a.kv_heads) + " " + dtype;
+}
+
+double attention_table_heads(const HardwareProfile& p, const AttentionShape& a) {
+  const int per_kv = head_groups(p, a) / a.kv_heads;  // work units per KV head
+  if (!a.shared_kv || per_kv < 2) return double(a.heads);
+  return double(a.kv_heads) * per_kv * heads_per_work_unit(p, a);
 }
 
 double attention_flops_per_head_token(const AttentionShape& a) {
@@ -111,9 +137,9 @@ std::vector<double> AttentionTiming::row_ready_s(double combine_start_s) const {
 
 namespace {
 
-// The kernel's time (attention and split-KV combine) from the profile's tables at (heads, rows, mean tokens
-// of the non-empty rows): every analytic time is scaled by measured / analytic, so per-row order and the
-// waves' shares stay the model's while the total is the measurement.
+// The kernel's time (attention and split-KV combine) from the profile's tables at (heads computed, rows, mean
+// tokens of the non-empty rows): every analytic time is scaled by measured / analytic, so per-row order and
+// the waves' shares stay the model's while the total is the measurement.
 void apply_table(const HardwareProfile& p, const AttentionShape& a, std::span<const int64_t> local_tokens,
                  AttentionTiming& t) {
   int64_t tokens = 0, nonempty = 0;
@@ -122,8 +148,9 @@ void apply_table(const HardwareProfile& p, const AttentionShape& a, std::span<co
     nonempty += n > 0;
   }
   if (nonempty == 0) return;
-  const double at[] = {double(a.heads), double(local_tokens.size()), double(tokens) / double(nonempty)};
-  const auto measured = lookup_kernel_time_s(p.tables, TableKernel::kAttention, attention_table_key(a), at);
+  const double at[] = {attention_table_heads(p, a), double(local_tokens.size()),
+                       double(tokens) / double(nonempty)};
+  const auto measured = attention_table_time_s(p, a, at);
   const double analytic = t.kernel_end_s + t.combine_s;
   if (!measured || !(analytic > 0)) return;
   const double scale = *measured / analytic;

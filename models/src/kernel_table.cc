@@ -318,7 +318,11 @@ std::optional<double> table_time_s(const KernelTable& table, std::span<const dou
       w[a] = (std::log(x) - std::log(g[i - 1])) / (std::log(g[i]) - std::log(g[i - 1]));
     }
   }
-  double sum = 0.0;
+  // Multilinear in log(time) over log(coordinates): kernel times scale as powers of their sizes (linear in
+  // bytes or FLOPs, flat near their floor), which this follows between grid values 2-4x apart.
+  double log_sum = 0.0;
+  int corners = 0;
+  double only = 0.0;
   for (std::size_t corner = 0; corner < (std::size_t{1} << axes); ++corner) {
     double weight = 1.0;
     std::size_t cell = 0;
@@ -334,9 +338,12 @@ std::optional<double> table_time_s(const KernelTable& table, std::span<const dou
     if (weight == 0.0) continue;
     const int point = table.cell_point[cell];
     if (point < 0) return std::nullopt;  // a corner that was not measured
-    sum += weight * table.points[static_cast<std::size_t>(point)].median_ns;
+    only = table.points[static_cast<std::size_t>(point)].median_ns;
+    log_sum += weight * std::log(only);
+    ++corners;
   }
-  return sum * 1e-9;
+  if (corners == 1) return only * 1e-9;  // a measured point: exactly its median
+  return std::exp(log_sum) * 1e-9;
 }
 
 std::optional<double> lookup_kernel_time_s(const std::vector<KernelTables>& tables, TableKernel kernel,

@@ -12,7 +12,7 @@ struct EmbeddedProfile {
 };
 
 std::span<const EmbeddedProfile> embedded_profiles();
-// models/tables/*.json, by file name ("h200-sxm-kernels.json"); built-in profiles reference them.
+// models/tables/*.json, by file name ("h200-sxm-attention.json"); built-in profiles reference them.
 std::span<const EmbeddedProfile> embedded_tables();
 // The text of a built-in table file, or "" when there is none of that name.
 inline std::string_view builtin_table_json(std::string_view file) {

@@ -136,6 +136,49 @@ TEST(Validate, ReportsAndPredictionIntervals) {
   EXPECT_EQ(static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n')), r.comparisons.size() + 1);
 }
 
+// Each kernel-phase comparison says whether its kernels came from a measured table or the analytic model, and
+// the report breaks the errors down by that source.
+TEST(Validate, KernelPhasesSayWhereTheirPriceCameFrom) {
+  const auto sections = load_measured(truth_traces().path).sections;
+  models::HardwareProfile p = testing::true_profile();
+  p.tables.clear();
+  // An MLA attention table whose hull covers every scenario of the grid (H 128, 1-64 rows, up to 32k/2
+  // tokens per rank), at one constant time.
+  models::KernelTables t;
+  models::KernelTable k;
+  k.kernel = models::TableKernel::kAttention;
+  k.key = "mla qk576 d512 bf16";
+  for (double h : {64.0, 256.0})
+    for (double b : {1.0, 128.0})
+      for (double n : {16.0, 65536.0}) k.points.push_back({{h, b, n}, 40e3, 10, 39e3, 41e3});
+  k.finalize("test");
+  t.tables.push_back(k);
+  p.tables.push_back(t);
+  const ValidationReport r = validate(p, std::nullopt, sections);
+  int table = 0, analytic = 0;
+  for (const Comparison& c : r.comparisons) {
+    const std::string& f = c.observation.phase;
+    if (c.observation.kind != ObservationKind::kPhase ||
+        !(f == "attention" || f == "correction" || f == "pack" || f == "combine")) {
+      EXPECT_EQ(c.price_source, "") << f;
+      continue;
+    }
+    const bool mla = sections[c.observation.section].scenario.kv_heads == 1;
+    EXPECT_EQ(c.price_source, f == "attention" && mla ? "table" : "analytic") << f;
+    (c.price_source == "table" ? table : analytic)++;
+    if (c.price_source == "table") EXPECT_NEAR(c.predicted_s, 40e-6, 1e-12);
+  }
+  EXPECT_GT(table, 0);
+  EXPECT_GT(analytic, 0);
+  ASSERT_GE(r.per_source.size(), 2u);
+  EXPECT_EQ(r.per_source[r.per_source.size() - 2].key, "all [analytic]");
+  EXPECT_EQ(r.per_source.back().key, "all [table]");
+  EXPECT_EQ(r.per_source.back().count, table);
+  EXPECT_EQ(r.per_source[r.per_source.size() - 2].count, analytic);
+  EXPECT_NE(validation_markdown(r, {}, "x").find("| attention [table] |"), std::string::npos);
+  EXPECT_NE(validation_csv(r).find(",table\n"), std::string::npos);
+}
+
 TEST(Validate, EmulatedTracesCompareKernelPhasesOnly) {
   TempDir dir;
   testing::write_sim_trace(dir / "emu.pb", testing::true_profile(), small_grid(),

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "dcpsim/error.h"
+#include "dcpsim/hw/attention_impl.h"
 #include "dcpsim/hw/sweep.h"
 #include "dcpsim/models/kernel_table.h"
 #include "gpu_test_util.h"
@@ -69,6 +70,11 @@ TEST(SweepGrid, BadGridsAreInputErrors) {
   c = small_config();
   c.reps = 2;
   EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c = small_config();
+  c.heads = {16, 96};  // MLA above one 64-head tile: whole tiles only
+  EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c.geometries = {parse_sweep_geometry("gqa:8")};  // GQA has no such tile
+  EXPECT_NO_THROW(kernel_sweep_points(c));
 }
 
 TEST(SweepGpu, TablesAreFullGridsThatPriceTheirPointsExactly) {
@@ -100,8 +106,12 @@ TEST(SweepGpu, TablesAreFullGridsThatPriceTheirPointsExactly) {
     }
   }
   EXPECT_EQ(points, static_cast<std::size_t>(calls));
-  EXPECT_EQ(keys, (std::set<std::string>{"attention|mla qk576 d512 bf16", "attention|gqa qk128 d128 g4 bf16",
-                                         "correction|d128 bf16", "a2a_pack|d128 bf16"}));
+  // Attention keys name the implementation that ran (auto: FlashInfer for MLA where it runs, dcpsim for GQA).
+  const std::string mla_impl =
+      attention_impl_name(resolve_attention_impl(AttentionImpl::kAuto, {8, 1, 576, 512, true, false}));
+  EXPECT_EQ(keys, (std::set<std::string>{"attention|mla qk576 d512 bf16 " + mla_impl,
+                                         "attention|gqa qk128 d128 g4 bf16 dcpsim", "correction|d128 bf16",
+                                         "a2a_pack|d128 bf16"}));
   // The file round-trips through the format the profiles load.
   EXPECT_EQ(models::parse_kernel_tables(models::kernel_tables_json(t), "sweep"), t);
 }

@@ -80,9 +80,23 @@ TEST(KernelTable, MonotoneAndBetweenNeighboursAlongEachAxis) {
     EXPECT_GE(*got, previous) << b;
     previous = *got;
   }
-  // Linear in log(heads): 64 is halfway between 32 and 128.
+  // log-log: 64 is halfway in log between 32 and 128, so the time is the neighbours' geometric mean.
   const double mid[] = {2.0, 16.0, 64.0};
-  EXPECT_NEAR(*table_time_s(t.tables[0], mid), 0.5 * (5552 + 5648) * 1e-9, 1e-15);
+  EXPECT_NEAR(*table_time_s(t.tables[0], mid), std::sqrt(5552.0 * 5648.0) * 1e-9, 1e-15);
+}
+
+// A kernel whose time is a power of its size (here linear in the rows) is interpolated exactly between
+// measured points, where a straight line in log(size) would overshoot.
+TEST(KernelTable, PowerLawsInterpolateExactly) {
+  KernelTable k{TableKernel::kCorrection, "d128 bf16", {}, {}, {}};
+  for (double b : {4.0, 16.0})
+    for (double h : {8.0, 32.0}) k.points.push_back({{2.0, b, h}, 100.0 * b * std::sqrt(h), 5, 1, 1e9});
+  k.finalize("test");
+  for (double b : {5.0, 8.0, 11.0})
+    for (double h : {9.0, 16.0, 30.0}) {
+      const double at[] = {2.0, b, h};
+      EXPECT_NEAR(*table_time_s(k, at), 100e-9 * b * std::sqrt(h), 1e-12 * b * std::sqrt(h)) << b << " " << h;
+    }
 }
 
 TEST(KernelTable, NothingOutsideTheHullOrWithoutItsCorners) {
@@ -246,7 +260,7 @@ TEST(KernelCosts, AttentionTableScalesTheWavesAndFlagsItsSource) {
   p.tables.push_back(t);
   const AttentionTiming measured = decode_attention_time(p, a, rows);
   EXPECT_EQ(measured.source, FigureSource::kTable);
-  const double expected = 0.5 * (15000e-9 + 60000e-9);  // 4096 is halfway in log between 2048 and 8192
+  const double expected = std::sqrt(15000e-9 * 60000e-9);  // 4096: halfway in log between 2048 and 8192
   EXPECT_NEAR(measured.kernel_end_s + measured.combine_s, expected, 1e-12);
   const double scale = expected / (analytic.kernel_end_s + analytic.combine_s);
   for (std::size_t b = 0; b < rows.size(); ++b)
@@ -254,6 +268,34 @@ TEST(KernelCosts, AttentionTableScalesTheWavesAndFlagsItsSource) {
   // Outside the table (more rows than measured): analytic, and flagged.
   const std::vector<int64_t> more(64, 4096);
   EXPECT_EQ(decode_attention_time(p, a, more).source, FigureSource::kAnalytic);
+}
+
+// Attention tables name the implementation they measured: a scenario that says which one ran is priced from
+// that table (or from one of unknown implementation), never from another's; one that does not say takes the
+// first implementation the profile lists.
+TEST(KernelCosts, AttentionTablesOfEachImplementation) {
+  HardwareProfile p = load_profile("h200-sxm");
+  p.tables.clear();
+  AttentionShape a{32, 1, 512, 576, true, DType::kBF16, DType::kBF16};
+  KernelTables t;
+  t.provenance.device = "NVIDIA H200";
+  for (const auto& [impl, ns] : {std::pair{"flashinfer", 20000.0}, std::pair{"dcpsim", 50000.0}}) {
+    KernelTable k{TableKernel::kAttention, attention_table_key(a) + " " + impl, {}, {}, {}};
+    for (double tokens : {2048.0, 8192.0}) k.points.push_back({{32.0, 16.0, tokens}, ns, 5, 1, 1e9});
+    k.finalize("test");
+    t.tables.push_back(k);
+  }
+  p.tables.push_back(t);
+  const double at[] = {32.0, 16.0, 4096.0};
+  EXPECT_NEAR(*attention_table_time_s(p, a, at), 20000e-9, 1e-15);  // the first listed
+  a.impl = "dcpsim";
+  EXPECT_NEAR(*attention_table_time_s(p, a, at), 50000e-9, 1e-15);
+  a.impl = "flashinfer";
+  EXPECT_NEAR(*attention_table_time_s(p, a, at), 20000e-9, 1e-15);
+  a.impl = "other";  // no table of its own and none of unknown implementation: analytic
+  EXPECT_FALSE(attention_table_time_s(p, a, at).has_value());
+  const std::vector<int64_t> rows(16, 4096);
+  EXPECT_EQ(decode_attention_time(p, a, rows).source, FigureSource::kAnalytic);
 }
 
 TEST(KernelCosts, MlaDecodeAtManyHeadsIsComputeBound) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dcpsim/analysis/measured.h"
+#include "dcpsim/models/cost_kernels.h"
 #include "dcpsim/models/profile.h"
 #include "dcpsim/models/scenario.h"
 
@@ -22,6 +23,9 @@ struct Prediction {
   std::vector<std::vector<double>> output_ready_s;  // [rank][row]
   std::vector<double> first_begin_s;                // per rank: start of its first phase
   std::vector<double> done_s;                       // per rank: end of its last kernel
+  // Kernel phases (rank, phase): priced from a measured table of the profile, or analytically (a phase with
+  // several kernels is analytic when any of them is).
+  std::map<std::pair<int, std::string>, models::FigureSource> phase_source;
 };
 
 // Re-simulates scenarios under one profile (sim::Simulator). Builds without SimGrid throw InputError on

@@ -19,6 +19,9 @@ struct TableBuildOptions {
   std::string date;     // YYYY-MM-DD; default today (UTC)
   std::string command;  // the builder's command line, recorded in the provenance
   std::string clocks;   // clock policy during the measurement, when the traces do not say
+  // MLA query heads per work unit (the profile's attention.heads_per_cta): attention points are recorded at
+  // the heads the kernel computes (models::attention_table_heads), whole 64-head tiles above one tile.
+  int heads_per_cta = 64;
 };
 
 struct TableBuildResult {

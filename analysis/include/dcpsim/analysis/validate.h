@@ -41,6 +41,9 @@ struct Comparison {
   bool within_tolerance = false;
   std::optional<double> interval_low_s, interval_high_s;
   bool inside_interval = false;
+  // Kernel phases: "table" when every kernel behind the figure was priced from a measured table of the
+  // profile, "analytic" otherwise; "" for figures that are not kernel phases (communication, step, rows).
+  std::string price_source;
 };
 
 struct ErrorSummary {
@@ -58,9 +61,12 @@ struct ValidationReport {
   std::vector<Comparison> comparisons;
   std::vector<ErrorSummary> per_figure;   // ends with "all"
   std::vector<ErrorSummary> per_section;  // one per section with comparisons
-  std::vector<std::string> excluded;      // figures left out and why
-  std::vector<std::string> warnings;      // scenarios outside the calibrated domain, unmatched figures
-  bool emulated = false;                  // some section came from an emulated trace
+  // Kernel phases by price source: "<figure> [table]", "<figure> [analytic]", then "all [table]" and
+  // "all [analytic]" (figures that are not kernel phases are not in it).
+  std::vector<ErrorSummary> per_source;
+  std::vector<std::string> excluded;  // figures left out and why
+  std::vector<std::string> warnings;  // scenarios outside the calibrated domain, unmatched figures
+  bool emulated = false;              // some section came from an emulated trace
   bool has_intervals = false;
   double median_error = 0.0;
   bool passed = false;

@@ -4,7 +4,9 @@
 // (attention with its split-KV combine, correction, A2A pack, A2A unpack-combine) replayed from a CUDA graph
 // of one call and timed on the GPU timeline (CUPTI: first kernel start to last kernel end of the call, the
 // span a step's phase has), or with CUDA events around the replay where CUPTI cannot load (recorded in the
-// provenance). Inputs rotate over enough buffer sets to defeat L2, as in `hw bench`.
+// provenance). Attention's inputs rotate over enough buffer sets to defeat L2 (a step's KV cache is cold);
+// a merge kernel reads one set, which stays in L2 when it fits (in a step its inputs were just written by the
+// kernel before it).
 #include <cstdint>
 #include <functional>
 #include <string>

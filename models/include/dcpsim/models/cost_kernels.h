@@ -4,6 +4,7 @@
 // simulation), the kernel's end, and the split-KV combine kernel. Merge kernels (correction, A2A pack,
 // unpack-combine, direct combine) are memory-bound kernels over their exact byte counts.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,6 +44,7 @@ struct AttentionShape {
   bool shared_kv = true;
   DType kv_dtype = DType::kBF16;
   DType out_dtype = DType::kBF16;
+  std::string impl;  // the implementation ("flashinfer", "dcpsim"); empty: any (Scenario::attention_impl)
 };
 // From a scenario: shared_kv when kv_heads == 1 and qk_dim > head_dim (the MLA layout).
 AttentionShape attention_shape(const Scenario& s);
@@ -54,8 +56,19 @@ int heads_per_work_unit(const HardwareProfile& p, const AttentionShape& a);
 int head_groups(const HardwareProfile& p, const AttentionShape& a);
 
 // Table keys: what must match exactly for a table to price a kernel. Attention: "mla qk576 d512 bf16" (one
-// shared latent) or "gqa qk128 d128 g8 bf16" (g = query heads per KV head); merge kernels: "d512 bf16".
-std::string attention_table_key(const AttentionShape& a);
+// shared latent) or "gqa qk128 d128 g8 bf16" (g = query heads per KV head), followed by the implementation
+// measured when known ("mla qk576 d512 bf16 flashinfer"); merge kernels: "d512 bf16".
+std::string attention_table_key(const AttentionShape& a);  // without the implementation
+// The attention time of the profile's tables at `at` (heads, rows, tokens). With a.impl: the table of that
+// implementation, else one whose implementation is unknown (key without it). Without: a table whose
+// implementation is unknown, else the first table of any implementation (the profile's order).
+std::optional<double> attention_table_time_s(const HardwareProfile& p, const AttentionShape& a,
+                                             std::span<const double> at);
+// The `heads` coordinate of an attention table lookup: the query heads the kernel computes. With a shared
+// latent (MLA) and more query heads per KV head than one work unit takes (attention.heads_per_cta), whole
+// units: FlashInfer's and FlashMLA's MLA kernels pad the last 64-head tile (H = 144 costs what H = 192 does).
+// Otherwise H.
+double attention_table_heads(const HardwareProfile& p, const AttentionShape& a);
 // FLOPs of one query head over one KV token: QK^T (qk_dim) and PV (head_dim), a multiply-add each.
 double attention_flops_per_head_token(const AttentionShape& a);
 

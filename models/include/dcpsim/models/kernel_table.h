@@ -1,8 +1,8 @@
 #pragma once
 // Measured kernel tables: kernel type × shape → measured time (median, samples, spread), with the provenance
 // of the measurement (device, driver, CUDA, NCCL, clocks, date, command). A profile may carry tables; the
-// simulator looks a kernel up by shape (interpolation piecewise-linear in log-size along each axis, exact at
-// measured points, never outside the measured hull) and prices it analytically where no table covers it.
+// simulator looks a kernel up by shape (log-log interpolation along each axis, exact at measured points,
+// never outside the measured hull) and prices it analytically where no table covers it.
 // The format ("dcpsim-kernel-tables/1") is described in models/profiles/README.md.
 #include <filesystem>
 #include <optional>
@@ -90,9 +90,12 @@ std::string kernel_tables_json(const KernelTables& t);
 std::string describe_kernel_tables(const KernelTables& t);
 
 // Interpolated time of one table at `at` (seconds), or nullopt when `at` lies outside the grid's hull along
-// some axis or a grid corner it needs was not measured. Along each axis the time is linear in log(coordinate)
-// between the two grid values around it (a point on a grid value needs only that value), so it is exact at
-// measured points and lies between the measured neighbours (monotone where they are).
+// some axis or a grid corner it needs was not measured. log(time) is multilinear in the log(coordinates)
+// between the grid values around `at` (a coordinate on a grid value needs only that value): a power law
+// between neighbours, which kernel times follow far better than a straight line in log(size) (a time linear
+// in its size, 4x apart, is overestimated by up to 25% by the latter, not at all by the former). Exact at
+// measured points (their median, bit for bit), always between the measured neighbours, so monotone where
+// they are.
 std::optional<double> table_time_s(const KernelTable& table, std::span<const double> at);
 
 // The first table of `tables` with this kernel type and key that covers `at`.

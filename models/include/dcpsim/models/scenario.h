@@ -24,6 +24,10 @@ struct Scenario {
   std::vector<int64_t> contexts;  // one entry per batch row: that request's context length in tokens
   Strategy strategy = Strategy::kAgRs;
   LaunchMode launch = LaunchMode::kGraph;
+  // The decode-attention implementation that ran or should run ("flashinfer", "dcpsim"; from a measured
+  // trace's `attention` parameter): picks the attention table measured on it. Empty: the profile's first
+  // table for the geometry, whichever implementation it measured.
+  std::string attention_impl;
 
   int rows() const { return static_cast<int>(contexts.size()); }
   double scale() const;

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The kernel tables the h200-sxm profile carries (models/tables/), made with `dcpsim hw sweep` over full grids
+# and timed on the GPU timeline; run on the GPU machine. Rows and tokens step by 2x (log-log interpolation
+# between them, kernel_table.h); merge heads are multiples of 24 above 16 so that every N of the grid divides
+# them (A2A needs N | H). Two files, so that one can be re-made alone:
+#   OUT_DIR/<prefix>-attention.json  attention: MLA and GQA (1, 4, 8, 16 query heads per KV head)
+#   OUT_DIR/<prefix>-merge.json      correction, A2A pack and unpack-combine at value head dims 128 and 512
+#   scripts/hw_tables.sh DCPSIM_BINARY OUT_DIR [attention|merge|all] [prefix] [extra hw sweep flags]
+set -uo pipefail
+bin=${1:?dcpsim binary}
+out=${2:?output folder}
+which=${3:-all}
+prefix=${4:-h200-sxm}
+shift $(($# < 4 ? $# : 4))
+mkdir -p "$out"
+status=0
+if [ "$which" = all ] || [ "$which" = attention ]; then
+  "$bin" hw sweep --out "$out/$prefix-attention.json" --kernels attention \
+    --geometry mla,gqa:1,gqa:4,gqa:8,gqa:16 --heads 16,32,64,128,256 \
+    --batch 1,2,4,8,16,32,64,128,256 --tokens 128,256,512,1k,2k,4k,8k,16k,32k,64k,128k --reps 10 --warmup 3 \
+    "$@" || status=1
+fi
+if [ "$which" = all ] || [ "$which" = merge ]; then
+  "$bin" hw sweep --out "$out/$prefix-merge.json" --kernels correction,a2a_pack,a2a_combine \
+    --merge-dcp 2,3,4,6,8 --merge-batch 1,2,4,8,16,32,64,128,256 --merge-heads 8,16,24,48,96,192 \
+    --merge-head-dims 128,512 --reps 10 --warmup 3 "$@" || status=1
+fi
+exit $status
