@@ -66,34 +66,34 @@ struct CombineParams {
   int sources_per_tile, tiles_per_head;  // a tile: some sources of one head, all D lanes, in one stage
 };
 
-// Block-wide: waits until every source's flag of row b holds `epoch`. False when this wait timed out (the
-// error word names the source and the row) or another block's did.
+// The whole (one-warp) block: waits until every source's flag of row b holds `epoch`, lane s polling source
+// s (and s + 32, ...). False when this wait timed out (the error word names the source and the row) or
+// another block's did. The warp barrier orders each lane's acquire before every lane's reads of the row.
 __device__ bool wait_row(const CombineParams& p, const unsigned long long* flags, int b,
                          unsigned long long epoch) {
-  __shared__ int stop;
+  static_assert(kCombineThreads == 32, "one warp: the wait ends in a warp vote");
   const RowCombineArgs& a = p.a;
-  if (threadIdx.x == 0) stop = 0;
-  __syncthreads();
   const unsigned long long start = global_timer();
-  for (int src = threadIdx.x; src < a.dcp; src += kCombineThreads) {
+  bool failed = false;
+  for (int src = threadIdx.x; src < a.dcp && !failed; src += kCombineThreads) {
     const unsigned long long* f = flags + row_stream::flag_index(p.shape, src, b);
     unsigned sleep_ns = 32;
     while (load_flag_acquire(f, a.system_scope) != epoch) {
-      if (*reinterpret_cast<volatile int*>(a.error) != 0 || *reinterpret_cast<volatile int*>(&stop) != 0) {
-        stop = 1;
+      if (*reinterpret_cast<volatile int*>(a.error) != 0) {  // another wait gave up: so does this one
+        failed = true;
         break;
       }
       if (static_cast<long long>(global_timer() - start) > a.timeout_ns) {
         if (atomicCAS(a.error, 0, 1 + src) == 0) *reinterpret_cast<volatile int*>(a.error + 1) = b;
-        stop = 1;
+        failed = true;
         break;
       }
       __nanosleep(sleep_ns);
       sleep_ns = min(2u * sleep_ns, 256u);
     }
   }
-  __syncthreads();
-  return stop == 0;
+  __syncwarp();
+  return !__any_sync(0xffffffffu, failed);
 }
 
 template <typename T>

@@ -159,6 +159,12 @@ bool is_row_stream(const StepPlan& p) {
 
 void setup_row_stream(const StepPlan& p, const RunConfig& c, Ranks& ranks) {
   (void)c;
+  int sms = 0;
+  DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ranks.front()->device));
+  if (2 * p.N > sms)  // every owner's combine holds at least one multiprocessor while it waits
+    throw InputError("--strategy row-stream emulates at most " + std::to_string(sms / 2) +
+                     " ranks on this device (" + std::to_string(sms) + " multiprocessors), not " +
+                     std::to_string(p.N));
   for (auto& r : ranks) {
     DCPSIM_CUDA(cudaSetDevice(r->device));
     alloc_rank(p, *r);

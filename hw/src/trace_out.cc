@@ -132,8 +132,10 @@ void emit_events(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c,
       const double start = bulk ? t : s.phase_origin[r][k] + s.offset[r][i][k];
       slowest = std::max(slowest, d);
       const Phase ph = p.phases[i];
+      // Row-stream's combine runs beside the attention, on a second stream (as the simulator draws it).
+      const char* lane = is_collective(ph) ? "comm" : ph == Phase::kRowCombine ? "stream1" : "stream0";
       v1::Event e =
-          traces::make_event(r, is_collective(ph) ? "comm" : "stream0",
+          traces::make_event(r, lane,
                              is_collective(ph) ? v1::EVENT_KIND_COLLECTIVE : v1::EVENT_KIND_KERNEL,
                              phase_name(ph), static_cast<std::int64_t>(start),
                              static_cast<std::int64_t>(start + d), phase_bytes(p, ph, r), 0, p.rows_total);

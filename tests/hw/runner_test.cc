@@ -313,6 +313,28 @@ TEST(Runner, RowStreamIsExactInEmulation) {
   }
 }
 
+// A small step for the sanitizers: the split kernel's own push (every shard within one 32-token tile), the
+// split combine's push (longer shards), GQA with fp32 out; eager, so a device that runs kernels one at a time
+// still finishes (the combines are launched after the producers).
+TEST(Runner, RowStreamSmallStepIsExact) {
+  DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kRowStream, {8})), nullptr));
+  std::vector<models::Scenario> cases = {
+      scenario(3, 96, 1, 512, 576, models::Strategy::kRowStream, {0, 1, 30, 96, 5}),
+      scenario(3, 96, 1, 512, 576, models::Strategy::kRowStream, {0, 600, 2, 1000}),
+      scenario(3, 48, 2, 128, 128, models::Strategy::kRowStream, {0, 300, 7})};
+  cases[1].lse_base = models::LseBase::k2;
+  cases[2].out_dtype = models::DType::kF32;
+  for (const auto& s : cases) {
+    SCOPED_TRACE(s.label());
+    RunConfig c = config(s);
+    c.warmup = 0;
+    c.reps = 2;
+    c.padded_rows = 1;
+    const RunResult r = run_step(c, nullptr);
+    EXPECT_TRUE(r.check.passed) << r.check.summary;
+  }
+}
+
 // On the GPU timeline the run reports when the rows became ready after the slowest rank's attention.
 TEST(Runner, RowStreamReportsRowReadyTimesOnTheTimeline) {
   DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
