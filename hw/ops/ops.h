@@ -217,10 +217,13 @@ struct RowPushArgs {
 };
 void launch_row_push(const RowPushArgs& a, cudaStream_t stream);
 
-// The owner's combine: a bounded persistent grid takes (row, head group) items in row order, waits for the
-// row's N flags of the current epoch (acquire), and merges the N partials exactly (SPEC: max-shifted,
-// normalised weights, fp32, one rounding; a weight-0 partial is never read). A flag missing for timeout_ns
-// sets error = {1 + rank, row} (first timeout wins) and ends the kernel without writing that row.
+// The owner's combine: warps claim (row, head group) items in row order from `claim`, wait for the row's N
+// flags of the current epoch (acquire), and merge the N partials exactly (SPEC: max-shifted, normalised
+// weights, fp32, one rounding; a weight-0 partial is never read). Launched twice per step over the same
+// counter: the streaming grid (tail = false: a few blocks at the device's greatest priority, beside the
+// producers; all ranks' together hold at most 1/16 of the device) and, after the producers, the tail grid
+// (tail = true: up to the device's size divided among the ranks). A flag missing for timeout_ns sets
+// error = {1 + rank, row} (first timeout wins) and ends the warp without writing that row.
 struct RowCombineArgs {
   int dcp = 1, rows = 0, valid_rows = 0, heads = 0 /* J */, dim = 0;
   bool base2 = false;
@@ -235,10 +238,11 @@ struct RowCombineArgs {
   LseOut merged_lse;                 // optional
   RowStamps lse_stamps, out_stamps;  // optional: flags seen (first block of the row), output written (last)
   long long timeout_ns = 0;
-  int* error = nullptr;  // [2]
+  int* error = nullptr;     // [2]
+  unsigned* claim = nullptr;  // items claimed so far this step: zero before the step's first launch
   bool system_scope = false;
-  int ranks_on_device = 1;     // how many ranks' combines share the device (sizes the grid)
-  bool high_priority = false;  // launched at the device's greatest stream priority
+  int ranks_on_device = 1;  // how many ranks' combines share the device (sizes the grid)
+  bool tail = false;        // the grid launched after the producers (else the streaming grid)
 };
 void launch_row_combine(const RowCombineArgs& a, cudaStream_t stream);
 

@@ -1,11 +1,15 @@
 // The row-streaming merge's own kernels (the attention epilogue that pushes is in attention.cu):
 //   row_push_kernel     the post-kernel push, after an attention without an epilogue hook (FlashInfer's): a
 //                       rank's O and LSE rows into the owners' windows, then the rows' flags
-//   row_combine_kernel  the owner's combine: a bounded persistent grid takes (row, head group) items in row
-//                       order, waits for the row's N flags and merges as the other strategies do
-// The combine is small on purpose (one warp, 64 registers, ~25 KB of shared memory) so that one block
-// fits on a multiprocessor beside an MLA attention block; its N sources stream into shared memory with
-// cp.async (no registers held per load) and a partial whose weight is 0 is zero-filled, never read.
+//   row_combine_kernel  the owner's combine: warps claim (row, head group) items in row order from a shared
+//                       counter, wait for the row's N flags and merge as the other strategies do. Launched
+//                       twice per step: a small streaming grid beside the attention (it holds whole
+//                       multiprocessors: an MLA attention block leaves a sub-partition 512 registers, less than
+//                       any warp needs) and, once the producers have finished, a tail grid as large as the
+//                       device, which takes the rows the streaming grid has not reached.
+// Each warp works alone: its item's LSEs in one round trip, the partials with a finite LSE streamed into its
+// shared memory with cp.async (no registers held per load) while it computes the weights; a partial whose
+// weight is 0 is never multiplied, one whose LSE is not finite never read.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -24,12 +28,9 @@ namespace dcpsim::hw::ops {
 namespace {
 
 constexpr int kPushThreads = 128;
-// One warp of at most 64 registers a thread: 2048 registers, what a multiprocessor has left beside an MLA
-// attention block (242–244 registers × 256 threads).
-constexpr int kCombineThreads = 32;
-constexpr int kCombineMinBlocks = 65536 / (kCombineThreads * 64);
+constexpr int kCombineWarps = 8;  // independent workers per block
 constexpr int kStages = 3;
-constexpr int kStageBytes = 8192;
+constexpr int kStageBytes = 8192;  // per warp and stage: some sources of one head, all D lanes
 
 // ---- the post-kernel push: one block per (owner, row) ----
 template <typename T>
@@ -64,18 +65,18 @@ struct CombineParams {
   row_stream::Shape shape;
   int heads_per_item, items_per_row;
   int sources_per_tile, tiles_per_head;  // a tile: some sources of one head, all D lanes, in one stage
+  int warp_smem;                         // bytes of shared memory per warp (stages, LSEs, weights)
 };
 
-// The whole (one-warp) block: waits until every source's flag of row b holds `epoch`, lane s polling source
-// s (and s + 32, ...). False when this wait timed out (the error word names the source and the row) or
-// another block's did. The warp barrier orders each lane's acquire before every lane's reads of the row.
+// The calling warp waits until every source's flag of row b holds `epoch`, lane s polling source s (and
+// s + 32, ...). False when this wait timed out (the error word names the source and the row) or another's
+// did. The warp barrier orders each lane's acquire before every lane's reads of the row.
 __device__ bool wait_row(const CombineParams& p, const unsigned long long* flags, int b,
                          unsigned long long epoch) {
-  static_assert(kCombineThreads == 32, "one warp: the wait ends in a warp vote");
   const RowCombineArgs& a = p.a;
   const unsigned long long start = global_timer();
   bool failed = false;
-  for (int src = threadIdx.x; src < a.dcp && !failed; src += kCombineThreads) {
+  for (int src = threadIdx.x % 32; src < a.dcp && !failed; src += 32) {
     const unsigned long long* f = flags + row_stream::flag_index(p.shape, src, b);
     unsigned sleep_ns = 32;
     while (load_flag_acquire(f, a.system_scope) != epoch) {
@@ -97,16 +98,17 @@ __device__ bool wait_row(const CombineParams& p, const unsigned long long* flags
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kCombineThreads, kCombineMinBlocks) row_combine_kernel(CombineParams p) {
+__global__ void __launch_bounds__(32 * kCombineWarps) row_combine_kernel(CombineParams p) {
   pdl_begin();
-  constexpr int kV = 16 / sizeof(T);  // elements per 16-byte piece
-  constexpr int kPerThread = 512 * sizeof(T) / 16 / kCombineThreads;  // pieces of a head per thread (D ≤ 512)
+  constexpr int kV = 16 / sizeof(T);                   // elements per 16-byte piece
+  constexpr int kPerLane = 512 * sizeof(T) / 16 / 32;  // pieces of one head a lane accumulates (D ≤ 512)
   extern __shared__ __align__(16) unsigned char smem[];
-  unsigned char* stage = smem;
-  float* sw = reinterpret_cast<float*>(smem + kStages * kStageBytes);  // [heads_per_item][N] weights
   const RowCombineArgs& a = p.a;
   const row_stream::Shape& s = p.shape;
-  const int N = a.dcp;
+  const int N = a.dcp, lane = threadIdx.x % 32;
+  unsigned char* stage = smem + (threadIdx.x / 32) * p.warp_smem;
+  float* sl = reinterpret_cast<float*>(stage + kStages * kStageBytes);  // [heads_per_item][N] sanitised LSEs
+  float* sw = sl + p.heads_per_item * N;                                // [heads_per_item][N] weights
   const unsigned long long epoch = *a.epoch;
   const int parity = static_cast<int>(epoch & 1);
   const T* win = static_cast<const T*>(a.o) + parity * row_stream::o_elems(s);
@@ -114,41 +116,33 @@ __global__ void __launch_bounds__(kCombineThreads, kCombineMinBlocks) row_combin
   const unsigned long long* flags = a.flags + parity * row_stream::flag_elems(s);
   const float k = a.base2 ? 1.f : kLog2e;
   const int pieces = a.dim * static_cast<int>(sizeof(T)) / 16;
-  const int lane = threadIdx.x;
   const int items = a.rows * p.items_per_row;
-  int ready_row = -1;
-  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+  for (;;) {
+    int item = 0;
+    if (lane == 0) item = static_cast<int>(atomicAdd(a.claim, 1u));
+    item = __shfl_sync(0xffffffffu, item, 0);
+    if (item >= items) return;
     const int b = item / p.items_per_row;
     const int j0 = (item % p.items_per_row) * p.heads_per_item;
     const int nj = min(p.heads_per_item, a.heads - j0);
-    if (b != ready_row) {
-      if (!wait_row(p, flags, b, epoch)) return;
-      ready_row = b;
-      if (threadIdx.x == 0 && a.lse_stamps.stamps != nullptr &&
-          atomicAdd(&a.lse_stamps.counters[b], 1u) == 0u)  // the first block to see the row stamps it
-        a.lse_stamps.stamps[b] = global_timer();
-    }
-    // SPEC merge weights of each head (every lane reads the N LSEs: broadcasts).
-    for (int jj = 0; jj < nj; ++jj) {
-      const int j = j0 + jj;
-      auto lse_of = [&](int src) { return __ldcg(win_lse + row_stream::slot(s, src, b, j)); };
-      const LseShift sh = b < a.valid_rows ? lse_shift(N, k, lse_of) : LseShift{-INFINITY, 0.f};
-      for (int src = lane; src < N; src += 32) sw[jj * N + src] = merge_weight(lse_of(src), k, sh);
-      if (lane == 0 && a.merged_lse.ptr != nullptr)
-        a.merged_lse.ptr[std::int64_t(b) * a.merged_lse.row_stride + std::int64_t(j) * a.merged_lse.head_stride] =
-            merged_lse(sh, k);
-    }
-    __syncthreads();
-    // Tiles (head jj, sources [g·spt, ...)) through a kStages-deep cp.async pipeline.
+    if (!wait_row(p, flags, b, epoch)) return;
+    if (lane == 0 && a.lse_stamps.stamps != nullptr && atomicAdd(&a.lse_stamps.counters[b], 1u) == 0u)
+      a.lse_stamps.stamps[b] = global_timer();  // the first warp to see the row's flags
+    const bool real = b < a.valid_rows;
+    for (int i = lane; i < nj * N; i += 32)
+      sl[i] = real ? sanitize_lse(__ldcg(win_lse + row_stream::slot(s, i % N, b, j0 + i / N))) : -INFINITY;
+    __syncwarp();
+    // Tiles (head jj, sources [g·spt, ...)) through a kStages-deep cp.async pipeline, the first ones issued
+    // before the weights are known.
     const int tiles = nj * p.tiles_per_head;
     auto issue = [&](int t) {
       if (t < tiles) {
         const int jj = t / p.tiles_per_head, s0 = (t % p.tiles_per_head) * p.sources_per_tile;
         const int ns = min(p.sources_per_tile, N - s0);
         unsigned char* dst = stage + (t % kStages) * kStageBytes;
-        for (int c = threadIdx.x; c < ns * pieces; c += kCombineThreads) {
+        for (int c = lane; c < ns * pieces; c += 32) {
           const int si = c / pieces, q = c % pieces;
-          const bool live = sw[jj * N + s0 + si] != 0.f;
+          const bool live = sl[jj * N + s0 + si] != -INFINITY;
           const T* src = win + row_stream::o_offset(s, s0 + si, b, j0 + jj) + q * kV;
           cp_async16(dst + c * 16, live ? src : win, live);
         }
@@ -156,21 +150,30 @@ __global__ void __launch_bounds__(kCombineThreads, kCombineMinBlocks) row_combin
       cp_async_commit();
     };
     for (int t = 0; t < kStages - 1; ++t) issue(t);
-    float acc[kPerThread][kV];
+    if (lane < nj) {  // SPEC merge weights of head j0 + lane, and its merged LSE
+      const float* l = sl + lane * N;
+      const LseShift sh = lse_shift(N, k, [&](int i) { return l[i]; });
+      for (int i = 0; i < N; ++i) sw[lane * N + i] = merge_weight(l[i], k, sh);
+      if (a.merged_lse.ptr != nullptr)
+        a.merged_lse.ptr[std::int64_t(b) * a.merged_lse.row_stride +
+                         std::int64_t(j0 + lane) * a.merged_lse.head_stride] = merged_lse(sh, k);
+    }
+    __syncwarp();
+    float acc[kPerLane][kV];
 #pragma unroll
-    for (int i = 0; i < kPerThread; ++i)
+    for (int i = 0; i < kPerLane; ++i)
 #pragma unroll
       for (int v = 0; v < kV; ++v) acc[i][v] = 0.f;
     for (int t = 0; t < tiles; ++t) {
       cp_async_wait<kStages - 2>();
-      __syncthreads();
+      __syncwarp();
       issue(t + kStages - 1);
       const int jj = t / p.tiles_per_head, g = t % p.tiles_per_head, s0 = g * p.sources_per_tile;
       const int ns = min(p.sources_per_tile, N - s0);
       const unsigned char* st = stage + (t % kStages) * kStageBytes;
 #pragma unroll
-      for (int i = 0; i < kPerThread; ++i) {
-        const int c = threadIdx.x + i * kCombineThreads;
+      for (int i = 0; i < kPerLane; ++i) {
+        const int c = lane + i * 32;
         if (c >= pieces) break;
         for (int si = 0; si < ns; ++si) {
           const float w = sw[jj * N + s0 + si];
@@ -185,8 +188,8 @@ __global__ void __launch_bounds__(kCombineThreads, kCombineMinBlocks) row_combin
         T* dst = static_cast<T*>(a.dst) + std::int64_t(b) * a.dst_row_stride +
                  std::int64_t(j0 + jj) * a.dst_head_stride;
 #pragma unroll
-        for (int i = 0; i < kPerThread; ++i) {
-          const int c = threadIdx.x + i * kCombineThreads;
+        for (int i = 0; i < kPerLane; ++i) {
+          const int c = lane + i * 32;
           if (c < pieces) {
             uint4 out;
             T* e = reinterpret_cast<T*>(&out);
@@ -200,8 +203,12 @@ __global__ void __launch_bounds__(kCombineThreads, kCombineMinBlocks) row_combin
       }
     }
     cp_async_wait<0>();
-    __syncthreads();  // the weights and stages are free for the next item
-    row_unit_done(a.out_stamps, b, static_cast<unsigned>(p.items_per_row));
+    __syncwarp();  // the stages, LSEs and weights are free for the next item
+    if (lane == 0 && a.out_stamps.stamps != nullptr) {  // the warp that finishes the row's last item
+      __threadfence();
+      if (atomicAdd(&a.out_stamps.counters[b], 1u) + 1u == static_cast<unsigned>(p.items_per_row))
+        a.out_stamps.stamps[b] = global_timer();
+    }
   }
 }
 
@@ -279,14 +286,15 @@ void launch_row_push(const RowPushArgs& a, cudaStream_t stream) {
 
 void launch_row_combine(const RowCombineArgs& a, cudaStream_t stream) {
   const int eb = static_cast<int>(elem_bytes(a.elem));
-  if (a.dcp < 1 || a.dcp > 4096) throw InputError("row combine: N=" + std::to_string(a.dcp) + " outside [1, 4096]");
+  if (a.dcp < 1 || a.dcp > 4096)
+    throw InputError("row combine: N=" + std::to_string(a.dcp) + " outside [1, 4096]");
   if (a.heads < 1 || a.dim < 1 || a.dim * eb % 16 != 0 || a.dim > 512)
     throw InputError("row combine: D=" + std::to_string(a.dim) +
                      " must fill whole 16-byte pieces and be at most 512 (" + std::to_string(eb) +
                      "-byte elements)");
   if (a.epoch == nullptr || a.error == nullptr || a.flags == nullptr || a.o == nullptr || a.lse == nullptr ||
-      a.dst == nullptr)
-    throw InputError("row combine: window, flags, epoch, error word and output are required");
+      a.dst == nullptr || a.claim == nullptr)
+    throw InputError("row combine: window, flags, epoch, claim counter, error word and output are required");
   if (!aligned16(a.dst, a.dst_row_stride, a.dst_head_stride, a.elem))
     throw InputError("row combine: output rows and heads must start on 16-byte boundaries");
   if (a.rows == 0) return;
@@ -297,19 +305,20 @@ void launch_row_combine(const RowCombineArgs& a, cudaStream_t stream) {
   p.items_per_row = row_stream::items_per_row(a.heads, a.dim);
   p.sources_per_tile = std::clamp(kStageBytes / (a.dim * eb), 1, a.dcp);
   p.tiles_per_head = (a.dcp + p.sources_per_tile - 1) / p.sources_per_tile;
-  const std::size_t smem = kStages * kStageBytes + std::size_t(p.heads_per_item) * a.dcp * sizeof(float);
-  int device = 0, sms = 0;
+  p.warp_smem = static_cast<int>(kStages * kStageBytes + (2 * std::size_t(p.heads_per_item) * a.dcp * 4 + 15) / 16 * 16);
+  int device = 0, sms = 0, smem_max = 0;
   DCPSIM_CUDA(cudaGetDevice(&device));
   DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int blocks =
-      row_stream::combine_blocks(sms, a.ranks_on_device, std::int64_t(a.rows) * p.items_per_row);
+  DCPSIM_CUDA(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const int warps = std::clamp(smem_max / p.warp_smem, 1, kCombineWarps);
+  if (smem_max < p.warp_smem)
+    throw InputError("row combine: N=" + std::to_string(a.dcp) + " needs more shared memory than a block has");
+  const std::size_t smem = std::size_t(warps) * p.warp_smem;
+  const std::int64_t items = std::int64_t(a.rows) * p.items_per_row;
+  const int blocks = row_stream::combine_blocks(sms, a.ranks_on_device, ceil_div(items, warps), a.tail);
   auto run = [&](auto kernel) {
     DCPSIM_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    // The largest shared-memory carveout: a multiprocessor that starts a combine block can still take an
-    // attention block beside it (an SM's carveout cannot change while a block is resident).
-    DCPSIM_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                     int(cudaSharedmemCarveoutMaxShared)));
-    launch_at("row_combine_kernel", kernel, blocks, kCombineThreads, smem, stream, a.high_priority, p);
+    launch_at("row_combine_kernel", kernel, blocks, 32 * warps, smem, stream, !a.tail, p);
   };
   switch (a.elem) {
     case Elem::kF32:

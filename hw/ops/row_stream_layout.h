@@ -83,12 +83,15 @@ inline int items_per_row(int heads_per_owner, int dim) {
   return (heads_per_owner + h - 1) / h;
 }
 
-// Blocks of one owner's combine. The combine spins until rows land, so the combines of every rank sharing a
-// device together take at most half its multiprocessors: the producers they wait for always keep the other
-// half, whatever the block scheduler does.
-inline int combine_blocks(int multiprocessors, int ranks_on_device, std::int64_t items) {
-  const int cap = std::max(1, multiprocessors / (2 * std::max(ranks_on_device, 1)));
-  return static_cast<int>(std::clamp<std::int64_t>(items, 1, cap));
+// Blocks of one owner's combine, for `work` blocks' worth of items. The streaming grid spins beside the
+// producers and holds whole multiprocessors, so the streaming grids of every rank sharing a device together
+// take at most 1/16 of it (at least one block each: emulation refuses more ranks than half the device's
+// multiprocessors, so the producers always keep the rest). The tail grid starts once the producers are done
+// and may fill the device.
+inline int combine_blocks(int multiprocessors, int ranks_on_device, std::int64_t work, bool tail) {
+  const int ranks = std::max(ranks_on_device, 1);
+  const int cap = std::max(1, tail ? multiprocessors / ranks : multiprocessors / (16 * ranks));
+  return static_cast<int>(std::clamp<std::int64_t>(work, 1, cap));
 }
 
 // Emulation: rows per attention launch, so that one launch of every rank together fills about half the

@@ -47,6 +47,7 @@ void alloc_rank(const StepPlan& p, RankState& r) {
   rs->win_flags = DeviceBuffer(2 * row_stream::flag_elems(s) * sizeof(unsigned long long));
   rs->counters = DeviceBuffer((1 + row_stream::counter_elems(s)) * sizeof(unsigned long long));
   rs->error = DeviceBuffer(2 * sizeof(int));
+  rs->claim = DeviceBuffer(sizeof(unsigned));
   DCPSIM_CUDA(cudaMemset(rs->win_flags.get(), 0, rs->win_flags.bytes()));
   DCPSIM_CUDA(cudaMemset(rs->counters.get(), 0, rs->counters.bytes()));
   DCPSIM_CUDA(cudaMemset(rs->error.get(), 0, rs->error.bytes()));
@@ -137,8 +138,8 @@ ops::RowCombineArgs combine_args(const StepPlan& p, const RunConfig& c, RankStat
   a.out_stamps = stamps_of(p, r, true);
   a.timeout_ns = c.direct_timeout_ms * 1000000LL;
   a.error = rs.error.as<int>();
+  a.claim = rs.claim.as<unsigned>();
   a.ranks_on_device = p.N;
-  a.high_priority = true;
   return a;
 }
 
@@ -214,6 +215,7 @@ void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks
   for (auto& r : ranks) {
     TimelineTag tag(r->timeline, timeline_tag(rep, r->rank, 0));
     ops::launch_advance_epoch(r->row_stream->counters.as<unsigned long long>(), r->stream);
+    DCPSIM_CUDA(cudaMemsetAsync(r->row_stream->claim.get(), 0, sizeof(unsigned), r->stream));
   }
   for (std::size_t i = 0; i < ia; ++i)  // the query all-gather, as every strategy runs it
     for (auto& r : ranks) enqueue_phase(p, c, i, *r, ex, capturing);
@@ -262,14 +264,23 @@ void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks
     if (events && p.attention == AttentionImpl::kDcpsim) record(r->ev_end[ia], rs.attention_streams[0], capturing);
     DCPSIM_CUDA(cudaEventRecord(rs.attention_done[0], rs.attention_streams[0]));
   }
-  // The owners' combines, after the producers (a device that runs kernels one at a time still finishes) and
-  // at the greatest priority (so their few blocks start as soon as there is room).
+  // The owners' streaming combines, after the producers (a device that runs kernels one at a time still
+  // finishes) and at the greatest priority (their few blocks start as soon as there is room); then, once
+  // every rank's attention is done, the tail combines over the same item counter.
   for (auto& r : ranks) {
     RowStreamRank& rs = *r->row_stream;
     if (events) record(r->ev_begin[ic], rs.combine_stream, capturing);
+    TimelineTag tag(r->timeline, timeline_tag(rep, r->rank, static_cast<int>(ic) + 1));
+    ops::launch_row_combine(combine_args(p, c, *r), rs.combine_stream);
+  }
+  for (auto& r : ranks) {
+    RowStreamRank& rs = *r->row_stream;
+    for (auto& q : ranks) DCPSIM_CUDA(cudaStreamWaitEvent(rs.combine_stream, q->row_stream->attention_done[0], 0));
     {
       TimelineTag tag(r->timeline, timeline_tag(rep, r->rank, static_cast<int>(ic) + 1));
-      ops::launch_row_combine(combine_args(p, c, *r), rs.combine_stream);
+      ops::RowCombineArgs tail = combine_args(p, c, *r);
+      tail.tail = true;
+      ops::launch_row_combine(tail, rs.combine_stream);
     }
     if (events) record(r->ev_end[ic], rs.combine_stream, capturing);
     DCPSIM_CUDA(cudaEventRecord(rs.combine_done, rs.combine_stream));

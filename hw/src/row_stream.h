@@ -2,14 +2,17 @@
 // The row-streaming merge in the step runner (docs/SPEC.md "row-stream"). Each rank's attention pushes every
 // finished row's O and LSE into its owners' receive windows with a per-row flag (dcpsim's kernel: from its
 // epilogue; FlashInfer's: a post-kernel push), and each owner's combine, a bounded persistent grid on a
-// stream of its own at the greatest priority, merges rows as their flags arrive.
+// stream of its own at the greatest priority, merges rows as their flags arrive; once every producer is done a
+// tail grid of the same kernel, as large as the device allows, takes the rows the streaming grid has not
+// reached.
 //
 // Emulation (N logical ranks on one device) runs the ranks concurrently: every rank has its own attention
 // and combine streams forked from the step's stream, and dcpsim's attention is launched in row chunks taken
 // round-robin over the ranks (each round about half a wave of the device), so the block scheduler, which
-// starts kernels in launch order, keeps the logical ranks in step as N devices would be. The combines are
-// launched after the producers and together hold at most half the device's multiprocessors, so they can
-// never starve the attention they wait for. The windows are plain device buffers addressed through a table
+// starts kernels in launch order, keeps the logical ranks in step as N devices would be. The streaming
+// combines are launched after the producers and together hold at most 1/16 of the device's
+// multiprocessors, so they can never starve the attention they wait for; the tail combines wait for every
+// rank's attention (on several devices: for the local attention, then for the flags). The windows are plain device buffers addressed through a table
 // of peer pointers (RowPush), the interface NCCL's device-API window pointers will fill for several devices.
 #include <cstdint>
 #include <vector>
@@ -27,6 +30,7 @@ struct RowStreamRank {
   DeviceBuffer win_o, win_lse, win_flags;  // this rank's windows, both parities (row_stream_layout.h)
   DeviceBuffer counters;                   // [0] the epoch, then this rank's push counters [B'][N]
   DeviceBuffer error;                      // int[2]: 1 + the rank whose row never came, the row
+  DeviceBuffer claim;                      // the combines' item counter, zeroed each step
   DeviceBuffer dst_o, dst_lse, dst_flags;  // [2N] the owners' windows as this rank addresses them
   ops::RowPush push;                       // the target, rows from 0
   int splits = 1;                          // dcpsim's attention: split count of the whole batch

@@ -79,15 +79,17 @@ std::vector<GpuMergedBlock> gpu_row_stream_merge(std::span<const models::Partial
       pf[par * N + n] = win_f[n].as<unsigned long long>() + par * f_elems;
     }
   DeviceBuffer dpo = upload(po), dpl = upload(pl), dpf = upload(pf);
-  DeviceBuffer error(2 * sizeof(int)), merged(std::size_t(N) * B * J * sizeof(float));
+  DeviceBuffer error(2 * sizeof(int)), merged(std::size_t(N) * B * J * sizeof(float)),
+      claims(N * sizeof(unsigned));
   DCPSIM_CUDA(cudaMemset(error.get(), 0, error.bytes()));
   Streams streams;
 
   for (int step = 0; step < o.steps; ++step) {
     for (int r = 0; r < N; ++r) ops::launch_advance_epoch(counters[r].as<unsigned long long>(), streams.push);
+    DCPSIM_CUDA(cudaMemsetAsync(claims.get(), 0, claims.bytes(), streams.push));
     DCPSIM_CUDA(cudaEventRecord(streams.epoch_done, streams.push));
     DCPSIM_CUDA(cudaStreamWaitEvent(streams.combine, streams.epoch_done, 0));
-    auto combines = [&](cudaStream_t stream) {
+    auto combines = [&](cudaStream_t stream, bool tail) {
       for (int n = 0; n < N; ++n) {
         ops::RowCombineArgs c;
         c.dcp = N;
@@ -107,12 +109,13 @@ std::vector<GpuMergedBlock> gpu_row_stream_merge(std::span<const models::Partial
         c.merged_lse = {merged.as<float>() + std::size_t(n) * B * J, J, 1};
         c.timeout_ns = o.timeout_ns;
         c.error = error.as<int>();
+        c.claim = claims.as<unsigned>() + n;
         c.ranks_on_device = N;
-        c.high_priority = stream == streams.combine;
+        c.tail = tail;
         ops::launch_row_combine(c, stream);
       }
     };
-    if (o.combine_first) combines(streams.combine);
+    if (o.combine_first) combines(streams.combine, false);  // streaming grids, spinning until rows land
     for (int r = 0; r < N; ++r) {
       if (r == o.skip_writer) continue;
       const auto& p = partials[r];
@@ -139,7 +142,8 @@ std::vector<GpuMergedBlock> gpu_row_stream_merge(std::span<const models::Partial
       a.lse_head_stride = p.lse_layout.head_stride;
       ops::launch_row_push(a, streams.push);
     }
-    if (!o.combine_first) combines(streams.push);
+    if (!o.combine_first) combines(streams.push, false);
+    combines(streams.push, true);  // the tail grids, after every push
     DCPSIM_CUDA(cudaDeviceSynchronize());
     const auto err = download<int>(error, 2);
     if (err[0] != 0)

@@ -64,17 +64,25 @@ TEST(RowStreamLayout, HeadBlocksSplitOverTheOwnersExactly) {
   EXPECT_EQ(row_stream::publish_count(3, 16), 48u);
 }
 
-TEST(RowStreamLayout, CombineGridLeavesHalfTheDeviceToTheProducers) {
+TEST(RowStreamLayout, StreamingCombinesLeaveTheDeviceToTheProducers) {
   for (int sms : {132, 148, 16, 1})
-    for (int ranks : {1, 3, 6, 8, 72}) {
-      const int blocks = row_stream::combine_blocks(sms, ranks, 1 << 20);
-      EXPECT_GE(blocks, 1);
-      if (sms >= 2 * ranks) {
-        EXPECT_LE(blocks * ranks, sms / 2) << sms << " SMs, " << ranks << " ranks";
+    for (int ranks : {1, 3, 6, 8, 66}) {
+      const int streaming = row_stream::combine_blocks(sms, ranks, 1 << 20, false);
+      const int tail = row_stream::combine_blocks(sms, ranks, 1 << 20, true);
+      EXPECT_GE(streaming, 1);
+      EXPECT_GE(tail, streaming);
+      if (sms >= 16 * ranks) {
+        EXPECT_LE(streaming * ranks, sms / 16) << sms << " SMs, " << ranks << " ranks";
       }
+      if (2 * ranks <= sms) {  // what emulation accepts: the streaming grids leave half the device at least
+        EXPECT_LE(streaming * ranks, sms / 2) << sms << " SMs, " << ranks << " ranks";
+      }
+      EXPECT_LE(tail * ranks, std::max(sms, ranks));
     }
-  EXPECT_EQ(row_stream::combine_blocks(132, 8, 3), 3);  // never more blocks than items
-  EXPECT_EQ(row_stream::combine_blocks(132, 8, 0), 1);
+  EXPECT_EQ(row_stream::combine_blocks(132, 1, 3, false), 3);  // never more blocks than work
+  EXPECT_EQ(row_stream::combine_blocks(132, 8, 0, true), 1);
+  EXPECT_EQ(row_stream::combine_blocks(132, 8, 1000, false), 1);  // N = 8 on an H200: one block each
+  EXPECT_EQ(row_stream::combine_blocks(132, 8, 1000, true), 16);
 }
 
 TEST(RowStreamLayout, CombineItemsCoverEveryHead) {
