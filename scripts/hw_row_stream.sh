@@ -33,7 +33,6 @@ run() {  # name, then hw run flags
   save
 }
 run rs_graph --strategy row-stream --launch graph
-run direct_graph --strategy direct --launch graph
 "$BIN/dcpsim" export --chrome "$W/rs_graph.chrome.json" "$W/rs_graph.pb" >/dev/null 2>&1
 
 filter='RowStream.Matches*:RowStream.Padding*:Runner.RowStreamSmall*'
@@ -42,10 +41,12 @@ filter='RowStream.Matches*:RowStream.Padding*:Runner.RowStreamSmall*'
   >"$W/memcheck.txt"
 echo "memcheck: $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$W/memcheck.txt" | tr '\n' ' ')"
 save
-run rs_pdl --strategy row-stream --launch pdl
-run rs_eager --strategy row-stream --launch eager
 { echo "# compute-sanitizer --tool racecheck --racecheck-report all hw_tests --gtest_filter=$filter"
   timeout 60 "$cs" --tool racecheck --racecheck-report all "$BIN/hw_tests" --gtest_brief=1 --gtest_filter="$filter" 2>&1; } \
   >"$W/racecheck.txt"
 echo "racecheck: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED' "$W/racecheck.txt" | tr '\n' ' ')"
 save
+run direct_graph --strategy direct --launch graph
+run rs_flashinfer --strategy row-stream --launch graph --attention flashinfer
+run rs_pdl --strategy row-stream --launch pdl
+run rs_eager --strategy row-stream --launch eager

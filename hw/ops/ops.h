@@ -203,9 +203,10 @@ struct RowPush {
   bool system_scope = false;                  // fences and flags at system scope (owners on other devices)
 };
 
-// The post-kernel push (after an attention without an epilogue hook, FlashInfer's): rows [0, rows) of a
-// rank's O and LSE (any strides; O rows and heads 16-byte aligned) into the owners' windows. Rows at or past
-// valid_rows travel as empty (LSE −inf); a head whose LSE is not finite sends no O (its weight is 0).
+// The post-kernel push, for a rank whose O and LSE are already written (an attention kernel without an
+// epilogue hook; the protocol's tests): rows [0, rows) (any strides; O rows and heads 16-byte aligned) into
+// the owners' windows. Rows at or past valid_rows travel as empty (LSE −inf); a head whose LSE is not finite
+// sends no O (its weight is 0).
 struct RowPushArgs {
   RowPush push;
   int rows = 0, valid_rows = 0, heads = 0;

@@ -1,6 +1,6 @@
 // The row-streaming merge's own kernels (the attention epilogue that pushes is in attention.cu):
-//   row_push_kernel     the post-kernel push, after an attention without an epilogue hook (FlashInfer's): a
-//                       rank's O and LSE rows into the owners' windows, then the rows' flags
+//   row_push_kernel     the post-kernel push, for O and LSE already written (an attention without an epilogue
+//                       hook; the protocol's tests): a rank's rows into the owners' windows, then their flags
 //   row_combine_kernel  the owner's combine: warps claim (row, head group) items in row order from a shared
 //                       counter, wait for the row's N flags and merge as the other strategies do. Launched
 //                       twice per step: a small streaming grid beside the attention (it holds whole

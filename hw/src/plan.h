@@ -24,8 +24,7 @@ enum class Phase {
   kA2aCombine,
   kDirectWrite,
   kDirectCombine,
-  kRowPush,     // row-stream after FlashInfer's attention: the post-kernel push
-  kRowCombine,  // row-stream: the owner's combine, beside the attention
+  kRowCombine,  // row-stream: the owner's combine, beside the attention (which pushes the rows)
 };
 
 const char* phase_name(Phase p);

@@ -54,14 +54,10 @@ void alloc_rank(const StepPlan& p, RankState& r) {
   r.out = DeviceBuffer(std::size_t(p.rows_total) * p.J * p.D * ob);
   r.merged_lse = DeviceBuffer(std::size_t(p.rows_total) * p.J * sizeof(float));
 
-  if (p.attention == AttentionImpl::kDcpsim) {
-    const ops::AttentionArgs a = attention_args(p, r);
-    rs->splits = ops::attention_splits(a, r.device);
-    const int wave = ops::attention_rows_per_wave(a, rs->splits, r.device);
-    rs->chunks = row_stream::row_chunks(p.rows_total, row_stream::rows_per_chunk(wave, p.N));
-  } else {
-    rs->chunks = {{0, p.rows_total}};  // FlashInfer's plan covers the whole batch
-  }
+  const ops::AttentionArgs a = attention_args(p, r);  // dcpsim's kernel: the plan refuses FlashInfer's
+  rs->splits = ops::attention_splits(a, r.device);
+  const int wave = ops::attention_rows_per_wave(a, rs->splits, r.device);
+  rs->chunks = row_stream::row_chunks(p.rows_total, row_stream::rows_per_chunk(wave, p.N));
   const int streams = std::clamp(static_cast<int>(rs->chunks.size()), 1, kMaxAttentionStreams);
   int least = 0, greatest = 0;
   DCPSIM_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
@@ -97,22 +93,6 @@ ops::AttentionArgs chunk_args(const StepPlan& p, RankState& r, int b0, int b1, c
   a.lse = {};
   a.stamps = {};
   a.push = &push;
-  return a;
-}
-
-ops::RowPushArgs push_args(const StepPlan& p, const RankState& r) {
-  ops::RowPushArgs a;
-  a.push = r.row_stream->push;
-  a.rows = p.rows_total;
-  a.valid_rows = p.B;
-  a.heads = p.H;
-  a.elem = p.out;
-  a.o = r.o.get();
-  a.o_row_stride = std::int64_t(p.H) * p.D;
-  a.o_head_stride = p.D;
-  a.lse = r.lse.as<float>();
-  a.lse_row_stride = p.H;
-  a.lse_head_stride = 1;
   return a;
 }
 
@@ -206,8 +186,7 @@ void setup_row_stream(const StepPlan& p, const RunConfig& c, Ranks& ranks) {
 
 void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks, Exchange& ex,
                              bool capturing) {
-  const std::size_t ia = phase_index(p, Phase::kAttention), ip = phase_index(p, Phase::kRowPush),
-                    ic = phase_index(p, Phase::kRowCombine);
+  const std::size_t ia = phase_index(p, Phase::kAttention), ic = phase_index(p, Phase::kRowCombine);
   const bool events = !ranks.empty() && ranks[0]->timing == Timing::kEvents;
   const int rep = current_rep();
   ops::PdlScope pdl(p.s.launch == models::LaunchMode::kPdl);
@@ -228,45 +207,29 @@ void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks
     if (events) record(r->ev_begin[ia], rs.attention_streams[0], capturing);
   }
   // The producers: chunk k of every rank before chunk k + 1 of any, so the logical ranks advance together.
-  if (p.attention == AttentionImpl::kDcpsim) {
-    const std::size_t rounds = ranks.front()->row_stream->chunks.size();
-    for (std::size_t k = 0; k < rounds; ++k)
-      for (auto& r : ranks) {
-        RowStreamRank& rs = *r->row_stream;
-        TimelineTag tag(r->timeline, timeline_tag(rep, r->rank, static_cast<int>(ia) + 1));
-        ops::RowPush push = rs.push;
-        const auto [b0, b1] = rs.chunks[k];
-        push.row_base = b0;
-        ops::launch_attention(chunk_args(p, *r, b0, b1, push),
-                              rs.attention_streams[k % rs.attention_streams.size()]);
-      }
-  } else {
+  const std::size_t rounds = ranks.front()->row_stream->chunks.size();
+  for (std::size_t k = 0; k < rounds; ++k)
     for (auto& r : ranks) {
       RowStreamRank& rs = *r->row_stream;
-      cudaStream_t s = rs.attention_streams[0];
-      {
-        TimelineTag tag(r->timeline, timeline_tag(rep, r->rank, static_cast<int>(ia) + 1));
-        r->flashinfer->launch(attention_args(p, *r), s);
-      }
-      if (events) record(r->ev_end[ia], s, capturing);
-      if (events) record(r->ev_begin[ip], s, capturing);
-      TimelineTag tag(r->timeline, timeline_tag(rep, r->rank, static_cast<int>(ip) + 1));
-      ops::launch_row_push(push_args(p, *r), s);
-      if (events) record(r->ev_end[ip], s, capturing);
+      TimelineTag tag(r->timeline, timeline_tag(rep, r->rank, static_cast<int>(ia) + 1));
+      ops::RowPush push = rs.push;
+      const auto [b0, b1] = rs.chunks[k];
+      push.row_base = b0;
+      ops::launch_attention(chunk_args(p, *r, b0, b1, push), rs.attention_streams[k % rs.attention_streams.size()]);
     }
-  }
   for (auto& r : ranks) {  // each rank's attention ends on its first stream
     RowStreamRank& rs = *r->row_stream;
     for (std::size_t i = 1; i < rs.attention_streams.size(); ++i) {
       DCPSIM_CUDA(cudaEventRecord(rs.attention_done[i], rs.attention_streams[i]));
       DCPSIM_CUDA(cudaStreamWaitEvent(rs.attention_streams[0], rs.attention_done[i], 0));
     }
-    if (events && p.attention == AttentionImpl::kDcpsim) record(r->ev_end[ia], rs.attention_streams[0], capturing);
+    if (events) record(r->ev_end[ia], rs.attention_streams[0], capturing);
     DCPSIM_CUDA(cudaEventRecord(rs.attention_done[0], rs.attention_streams[0]));
   }
   // The owners' streaming combines, after the producers (a device that runs kernels one at a time still
-  // finishes) and at the greatest priority (their few blocks start as soon as there is room); then, once
-  // every rank's attention is done, the tail combines over the same item counter.
+  // finishes) and at the greatest priority (their few blocks start as soon as there is room); then, on the
+  // same stream once every rank's attention is done, the tail combines over the same item counter. (Being on
+  // the same stream, a tail grid starts only when its streaming grid has ended: docs/PERFORMANCE.md.)
   for (auto& r : ranks) {
     RowStreamRank& rs = *r->row_stream;
     if (events) record(r->ev_begin[ic], rs.combine_stream, capturing);

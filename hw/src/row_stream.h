@@ -1,10 +1,9 @@
 #pragma once
-// The row-streaming merge in the step runner (docs/SPEC.md "row-stream"). Each rank's attention pushes every
-// finished row's O and LSE into its owners' receive windows with a per-row flag (dcpsim's kernel: from its
-// epilogue; FlashInfer's: a post-kernel push), and each owner's combine, a bounded persistent grid on a
-// stream of its own at the greatest priority, merges rows as their flags arrive; once every producer is done a
-// tail grid of the same kernel, as large as the device allows, takes the rows the streaming grid has not
-// reached.
+// The row-streaming merge in the step runner (docs/SPEC.md "row-stream"). Each rank's attention (dcpsim's
+// kernel) pushes every finished row's O and LSE from its epilogue into its owners' receive windows with a
+// per-row flag, and each owner's combine, a bounded persistent grid on a stream of its own at the greatest
+// priority, merges rows as their flags arrive; once every producer is done a tail grid of the same kernel,
+// as large as the device allows, takes the rows the streaming grid has not reached.
 //
 // Emulation (N logical ranks on one device) runs the ranks concurrently: every rank has its own attention
 // and combine streams forked from the step's stream, and dcpsim's attention is launched in row chunks taken

@@ -255,7 +255,6 @@ void enqueue_phase(const StepPlan& p, const RunConfig& c, std::size_t i, RankSta
       ops::launch_combine(a, r.stream);
       break;
     }
-    case Phase::kRowPush:
     case Phase::kRowCombine:  // on the ranks' own streams: enqueue_row_stream_step (row_stream.cc)
       throw RuntimeError(std::string(phase_name(p.phases[i])) + " is enqueued with the whole row-stream step");
   }

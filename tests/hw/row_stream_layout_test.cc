@@ -137,7 +137,6 @@ TEST(RowStreamPlan, EmulationRunsAttentionWithItsPushThenTheCombine) {
   EXPECT_EQ(p.phases[1], Phase::kAttention);
   EXPECT_EQ(p.phases[2], Phase::kRowCombine);
   EXPECT_STREQ(phase_name(Phase::kRowCombine), "row_combine");
-  EXPECT_STREQ(phase_name(Phase::kRowPush), "row_push");
   EXPECT_EQ(p.attention, AttentionImpl::kDcpsim);  // auto: FlashInfer has no epilogue to push from
   EXPECT_TRUE(p.row_stamps);                        // its figures are per row
   EXPECT_EQ(p.J, 16);
@@ -145,6 +144,19 @@ TEST(RowStreamPlan, EmulationRunsAttentionWithItsPushThenTheCombine) {
   const StepPlan one = make_plan(row_stream_config(1, ProcessMode::kEmulate));
   ASSERT_EQ(one.phases.size(), 1u);
   EXPECT_FALSE(one.row_stamps);
+}
+
+TEST(RowStreamPlan, FlashInferAttentionIsRefused) {
+  RunConfig c = row_stream_config(3, ProcessMode::kEmulate);
+  c.attention = AttentionImpl::kFlashInfer;
+  try {
+    make_plan(c);
+    FAIL() << "FlashInfer accepted for row-stream";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("epilogue"), std::string::npos) << e.what();
+  }
+  c.attention = AttentionImpl::kDcpsim;
+  EXPECT_EQ(make_plan(c).attention, AttentionImpl::kDcpsim);
 }
 
 TEST(RowStreamPlan, SeveralDevicesAreRefusedUntilNcclWindows) {
