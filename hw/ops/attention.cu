@@ -11,8 +11,8 @@
 // bytes.
 //
 // Row-streaming merge: with a push target (AttentionArgs::push) each finished (row, head group) goes straight
-// to its owners' windows instead of O and L: with one split the split kernel's own epilogue stages the tile in
-// shared memory and pushes it with 16-byte stores; with several splits (or another output type) the split
+// to its owners' windows instead of O and L: with one split the split kernel's own epilogue stages the tile
+// in shared memory and pushes it with 16-byte stores; with several splits (or another output type) the split
 // combine pushes each (row, head) as it finishes (row_push.cuh).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -279,8 +279,8 @@ __global__ void __launch_bounds__(C::kThreads) attention_split_kernel(SplitParam
   const int ha = h0 + r0, hb = h0 + r1;
   const float inv0 = 1.f / l0, inv1 = 1.f / l1;
   if constexpr (PUSH) {
-    // Stage the tile as [kHeads][DV] in the output type where Q and the KV tiles were (+16 bytes per head: the
-    // fragment stores of a warp's eight rows land in distinct banks), then push it.
+    // Stage the tile as [kHeads][DV] in the output type where Q and the KV tiles were (+16 bytes per head:
+    // the fragment stores of a warp's eight rows land in distinct banks), then push it.
     constexpr int kOStride = C::DV + 8;
     static_assert(std::size_t(C::kHeads) * kOStride * sizeof(T) + C::kHeads * sizeof(float) <=
                   C::kQBytes + C::kKBytes + C::kVBytes);
@@ -576,16 +576,16 @@ void launch_attention(const AttentionArgs& a, cudaStream_t stream) {
   if (a.push != nullptr) {
     switch (a.out) {
       case Elem::kF32:
-        launch_kernel("combine_splits_push_kernel", combine_splits_push_kernel<float>, grid, 128, smem, stream,
-                      cp);
-        break;
-      case Elem::kBF16:
-        launch_kernel("combine_splits_push_kernel", combine_splits_push_kernel<__nv_bfloat16>, grid, 128, smem,
+        launch_kernel("combine_splits_push_kernel", combine_splits_push_kernel<float>, grid, 128, smem,
                       stream, cp);
         break;
+      case Elem::kBF16:
+        launch_kernel("combine_splits_push_kernel", combine_splits_push_kernel<__nv_bfloat16>, grid, 128,
+                      smem, stream, cp);
+        break;
       case Elem::kF16:
-        launch_kernel("combine_splits_push_kernel", combine_splits_push_kernel<__half>, grid, 128, smem, stream,
-                      cp);
+        launch_kernel("combine_splits_push_kernel", combine_splits_push_kernel<__half>, grid, 128, smem,
+                      stream, cp);
         break;
     }
     DCPSIM_CUDA_LAUNCHED("combine_splits_push_kernel");

@@ -239,7 +239,7 @@ struct RowCombineArgs {
   LseOut merged_lse;                 // optional
   RowStamps lse_stamps, out_stamps;  // optional: flags seen (first block of the row), output written (last)
   long long timeout_ns = 0;
-  int* error = nullptr;     // [2]
+  int* error = nullptr;       // [2]
   unsigned* claim = nullptr;  // items claimed so far this step: zero before the step's first launch
   bool system_scope = false;
   int ranks_on_device = 1;  // how many ranks' combines share the device (sizes the grid)

@@ -4,9 +4,9 @@
 //   row_combine_kernel  the owner's combine: warps claim (row, head group) items in row order from a shared
 //                       counter, wait for the row's N flags and merge as the other strategies do. Launched
 //                       twice per step: a small streaming grid beside the attention (it holds whole
-//                       multiprocessors: an MLA attention block leaves a sub-partition 512 registers, less than
-//                       any warp needs) and, once the producers have finished, a tail grid as large as the
-//                       device, which takes the rows the streaming grid has not reached.
+//                       multiprocessors: an MLA attention block leaves a sub-partition 512 registers, less
+//                       than any warp needs) and, once the producers have finished, a tail grid as large as
+//                       the device, which takes the rows the streaming grid has not reached.
 // Each warp works alone: its item's LSEs in one round trip, the partials with a finite LSE streamed into its
 // shared memory with cp.async (no registers held per load) while it computes the weights; a partial whose
 // weight is 0 is never multiplied, one whose LSE is not finite never read.
@@ -50,8 +50,8 @@ __global__ void __launch_bounds__(kPushThreads) row_push_kernel(RowPushArgs a) {
   for (int c = threadIdx.x; c < J * pieces; c += kPushThreads) {
     const int j = c / pieces, piece = c % pieces, h = n * J + j;
     if (!isfinite(lse_of(h))) continue;  // weight 0 at the owner: its O is never read
-    const uint4* src = reinterpret_cast<const uint4*>(static_cast<const T*>(a.o) + std::int64_t(b) * a.o_row_stride +
-                                                      std::int64_t(h) * a.o_head_stride);
+    const uint4* src = reinterpret_cast<const uint4*>(
+        static_cast<const T*>(a.o) + std::int64_t(b) * a.o_row_stride + std::int64_t(h) * a.o_head_stride);
     reinterpret_cast<uint4*>(window_o<T>(q, parity, n, row, j))[piece] = src[piece];
   }
   for (int j = threadIdx.x; j < J; j += kPushThreads) *window_lse(q, parity, n, row, j) = lse_of(n * J + j);
@@ -247,15 +247,16 @@ void check_target(const RowPush& q, int heads, Elem e) {
   if (q.dcp < 1 || q.heads_per_owner < 1 || q.dcp * q.heads_per_owner != heads || q.rank < 0 ||
       q.rank >= q.dcp || q.row_base < 0 || q.dim < 1 || q.dim * eb % 16 != 0 || q.o == nullptr ||
       q.lse == nullptr || q.flags == nullptr || q.epoch == nullptr || q.counters == nullptr)
-    throw InputError("row push: the target (N=" + std::to_string(q.dcp) + ", J=" +
-                     std::to_string(q.heads_per_owner) + ", D=" + std::to_string(q.dim) +
+    throw InputError("row push: the target (N=" + std::to_string(q.dcp) +
+                     ", J=" + std::to_string(q.heads_per_owner) + ", D=" + std::to_string(q.dim) +
                      ") does not match H=" + std::to_string(heads) +
                      " (D·element size must be a multiple of 16 bytes)");
 }
 
 bool aligned16(const void* p, std::int64_t row_stride, std::int64_t head_stride, Elem e) {
   const auto eb = static_cast<std::int64_t>(elem_bytes(e));
-  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && row_stride * eb % 16 == 0 && head_stride * eb % 16 == 0;
+  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && row_stride * eb % 16 == 0 &&
+         head_stride * eb % 16 == 0;
 }
 
 }  // namespace
@@ -305,14 +306,16 @@ void launch_row_combine(const RowCombineArgs& a, cudaStream_t stream) {
   p.items_per_row = row_stream::items_per_row(a.heads, a.dim);
   p.sources_per_tile = std::clamp(kStageBytes / (a.dim * eb), 1, a.dcp);
   p.tiles_per_head = (a.dcp + p.sources_per_tile - 1) / p.sources_per_tile;
-  p.warp_smem = static_cast<int>(kStages * kStageBytes + (2 * std::size_t(p.heads_per_item) * a.dcp * 4 + 15) / 16 * 16);
+  p.warp_smem = static_cast<int>(kStages * kStageBytes +
+                                 (2 * std::size_t(p.heads_per_item) * a.dcp * 4 + 15) / 16 * 16);
   int device = 0, sms = 0, smem_max = 0;
   DCPSIM_CUDA(cudaGetDevice(&device));
   DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   DCPSIM_CUDA(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   const int warps = std::clamp(smem_max / p.warp_smem, 1, kCombineWarps);
   if (smem_max < p.warp_smem)
-    throw InputError("row combine: N=" + std::to_string(a.dcp) + " needs more shared memory than a block has");
+    throw InputError("row combine: N=" + std::to_string(a.dcp) +
+                     " needs more shared memory than a block has");
   const std::size_t smem = std::size_t(warps) * p.warp_smem;
   const std::int64_t items = std::int64_t(a.rows) * p.items_per_row;
   const int blocks = row_stream::combine_blocks(sms, a.ranks_on_device, ceil_div(items, warps), a.tail);

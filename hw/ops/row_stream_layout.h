@@ -8,8 +8,8 @@
 //   O      [N_src][rows][J][D]  output element type (J = H/N heads per owner)
 //   LSE    [N_src][rows][J]     fp32, the attention's base
 //   flags  [N_src][rows]        u64, the epoch of the step whose row `row` of rank `src` has landed
-// and each producer rank keeps counters [rows][N_owner] (u64, never reset): a block that has stored k heads of
-// (row, owner) adds k; the add that reaches epoch·J raises the flag (every step adds exactly J per pair).
+// and each producer rank keeps counters [rows][N_owner] (u64, never reset): a block that has stored k heads
+// of (row, owner) adds k; the add that reaches epoch·J raises the flag (every step adds exactly J per pair).
 #include <algorithm>
 #include <cstdint>
 #include <utility>

@@ -63,7 +63,8 @@ AttentionImpl resolve_attention(const RunConfig& c, const StepPlan& p) {
   std::string notice;
   if (p.N > 1 && p.s.strategy == models::Strategy::kRowStream) {
     // FlashInfer's kernels have no epilogue to push rows from, and a push after them was tried: at N = 8,
-    // B = 64, H = 128 its Hopper MLA kernel did not finish beside the owners' spinning combines (hw/README.md).
+    // B = 64, H = 128 its Hopper MLA kernel did not finish beside the owners' spinning combines
+    // (hw/README.md).
     if (c.attention == AttentionImpl::kFlashInfer)
       throw InputError(
           "--attention flashinfer: row-stream pushes rows from the attention's epilogue, which FlashInfer's "

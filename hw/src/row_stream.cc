@@ -215,7 +215,8 @@ void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks
       ops::RowPush push = rs.push;
       const auto [b0, b1] = rs.chunks[k];
       push.row_base = b0;
-      ops::launch_attention(chunk_args(p, *r, b0, b1, push), rs.attention_streams[k % rs.attention_streams.size()]);
+      ops::launch_attention(chunk_args(p, *r, b0, b1, push),
+                            rs.attention_streams[k % rs.attention_streams.size()]);
     }
   for (auto& r : ranks) {  // each rank's attention ends on its first stream
     RowStreamRank& rs = *r->row_stream;
@@ -238,7 +239,8 @@ void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks
   }
   for (auto& r : ranks) {
     RowStreamRank& rs = *r->row_stream;
-    for (auto& q : ranks) DCPSIM_CUDA(cudaStreamWaitEvent(rs.combine_stream, q->row_stream->attention_done[0], 0));
+    for (auto& q : ranks)
+      DCPSIM_CUDA(cudaStreamWaitEvent(rs.combine_stream, q->row_stream->attention_done[0], 0));
     {
       TimelineTag tag(r->timeline, timeline_tag(rep, r->rank, static_cast<int>(ic) + 1));
       ops::RowCombineArgs tail = combine_args(p, c, *r);
@@ -262,7 +264,8 @@ void check_row_stream_error(const RankState& r, std::int64_t timeout_ms) {
   if (e[0] != 0)
     throw RuntimeError("row-stream merge: rank " + std::to_string(r.rank) + " waited " +
                        std::to_string(timeout_ms) + " ms for row " + std::to_string(e[1]) + " of rank " +
-                       std::to_string(e[0] - 1) + " and gave up (raise --direct-timeout-ms if the ranks are merely slow)");
+                       std::to_string(e[0] - 1) +
+                       " and gave up (raise --direct-timeout-ms if the ranks are merely slow)");
 }
 
 std::vector<std::pair<std::string, double>> row_stream_figures(const StepPlan& p, const Samples& s) {
@@ -302,7 +305,9 @@ std::vector<std::pair<std::string, double>> row_stream_figures(const StepPlan& p
   }
   if (ready.empty()) return out;
   std::sort(ready.begin(), ready.end());
-  auto at = [&](double q) { return ready[static_cast<std::size_t>(q * double(ready.size() - 1) + 0.5)] / 1e3; };
+  auto at = [&](double q) {
+    return ready[static_cast<std::size_t>(q * double(ready.size() - 1) + 0.5)] / 1e3;
+  };
   out.emplace_back("row_stream.output_after_attention_min_us", at(0.0));
   out.emplace_back("row_stream.output_after_attention_p50_us", at(0.5));
   out.emplace_back("row_stream.output_after_attention_p90_us", at(0.9));

@@ -11,8 +11,9 @@
 // starts kernels in launch order, keeps the logical ranks in step as N devices would be. The streaming
 // combines are launched after the producers and together hold at most 1/16 of the device's
 // multiprocessors, so they can never starve the attention they wait for; the tail combines wait for every
-// rank's attention (on several devices: for the local attention, then for the flags). The windows are plain device buffers addressed through a table
-// of peer pointers (RowPush), the interface NCCL's device-API window pointers will fill for several devices.
+// rank's attention (on several devices: for the local attention, then for the flags). The windows are plain
+// device buffers addressed through a table of peer pointers (RowPush), the interface NCCL's device-API window
+// pointers will fill for several devices.
 #include <cstdint>
 #include <vector>
 
@@ -26,13 +27,13 @@
 namespace dcpsim::hw {
 
 struct RowStreamRank {
-  DeviceBuffer win_o, win_lse, win_flags;  // this rank's windows, both parities (row_stream_layout.h)
-  DeviceBuffer counters;                   // [0] the epoch, then this rank's push counters [B'][N]
-  DeviceBuffer error;                      // int[2]: 1 + the rank whose row never came, the row
-  DeviceBuffer claim;                      // the combines' item counter, zeroed each step
-  DeviceBuffer dst_o, dst_lse, dst_flags;  // [2N] the owners' windows as this rank addresses them
-  ops::RowPush push;                       // the target, rows from 0
-  int splits = 1;                          // dcpsim's attention: split count of the whole batch
+  DeviceBuffer win_o, win_lse, win_flags;   // this rank's windows, both parities (row_stream_layout.h)
+  DeviceBuffer counters;                    // [0] the epoch, then this rank's push counters [B'][N]
+  DeviceBuffer error;                       // int[2]: 1 + the rank whose row never came, the row
+  DeviceBuffer claim;                       // the combines' item counter, zeroed each step
+  DeviceBuffer dst_o, dst_lse, dst_flags;   // [2N] the owners' windows as this rank addresses them
+  ops::RowPush push;                        // the target, rows from 0
+  int splits = 1;                           // dcpsim's attention: split count of the whole batch
   std::vector<std::pair<int, int>> chunks;  // row ranges of its attention launches
   int device = 0;
   std::vector<cudaStream_t> attention_streams;
@@ -56,7 +57,8 @@ void setup_row_stream(const StepPlan& p, const RunConfig& c, Ranks& ranks);
 // One emulated step of every rank: prologues and the query all-gather on the step's stream, then the ranks'
 // attention (interleaved chunks, pushing) and combines on their own streams, joined back into the step's
 // stream. Events, CUPTI tags and PDL as for the other strategies.
-void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks, Exchange& ex, bool capturing);
+void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks, Exchange& ex,
+                             bool capturing);
 
 // RuntimeError naming the rank, the missing rank and the row when an owner's combine timed out.
 void check_row_stream_error(const RankState& r, std::int64_t timeout_ms);

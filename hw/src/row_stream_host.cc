@@ -44,7 +44,8 @@ std::vector<GpuMergedBlock> gpu_row_stream_merge(std::span<const models::Partial
   const auto& l0 = partials[0].out_layout;
   const int B = l0.rows, H = l0.heads, D = l0.dim;
   if (H % N != 0)
-    throw InputError("row-stream merge: H=" + std::to_string(H) + " is not divisible by N=" + std::to_string(N));
+    throw InputError("row-stream merge: H=" + std::to_string(H) +
+                     " is not divisible by N=" + std::to_string(N));
   const int J = H / N;
   const int valid = o.valid_rows < 0 ? B : std::min(o.valid_rows, B);
   const ops::Elem e = ops::elem_of(o.out_dtype);
@@ -64,7 +65,8 @@ std::vector<GpuMergedBlock> gpu_row_stream_merge(std::span<const models::Partial
     win_o.emplace_back(2 * o_elems * eb);
     win_l.emplace_back(2 * l_elems * sizeof(float));
     win_f.emplace_back(2 * f_elems * sizeof(unsigned long long));
-    counters.emplace_back((1 + row_stream::counter_elems(shape)) * sizeof(unsigned long long));  // epoch, then
+    counters.emplace_back((1 + row_stream::counter_elems(shape)) *
+                          sizeof(unsigned long long));  // epoch, then
     dst.emplace_back(std::size_t(B) * J * D * eb);
     DCPSIM_CUDA(cudaMemset(win_f.back().get(), 0, win_f.back().bytes()));
     DCPSIM_CUDA(cudaMemset(counters.back().get(), 0, counters.back().bytes()));

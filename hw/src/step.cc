@@ -256,7 +256,8 @@ void enqueue_phase(const StepPlan& p, const RunConfig& c, std::size_t i, RankSta
       break;
     }
     case Phase::kRowCombine:  // on the ranks' own streams: enqueue_row_stream_step (row_stream.cc)
-      throw RuntimeError(std::string(phase_name(p.phases[i])) + " is enqueued with the whole row-stream step");
+      throw RuntimeError(std::string(phase_name(p.phases[i])) +
+                         " is enqueued with the whole row-stream step");
   }
   record(r.ev_end[i]);
   if (i + 1 == p.phases.size()) record_event(r.ev_step_end, r.stream, capturing);

@@ -73,7 +73,8 @@ bool same_kernel(const GpuActivity& a, const GpuActivity& b) {
 // out), or, when work of several streams interleaves differently in the replay (row-stream's concurrent
 // ranks), each with the first unused eager activity of the same kind and name. Returns how many replayed
 // activities found a partner.
-std::size_t pair_replay(const std::vector<const GpuActivity*>& eager, const std::vector<const GpuActivity*>& seq,
+std::size_t pair_replay(const std::vector<const GpuActivity*>& eager,
+                        const std::vector<const GpuActivity*>& seq,
                         std::vector<std::pair<const GpuActivity*, const GpuActivity*>>& pairs) {
   pairs.clear();
   std::size_t j = 0;
@@ -143,8 +144,8 @@ void Samples::from_timeline(const StepPlan& p, int rank_count, std::vector<GpuAc
       throw RuntimeError("GPU timeline: graph replay " + std::to_string(key.second) + " on device " +
                          std::to_string(key.first) + " ran " + std::to_string(seq.size()) +
                          " activities that do not follow the " + std::to_string(eager.size()) +
-                         " of the eager pass (" + seq[j]->name +
-                         " is not among them); rerun with " + "--timing events");
+                         " of the eager pass (" + seq[j]->name + " is not among them); rerun with " +
+                         "--timing events");
     for (const auto& [replayed, model] : pairs) {
       const auto [rank, slot] = templ_slot.at(model);
       placed.push_back({replayed, key.second, rank, slot});

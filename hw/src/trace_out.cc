@@ -135,8 +135,7 @@ void emit_events(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c,
       // Row-stream's combine runs beside the attention, on a second stream (as the simulator draws it).
       const char* lane = is_collective(ph) ? "comm" : ph == Phase::kRowCombine ? "stream1" : "stream0";
       v1::Event e =
-          traces::make_event(r, lane,
-                             is_collective(ph) ? v1::EVENT_KIND_COLLECTIVE : v1::EVENT_KIND_KERNEL,
+          traces::make_event(r, lane, is_collective(ph) ? v1::EVENT_KIND_COLLECTIVE : v1::EVENT_KIND_KERNEL,
                              phase_name(ph), static_cast<std::int64_t>(start),
                              static_cast<std::int64_t>(start + d), phase_bytes(p, ph, r), 0, p.rows_total);
       e.set_emulated(emulate && is_collective(ph));
@@ -263,7 +262,7 @@ void emit_section(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c
   params["reps"] = std::to_string(c.reps);
   params["seed"] = std::to_string(c.seed);
   params["check"] = result.check.summary;
-  params["row_stamps"] = p.row_stamps ? "on" : "off";      // on: kernels count finished rows (instrumented)
+  params["row_stamps"] = p.row_stamps ? "on" : "off";  // on: kernels count finished rows (instrumented)
   if (is_row_stream(p) && c.mode == ProcessMode::kEmulate)
     params["emulation"] =
         "ranks run concurrently on their own streams (attention in row chunks interleaved over the ranks, "

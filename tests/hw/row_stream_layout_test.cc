@@ -17,7 +17,8 @@ namespace {
 using row_stream::Shape;
 
 TEST(RowStreamLayout, EverySlotFlagAndCounterIsDistinctAndInRange) {
-  for (const Shape s : {Shape{3, 17, 32, 512}, Shape{6, 5, 16, 128}, Shape{8, 64, 16, 512}, Shape{1, 4, 8, 128}}) {
+  for (const Shape s :
+       {Shape{3, 17, 32, 512}, Shape{6, 5, 16, 128}, Shape{8, 64, 16, 512}, Shape{1, 4, 8, 128}}) {
     std::set<std::int64_t> slots, offsets, flags, counters;
     for (int src = 0; src < s.dcp; ++src)
       for (int row = 0; row < s.rows; ++row) {
@@ -99,7 +100,8 @@ TEST(RowStreamLayout, CombineItemsCoverEveryHead) {
 }
 
 TEST(RowStreamLayout, AttentionChunksCoverTheBatchInOrder) {
-  EXPECT_EQ(row_stream::rows_per_chunk(66, 8), 4);  // MLA, B = 64, H = 128 on an H200: 132 SMs / 2 head blocks
+  EXPECT_EQ(row_stream::rows_per_chunk(66, 8),
+            4);  // MLA, B = 64, H = 128 on an H200: 132 SMs / 2 head blocks
   EXPECT_EQ(row_stream::rows_per_chunk(3, 8), 1);
   for (int rows : {1, 17, 64, 68})
     for (int chunk : {1, 4, 7, 100}) {
@@ -138,7 +140,7 @@ TEST(RowStreamPlan, EmulationRunsAttentionWithItsPushThenTheCombine) {
   EXPECT_EQ(p.phases[2], Phase::kRowCombine);
   EXPECT_STREQ(phase_name(Phase::kRowCombine), "row_combine");
   EXPECT_EQ(p.attention, AttentionImpl::kDcpsim);  // auto: FlashInfer has no epilogue to push from
-  EXPECT_TRUE(p.row_stamps);                        // its figures are per row
+  EXPECT_TRUE(p.row_stamps);                       // its figures are per row
   EXPECT_EQ(p.J, 16);
   // N = 1 is plain attention.
   const StepPlan one = make_plan(row_stream_config(1, ProcessMode::kEmulate));

@@ -276,17 +276,20 @@ TEST(Runner, RowStreamIsExactInEmulation) {
   cases.push_back({scenario(3, 96, 1, 512, 576, models::Strategy::kRowStream, b17), 2});
   cases.push_back({scenario(6, 96, 1, 512, 576, models::Strategy::kRowStream, b17), 0});
   cases.push_back({scenario(3, 96, 2, 128, 128, models::Strategy::kRowStream, b17), 3});
-  cases.push_back({scenario(6, 96, 6, 128, 128, models::Strategy::kRowStream, std::vector<std::int64_t>(17, 40)), 0});
-  cases.push_back({scenario(8, 128, 1, 512, 576, models::Strategy::kRowStream, std::vector<std::int64_t>(64, 2048)), 0});
+  cases.push_back(
+      {scenario(6, 96, 6, 128, 128, models::Strategy::kRowStream, std::vector<std::int64_t>(17, 40)), 0});
+  cases.push_back(
+      {scenario(8, 128, 1, 512, 576, models::Strategy::kRowStream, std::vector<std::int64_t>(64, 2048)), 0});
   cases[0].s.launch = models::LaunchMode::kGraph;
   cases[1].s.lse_base = models::LseBase::k2;
   cases[2].s.launch = models::LaunchMode::kPdl;
   cases[2].s.out_dtype = models::DType::kF32;  // the split combine converts and pushes
-  cases[3].s.kv_dtype = models::DType::kF16;    // one split of 40 tokens: the split kernel pushes fp16 itself
+  cases[3].s.kv_dtype = models::DType::kF16;   // one split of 40 tokens: the split kernel pushes fp16 itself
   cases[3].s.out_dtype = models::DType::kF16;
   cases[3].s.lse_base = models::LseBase::k2;
   cases[3].s.launch = models::LaunchMode::kGraph;
-  cases[4].s.launch = models::LaunchMode::kGraph;  // B = 64, H = 128: one split, every rank's chunks interleaved
+  cases[4].s.launch =
+      models::LaunchMode::kGraph;  // B = 64, H = 128: one split, every rank's chunks interleaved
   for (const Case& k : cases) {
     SCOPED_TRACE(k.s.label());
     RunConfig c = config(k.s);
@@ -317,7 +320,8 @@ TEST(Runner, RowStreamIsExactInEmulation) {
 // split combine's push (longer shards), GQA with fp32 out; eager, so a device that runs kernels one at a time
 // still finishes (the combines are launched after the producers).
 TEST(Runner, RowStreamSmallStepIsExact) {
-  DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kRowStream, {8})), nullptr));
+  DCPSIM_REQUIRE_GPU(
+      run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kRowStream, {8})), nullptr));
   std::vector<models::Scenario> cases = {
       scenario(3, 96, 1, 512, 576, models::Strategy::kRowStream, {0, 1, 30, 96, 5}),
       scenario(3, 96, 1, 512, 576, models::Strategy::kRowStream, {0, 600, 2, 1000}),
@@ -338,7 +342,8 @@ TEST(Runner, RowStreamSmallStepIsExact) {
 // On the GPU timeline the run reports when the rows became ready after the slowest rank's attention.
 TEST(Runner, RowStreamReportsRowReadyTimesOnTheTimeline) {
   DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
-  models::Scenario s = scenario(4, 64, 1, 512, 576, models::Strategy::kRowStream, std::vector<std::int64_t>(32, 4096));
+  models::Scenario s =
+      scenario(4, 64, 1, 512, 576, models::Strategy::kRowStream, std::vector<std::int64_t>(32, 4096));
   s.launch = models::LaunchMode::kGraph;
   RunConfig c = config(s);
   c.timing = Timing::kAuto;
