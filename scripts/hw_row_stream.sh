@@ -47,6 +47,5 @@ save
 echo "racecheck: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED' "$W/racecheck.txt" | tr '\n' ' ')"
 save
 run direct_graph --strategy direct --launch graph
-run rs_flashinfer --strategy row-stream --launch graph --attention flashinfer
 run rs_pdl --strategy row-stream --launch pdl
 run rs_eager --strategy row-stream --launch eager
