@@ -54,7 +54,9 @@ std::vector<int> parse_devices(const std::string& s) {
   return d;
 }
 
-std::vector<std::string> strategies_of(const std::string& s) {
+// "all": every strategy the mode runs (row-stream runs in emulation only).
+std::vector<std::string> strategies_of(const std::string& s, bool emulate) {
+  if (s == "all" && emulate) return {"ag-rs", "ag-ar", "a2a", "direct", "row-stream"};
   if (s == "all") return {"ag-rs", "ag-ar", "a2a", "direct"};
   return {s};
 }
@@ -68,6 +70,7 @@ void print_result(const models::Scenario& s, const hw::RunResult& r) {
   std::printf("  step %.2f us, merge %.2f us (timing: %s; whole step between two events %.2f us)\n  %s\n",
               r.step_median_ns / 1e3, r.merge_median_ns / 1e3, hw::timing_name(r.timing),
               r.outer_step_median_ns / 1e3, r.check.summary.c_str());
+  for (const auto& [name, value] : r.figures) std::printf("  %s %.2f\n", name.c_str(), value);
 }
 
 nlohmann::json to_json(const models::Scenario& s, const hw::RunResult& r) {
@@ -78,6 +81,7 @@ nlohmann::json to_json(const models::Scenario& s, const hw::RunResult& r) {
   j["outer_step_median_ns"] = r.outer_step_median_ns;
   j["timing"] = hw::timing_name(r.timing);
   if (!r.timing_note.empty()) j["timing_note"] = r.timing_note;
+  for (const auto& [name, value] : r.figures) j["figures"][name] = value;
   j["check"] = {{"passed", r.check.passed},           {"rows", r.check.rows_checked},
                 {"rel_l2", r.check.rel_l2},           {"max_abs", r.check.max_abs},
                 {"worst_bound", r.check.worst_bound}, {"lse_max_abs", r.check.lse_max_abs}};
@@ -103,7 +107,7 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   base.devices = parse_devices(f.devices);
   traces::check_output_paths({{"--contexts-file", f.scenario.contexts_file}},
                              {{"--out", f.out}, {"--json", f.json}});
-  for (const auto& strategy : strategies_of(f.scenario.strategy)) {
+  for (const auto& strategy : strategies_of(f.scenario.strategy, f.emulate)) {
     analysis::ScenarioFlags sf = f.scenario;
     sf.strategy = strategy;
     (void)analysis::to_scenario(sf);  // every scenario is checked before a device is touched
@@ -135,7 +139,7 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   }
   nlohmann::json all = nlohmann::json::array();
   std::vector<std::string> failures;
-  for (const auto& strategy : strategies_of(f.scenario.strategy)) {
+  for (const auto& strategy : strategies_of(f.scenario.strategy, f.emulate)) {
     analysis::ScenarioFlags sf = f.scenario;
     sf.strategy = strategy;
     hw::RunConfig c = base;
@@ -167,11 +171,11 @@ void add_run(CLI::App& hw_cmd) {
                   "rows checked against the fp64 reference (-1: all up to 16, else 4)")
       ->capture_default_str();
   run->add_flag("--row-stamps", f->row_stamps,
-                "stamp %globaltimer where each row's LSE and output become ready");
+                "stamp %globaltimer where each row's LSE and output become ready (always on for row-stream)");
   run->add_option("--padded-rows", f->padded_rows, "CUDA-graph padding rows after the batch (masked)")
       ->capture_default_str();
   run->add_option("--direct-timeout-ms", f->direct_timeout_ms,
-                  "direct merge: how long an owner waits for a flag")
+                  "direct and row-stream merges: how long an owner waits for a flag")
       ->capture_default_str();
   run->add_option(
          "--timing", f->timing,

@@ -136,8 +136,8 @@ ObservationSet build_observations(const std::vector<MeasuredSection>& sections, 
   if (step_rows_skipped > 0) {
     set.excluded.push_back(
         std::to_string(step_rows_skipped) +
-        " step latencies and per-row ready times of emulated traces: the emulated step runs "
-        "the ranks one after another");
+        " step latencies and per-row ready times of emulated traces: the emulated step runs every "
+        "rank on one GPU (one after another, or sharing it for row-stream)");
   }
   if (zero_count > 0) {
     set.excluded.push_back(std::to_string(zero_count) + " phase medians of 0 ns (no relative error exists)");

@@ -47,6 +47,10 @@ const std::vector<PhaseMapping>& phase_mappings() {
       // wait and combine; emulation writes every logical rank's blocks and flags before any owner's combine
       // runs, so there it never waits and measures the combine alone.
       {"direct_combine", {"wait", "combine"}, {"combine"}},
+      // Row-stream: the attention pushes from its epilogue (inside "attention"); the owner's combine waits
+      // beside the attention for the rows it merges (in emulation too: there the ranks run concurrently), so
+      // it is never the combine alone.
+      {"row_combine", {"wait", "combine"}, {}},
       // Aggregates over several phases: known, compared with nothing (the step through the Summary record).
       {"step", {}, {}},
       {"merge", {}, {}},

@@ -9,6 +9,11 @@
 // shared memory, then each accumulates P·V for its D/WD slice of the output. For MLA the 576-wide latent tile
 // is read once and serves both products (V = its first 512 lanes), so the KV bytes are the unique latent
 // bytes.
+//
+// Row-streaming merge: with a push target (AttentionArgs::push) each finished (row, head group) goes straight
+// to its owners' windows instead of O and L: with one split the split kernel's own epilogue stages the tile
+// in shared memory and pushes it with 16-byte stores; with several splits (or another output type) the split
+// combine pushes each (row, head) as it finishes (row_push.cuh).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -27,6 +32,7 @@
 #include "device_common.cuh"
 #include "mma.cuh"
 #include "ops.h"
+#include "row_push.cuh"
 
 namespace dcpsim::hw::ops {
 namespace {
@@ -67,6 +73,8 @@ struct SplitParams {
   float scale_log2;
   float* ws_o;    // [B][H][splits][DV], normalised per split
   float* ws_lse;  // [B][H][splits], log2 units
+  bool base2;     // the pushed LSE's base (push only)
+  RowPush push;   // the push target (PUSH kernels only)
 };
 
 // Loads tile `tile` of this block's range into pipeline stage `stage` (tokens past t_end are zero-filled).
@@ -95,7 +103,9 @@ __device__ __forceinline__ void load_tile(const SplitParams& p, T* sK, T* sV, in
   }
 }
 
-template <class C, typename T>
+// PUSH (one split only): the epilogue pushes the block's finished heads to their owners (row_push.cuh)
+// instead of writing the split workspace.
+template <class C, typename T, bool PUSH>
 __global__ void __launch_bounds__(C::kThreads) attention_split_kernel(SplitParams p) {
   pdl_begin();
   extern __shared__ __align__(16) unsigned char smem[];
@@ -118,8 +128,12 @@ __global__ void __launch_bounds__(C::kThreads) attention_split_kernel(SplitParam
   const std::size_t ws_row = std::size_t(b) * p.heads;
 
   if (tiles == 0) {  // nothing on this split: its weight in the combine is 0, its O is never read
-    for (int i = threadIdx.x; i < C::kHeads; i += C::kThreads)
-      if (h0 + i < h_end) p.ws_lse[(ws_row + h0 + i) * p.splits + split] = -INFINITY;
+    if constexpr (PUSH) {
+      push_empty(p.push, b, h0, min(h0 + C::kHeads, h_end));
+    } else {
+      for (int i = threadIdx.x; i < C::kHeads; i += C::kThreads)
+        if (h0 + i < h_end) p.ws_lse[(ws_row + h0 + i) * p.splits + split] = -INFINITY;
+    }
     return;
   }
   const std::int64_t row_base = p.kv_offset[b];
@@ -264,19 +278,43 @@ __global__ void __launch_bounds__(C::kThreads) attention_split_kernel(SplitParam
   }
   const int ha = h0 + r0, hb = h0 + r1;
   const float inv0 = 1.f / l0, inv1 = 1.f / l1;
+  if constexpr (PUSH) {
+    // Stage the tile as [kHeads][DV] in the output type where Q and the KV tiles were (+16 bytes per head:
+    // the fragment stores of a warp's eight rows land in distinct banks), then push it.
+    constexpr int kOStride = C::DV + 8;
+    static_assert(std::size_t(C::kHeads) * kOStride * sizeof(T) + C::kHeads * sizeof(float) <=
+                  C::kQBytes + C::kKBytes + C::kVBytes);
+    __syncthreads();  // every warp is done with the tiles the staging area reuses
+    T* sO = reinterpret_cast<T*>(smem);
+    float* sL = reinterpret_cast<float*>(smem + std::size_t(C::kHeads) * kOStride * sizeof(T));
 #pragma unroll
-  for (int i = 0; i < kNO; ++i) {
-    const int d = dh * C::kDPerWarp + i * 8 + 2 * tig;
-    if (ha < h_end)
-      *reinterpret_cast<float2*>(p.ws_o + ((ws_row + ha) * p.splits + split) * C::DV + d) =
-          make_float2(o[i][0] * inv0, o[i][1] * inv0);
-    if (hb < h_end)
-      *reinterpret_cast<float2*>(p.ws_o + ((ws_row + hb) * p.splits + split) * C::DV + d) =
-          make_float2(o[i][2] * inv1, o[i][3] * inv1);
-  }
-  if (dh == 0 && tig == 0) {
-    if (ha < h_end) p.ws_lse[(ws_row + ha) * p.splits + split] = m0 + log2f(l0);
-    if (hb < h_end) p.ws_lse[(ws_row + hb) * p.splits + split] = m1 + log2f(l1);
+    for (int i = 0; i < kNO; ++i) {
+      const int d = dh * C::kDPerWarp + i * 8 + 2 * tig;
+      *reinterpret_cast<unsigned*>(sO + r0 * kOStride + d) = pack2<T>(o[i][0] * inv0, o[i][1] * inv0);
+      *reinterpret_cast<unsigned*>(sO + r1 * kOStride + d) = pack2<T>(o[i][2] * inv1, o[i][3] * inv1);
+    }
+    if (dh == 0 && tig == 0) {  // the local LSE in the attention's base, as the split combine writes it
+      const float to_base = p.base2 ? 1.f : kLn2;
+      sL[r0] = (m0 + log2f(l0)) * to_base;
+      sL[r1] = (m1 + log2f(l1)) * to_base;
+    }
+    __syncthreads();
+    push_staged<T, C::DV>(p.push, sO, kOStride, sL, b, h0, min(h0 + C::kHeads, h_end));
+  } else {
+#pragma unroll
+    for (int i = 0; i < kNO; ++i) {
+      const int d = dh * C::kDPerWarp + i * 8 + 2 * tig;
+      if (ha < h_end)
+        *reinterpret_cast<float2*>(p.ws_o + ((ws_row + ha) * p.splits + split) * C::DV + d) =
+            make_float2(o[i][0] * inv0, o[i][1] * inv0);
+      if (hb < h_end)
+        *reinterpret_cast<float2*>(p.ws_o + ((ws_row + hb) * p.splits + split) * C::DV + d) =
+            make_float2(o[i][2] * inv1, o[i][3] * inv1);
+    }
+    if (dh == 0 && tig == 0) {
+      if (ha < h_end) p.ws_lse[(ws_row + ha) * p.splits + split] = m0 + log2f(l0);
+      if (hb < h_end) p.ws_lse[(ws_row + hb) * p.splits + split] = m1 + log2f(l1);
+    }
   }
 }
 
@@ -290,15 +328,13 @@ struct CombineSplitsParams {
   LseOut lse;
   float empty_lse, empty_fill;
   RowStamps stamps;
+  RowPush push;  // combine_splits_push_kernel only
 };
 
-// One block per (head, row): weights of the splits in shared memory, then each thread sums its lanes.
-template <typename TOut>
-__global__ void combine_splits_kernel(CombineSplitsParams p) {
-  pdl_begin();
-  extern __shared__ float w[];
+// Block-wide: the normalised weights of (row b, head h)'s splits into w (padded with zeros to a multiple of
+// 8) and the merged LSE in log2 units (−inf for an empty or padding row).
+__device__ float split_weights(const CombineSplitsParams& p, int b, int h, float* w) {
   __shared__ float merged;
-  const int h = blockIdx.x, b = blockIdx.y;
   const std::size_t base = (std::size_t(b) * p.heads + h) * p.splits;
   if (threadIdx.x < 32) {
     float m = -INFINITY;
@@ -318,7 +354,17 @@ __global__ void combine_splits_kernel(CombineSplitsParams p) {
     for (int s = threadIdx.x; s < padded; s += 32) w[s] = s < p.splits && sum > 0.f ? w[s] / sum : 0.f;
   }
   __syncthreads();
-  const float L = merged;
+  return merged;
+}
+
+// One block per (head, row): weights of the splits in shared memory, then each thread sums its lanes.
+template <typename TOut>
+__global__ void combine_splits_kernel(CombineSplitsParams p) {
+  pdl_begin();
+  extern __shared__ float w[];
+  const int h = blockIdx.x, b = blockIdx.y;
+  const std::size_t base = (std::size_t(b) * p.heads + h) * p.splits;
+  const float L = split_weights(p, b, h, w);
   TOut* o = static_cast<TOut*>(p.o) + std::int64_t(b) * p.o_row_stride + std::int64_t(h) * p.o_head_stride;
   // Four lanes per thread, eight splits' loads in flight before they are summed. A split with weight 0 may
   // never have been written: its values are selected away, never multiplied.
@@ -358,8 +404,55 @@ __global__ void combine_splits_kernel(CombineSplitsParams p) {
   row_unit_done(p.stamps, b, static_cast<unsigned>(p.heads));
 }
 
+// The split combine of the row-streaming merge: as combine_splits_kernel, but (row b, head h) goes to its
+// owner's window, 16 bytes per store, and is counted towards the row's flag. An empty row sends its LSE only.
+template <typename TOut>
+__global__ void combine_splits_push_kernel(CombineSplitsParams p) {
+  pdl_begin();
+  extern __shared__ float w[];
+  constexpr int kV = 16 / sizeof(TOut);  // output elements per 16-byte store
+  const int h = blockIdx.x, b = blockIdx.y;
+  const std::size_t base = (std::size_t(b) * p.heads + h) * p.splits;
+  const float L = split_weights(p, b, h, w);
+  const RowPush& q = p.push;
+  const unsigned long long epoch = *q.epoch;
+  const int parity = static_cast<int>(epoch & 1);
+  const int row = q.row_base + b, J = q.heads_per_owner;
+  if (L != -INFINITY) {
+    uint4* dst = reinterpret_cast<uint4*>(window_o<TOut>(q, parity, h / J, row, h % J));
+    const float4* ws = reinterpret_cast<const float4*>(p.ws_o + base * p.dv);
+    const int dv4 = p.dv / 4;
+    for (int c = threadIdx.x; c < p.dv / kV; c += blockDim.x) {
+      float acc[kV];
+#pragma unroll
+      for (int v = 0; v < kV; ++v) acc[v] = 0.f;
+      for (int s = 0; s < p.splits; ++s) {
+        const float ws_weight = w[s];
+        if (ws_weight == 0.f) continue;  // possibly never written: never read
+#pragma unroll
+        for (int u = 0; u < kV / 4; ++u) {
+          const float4 x = __ldcs(ws + std::size_t(s) * dv4 + c * (kV / 4) + u);
+          acc[4 * u] += ws_weight * x.x;
+          acc[4 * u + 1] += ws_weight * x.y;
+          acc[4 * u + 2] += ws_weight * x.z;
+          acc[4 * u + 3] += ws_weight * x.w;
+        }
+      }
+      uint4 out;
+      TOut* e = reinterpret_cast<TOut*>(&out);
+#pragma unroll
+      for (int v = 0; v < kV; ++v) e[v] = from_f32<TOut>(acc[v]);
+      dst[c] = out;
+    }
+  }
+  if (threadIdx.x == 0)
+    *window_lse(q, parity, h / J, row, h % J) = L == -INFINITY ? -INFINITY : (p.base2 ? L : L * kLn2);
+  __syncthreads();
+  if (threadIdx.x == 0) publish_heads(q, row, h, h + 1, epoch);
+}
+
 template <class C>
-void launch_split(const AttentionArgs& a, const SplitParams& sp, cudaStream_t stream) {
+void launch_split(const AttentionArgs& a, const SplitParams& sp, cudaStream_t stream, bool push) {
   const int group = a.heads / a.kv_heads;
   const dim3 grid(sp.splits, a.kv_heads * ((group + C::kHeads - 1) / C::kHeads), a.rows);
   auto run = [&](auto kernel) {
@@ -367,9 +460,10 @@ void launch_split(const AttentionArgs& a, const SplitParams& sp, cudaStream_t st
     launch_kernel("attention_split_kernel", kernel, grid, C::kThreads, C::kSmem, stream, sp);
   };
   if (a.in == Elem::kBF16)
-    run(attention_split_kernel<C, __nv_bfloat16>);
+    push ? run(attention_split_kernel<C, __nv_bfloat16, true>)
+         : run(attention_split_kernel<C, __nv_bfloat16, false>);
   else
-    run(attention_split_kernel<C, __half>);
+    push ? run(attention_split_kernel<C, __half, true>) : run(attention_split_kernel<C, __half, false>);
   DCPSIM_CUDA_LAUNCHED("attention_split_kernel");
 }
 
@@ -393,6 +487,16 @@ void check_args(const AttentionArgs& a) {
   if (a.valid_rows < 0 || a.valid_rows > a.rows)
     throw InputError("attention kernel: valid_rows=" + std::to_string(a.valid_rows) +
                      " outside [0, rows=" + std::to_string(a.rows) + "]");
+  if (a.push != nullptr) {
+    const RowPush& q = *a.push;
+    const int dv = a.geometry == Geometry::kMla576 ? 512 : 128;
+    if (q.dcp < 1 || q.heads_per_owner < 1 || q.dcp * q.heads_per_owner != a.heads || q.dim != dv ||
+        q.rank < 0 || q.rank >= q.dcp || q.row_base < 0 || q.row_base + a.rows > q.rows || q.o == nullptr ||
+        q.lse == nullptr || q.flags == nullptr || q.epoch == nullptr || q.counters == nullptr)
+      throw InputError("attention kernel: the row push target does not match H=" + std::to_string(a.heads) +
+                       ", D=" + std::to_string(dv) + " and rows [" + std::to_string(q.row_base) + ", " +
+                       std::to_string(q.row_base + a.rows) + ")");
+  }
 }
 
 }  // namespace
@@ -409,6 +513,13 @@ int attention_splits(const AttentionArgs& a, int device) {
   const int blocks = std::max(1, a.valid_rows * head_blocks(a));
   const int want = std::max(1, sms * per_sm / blocks);
   return std::clamp(want, 1, std::min(max_tiles, 1024));
+}
+
+int attention_rows_per_wave(const AttentionArgs& a, int splits, int device) {
+  int sms = 0;
+  DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int per_sm = a.geometry == Geometry::kMla576 ? 1 : 2;
+  return std::max(1, sms * per_sm / std::max(1, head_blocks(a) * std::max(splits, 1)));
 }
 
 std::size_t attention_workspace_bytes(const AttentionArgs& a, int splits) {
@@ -444,18 +555,42 @@ void launch_attention(const AttentionArgs& a, cudaStream_t stream) {
                  tiles_per_split * tok,
                  a.scale * kLog2e,
                  a.workspace,
-                 a.workspace + std::size_t(a.rows) * a.heads * splits * dv};
+                 a.workspace + std::size_t(a.rows) * a.heads * splits * dv,
+                 a.base2,
+                 a.push != nullptr ? *a.push : RowPush{}};
   (void)dqk;
+  // The split kernel pushes itself when there is one split and nothing to convert (its tile is already in
+  // the output type); otherwise the split combine does.
+  const bool fused_push = a.push != nullptr && splits == 1 && a.out == a.in;
   if (a.geometry == Geometry::kMla576)
-    launch_split<MlaCfg>(a, sp, stream);
+    launch_split<MlaCfg>(a, sp, stream, fused_push);
   else
-    launch_split<GqaCfg>(a, sp, stream);
+    launch_split<GqaCfg>(a, sp, stream, fused_push);
+  if (fused_push) return;
 
   CombineSplitsParams cp{sp.ws_o,      sp.ws_lse,   a.heads,      splits,         dv,
                          a.valid_rows, a.base2,     a.o,          a.o_row_stride, a.o_head_stride,
-                         a.lse,        a.empty_lse, a.empty_fill, a.stamps};
+                         a.lse,        a.empty_lse, a.empty_fill, a.stamps,       sp.push};
   const dim3 grid(a.heads, a.rows);
   const std::size_t smem = std::size_t(splits + 7) / 8 * 8 * sizeof(float);
+  if (a.push != nullptr) {
+    switch (a.out) {
+      case Elem::kF32:
+        launch_kernel("combine_splits_push_kernel", combine_splits_push_kernel<float>, grid, 128, smem,
+                      stream, cp);
+        break;
+      case Elem::kBF16:
+        launch_kernel("combine_splits_push_kernel", combine_splits_push_kernel<__nv_bfloat16>, grid, 128,
+                      smem, stream, cp);
+        break;
+      case Elem::kF16:
+        launch_kernel("combine_splits_push_kernel", combine_splits_push_kernel<__half>, grid, 128, smem,
+                      stream, cp);
+        break;
+    }
+    DCPSIM_CUDA_LAUNCHED("combine_splits_push_kernel");
+    return;
+  }
   switch (a.out) {
     case Elem::kF32:
       launch_kernel("combine_splits_kernel", combine_splits_kernel<float>, grid, 128, smem, stream, cp);

@@ -32,6 +32,7 @@ struct LseOut {
 
 // ---- decode attention (ops/attention.cu) ----
 enum class Geometry { kGqa128, kMla576 };
+struct RowPush;  // the row-streaming merge's push target (below)
 
 struct AttentionArgs {
   Geometry geometry = Geometry::kMla576;
@@ -61,10 +62,16 @@ struct AttentionArgs {
   int splits = 0;              // 0: chosen to fill the device
   float* workspace = nullptr;  // attention_workspace_bytes()
   RowStamps stamps;
+  // Row-streaming merge: when set, each finished (row, head group) is pushed to its owners' windows (see
+  // RowPush) instead of being written to o and lse, which may then be null. Q/K/V bf16 in, bf16 out (or fp16
+  // in and out) with one split: the split kernel's own epilogue pushes; otherwise the split combine does.
+  const RowPush* push = nullptr;
 };
 
 int attention_splits(const AttentionArgs& a, int device);  // the split count launch will use
 std::size_t attention_workspace_bytes(const AttentionArgs& a, int splits);
+// Rows whose blocks (all heads, `splits` splits each) fill the device once.
+int attention_rows_per_wave(const AttentionArgs& a, int splits, int device);
 void launch_attention(const AttentionArgs& a, cudaStream_t stream);
 
 // ---- decode attention through FlashInfer (ops/flashinfer_attention.cu; builds with DCPSIM_WITH_FLASHINFER)
@@ -176,6 +183,69 @@ struct DirectWriteArgs {
 void launch_direct_write(const DirectWriteArgs& a, cudaStream_t stream);
 // ++*epoch on the device (the first thing of every step that uses direct merge).
 void launch_advance_epoch(unsigned long long* epoch, cudaStream_t stream);
+
+// ---- row-streaming merge (ops/row_stream.cu; the push epilogue is attention's, ops/attention.cu) ----
+// Where a producer rank pushes its finished rows (layout: row_stream_layout.h). o, lse and flags are device
+// arrays of 2·N pointers, parity-major ([epoch & 1][owner n]), to owner n's windows: plain device buffers of
+// the other logical ranks in emulation, peer or NCCL window (LSA) pointers when the owners are other devices.
+// A block stores its O slice with 16-byte stores and the LSE, then counts its heads per (row, owner); the
+// count that completes a pair publishes the pair's flag with a release store of the epoch.
+struct RowPush {
+  int dcp = 1, rank = 0;
+  int rows = 0;      // window rows (B')
+  int row_base = 0;  // the launch's row 0 is window row row_base (a launch may cover a chunk of rows)
+  int heads_per_owner = 0, dim = 0;
+  void* const* o = nullptr;
+  float* const* lse = nullptr;
+  unsigned long long* const* flags = nullptr;
+  const unsigned long long* epoch = nullptr;  // this rank's step counter (launch_advance_epoch), from 1
+  unsigned long long* counters = nullptr;     // this rank's [rows][N], zero before its first step
+  bool system_scope = false;                  // fences and flags at system scope (owners on other devices)
+};
+
+// The post-kernel push, for a rank whose O and LSE are already written (an attention kernel without an
+// epilogue hook; the protocol's tests): rows [0, rows) (any strides; O rows and heads 16-byte aligned) into
+// the owners' windows. Rows at or past valid_rows travel as empty (LSE −inf); a head whose LSE is not finite
+// sends no O (its weight is 0).
+struct RowPushArgs {
+  RowPush push;
+  int rows = 0, valid_rows = 0, heads = 0;
+  Elem elem = Elem::kBF16;
+  const void* o = nullptr;
+  std::int64_t o_row_stride = 0, o_head_stride = 0;
+  const float* lse = nullptr;
+  std::int64_t lse_row_stride = 0, lse_head_stride = 0;
+};
+void launch_row_push(const RowPushArgs& a, cudaStream_t stream);
+
+// The owner's combine: warps claim (row, head group) items in row order from `claim`, wait for the row's N
+// flags of the current epoch (acquire), and merge the N partials exactly (SPEC: max-shifted, normalised
+// weights, fp32, one rounding; a weight-0 partial is never read). Launched twice per step over the same
+// counter: the streaming grid (tail = false: a few blocks at the device's greatest priority, beside the
+// producers; all ranks' together hold at most 1/16 of the device) and, after the producers, the tail grid
+// (tail = true: up to the device's size divided among the ranks). A flag missing for timeout_ns sets
+// error = {1 + rank, row} (first timeout wins) and ends the warp without writing that row.
+struct RowCombineArgs {
+  int dcp = 1, rows = 0, valid_rows = 0, heads = 0 /* J */, dim = 0;
+  bool base2 = false;
+  Elem elem = Elem::kBF16;  // the window's and the output's type
+  // This rank's window; parity p's O, LSE and flags start p·o_elems, p·lse_elems, p·flag_elems further.
+  const void* o = nullptr;
+  const float* lse = nullptr;
+  const unsigned long long* flags = nullptr;
+  const unsigned long long* epoch = nullptr;
+  void* dst = nullptr;  // (b, j, d) at dst[b·dst_row_stride + j·dst_head_stride + d], 16-byte aligned rows
+  std::int64_t dst_row_stride = 0, dst_head_stride = 0;
+  LseOut merged_lse;                 // optional
+  RowStamps lse_stamps, out_stamps;  // optional: flags seen (first block of the row), output written (last)
+  long long timeout_ns = 0;
+  int* error = nullptr;       // [2]
+  unsigned* claim = nullptr;  // items claimed so far this step: zero before the step's first launch
+  bool system_scope = false;
+  int ranks_on_device = 1;  // how many ranks' combines share the device (sizes the grid)
+  bool tail = false;        // the grid launched after the producers (else the streaming grid)
+};
+void launch_row_combine(const RowCombineArgs& a, cudaStream_t stream);
 
 // ---- emulated collectives' arithmetic (ops/reduce_sum.cu) ----
 // out[i] = Σ_k inputs[k][i] in fp32, rounded once (the emulated reduce-scatter / all-reduce).

@@ -33,6 +33,8 @@ const char* phase_name(Phase p) {
       return "direct_write";
     case Phase::kDirectCombine:
       return "direct_combine";
+    case Phase::kRowCombine:
+      return "row_combine";
   }
   return "?";
 }
@@ -59,6 +61,18 @@ AttentionImpl resolve_attention(const RunConfig& c, const StepPlan& p) {
   const FlashInferGeometry g{
       p.H, p.Hkv, p.Dqk, p.D, p.in == ops::Elem::kBF16 && p.out == ops::Elem::kBF16, c.row_stamps};
   std::string notice;
+  if (p.N > 1 && p.s.strategy == models::Strategy::kRowStream) {
+    // FlashInfer's kernels have no epilogue to push rows from, and a push after them was tried: at N = 8,
+    // B = 64, H = 128 its Hopper MLA kernel did not finish beside the owners' spinning combines
+    // (hw/README.md).
+    if (c.attention == AttentionImpl::kFlashInfer)
+      throw InputError(
+          "--attention flashinfer: row-stream pushes rows from the attention's epilogue, which FlashInfer's "
+          "kernels do not have; use --attention dcpsim (or auto)");
+    if (c.attention == AttentionImpl::kAuto)
+      std::fprintf(stderr, "attention: dcpsim's kernel (row-stream pushes rows from its epilogue)\n");
+    return AttentionImpl::kDcpsim;
+  }
   AttentionImpl impl = resolve_attention_impl(c.attention, g, &notice);
   if (impl == AttentionImpl::kFlashInfer) {
     const auto geometry = p.mla ? ops::Geometry::kMla576 : ops::Geometry::kGqa128;
@@ -106,9 +120,10 @@ StepPlan make_plan(const RunConfig& c) {
     throw InputError("--out-dtype fp64: the hw kernels write bf16, fp16 or fp32");
   p.in = ops::elem_of(s.kv_dtype);
   p.out = ops::elem_of(s.out_dtype);
-  if (s.strategy == models::Strategy::kRowStream)
+  if (s.strategy == models::Strategy::kRowStream && p.N > 1 && c.mode != ProcessMode::kEmulate)
     throw InputError(
-        "--strategy row-stream is modelled by simulate only; hw run runs ag-rs, ag-ar, a2a, direct");
+        "--strategy row-stream runs with --emulate only (N ranks on one GPU); on several GPUs it waits for "
+        "NCCL device-API windows");
   if (c.reps < 1 || c.warmup < 0) throw InputError("--reps must be >= 1 and --warmup >= 0");
   p.contexts = s.contexts;
   p.contexts.resize(p.rows_total, 0);
@@ -121,6 +136,7 @@ StepPlan make_plan(const RunConfig& c) {
   p.gather_q = p.N > 1 && p.H % p.N == 0;
   p.attention = resolve_attention(c, p);
   p.J = p.H % p.N == 0 ? p.H / p.N : 0;
+  p.row_stamps = c.row_stamps || (p.N > 1 && s.strategy == models::Strategy::kRowStream);
 
   if (p.gather_q) p.phases.push_back(Phase::kQAllGather);
   p.phases.push_back(Phase::kAttention);
@@ -138,7 +154,8 @@ StepPlan make_plan(const RunConfig& c) {
       case models::Strategy::kDirect:
         p.phases.insert(p.phases.end(), {Phase::kDirectWrite, Phase::kDirectCombine});
         break;
-      case models::Strategy::kRowStream:
+      case models::Strategy::kRowStream:  // the push is attention's epilogue
+        p.phases.push_back(Phase::kRowCombine);
         break;
     }
   }

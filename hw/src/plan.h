@@ -24,6 +24,7 @@ enum class Phase {
   kA2aCombine,
   kDirectWrite,
   kDirectCombine,
+  kRowCombine,  // row-stream: the owner's combine, beside the attention (which pushes the rows)
 };
 
 const char* phase_name(Phase p);
@@ -33,7 +34,8 @@ struct StepPlan {
   models::Scenario s;
   int N = 1, B = 0, rows_total = 0, H = 0, Hkv = 1, Dqk = 0, D = 0, I = 1, J = 0 /* H/N */;
   bool mla = false;
-  bool gather_q = false;                             // the query all-gather runs (needs N | H)
+  bool gather_q = false;    // the query all-gather runs (needs N | H)
+  bool row_stamps = false;  // per-row stamps (--row-stamps; always for row-stream, whose figures they are)
   AttentionImpl attention = AttentionImpl::kDcpsim;  // resolved: kFlashInfer or kDcpsim
   ops::Elem in = ops::Elem::kBF16, out = ops::Elem::kBF16;
   std::vector<Phase> phases;

@@ -13,6 +13,8 @@
 
 namespace dcpsim::hw {
 
+struct RowStreamRank;  // row_stream.h
+
 // Buffers a collective names (the emulated exchange reads every rank's copy of the same buffer).
 enum class Buf { kQLocal, kQAll, kLse, kLseAll, kO, kRsSend, kOut, kA2aSend, kA2aRecv };
 
@@ -42,6 +44,7 @@ struct RankState {
   // Row stamps: [0] step origin, [1] all-rows-ready after a collective; then lse_ready[B'], out_ready[B'];
   // row counters [2][B'].
   DeviceBuffer stamps, stamp_counters;
+  std::unique_ptr<RowStreamRank> row_stream;  // row-stream: windows, counters, its own streams
 
   std::vector<cudaEvent_t> ev_begin, ev_end;  // per phase of the plan (recorded with --timing events only)
   cudaEvent_t ev_step_begin = nullptr, ev_step_end = nullptr;  // around the whole step, always

@@ -14,6 +14,7 @@
 #include "exchange.h"
 #include "plan.h"
 #include "rank_state.h"
+#include "row_stream.h"
 #include "step.h"
 #include "timing.h"
 #include "trace_out.h"
@@ -83,15 +84,20 @@ void run_emulated(const StepPlan& p, const RunConfig& c, Run& run) {
     attach_timing(run, *run.ranks.back());
   }
   link_ranks(p, run.ranks);
+  if (is_row_stream(p)) setup_row_stream(p, c, run.ranks);
   EmulatedExchange ex(run.ranks);
   run.samples.resize(p.N, p.phases.size());
   auto enqueue = [&](bool capturing) {
+    if (is_row_stream(p)) return enqueue_row_stream_step(p, c, run.ranks, ex, capturing);
     for (auto& r : run.ranks) enqueue_prologue(p, c, *r, capturing);
     for (std::size_t i = 0; i < p.phases.size(); ++i)  // phase-major: every rank's inputs exist before a pull
       for (auto& r : run.ranks) enqueue_phase(p, c, i, *r, ex, capturing);
   };
   auto after_any = [&] {
-    for (auto& r : run.ranks) check_direct_error(*r, c.direct_timeout_ms);
+    for (auto& r : run.ranks) {
+      check_direct_error(*r, c.direct_timeout_ms);
+      check_row_stream_error(*r, c.direct_timeout_ms);
+    }
   };
   auto after_rep = [&] {
     for (auto& r : run.ranks) run.samples.collect(*r);
@@ -190,6 +196,7 @@ RunResult run_step(const RunConfig& config, traces::TraceSink* sink) {
   RunResult result = summarize(p, config, run.samples);
   result.timing_note = note;
   result.check = check_outputs(p, config, run.outputs);
+  if (is_row_stream(p)) result.figures = row_stream_figures(p, run.samples);
   if (sink != nullptr) emit_section(*sink, p, config, run.samples, result);
   return result;
 }

@@ -20,6 +20,8 @@ ops::RowStamps row_stamps(const StepPlan& p, RankState& r, bool output) {
   return {stamp_slot(r, 2 + off), r.stamp_counters.as<unsigned>() + off};
 }
 
+}  // namespace
+
 ops::AttentionArgs attention_args(const StepPlan& p, RankState& r) {
   ops::AttentionArgs a;
   a.geometry = p.mla ? ops::Geometry::kMla576 : ops::Geometry::kGqa128;
@@ -52,6 +54,8 @@ ops::AttentionArgs attention_args(const StepPlan& p, RankState& r) {
   if (p.N == 1) a.stamps = row_stamps(p, r, true);
   return a;
 }
+
+namespace {
 
 void enqueue_correct(const StepPlan& p, RankState& r) {
   ops::CorrectArgs a;
@@ -251,6 +255,9 @@ void enqueue_phase(const StepPlan& p, const RunConfig& c, std::size_t i, RankSta
       ops::launch_combine(a, r.stream);
       break;
     }
+    case Phase::kRowCombine:  // on the ranks' own streams: enqueue_row_stream_step (row_stream.cc)
+      throw RuntimeError(std::string(phase_name(p.phases[i])) +
+                         " is enqueued with the whole row-stream step");
   }
   record(r.ev_end[i]);
   if (i + 1 == p.phases.size()) record_event(r.ev_step_end, r.stream, capturing);

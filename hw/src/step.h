@@ -10,6 +10,9 @@ namespace dcpsim::hw {
 // Sizes the attention workspace; call once per rank before the first step.
 void prepare_rank(const StepPlan& p, RankState& r);
 
+// The rank's local attention over its shard (whole batch, its own O and LSE).
+ops::AttentionArgs attention_args(const StepPlan& p, RankState& r);
+
 void enqueue_prologue(const StepPlan& p, const RunConfig& c, RankState& r, bool capturing);
 void enqueue_phase(const StepPlan& p, const RunConfig& c, std::size_t phase_index, RankState& r, Exchange& ex,
                    bool capturing);

@@ -43,7 +43,7 @@ void Samples::collect(const RankState& r) {
       double g = 0;
       if (i > 0) {
         DCPSIM_CUDA(cudaEventElapsedTime(&ms, r.ev_end[i - 1], r.ev_begin[i]));
-        g = ms * 1e6;
+        g = std::max(0.0, ms * 1e6);  // row-stream's combine starts before attention ends
       }
       gap[r.rank][i].push_back(g);
     }
@@ -67,6 +67,30 @@ struct Slotted {
 
 bool same_kernel(const GpuActivity& a, const GpuActivity& b) {
   return a.kind == b.kind && a.name == b.name;
+}
+
+// Pairs each replayed activity with an eager one: in order (the eager pass with its one-time activities left
+// out), or, when work of several streams interleaves differently in the replay (row-stream's concurrent
+// ranks), each with the first unused eager activity of the same kind and name. Returns how many replayed
+// activities found a partner.
+std::size_t pair_replay(const std::vector<const GpuActivity*>& eager,
+                        const std::vector<const GpuActivity*>& seq,
+                        std::vector<std::pair<const GpuActivity*, const GpuActivity*>>& pairs) {
+  pairs.clear();
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < eager.size() && j < seq.size(); ++i)
+    if (same_kernel(*eager[i], *seq[j])) pairs.emplace_back(seq[j++], eager[i]);
+  if (j == seq.size()) return j;
+  pairs.clear();
+  std::vector<bool> used(eager.size(), false);
+  for (j = 0; j < seq.size(); ++j) {
+    std::size_t i = 0;
+    while (i < eager.size() && (used[i] || !same_kernel(*eager[i], *seq[j]))) ++i;
+    if (i == eager.size()) return j;
+    used[i] = true;
+    pairs.emplace_back(seq[j], eager[i]);
+  }
+  return j;
 }
 
 }  // namespace
@@ -114,16 +138,14 @@ void Samples::from_timeline(const StepPlan& p, int rank_count, std::vector<GpuAc
     static const std::vector<const GpuActivity*> kNone;
     const auto t = templ.find(key.first);
     const auto& eager = t == templ.end() ? kNone : t->second;
-    std::size_t j = 0;
     std::vector<std::pair<const GpuActivity*, const GpuActivity*>> pairs;
-    for (std::size_t i = 0; i < eager.size() && j < seq.size(); ++i)
-      if (same_kernel(*eager[i], *seq[j])) pairs.emplace_back(seq[j++], eager[i]);
+    const std::size_t j = pair_replay(eager, seq, pairs);
     if (j != seq.size())
       throw RuntimeError("GPU timeline: graph replay " + std::to_string(key.second) + " on device " +
                          std::to_string(key.first) + " ran " + std::to_string(seq.size()) +
                          " activities that do not follow the " + std::to_string(eager.size()) +
-                         " of the eager pass (" + seq[j]->name +
-                         " is not among them, in order); rerun with " + "--timing events");
+                         " of the eager pass (" + seq[j]->name + " is not among them); rerun with " +
+                         "--timing events");
     for (const auto& [replayed, model] : pairs) {
       const auto [rank, slot] = templ_slot.at(model);
       placed.push_back({replayed, key.second, rank, slot});
@@ -253,7 +275,8 @@ void run_repetitions(cudaStream_t stream, bool graph, int warmup, int reps, doub
     throw;
   }
   DCPSIM_CUDA(cudaStreamEndCapture(stream, &g));
-  const cudaError_t inst = cudaGraphInstantiate(&exec, g, 0);
+  // Node priorities: row-stream's combines are launched at the device's greatest priority.
+  const cudaError_t inst = cudaGraphInstantiate(&exec, g, cudaGraphInstantiateFlagUseNodePriority);
   cudaGraphDestroy(g);
   if (inst != cudaSuccess) throw_cuda(inst, "cudaGraphInstantiate", __FILE__, __LINE__);
   try {

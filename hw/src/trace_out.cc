@@ -1,11 +1,13 @@
 #include "trace_out.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "dcpsim/hw/device.h"
 #include "dcpsim/models/scenario_proto.h"
 #include "dcpsim/traces/provenance.h"
+#include "row_stream.h"
 
 namespace dcpsim::hw {
 namespace {
@@ -24,12 +26,40 @@ std::size_t first_merge_phase(const StepPlan& p) {
   return static_cast<std::size_t>(it - p.phases.begin()) + 1;
 }
 
+// Emulation runs the ranks one after another, except row-stream, whose ranks run concurrently on their own
+// streams (row_stream.h).
+bool bulk_synchronous(const StepPlan& p, const RunConfig& c) {
+  return c.mode == ProcessMode::kEmulate && !is_row_stream(p);
+}
+
+// Row-stream (concurrent ranks, the combine beside the attention): the step is the span from the earliest
+// rank's first phase to the last end of any rank, the merge what of it comes after the slowest rank's
+// attention.
+std::vector<double> concurrent_per_rep(const StepPlan& p, const Samples& s, const std::vector<int>& ranks,
+                                       std::size_t from_phase) {
+  const std::size_t reps = s.rank_step[ranks[0]].size();
+  std::vector<double> out(reps, 0.0);
+  for (std::size_t k = 0; k < reps; ++k) {
+    double first = std::numeric_limits<double>::infinity(), last = 0, attention = 0;
+    for (int r : ranks)
+      for (std::size_t i = 0; i < p.phases.size(); ++i) {
+        const double b = s.phase_origin[r][k] + s.offset[r][i][k], e = b + s.duration[r][i][k];
+        first = std::min(first, b);
+        last = std::max(last, e);
+        if (i + 1 == from_phase) attention = std::max(attention, e);
+      }
+    out[k] = from_phase > 0 ? std::max(0.0, last - attention) : last - first;
+  }
+  return out;
+}
+
 // Per repetition: emulation runs the ranks one after another, so a step is estimated bulk-synchronously (Σ
 // over phases of the slowest rank); real ranks run concurrently, so a step is the slowest rank's span.
 std::vector<double> per_rep(const StepPlan& p, const RunConfig& c, const Samples& s, std::size_t from_phase) {
   const auto ranks = ranks_with_samples(s);
   if (ranks.empty()) return {};
   const std::size_t reps = s.rank_step[ranks[0]].size();
+  if (is_row_stream(p) && s.timing != Timing::kStep) return concurrent_per_rep(p, s, ranks, from_phase);
   std::vector<double> out(reps, 0.0);
   if (s.timing == Timing::kStep) {  // no phases: each rank's whole step, the slowest rank
     if (from_phase > 0) return {};
@@ -38,7 +68,7 @@ std::vector<double> per_rep(const StepPlan& p, const RunConfig& c, const Samples
     return out;
   }
   for (std::size_t k = 0; k < reps; ++k) {
-    if (c.mode == ProcessMode::kEmulate || from_phase > 0) {
+    if (bulk_synchronous(p, c) || from_phase > 0) {
       for (std::size_t i = from_phase; i < p.phases.size(); ++i) {
         double m = 0;
         for (int r : ranks) m = std::max(m, s.duration[r][i][k]);
@@ -87,6 +117,7 @@ std::size_t median_rep(const std::vector<double>& steps) {
 void emit_events(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c, const Samples& s,
                  std::size_t k) {
   const bool emulate = c.mode == ProcessMode::kEmulate;
+  const bool bulk = bulk_synchronous(p, c);
   const auto ranks = ranks_with_samples(s);
   double t = 0;  // emulation: bulk-synchronous phase start
   std::vector<double> end(s.rank_step.size(), 0);
@@ -98,12 +129,13 @@ void emit_events(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c,
     for (int r : ranks) {
       const double d = s.duration[r][i][k];
       // Real ranks: on the repetition's timeline (CUPTI: one clock for every rank; events: each rank from 0).
-      const double start = emulate ? t : s.phase_origin[r][k] + s.offset[r][i][k];
+      const double start = bulk ? t : s.phase_origin[r][k] + s.offset[r][i][k];
       slowest = std::max(slowest, d);
       const Phase ph = p.phases[i];
+      // Row-stream's combine runs beside the attention, on a second stream (as the simulator draws it).
+      const char* lane = is_collective(ph) ? "comm" : ph == Phase::kRowCombine ? "stream1" : "stream0";
       v1::Event e =
-          traces::make_event(r, is_collective(ph) ? "comm" : "stream0",
-                             is_collective(ph) ? v1::EVENT_KIND_COLLECTIVE : v1::EVENT_KIND_KERNEL,
+          traces::make_event(r, lane, is_collective(ph) ? v1::EVENT_KIND_COLLECTIVE : v1::EVENT_KIND_KERNEL,
                              phase_name(ph), static_cast<std::int64_t>(start),
                              static_cast<std::int64_t>(start + d), phase_bytes(p, ph, r), 0, p.rows_total);
       e.set_emulated(emulate && is_collective(ph));
@@ -113,7 +145,7 @@ void emit_events(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c,
     t += slowest;
   }
   for (int r : ranks) {
-    const double begin = emulate || phases == 0 ? 0.0 : s.phase_origin[r][k];
+    const double begin = bulk || phases == 0 ? 0.0 : s.phase_origin[r][k];
     v1::Event e =
         traces::make_event(r, "step", v1::EVENT_KIND_PHASE, "step", static_cast<std::int64_t>(begin),
                            static_cast<std::int64_t>(std::max(begin, end[r])));
@@ -173,8 +205,9 @@ void emit_rows(traces::TraceSink& sink, const StepPlan& p, const Samples& s) {
       v1::RowResult row;
       row.set_row(b);
       row.set_rank(r);
+      // Row-stream's combine stamps both: every rank's flag of the row seen, and the row written.
       const unsigned long long out_ready = ag ? st[1] : st[2 + p.rows_total + b];
-      const unsigned long long lse_ready = ag ? st[2 + b] : out_ready;
+      const unsigned long long lse_ready = ag || is_row_stream(p) ? st[2 + b] : out_ready;
       row.set_lse_ready_ns(rel(lse_ready));
       row.set_output_ready_ns(rel(out_ready));
       sink.on_row_result(row);
@@ -229,7 +262,11 @@ void emit_section(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c
   params["reps"] = std::to_string(c.reps);
   params["seed"] = std::to_string(c.seed);
   params["check"] = result.check.summary;
-  params["row_stamps"] = c.row_stamps ? "on" : "off";      // on: kernels count finished rows (instrumented)
+  params["row_stamps"] = p.row_stamps ? "on" : "off";  // on: kernels count finished rows (instrumented)
+  if (is_row_stream(p) && c.mode == ProcessMode::kEmulate)
+    params["emulation"] =
+        "ranks run concurrently on their own streams (attention in row chunks interleaved over the ranks, "
+        "each owner's combine beside it); events are placed on the GPU timeline";
   params["attention"] = attention_impl_name(p.attention);  // which local-attention kernels ran
   // What the phase figures were measured with: "cupti" (the GPU timeline), "cuda-events" (events around each
   // phase; short phases read long), "step" (only each rank's whole step).
@@ -273,6 +310,7 @@ void emit_section(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c
   v["check_lse_max_err"] = result.check.lse_max_abs;
   v["check_rows"] = result.check.rows_checked;
   v["outer_step_median_ns"] = result.outer_step_median_ns;
+  for (const auto& [name, value] : result.figures) v[name] = value;
   if (s.timing != Timing::kStep) {
     // Idle GPU time before each phase (launch gap; waits on other ranks included), median over repetitions,
     // slowest rank.

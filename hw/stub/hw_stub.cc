@@ -46,6 +46,10 @@ GpuMergedBlock gpu_a2a_combine(const models::A2aBuffer&, models::LseBase, models
 std::vector<GpuMergedBlock> gpu_direct_merge(std::span<const models::Partial>, const GpuDirectOptions&) {
   no_cuda();
 }
+std::vector<GpuMergedBlock> gpu_row_stream_merge(std::span<const models::Partial>,
+                                                 const GpuRowStreamOptions&) {
+  no_cuda();
+}
 
 models::KernelTables run_kernel_sweep(const KernelSweepConfig&,
                                       const std::function<void(const SweepProgress&)>&) {

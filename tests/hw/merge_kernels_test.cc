@@ -1,7 +1,7 @@
 // The merge kernels against the models/ reference: the AG strategies' LSE correction (in place and into the
-// reduce-scatter layout), the packed all-to-all (pack bit-exact, unpack-combine) and the direct merge with
-// its flags — random N (not only powers of two), empty shards, sentinel LSEs with NaN garbage, strided O,
-// transposed LSE, padding rows, both bases.
+// reduce-scatter layout), the packed all-to-all (pack bit-exact, unpack-combine), the direct merge with
+// its flags and the row-streaming merge with its per-row flags — random N (not only powers of two), empty
+// shards, sentinel LSEs with NaN garbage, strided O, transposed LSE, padding rows, both bases.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -235,6 +235,109 @@ TEST(Direct, RejectsHeadsNotDivisibleByN) {
   auto parts = partials_for(s, 1, false);
   parts.push_back(parts[0]);
   EXPECT_THROW(gpu_direct_merge(parts, {}), InputError);
+}
+
+// Row-stream: the post-kernel push and the owners' combine over several steps (both window parities, the
+// counters' epoch targets): N = 3, 6, 8 and 1, B = 17, H = 96, D = 128 and 512, empty shards, NaN and +inf
+// LSEs over NaN O, head-padded O, transposed LSE, both bases, bf16, fp16 and fp32. `combine_first`: the
+// owners' combines are launched first and spin until the pushes land.
+void check_row_stream_cases(bool combine_first) {
+  struct Case {
+    int dcp, heads, dim;
+    models::LseBase base;
+    DType out;
+    bool transposed;
+    std::int64_t pad;
+  };
+  const std::vector<Case> cases = {
+      {3, 96, 512, models::LseBase::kE, DType::kBF16, false, 0},
+      {6, 96, 128, models::LseBase::k2, DType::kBF16, true, 16},
+      {6, 96, 512, models::LseBase::kE, DType::kF16, false, 8},
+      {3, 96, 128, models::LseBase::k2, DType::kF32, true, 4},
+      {8, 128, 512, models::LseBase::k2, DType::kBF16, false, 0},
+      {1, 8, 128, models::LseBase::kE, DType::kBF16, false, 0},
+  };
+  const std::vector<std::int64_t> contexts = {0, 1, 2, 3, 5, 7, 11, 40, 100, 0, 2, 150, 1, 9, 17, 64, 33};
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    MergeSetup s{c.dcp, c.heads, c.dim, contexts};
+    s.base = c.base;
+    s.out = c.out;
+    s.transposed = c.transposed;
+    s.pad = c.pad;
+    SCOPED_TRACE("case " + std::to_string(i));
+    const auto parts = partials_for(s, 300 + i, true);
+    GpuRowStreamOptions o;
+    o.base = s.base;
+    o.out_dtype = s.out;
+    o.steps = 3;
+    o.combine_first = combine_first;
+    const auto got = gpu_row_stream_merge(parts, o);
+    models::MergeOptions mo;
+    mo.strategy = models::Strategy::kRowStream;
+    mo.base = s.base;
+    mo.out_dtype = s.out;
+    const models::MergeResult ref = models::merge(parts, mo);
+    for (int r = 0; r < s.dcp; ++r)
+      expect_block_matches(got[r], ref.ranks[r], s.out, "owner " + std::to_string(r));
+  }
+}
+
+TEST(RowStream, MatchesTheReferenceOverSeveralSteps) {
+  DCPSIM_REQUIRE_GPU(gpu_row_stream_merge({}, {}));
+  check_row_stream_cases(false);
+}
+
+// Needs the device to run kernels concurrently (compute-sanitizer may serialise them: not run there).
+TEST(RowStream, CombinesLaunchedFirstWaitForThePushes) {
+  DCPSIM_REQUIRE_GPU(gpu_row_stream_merge({}, {}));
+  check_row_stream_cases(true);
+}
+
+TEST(RowStream, PaddingRowsComeOutEmpty) {
+  DCPSIM_REQUIRE_GPU(gpu_row_stream_merge({}, {}));
+  MergeSetup s{3, 6, 128, {30, 30, 30, 30}};
+  const auto parts = partials_for(s, 9, false);
+  GpuRowStreamOptions o;
+  o.valid_rows = 2;
+  const auto got = gpu_row_stream_merge(parts, o);
+  for (int r = 0; r < 3; ++r)
+    for (int b = 2; b < 4; ++b)
+      for (int j = 0; j < 2; ++j) {
+        EXPECT_EQ(got[r].lse[b * 2 + j], -INFINITY) << "owner " << r << " row " << b;
+        for (int d = 0; d < 128; ++d) ASSERT_EQ(got[r].out[(b * 2 + j) * 128 + d], 0.0);
+      }
+}
+
+TEST(RowStream, AMissingRowEndsInAClearError) {
+  DCPSIM_REQUIRE_GPU(gpu_row_stream_merge({}, {}));
+  MergeSetup s{3, 6, 128, {10, 20}};
+  const auto parts = partials_for(s, 5, false);
+  for (bool combine_first : {false, true}) {
+    GpuRowStreamOptions o;
+    o.skip_writer = 1;
+    o.timeout_ns = 20'000'000;
+    o.steps = 1;
+    o.combine_first = combine_first;
+    try {
+      gpu_row_stream_merge(parts, o);
+      FAIL() << "no error";
+    } catch (const RuntimeError& e) {
+      const std::string what = e.what();  // the first of the owners' blocks to give up names its row
+      EXPECT_NE(what.find(" of rank 1 "), std::string::npos) << what;
+      EXPECT_NE(what.find("waited 20 ms for row "), std::string::npos) << what;
+    }
+  }
+}
+
+TEST(RowStream, RejectsWhatTheWindowsCannotHold) {
+  DCPSIM_REQUIRE_GPU(gpu_row_stream_merge({}, {}));
+  MergeSetup s{2, 4, 100, {10}};  // 100 bf16 lanes are not whole 16-byte pieces
+  EXPECT_THROW(gpu_row_stream_merge(partials_for(s, 1, false), {}), InputError);
+  MergeSetup t{2, 4, 128, {10}};
+  t.dcp = 3;  // H = 4 over 3 ranks
+  auto parts = partials_for(t, 1, false);
+  EXPECT_THROW(gpu_row_stream_merge(parts, {}), InputError);
 }
 
 }  // namespace

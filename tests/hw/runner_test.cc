@@ -3,6 +3,9 @@
 // ran.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
+
 #include "dcpsim/hw/runner.h"
 #include "dcpsim/traces/trace_collector.h"
 #include "gpu_test_util.h"
@@ -121,8 +124,10 @@ TEST(Runner, RowStampsCoverEveryRowOnBothCorrectionPaths) {
 
 TEST(Runner, RejectsWhatItCannotRun) {
   DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
-  EXPECT_THROW(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kRowStream, {8})), nullptr),
-               InputError);
+  RunConfig row_stream_threads = config(scenario(2, 8, 1, 128, 128, models::Strategy::kRowStream, {8}));
+  row_stream_threads.mode = ProcessMode::kThreads;
+  row_stream_threads.devices = {0, 0};
+  EXPECT_THROW(run_step(row_stream_threads, nullptr), InputError);  // emulation only, for now
   EXPECT_THROW(run_step(config(scenario(2, 8, 1, 64, 64, models::Strategy::kAgRs, {8})), nullptr),
                InputError);
   models::Scenario f32 = scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8});
@@ -254,6 +259,118 @@ TEST(Runner, StepTimingKeepsOnlyTheStep) {
   EXPECT_TRUE(r.phases.empty());
   EXPECT_GT(r.step_median_ns, 0);
   EXPECT_EQ(r.timing, Timing::kStep);
+}
+
+// Row-stream end to end in emulation: the ranks run concurrently, attention pushes from its epilogue (one
+// split: the split kernel's own; several, or fp32 out: the split combine's) and the owners' combines merge
+// beside it. N = 3, 6, 8; B = 17 with empty and one-token shards; H = 96 (MLA head blocks straddle owners;
+// GQA groups of 48 and 16); both bases; eager, graph and PDL; padding rows; every row stamped.
+TEST(Runner, RowStreamIsExactInEmulation) {
+  DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
+  const std::vector<std::int64_t> b17 = {0, 1, 700, 2, 64, 5, 0, 1500, 33, 3, 9, 400, 1, 0, 96, 250, 12};
+  struct Case {
+    models::Scenario s;
+    int padded;
+  };
+  std::vector<Case> cases;
+  cases.push_back({scenario(3, 96, 1, 512, 576, models::Strategy::kRowStream, b17), 2});
+  cases.push_back({scenario(6, 96, 1, 512, 576, models::Strategy::kRowStream, b17), 0});
+  cases.push_back({scenario(3, 96, 2, 128, 128, models::Strategy::kRowStream, b17), 3});
+  cases.push_back(
+      {scenario(6, 96, 6, 128, 128, models::Strategy::kRowStream, std::vector<std::int64_t>(17, 40)), 0});
+  cases.push_back(
+      {scenario(8, 128, 1, 512, 576, models::Strategy::kRowStream, std::vector<std::int64_t>(64, 2048)), 0});
+  cases[0].s.launch = models::LaunchMode::kGraph;
+  cases[1].s.lse_base = models::LseBase::k2;
+  cases[2].s.launch = models::LaunchMode::kPdl;
+  cases[2].s.out_dtype = models::DType::kF32;  // the split combine converts and pushes
+  cases[3].s.kv_dtype = models::DType::kF16;   // one split of 40 tokens: the split kernel pushes fp16 itself
+  cases[3].s.out_dtype = models::DType::kF16;
+  cases[3].s.lse_base = models::LseBase::k2;
+  cases[3].s.launch = models::LaunchMode::kGraph;
+  cases[4].s.launch =
+      models::LaunchMode::kGraph;  // B = 64, H = 128: one split, every rank's chunks interleaved
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.s.label());
+    RunConfig c = config(k.s);
+    c.padded_rows = k.padded;
+    traces::TraceCollector sink;
+    sink.on_header(measured_header(c.mode, {0}, {"dcpsim", "hw", "run"}));
+    const RunResult r = run_step(c, &sink);
+    sink.finish();
+    EXPECT_TRUE(r.check.passed) << r.check.summary;
+    EXPECT_EQ(r.check.mismatched_nonfinite, 0);
+    const auto& sec = sink.trace().sections.at(0);
+    EXPECT_EQ(sec.scenario.params().at("attention"), "dcpsim");  // auto: the kernel with the push epilogue
+    EXPECT_EQ(sec.scenario.params().at("row_stamps"), "on");
+    const int rows = k.s.rows() + k.padded;
+    ASSERT_EQ(sec.row_results.size(), static_cast<std::size_t>(k.s.dcp * rows));
+    for (const auto& row : sec.row_results) {
+      if (row.row() >= k.s.rows()) continue;
+      EXPECT_GT(row.lse_ready_ns(), 0) << "rank " << row.rank() << " row " << row.row();
+      EXPECT_GE(row.output_ready_ns(), row.lse_ready_ns()) << "rank " << row.rank() << " row " << row.row();
+    }
+    int combines = 0;
+    for (const auto& p : r.phases) combines += p.phase == "row_combine";
+    EXPECT_EQ(combines, k.s.dcp);
+  }
+}
+
+// A small step for the sanitizers: the split kernel's own push (every shard within one 32-token tile), the
+// split combine's push (longer shards), GQA with fp32 out; eager, so a device that runs kernels one at a time
+// still finishes (the combines are launched after the producers).
+TEST(Runner, RowStreamSmallStepIsExact) {
+  DCPSIM_REQUIRE_GPU(
+      run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kRowStream, {8})), nullptr));
+  std::vector<models::Scenario> cases = {
+      scenario(3, 96, 1, 512, 576, models::Strategy::kRowStream, {0, 1, 30, 96, 5}),
+      scenario(3, 96, 1, 512, 576, models::Strategy::kRowStream, {0, 600, 2, 1000}),
+      scenario(3, 48, 2, 128, 128, models::Strategy::kRowStream, {0, 300, 7})};
+  cases[1].lse_base = models::LseBase::k2;
+  cases[2].out_dtype = models::DType::kF32;
+  for (const auto& s : cases) {
+    SCOPED_TRACE(s.label());
+    RunConfig c = config(s);
+    c.warmup = 0;
+    c.reps = 2;
+    c.padded_rows = 1;
+    const RunResult r = run_step(c, nullptr);
+    EXPECT_TRUE(r.check.passed) << r.check.summary;
+  }
+}
+
+// On the GPU timeline the run reports when the rows became ready after the slowest rank's attention.
+TEST(Runner, RowStreamReportsRowReadyTimesOnTheTimeline) {
+  DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
+  models::Scenario s =
+      scenario(4, 64, 1, 512, 576, models::Strategy::kRowStream, std::vector<std::int64_t>(32, 4096));
+  s.launch = models::LaunchMode::kGraph;
+  RunConfig c = config(s);
+  c.timing = Timing::kAuto;
+  const RunResult r = run_step(c, nullptr);
+  EXPECT_TRUE(r.check.passed) << r.check.summary;
+  if (r.timing != Timing::kCupti) GTEST_SKIP() << "CUPTI unavailable: " << r.timing_note;
+  std::map<std::string, double> f(r.figures.begin(), r.figures.end());
+  ASSERT_TRUE(f.count("row_stream.output_after_attention_max_us"));
+  EXPECT_LE(f["row_stream.output_after_attention_min_us"], f["row_stream.output_after_attention_p50_us"]);
+  EXPECT_LE(f["row_stream.output_after_attention_p50_us"], f["row_stream.output_after_attention_max_us"]);
+  // Rows, attention and step on one clock: the last row lands near the slowest attention's end, well
+  // inside the step.
+  EXPECT_LT(std::fabs(f["row_stream.output_after_attention_max_us"]), r.step_median_ns / 1e3);
+  EXPECT_LT(std::fabs(f["row_stream.output_after_attention_min_us"]), r.step_median_ns / 1e3);
+}
+
+// FlashInfer's kernels have no epilogue to push rows from: refused in one line, before any device work.
+TEST(Runner, RowStreamRefusesFlashInferAttention) {
+  DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
+  RunConfig c = config(scenario(3, 96, 1, 512, 576, models::Strategy::kRowStream, {0, 1, 300, 2000, 7}));
+  c.attention = AttentionImpl::kFlashInfer;
+  try {
+    run_step(c, nullptr);
+    FAIL() << "row-stream ran on FlashInfer's attention";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--attention dcpsim"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

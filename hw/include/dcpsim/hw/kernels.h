@@ -89,4 +89,24 @@ struct GpuDirectOptions {
 std::vector<GpuMergedBlock> gpu_direct_merge(std::span<const models::Partial> partials,
                                              const GpuDirectOptions& options);
 
+struct GpuRowStreamOptions {
+  models::LseBase base = models::LseBase::kE;
+  models::DType out_dtype = models::DType::kBF16;
+  int valid_rows = -1;
+  int steps = 3;         // repeated steps exercise both window parities and the epoch-stamped counters
+  int skip_writer = -1;  // testing: this rank never pushes, so its owners must time out
+  // false: every push, then every combine, on one stream. true: the owners' combines are launched first, on
+  // a stream of their own at the greatest priority, and spin until the pushes (launched after them) land.
+  bool combine_first = false;
+  std::int64_t timeout_ns = 2'000'000'000;
+};
+
+// Row-streaming merge with every rank on the current device: each rank pushes its rows (the post-kernel
+// push: O slices with 16-byte stores, LSE, a per-row flag) into the owners' windows; each owner waits for
+// every rank's flag of a row and combines it in fp32. D·element size must be a multiple of 16 bytes and
+// D ≤ 512; O rows and heads 16-byte aligned. Returns one block per owner rank (the last step's result). A row
+// that never arrives ends in RuntimeError naming the rank and the row.
+std::vector<GpuMergedBlock> gpu_row_stream_merge(std::span<const models::Partial> partials,
+                                                 const GpuRowStreamOptions& options);
+
 }  // namespace dcpsim::hw

@@ -6,6 +6,7 @@
 // (models/).
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dcpsim/error.h"
@@ -50,7 +51,8 @@ inline Timing parse_timing(const std::string& s) {
 }
 
 struct RunConfig {
-  models::Scenario scenario;  // validated; strategy ag-rs, ag-ar, a2a or direct; launch eager, graph or pdl
+  models::Scenario
+      scenario;  // validated; any strategy (row-stream: emulation only); launch eager, graph, pdl
   ProcessMode mode = ProcessMode::kEmulate;
   std::vector<int> devices;  // kThreads: N device ordinals; kEmulate: one (default 0)
   int warmup = 5;
@@ -58,8 +60,8 @@ struct RunConfig {
   int check_rows = -1;      // rows compared with the reference; -1: all rows up to 16, else 4 sampled
   bool row_stamps = false;  // %globaltimer per row where its LSE and output become ready
   std::uint64_t seed = 1;
-  int padded_rows = 0;  // extra CUDA-graph padding rows, masked like empty shards
-  std::int64_t direct_timeout_ms = 2000;
+  int padded_rows = 0;                    // extra CUDA-graph padding rows, masked like empty shards
+  std::int64_t direct_timeout_ms = 2000;  // how long an owner waits for a flag (direct, row-stream)
   Timing timing = Timing::kAuto;
   AttentionImpl attention = AttentionImpl::kAuto;  // local attention: FlashInfer where it runs, else dcpsim
 };
@@ -92,6 +94,8 @@ struct RunResult {
   Timing timing = Timing::kEvents;  // what the phase figures were measured with (never kAuto)
   std::string timing_note;          // why CUPTI was not used, when it was asked for and not used
   CheckResult check;
+  // Further named figures (row-stream: when rows became ready after the slowest rank's attention, µs).
+  std::vector<std::pair<std::string, double>> figures;
 };
 
 // Runs the step, writes one trace section (scenario, events of the median repetition, phase summaries, row

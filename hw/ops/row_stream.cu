@@ -1,0 +1,340 @@
+// The row-streaming merge's own kernels (the attention epilogue that pushes is in attention.cu):
+//   row_push_kernel     the post-kernel push, for O and LSE already written (an attention without an epilogue
+//                       hook; the protocol's tests): a rank's rows into the owners' windows, then their flags
+//   row_combine_kernel  the owner's combine: warps claim (row, head group) items in row order from a shared
+//                       counter, wait for the row's N flags and merge as the other strategies do. Launched
+//                       twice per step: a small streaming grid beside the attention (it holds whole
+//                       multiprocessors: an MLA attention block leaves a sub-partition 512 registers, less
+//                       than any warp needs) and, once the producers have finished, a tail grid as large as
+//                       the device, which takes the rows the streaming grid has not reached.
+// Each warp works alone: its item's LSEs in one round trip, the partials with a finite LSE streamed into its
+// shared memory with cp.async (no registers held per load) while it computes the weights; a partial whose
+// weight is 0 is never multiplied, one whose LSE is not finite never read.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <string>
+
+#include "cuda_check.h"
+#include "dcpsim/error.h"
+#include "device_common.cuh"
+#include "mma.cuh"
+#include "ops.h"
+#include "row_push.cuh"
+#include "row_stream_layout.h"
+
+namespace dcpsim::hw::ops {
+namespace {
+
+constexpr int kPushThreads = 128;
+constexpr int kCombineWarps = 8;  // independent workers per block
+constexpr int kStages = 3;
+constexpr int kStageBytes = 8192;  // per warp and stage: some sources of one head, all D lanes
+
+// ---- the post-kernel push: one block per (owner, row) ----
+template <typename T>
+__global__ void __launch_bounds__(kPushThreads) row_push_kernel(RowPushArgs a) {
+  pdl_begin();
+  const int n = blockIdx.x, b = blockIdx.y;
+  const RowPush& q = a.push;
+  const int J = q.heads_per_owner;
+  const unsigned long long epoch = *q.epoch;
+  const int parity = static_cast<int>(epoch & 1);
+  const int row = q.row_base + b;
+  const int pieces = q.dim * static_cast<int>(sizeof(T)) / 16;  // 16-byte pieces per head
+  auto lse_of = [&](int h) {
+    return b < a.valid_rows ? a.lse[std::int64_t(b) * a.lse_row_stride + std::int64_t(h) * a.lse_head_stride]
+                            : -INFINITY;
+  };
+  for (int c = threadIdx.x; c < J * pieces; c += kPushThreads) {
+    const int j = c / pieces, piece = c % pieces, h = n * J + j;
+    if (!isfinite(lse_of(h))) continue;  // weight 0 at the owner: its O is never read
+    const uint4* src = reinterpret_cast<const uint4*>(
+        static_cast<const T*>(a.o) + std::int64_t(b) * a.o_row_stride + std::int64_t(h) * a.o_head_stride);
+    reinterpret_cast<uint4*>(window_o<T>(q, parity, n, row, j))[piece] = src[piece];
+  }
+  for (int j = threadIdx.x; j < J; j += kPushThreads) *window_lse(q, parity, n, row, j) = lse_of(n * J + j);
+  __syncthreads();
+  if (threadIdx.x == 0) publish_heads(q, row, n * J, (n + 1) * J, epoch);
+}
+
+// ---- the owner's combine ----
+struct CombineParams {
+  RowCombineArgs a;
+  row_stream::Shape shape;
+  int heads_per_item, items_per_row;
+  int sources_per_tile, tiles_per_head;  // a tile: some sources of one head, all D lanes, in one stage
+  int warp_smem;                         // bytes of shared memory per warp (stages, LSEs, weights)
+};
+
+// The calling warp waits until every source's flag of row b holds `epoch`, lane s polling source s (and
+// s + 32, ...). False when this wait timed out (the error word names the source and the row) or another's
+// did. The warp barrier orders each lane's acquire before every lane's reads of the row.
+__device__ bool wait_row(const CombineParams& p, const unsigned long long* flags, int b,
+                         unsigned long long epoch) {
+  const RowCombineArgs& a = p.a;
+  const unsigned long long start = global_timer();
+  bool failed = false;
+  for (int src = threadIdx.x % 32; src < a.dcp && !failed; src += 32) {
+    const unsigned long long* f = flags + row_stream::flag_index(p.shape, src, b);
+    unsigned sleep_ns = 32;
+    while (load_flag_acquire(f, a.system_scope) != epoch) {
+      if (*reinterpret_cast<volatile int*>(a.error) != 0) {  // another wait gave up: so does this one
+        failed = true;
+        break;
+      }
+      if (static_cast<long long>(global_timer() - start) > a.timeout_ns) {
+        if (atomicCAS(a.error, 0, 1 + src) == 0) *reinterpret_cast<volatile int*>(a.error + 1) = b;
+        failed = true;
+        break;
+      }
+      __nanosleep(sleep_ns);
+      sleep_ns = min(2u * sleep_ns, 256u);
+    }
+  }
+  __syncwarp();
+  return !__any_sync(0xffffffffu, failed);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(32 * kCombineWarps) row_combine_kernel(CombineParams p) {
+  pdl_begin();
+  constexpr int kV = 16 / sizeof(T);                   // elements per 16-byte piece
+  constexpr int kPerLane = 512 * sizeof(T) / 16 / 32;  // pieces of one head a lane accumulates (D ≤ 512)
+  extern __shared__ __align__(16) unsigned char smem[];
+  const RowCombineArgs& a = p.a;
+  const row_stream::Shape& s = p.shape;
+  const int N = a.dcp, lane = threadIdx.x % 32;
+  unsigned char* stage = smem + (threadIdx.x / 32) * p.warp_smem;
+  float* sl = reinterpret_cast<float*>(stage + kStages * kStageBytes);  // [heads_per_item][N] sanitised LSEs
+  float* sw = sl + p.heads_per_item * N;                                // [heads_per_item][N] weights
+  const unsigned long long epoch = *a.epoch;
+  const int parity = static_cast<int>(epoch & 1);
+  const T* win = static_cast<const T*>(a.o) + parity * row_stream::o_elems(s);
+  const float* win_lse = a.lse + parity * row_stream::lse_elems(s);
+  const unsigned long long* flags = a.flags + parity * row_stream::flag_elems(s);
+  const float k = a.base2 ? 1.f : kLog2e;
+  const int pieces = a.dim * static_cast<int>(sizeof(T)) / 16;
+  const int items = a.rows * p.items_per_row;
+  for (;;) {
+    int item = 0;
+    if (lane == 0) item = static_cast<int>(atomicAdd(a.claim, 1u));
+    item = __shfl_sync(0xffffffffu, item, 0);
+    if (item >= items) return;
+    const int b = item / p.items_per_row;
+    const int j0 = (item % p.items_per_row) * p.heads_per_item;
+    const int nj = min(p.heads_per_item, a.heads - j0);
+    if (!wait_row(p, flags, b, epoch)) return;
+    if (lane == 0 && a.lse_stamps.stamps != nullptr && atomicAdd(&a.lse_stamps.counters[b], 1u) == 0u)
+      a.lse_stamps.stamps[b] = global_timer();  // the first warp to see the row's flags
+    const bool real = b < a.valid_rows;
+    for (int i = lane; i < nj * N; i += 32)
+      sl[i] = real ? sanitize_lse(__ldcg(win_lse + row_stream::slot(s, i % N, b, j0 + i / N))) : -INFINITY;
+    __syncwarp();
+    // Tiles (head jj, sources [g·spt, ...)) through a kStages-deep cp.async pipeline, the first ones issued
+    // before the weights are known.
+    const int tiles = nj * p.tiles_per_head;
+    auto issue = [&](int t) {
+      if (t < tiles) {
+        const int jj = t / p.tiles_per_head, s0 = (t % p.tiles_per_head) * p.sources_per_tile;
+        const int ns = min(p.sources_per_tile, N - s0);
+        unsigned char* dst = stage + (t % kStages) * kStageBytes;
+        for (int c = lane; c < ns * pieces; c += 32) {
+          const int si = c / pieces, q = c % pieces;
+          const bool live = sl[jj * N + s0 + si] != -INFINITY;
+          const T* src = win + row_stream::o_offset(s, s0 + si, b, j0 + jj) + q * kV;
+          cp_async16(dst + c * 16, live ? src : win, live);
+        }
+      }
+      cp_async_commit();
+    };
+    for (int t = 0; t < kStages - 1; ++t) issue(t);
+    if (lane < nj) {  // SPEC merge weights of head j0 + lane, and its merged LSE
+      const float* l = sl + lane * N;
+      const LseShift sh = lse_shift(N, k, [&](int i) { return l[i]; });
+      for (int i = 0; i < N; ++i) sw[lane * N + i] = merge_weight(l[i], k, sh);
+      if (a.merged_lse.ptr != nullptr)
+        a.merged_lse.ptr[std::int64_t(b) * a.merged_lse.row_stride +
+                         std::int64_t(j0 + lane) * a.merged_lse.head_stride] = merged_lse(sh, k);
+    }
+    __syncwarp();
+    float acc[kPerLane][kV];
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i)
+#pragma unroll
+      for (int v = 0; v < kV; ++v) acc[i][v] = 0.f;
+    for (int t = 0; t < tiles; ++t) {
+      cp_async_wait<kStages - 2>();
+      __syncwarp();
+      issue(t + kStages - 1);
+      const int jj = t / p.tiles_per_head, g = t % p.tiles_per_head, s0 = g * p.sources_per_tile;
+      const int ns = min(p.sources_per_tile, N - s0);
+      const unsigned char* st = stage + (t % kStages) * kStageBytes;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        const int c = lane + i * 32;
+        if (c >= pieces) break;
+        for (int si = 0; si < ns; ++si) {
+          const float w = sw[jj * N + s0 + si];
+          if (w == 0.f) continue;
+          const uint4 x = *reinterpret_cast<const uint4*>(st + (si * pieces + c) * 16);
+          const T* e = reinterpret_cast<const T*>(&x);
+#pragma unroll
+          for (int v = 0; v < kV; ++v) acc[i][v] += w * to_f32(e[v]);
+        }
+      }
+      if (g == p.tiles_per_head - 1) {  // head j0 + jj is complete: one rounding, 16-byte stores
+        T* dst = static_cast<T*>(a.dst) + std::int64_t(b) * a.dst_row_stride +
+                 std::int64_t(j0 + jj) * a.dst_head_stride;
+#pragma unroll
+        for (int i = 0; i < kPerLane; ++i) {
+          const int c = lane + i * 32;
+          if (c < pieces) {
+            uint4 out;
+            T* e = reinterpret_cast<T*>(&out);
+#pragma unroll
+            for (int v = 0; v < kV; ++v) e[v] = from_f32<T>(acc[i][v]);
+            reinterpret_cast<uint4*>(dst)[c] = out;
+          }
+#pragma unroll
+          for (int v = 0; v < kV; ++v) acc[i][v] = 0.f;
+        }
+      }
+    }
+    cp_async_wait<0>();
+    __syncwarp();  // the stages, LSEs and weights are free for the next item
+    if (lane == 0 && a.out_stamps.stamps != nullptr) {  // the warp that finishes the row's last item
+      __threadfence();
+      if (atomicAdd(&a.out_stamps.counters[b], 1u) + 1u == static_cast<unsigned>(p.items_per_row))
+        a.out_stamps.stamps[b] = global_timer();
+    }
+  }
+}
+
+// cudaLaunchKernelEx with PDL when it is on for this thread and, when asked, the device's greatest
+// priority (kept by a captured graph's kernel node; the runner instantiates graphs with node priorities).
+template <typename... Params, typename... Args>
+void launch_at(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
+               cudaStream_t stream, bool high_priority, Args&&... args) {
+  cudaLaunchAttribute attr[2];
+  int n = 0;
+  if (pdl_enabled()) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  if (high_priority) {
+    int least = 0, greatest = 0;
+    DCPSIM_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    attr[n].id = cudaLaunchAttributePriority;
+    attr[n].val.priority = greatest;
+    ++n;
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = n;
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  if (e != cudaSuccess) launch_failed(name, e);
+}
+
+void check_target(const RowPush& q, int heads, Elem e) {
+  const int eb = static_cast<int>(elem_bytes(e));
+  if (q.dcp < 1 || q.heads_per_owner < 1 || q.dcp * q.heads_per_owner != heads || q.rank < 0 ||
+      q.rank >= q.dcp || q.row_base < 0 || q.dim < 1 || q.dim * eb % 16 != 0 || q.o == nullptr ||
+      q.lse == nullptr || q.flags == nullptr || q.epoch == nullptr || q.counters == nullptr)
+    throw InputError("row push: the target (N=" + std::to_string(q.dcp) +
+                     ", J=" + std::to_string(q.heads_per_owner) + ", D=" + std::to_string(q.dim) +
+                     ") does not match H=" + std::to_string(heads) +
+                     " (D·element size must be a multiple of 16 bytes)");
+}
+
+bool aligned16(const void* p, std::int64_t row_stride, std::int64_t head_stride, Elem e) {
+  const auto eb = static_cast<std::int64_t>(elem_bytes(e));
+  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && row_stride * eb % 16 == 0 &&
+         head_stride * eb % 16 == 0;
+}
+
+}  // namespace
+
+void launch_row_push(const RowPushArgs& a, cudaStream_t stream) {
+  check_target(a.push, a.heads, a.elem);
+  if (a.rows < 0 || a.valid_rows < 0 || a.push.row_base + a.rows > a.push.rows)
+    throw InputError("row push: rows [" + std::to_string(a.push.row_base) + ", " +
+                     std::to_string(a.push.row_base + a.rows) + ") outside the window's " +
+                     std::to_string(a.push.rows));
+  if (!aligned16(a.o, a.o_row_stride, a.o_head_stride, a.elem))
+    throw InputError("row push: O rows and heads must start on 16-byte boundaries");
+  if (a.rows == 0) return;
+  const dim3 grid(a.push.dcp, a.rows);
+  switch (a.elem) {
+    case Elem::kF32:
+      launch_kernel("row_push_kernel", row_push_kernel<float>, grid, kPushThreads, 0, stream, a);
+      break;
+    case Elem::kBF16:
+      launch_kernel("row_push_kernel", row_push_kernel<__nv_bfloat16>, grid, kPushThreads, 0, stream, a);
+      break;
+    case Elem::kF16:
+      launch_kernel("row_push_kernel", row_push_kernel<__half>, grid, kPushThreads, 0, stream, a);
+      break;
+  }
+  DCPSIM_CUDA_LAUNCHED("row_push_kernel");
+}
+
+void launch_row_combine(const RowCombineArgs& a, cudaStream_t stream) {
+  const int eb = static_cast<int>(elem_bytes(a.elem));
+  if (a.dcp < 1 || a.dcp > 4096)
+    throw InputError("row combine: N=" + std::to_string(a.dcp) + " outside [1, 4096]");
+  if (a.heads < 1 || a.dim < 1 || a.dim * eb % 16 != 0 || a.dim > 512)
+    throw InputError("row combine: D=" + std::to_string(a.dim) +
+                     " must fill whole 16-byte pieces and be at most 512 (" + std::to_string(eb) +
+                     "-byte elements)");
+  if (a.epoch == nullptr || a.error == nullptr || a.flags == nullptr || a.o == nullptr || a.lse == nullptr ||
+      a.dst == nullptr || a.claim == nullptr)
+    throw InputError("row combine: window, flags, epoch, claim counter, error word and output are required");
+  if (!aligned16(a.dst, a.dst_row_stride, a.dst_head_stride, a.elem))
+    throw InputError("row combine: output rows and heads must start on 16-byte boundaries");
+  if (a.rows == 0) return;
+  CombineParams p;
+  p.a = a;
+  p.shape = {a.dcp, a.rows, a.heads, a.dim};
+  p.heads_per_item = row_stream::heads_per_item(a.heads, a.dim);
+  p.items_per_row = row_stream::items_per_row(a.heads, a.dim);
+  p.sources_per_tile = std::clamp(kStageBytes / (a.dim * eb), 1, a.dcp);
+  p.tiles_per_head = (a.dcp + p.sources_per_tile - 1) / p.sources_per_tile;
+  p.warp_smem = static_cast<int>(kStages * kStageBytes +
+                                 (2 * std::size_t(p.heads_per_item) * a.dcp * 4 + 15) / 16 * 16);
+  int device = 0, sms = 0, smem_max = 0;
+  DCPSIM_CUDA(cudaGetDevice(&device));
+  DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  DCPSIM_CUDA(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const int warps = std::clamp(smem_max / p.warp_smem, 1, kCombineWarps);
+  if (smem_max < p.warp_smem)
+    throw InputError("row combine: N=" + std::to_string(a.dcp) +
+                     " needs more shared memory than a block has");
+  const std::size_t smem = std::size_t(warps) * p.warp_smem;
+  const std::int64_t items = std::int64_t(a.rows) * p.items_per_row;
+  const int blocks = row_stream::combine_blocks(sms, a.ranks_on_device, ceil_div(items, warps), a.tail);
+  auto run = [&](auto kernel) {
+    DCPSIM_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    launch_at("row_combine_kernel", kernel, blocks, 32 * warps, smem, stream, !a.tail, p);
+  };
+  switch (a.elem) {
+    case Elem::kF32:
+      run(row_combine_kernel<float>);
+      break;
+    case Elem::kBF16:
+      run(row_combine_kernel<__nv_bfloat16>);
+      break;
+    case Elem::kF16:
+      run(row_combine_kernel<__half>);
+      break;
+  }
+  DCPSIM_CUDA_LAUNCHED("row_combine_kernel");
+}
+
+}  // namespace dcpsim::hw::ops

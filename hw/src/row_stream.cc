@@ -1,0 +1,318 @@
+#include "row_stream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "cuda_check.h"
+#include "dcpsim/error.h"
+#include "row_stream_layout.h"
+#include "step.h"
+
+namespace dcpsim::hw {
+namespace {
+
+constexpr int kMaxAttentionStreams = 4;  // chunk k of a rank runs on its stream k mod 4
+
+std::size_t phase_index(const StepPlan& p, Phase ph) {
+  const auto it = std::find(p.phases.begin(), p.phases.end(), ph);
+  return it == p.phases.end() ? p.phases.size() : static_cast<std::size_t>(it - p.phases.begin());
+}
+
+row_stream::Shape shape_of(const StepPlan& p) {
+  return {p.N, p.rows_total, p.J, p.D};
+}
+
+ops::RowStamps stamps_of(const StepPlan& p, RankState& r, bool output) {
+  if (r.stamps.get() == nullptr) return {};
+  const int off = output ? p.rows_total : 0;  // as step.cc: lse_ready at [2 + b], out_ready at [2 + B' + b]
+  return {r.stamps.as<unsigned long long>() + 2 + off, r.stamp_counters.as<unsigned>() + off};
+}
+
+// Fork/join events stay inside a capture; timing events become external event nodes.
+void record(cudaEvent_t e, cudaStream_t s, bool external) {
+  if (external)
+    DCPSIM_CUDA(cudaEventRecordWithFlags(e, s, cudaEventRecordExternal));
+  else
+    DCPSIM_CUDA(cudaEventRecord(e, s));
+}
+
+void alloc_rank(const StepPlan& p, RankState& r) {
+  const row_stream::Shape s = shape_of(p);
+  const std::size_t ob = ops::elem_bytes(p.out);
+  auto rs = std::make_unique<RowStreamRank>();
+  rs->device = r.device;
+  rs->win_o = DeviceBuffer(2 * row_stream::o_elems(s) * ob);
+  rs->win_lse = DeviceBuffer(2 * row_stream::lse_elems(s) * sizeof(float));
+  rs->win_flags = DeviceBuffer(2 * row_stream::flag_elems(s) * sizeof(unsigned long long));
+  rs->counters = DeviceBuffer((1 + row_stream::counter_elems(s)) * sizeof(unsigned long long));
+  rs->error = DeviceBuffer(2 * sizeof(int));
+  rs->claim = DeviceBuffer(sizeof(unsigned));
+  DCPSIM_CUDA(cudaMemset(rs->win_flags.get(), 0, rs->win_flags.bytes()));
+  DCPSIM_CUDA(cudaMemset(rs->counters.get(), 0, rs->counters.bytes()));
+  DCPSIM_CUDA(cudaMemset(rs->error.get(), 0, rs->error.bytes()));
+  r.out = DeviceBuffer(std::size_t(p.rows_total) * p.J * p.D * ob);
+  r.merged_lse = DeviceBuffer(std::size_t(p.rows_total) * p.J * sizeof(float));
+
+  const ops::AttentionArgs a = attention_args(p, r);  // dcpsim's kernel: the plan refuses FlashInfer's
+  rs->splits = ops::attention_splits(a, r.device);
+  const int wave = ops::attention_rows_per_wave(a, rs->splits, r.device);
+  rs->chunks = row_stream::row_chunks(p.rows_total, row_stream::rows_per_chunk(wave, p.N));
+  const int streams = std::clamp(static_cast<int>(rs->chunks.size()), 1, kMaxAttentionStreams);
+  int least = 0, greatest = 0;
+  DCPSIM_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  for (int i = 0; i < streams; ++i) {
+    cudaStream_t st = nullptr;
+    DCPSIM_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    rs->attention_streams.push_back(st);
+    cudaEvent_t ev = nullptr;
+    DCPSIM_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    rs->attention_done.push_back(ev);
+  }
+  DCPSIM_CUDA(cudaStreamCreateWithPriority(&rs->combine_stream, cudaStreamNonBlocking, greatest));
+  DCPSIM_CUDA(cudaEventCreateWithFlags(&rs->fork, cudaEventDisableTiming));
+  DCPSIM_CUDA(cudaEventCreateWithFlags(&rs->combine_done, cudaEventDisableTiming));
+  r.row_stream = std::move(rs);
+}
+
+ops::AttentionArgs chunk_args(const StepPlan& p, RankState& r, int b0, int b1, const ops::RowPush& push) {
+  const RowStreamRank& rs = *r.row_stream;
+  ops::AttentionArgs a = attention_args(p, r);
+  const std::size_t ib = ops::elem_bytes(p.in);
+  const int dv = p.mla ? 512 : 128;
+  a.rows = b1 - b0;
+  a.valid_rows = std::clamp(p.B - b0, 0, a.rows);
+  a.q = static_cast<const std::uint8_t*>(a.q) + std::size_t(b0) * a.q_row_stride * ib;
+  a.kv_offset += b0;
+  a.kv_len += b0;
+  a.max_len = 0;
+  for (int b = b0; b < b1; ++b) a.max_len = std::max<std::int64_t>(a.max_len, r.kv_len_host[b]);
+  a.splits = rs.splits;
+  a.workspace += std::size_t(b0) * p.H * rs.splits * (dv + 1);  // the chunks' workspaces do not overlap
+  a.o = nullptr;
+  a.lse = {};
+  a.stamps = {};
+  a.push = &push;
+  return a;
+}
+
+ops::RowCombineArgs combine_args(const StepPlan& p, const RunConfig& c, RankState& r) {
+  RowStreamRank& rs = *r.row_stream;
+  ops::RowCombineArgs a;
+  a.dcp = p.N;
+  a.rows = p.rows_total;
+  a.valid_rows = p.B;
+  a.heads = p.J;
+  a.dim = p.D;
+  a.base2 = p.s.lse_base == models::LseBase::k2;
+  a.elem = p.out;
+  a.o = rs.win_o.get();
+  a.lse = rs.win_lse.as<float>();
+  a.flags = rs.win_flags.as<unsigned long long>();
+  a.epoch = rs.counters.as<unsigned long long>();
+  a.dst = r.out.get();
+  a.dst_row_stride = std::int64_t(p.J) * p.D;
+  a.dst_head_stride = p.D;
+  a.merged_lse = {r.merged_lse.as<float>(), p.J, 1};
+  a.lse_stamps = stamps_of(p, r, false);
+  a.out_stamps = stamps_of(p, r, true);
+  a.timeout_ns = c.direct_timeout_ms * 1000000LL;
+  a.error = rs.error.as<int>();
+  a.claim = rs.claim.as<unsigned>();
+  a.ranks_on_device = p.N;
+  return a;
+}
+
+}  // namespace
+
+RowStreamRank::~RowStreamRank() {
+  cudaSetDevice(device);
+  for (auto e : attention_done) cudaEventDestroy(e);
+  for (auto s : attention_streams) cudaStreamDestroy(s);
+  if (fork) cudaEventDestroy(fork);
+  if (combine_done) cudaEventDestroy(combine_done);
+  if (combine_stream) cudaStreamDestroy(combine_stream);
+}
+
+bool is_row_stream(const StepPlan& p) {
+  return p.N > 1 && p.s.strategy == models::Strategy::kRowStream;
+}
+
+void setup_row_stream(const StepPlan& p, const RunConfig& c, Ranks& ranks) {
+  (void)c;
+  int sms = 0;
+  DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ranks.front()->device));
+  if (2 * p.N > sms)  // every owner's combine holds at least one multiprocessor while it waits
+    throw InputError("--strategy row-stream emulates at most " + std::to_string(sms / 2) +
+                     " ranks on this device (" + std::to_string(sms) + " multiprocessors), not " +
+                     std::to_string(p.N));
+  for (auto& r : ranks) {
+    DCPSIM_CUDA(cudaSetDevice(r->device));
+    alloc_rank(p, *r);
+  }
+  const int N = p.N;
+  const std::size_t ob = ops::elem_bytes(p.out);
+  const row_stream::Shape s = shape_of(p);
+  std::vector<void*> po(2 * N);
+  std::vector<float*> pl(2 * N);
+  std::vector<unsigned long long*> pf(2 * N);
+  for (int par = 0; par < 2; ++par)
+    for (int n = 0; n < N; ++n) {
+      RowStreamRank& owner = *ranks[n]->row_stream;
+      po[par * N + n] = owner.win_o.as<std::uint8_t>() + par * row_stream::o_elems(s) * ob;
+      pl[par * N + n] = owner.win_lse.as<float>() + par * row_stream::lse_elems(s);
+      pf[par * N + n] = owner.win_flags.as<unsigned long long>() + par * row_stream::flag_elems(s);
+    }
+  for (auto& r : ranks) {
+    RowStreamRank& rs = *r->row_stream;
+    DCPSIM_CUDA(cudaSetDevice(r->device));
+    rs.dst_o = upload(po);
+    rs.dst_lse = upload(pl);
+    rs.dst_flags = upload(pf);
+    ops::RowPush& q = rs.push;
+    q.dcp = N;
+    q.rank = r->rank;
+    q.rows = p.rows_total;
+    q.heads_per_owner = p.J;
+    q.dim = p.D;
+    q.o = rs.dst_o.as<void* const>();
+    q.lse = rs.dst_lse.as<float* const>();
+    q.flags = rs.dst_flags.as<unsigned long long* const>();
+    q.epoch = rs.counters.as<unsigned long long>();
+    q.counters = rs.counters.as<unsigned long long>() + 1;
+    q.system_scope = false;  // every logical rank is on this device
+  }
+}
+
+void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks, Exchange& ex,
+                             bool capturing) {
+  const std::size_t ia = phase_index(p, Phase::kAttention), ic = phase_index(p, Phase::kRowCombine);
+  const bool events = !ranks.empty() && ranks[0]->timing == Timing::kEvents;
+  const int rep = current_rep();
+  ops::PdlScope pdl(p.s.launch == models::LaunchMode::kPdl);
+  for (auto& r : ranks) enqueue_prologue(p, c, *r, capturing);
+  for (auto& r : ranks) {
+    TimelineTag tag(r->timeline, timeline_tag(rep, r->rank, 0));
+    ops::launch_advance_epoch(r->row_stream->counters.as<unsigned long long>(), r->stream);
+    DCPSIM_CUDA(cudaMemsetAsync(r->row_stream->claim.get(), 0, sizeof(unsigned), r->stream));
+  }
+  for (std::size_t i = 0; i < ia; ++i)  // the query all-gather, as every strategy runs it
+    for (auto& r : ranks) enqueue_phase(p, c, i, *r, ex, capturing);
+
+  for (auto& r : ranks) {
+    RowStreamRank& rs = *r->row_stream;
+    DCPSIM_CUDA(cudaEventRecord(rs.fork, r->stream));
+    for (cudaStream_t s : rs.attention_streams) DCPSIM_CUDA(cudaStreamWaitEvent(s, rs.fork, 0));
+    DCPSIM_CUDA(cudaStreamWaitEvent(rs.combine_stream, rs.fork, 0));
+    if (events) record(r->ev_begin[ia], rs.attention_streams[0], capturing);
+  }
+  // The producers: chunk k of every rank before chunk k + 1 of any, so the logical ranks advance together.
+  const std::size_t rounds = ranks.front()->row_stream->chunks.size();
+  for (std::size_t k = 0; k < rounds; ++k)
+    for (auto& r : ranks) {
+      RowStreamRank& rs = *r->row_stream;
+      TimelineTag tag(r->timeline, timeline_tag(rep, r->rank, static_cast<int>(ia) + 1));
+      ops::RowPush push = rs.push;
+      const auto [b0, b1] = rs.chunks[k];
+      push.row_base = b0;
+      ops::launch_attention(chunk_args(p, *r, b0, b1, push),
+                            rs.attention_streams[k % rs.attention_streams.size()]);
+    }
+  for (auto& r : ranks) {  // each rank's attention ends on its first stream
+    RowStreamRank& rs = *r->row_stream;
+    for (std::size_t i = 1; i < rs.attention_streams.size(); ++i) {
+      DCPSIM_CUDA(cudaEventRecord(rs.attention_done[i], rs.attention_streams[i]));
+      DCPSIM_CUDA(cudaStreamWaitEvent(rs.attention_streams[0], rs.attention_done[i], 0));
+    }
+    if (events) record(r->ev_end[ia], rs.attention_streams[0], capturing);
+    DCPSIM_CUDA(cudaEventRecord(rs.attention_done[0], rs.attention_streams[0]));
+  }
+  // The owners' streaming combines, after the producers (a device that runs kernels one at a time still
+  // finishes) and at the greatest priority (their few blocks start as soon as there is room); then, on the
+  // same stream once every rank's attention is done, the tail combines over the same item counter. (Being on
+  // the same stream, a tail grid starts only when its streaming grid has ended: docs/PERFORMANCE.md.)
+  for (auto& r : ranks) {
+    RowStreamRank& rs = *r->row_stream;
+    if (events) record(r->ev_begin[ic], rs.combine_stream, capturing);
+    TimelineTag tag(r->timeline, timeline_tag(rep, r->rank, static_cast<int>(ic) + 1));
+    ops::launch_row_combine(combine_args(p, c, *r), rs.combine_stream);
+  }
+  for (auto& r : ranks) {
+    RowStreamRank& rs = *r->row_stream;
+    for (auto& q : ranks)
+      DCPSIM_CUDA(cudaStreamWaitEvent(rs.combine_stream, q->row_stream->attention_done[0], 0));
+    {
+      TimelineTag tag(r->timeline, timeline_tag(rep, r->rank, static_cast<int>(ic) + 1));
+      ops::RowCombineArgs tail = combine_args(p, c, *r);
+      tail.tail = true;
+      ops::launch_row_combine(tail, rs.combine_stream);
+    }
+    if (events) record(r->ev_end[ic], rs.combine_stream, capturing);
+    DCPSIM_CUDA(cudaEventRecord(rs.combine_done, rs.combine_stream));
+  }
+  for (auto& r : ranks) {
+    RowStreamRank& rs = *r->row_stream;
+    DCPSIM_CUDA(cudaStreamWaitEvent(r->stream, rs.attention_done[0], 0));
+    DCPSIM_CUDA(cudaStreamWaitEvent(r->stream, rs.combine_done, 0));
+    record(r->ev_step_end, r->stream, capturing);
+  }
+}
+
+void check_row_stream_error(const RankState& r, std::int64_t timeout_ms) {
+  if (!r.row_stream) return;
+  const auto e = download<int>(r.row_stream->error, 2);
+  if (e[0] != 0)
+    throw RuntimeError("row-stream merge: rank " + std::to_string(r.rank) + " waited " +
+                       std::to_string(timeout_ms) + " ms for row " + std::to_string(e[1]) + " of rank " +
+                       std::to_string(e[0] - 1) +
+                       " and gave up (raise --direct-timeout-ms if the ranks are merely slow)");
+}
+
+std::vector<std::pair<std::string, double>> row_stream_figures(const StepPlan& p, const Samples& s) {
+  std::vector<std::pair<std::string, double>> out;
+  const std::size_t ia = phase_index(p, Phase::kAttention);
+  if (s.timing != Timing::kCupti || ia >= p.phases.size()) return out;
+  const std::size_t ranks = s.rank_step.size();
+  if (ranks == 0 || s.rank_step[0].empty()) return out;
+  const std::size_t reps = s.rank_step[0].size();
+  auto attention_end = [&](std::size_t r, std::size_t k) {
+    return s.phase_origin[r][k] + s.offset[r][ia][k] + s.duration[r][ia][k];
+  };
+  // Per repetition: the last phase end of any rank after the slowest rank's attention end.
+  std::vector<double> tail;
+  for (std::size_t k = 0; k < reps; ++k) {
+    double att = 0, last = 0;
+    for (std::size_t r = 0; r < ranks; ++r) {
+      att = std::max(att, attention_end(r, k));
+      for (std::size_t i = 0; i < p.phases.size(); ++i)
+        last = std::max(last, s.phase_origin[r][k] + s.offset[r][i][k] + s.duration[r][i][k]);
+    }
+    tail.push_back(last - att);
+  }
+  out.emplace_back("row_stream.merge_after_attention_median_us", median_of(tail) / 1e3);
+  // The last repetition's rows, from their %globaltimer stamps.
+  double att = 0;
+  for (std::size_t r = 0; r < ranks; ++r) att = std::max(att, attention_end(r, reps - 1));
+  std::vector<double> ready;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    const auto& st = s.stamps[r];
+    if (st.size() < static_cast<std::size_t>(2 + 2 * p.rows_total)) continue;
+    for (int b = 0; b < p.B; ++b) {
+      const unsigned long long v = st[2 + p.rows_total + b];
+      if (v == 0 || v < st[0]) continue;
+      ready.push_back(s.stamp_origin[r] + static_cast<double>(v - st[0]) - att);
+    }
+  }
+  if (ready.empty()) return out;
+  std::sort(ready.begin(), ready.end());
+  auto at = [&](double q) {
+    return ready[static_cast<std::size_t>(q * double(ready.size() - 1) + 0.5)] / 1e3;
+  };
+  out.emplace_back("row_stream.output_after_attention_min_us", at(0.0));
+  out.emplace_back("row_stream.output_after_attention_p50_us", at(0.5));
+  out.emplace_back("row_stream.output_after_attention_p90_us", at(0.9));
+  out.emplace_back("row_stream.output_after_attention_max_us", at(1.0));
+  return out;
+}
+
+}  // namespace dcpsim::hw
