@@ -1,11 +1,10 @@
 // dcpsim hw: the hardware runner.
 //   hw run      one DCP decode step on GPUs (or --emulate: N ranks on one GPU), timed, checked, traced
-//   hw bench    one operation's timing against the device-copy bandwidth (nccl-tests style)
+//   hw bench    one operation's timing against the device-copy bandwidth (cmd_hw_bench.cc)
 //   hw devices  the visible GPUs and the CUDA/NCCL versions
 //   hw sweep    the kernels over full grids of shapes, as a measured kernel table file (cmd_hw_sweep.cc)
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,7 +14,6 @@
 #include "commands.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/error.h"
-#include "dcpsim/hw/bench.h"
 #include "dcpsim/hw/device.h"
 #include "dcpsim/hw/runner.h"
 #include "dcpsim/traces/output_file.h"
@@ -192,66 +190,6 @@ void add_run(CLI::App& hw_cmd) {
   run->callback([f] { run_command(*f, {}); });
 }
 
-void add_bench(CLI::App& hw_cmd) {
-  auto c = std::make_shared<hw::OpBenchConfig>();
-  auto json = std::make_shared<std::string>();
-  auto min_fraction = std::make_shared<double>(0.0);
-  auto attention = std::make_shared<std::string>("auto");
-  CLI::App* b = hw_cmd.add_subcommand("bench", "Time one operation against the device-copy bandwidth");
-  b->add_option("--op", c->op, "copy, attention, correct, a2a-pack, a2a-combine, direct")->required();
-  b->add_option("--dcp", c->shape.dcp, "N")->capture_default_str();
-  b->add_option("--batch", c->shape.rows, "B")->capture_default_str();
-  b->add_option("--heads", c->shape.heads, "H")->capture_default_str();
-  b->add_option("--kv-heads", c->shape.kv_heads, "H_kv (attention)")->capture_default_str();
-  b->add_option("--head-dim", c->shape.dim, "D")->capture_default_str();
-  b->add_option("--qk-dim", c->shape.qk_dim, "D_qk (attention)")->capture_default_str();
-  b->add_option("--context", c->shape.context, "tokens per row on this rank (attention)")
-      ->capture_default_str();
-  b->add_flag("--transposed-lse", c->shape.transposed_lse, "LSE stored [H][B] (correct)");
-  b->add_option("--row-pad", c->shape.out_row_pad, "extra elements per O row (correct)")
-      ->capture_default_str();
-  b->add_option("--copy-bytes", c->shape.copy_bytes, "bytes per copy (copy)")->capture_default_str();
-  b->add_option("--attention", *attention, "attention: flashinfer, dcpsim or auto")->capture_default_str();
-  b->add_flag("--graph", c->graph, "time calls replayed from a CUDA graph");
-  b->add_option("--graph-calls", c->graph_calls, "calls per graph")->capture_default_str();
-  b->add_option("--warmup", c->warmup, "warm-up calls")->capture_default_str();
-  b->add_option("--reps", c->reps, "measured calls (or graph replays)")->capture_default_str();
-  b->add_option("--device", c->device, "device ordinal")->capture_default_str();
-  b->add_option("--json", *json, "append the result as one JSON line to this file");
-  b->add_option("--min-fraction", *min_fraction, "exit 1 when bandwidth / copy bandwidth falls below this");
-  b->callback([c, json, min_fraction, attention] {
-    c->shape.attention = hw::parse_attention_impl(*attention);
-    if (c->op == "attention")  // an impossible --attention flashinfer fails before any device work
-      hw::resolve_attention_impl(c->shape.attention,
-                                 {c->shape.heads, c->shape.kv_heads, c->shape.qk_dim, c->shape.dim});
-    const hw::OpBenchResult r = hw::run_op_bench(*c);
-    std::printf("%-12s %-48s %10.2f us (min %.2f, max %.2f)  %8.1f GB/s  %5.1f%% of copy %.1f GB/s%s\n",
-                r.op.c_str(), r.shape.c_str(), r.median_ns / 1e3, r.min_ns / 1e3, r.max_ns / 1e3,
-                r.bandwidth / 1e9, 100 * r.fraction_of_copy, r.copy_bandwidth / 1e9,
-                c->graph ? "  [graph]" : "");
-    if (r.flops > 0) std::printf("%-12s %.1f TFLOP/s\n", "", r.flops / (r.median_ns * 1e-9) / 1e12);
-    if (!json->empty()) {
-      nlohmann::json j = {{"op", r.op},
-                          {"shape", r.shape},
-                          {"graph", c->graph},
-                          {"median_ns", r.median_ns},
-                          {"min_ns", r.min_ns},
-                          {"max_ns", r.max_ns},
-                          {"bytes", r.bytes},
-                          {"flops", r.flops},
-                          {"bandwidth", r.bandwidth},
-                          {"copy_bandwidth", r.copy_bandwidth},
-                          {"fraction_of_copy", r.fraction_of_copy}};
-      std::ofstream f(*json, std::ios::app);
-      if (!f) throw InputError("--json '" + *json + "' cannot be written");
-      f << j.dump() << "\n";
-    }
-    if (*min_fraction > 0 && r.fraction_of_copy < *min_fraction)
-      throw RuntimeError(r.op + ": " + std::to_string(100 * r.fraction_of_copy) +
-                         "% of copy bandwidth is below " + std::to_string(100 * *min_fraction) + "%");
-  });
-}
-
 void add_devices(CLI::App& hw_cmd) {
   CLI::App* d = hw_cmd.add_subcommand("devices", "List the visible GPUs and the CUDA/NCCL versions");
   d->callback([] {
@@ -277,7 +215,7 @@ void add_hw_command(CLI::App& app, int argc, char** argv) {
   CLI::App* hw_cmd = app.add_subcommand("hw", "Run the real kernels and collectives on GPUs");
   hw_cmd->require_subcommand(1);
   add_run(*hw_cmd);
-  add_bench(*hw_cmd);
+  add_hw_bench(*hw_cmd);
   add_devices(*hw_cmd);
   add_hw_sweep_command(*hw_cmd, argc, argv);
 }

@@ -1,163 +1,298 @@
 // The receiver's N-way combine, shared by the packed all-to-all (LSE in the packed lanes) and the direct
-// merge (LSE in its own slots, behind epoch-stamped flags): merged LSE and weights per (row, head) in shared
-// memory, then fp32 accumulation over the N partials with one rounding to the output type. A partial whose
-// weight is 0 is never read.
+// merge (LSE in its own slots, behind epoch-stamped flags): per (row, head) the merged LSE and the N weights,
+// then fp32 accumulation over the N partials with one rounding to the output type. A partial whose weight is
+// 0 contributes exactly 0: its values are loaded (with up to 8 sources, before the weights are known, so the
+// loads overlap the LSE round trip) but never used in arithmetic.
+//
+// The kernel shape is the correction's (lse_correct.cu, vec.cuh): a group of G lanes per (row, head), each
+// lane owning VPT vectors of the D lanes for every source, the max and sum over the N LSEs reduced with xor
+// shuffles, lane s of the group holding source s's weight and handing it to the others by shuffle. 16-byte
+// accesses where the layout allows; the packed all-to-all rows (D + 2 lanes of 16 bits) allow only 4-byte
+// ones.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "bench_op.h"
+#include "combine_common.cuh"
 #include "cuda_check.h"
 #include "dcpsim/error.h"
 #include "device_buffer.h"
 #include "device_common.cuh"
 #include "ops.h"
+#include "vec.cuh"
 
 namespace dcpsim::hw::ops {
 namespace {
 
-constexpr int kThreads = 128;
+constexpr int kMaxThreads = 256;
+constexpr int kVariantCount = 6;
+// legacy; the lane-group kernel with 1, 2, 4 vectors per lane and source; the short path with 1, 2
+// (a2a_combine_fast.cu)
+constexpr const char* kVariantNames[kVariantCount] = {"legacy", "g1", "g2", "g4", "f1", "f2"};
 
-__device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* p) {
-  unsigned long long v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
+// Sources whose chunk is loaded before the weights: as many as fit in 80 registers beside the VPT·VEC fp32
+// accumulators (no spills on sm_90 or sm_100), at most 8.
+template <typename T, int VEC, int VPT>
+constexpr int prefetch_sources() {
+  constexpr int regs = VPT * int(sizeof(T)) * VEC / 4;
+  return std::min(8, std::max(1, (80 - VPT * VEC) / std::max(1, regs)));
 }
 
-// Thread 0 waits for every source's flag of this epoch; false (and *error set) after the timeout.
-__device__ bool wait_flags(const CombineArgs& a, const unsigned long long* flags, unsigned long long epoch) {
-  __shared__ int ok;
-  if (threadIdx.x == 0) {
-    ok = 1;
-    const unsigned long long start = global_timer();
-    for (int s = 0; s < a.dcp && ok; ++s) {
-      while (load_acquire(flags + s) != epoch) {
-        if (static_cast<long long>(global_timer() - start) > a.timeout_ns) {
-          atomicCAS(a.error, 0, 1 + s);
-          ok = 0;
-          break;
-        }
-        __nanosleep(100);
-      }
+template <typename T, int VEC, int VPT, int NS>
+__device__ __forceinline__ void load_sources(Vec<T, VEC> (&v)[NS][VPT], const T* src, std::int64_t stride,
+                                             int dcp, int first, int group, int vecs) {
+#pragma unroll
+  for (int s = 0; s < NS; ++s)
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) {
+      const int i = first + u * group;
+      if (s < dcp && i < vecs) v[s][u].load_cg(src + s * stride + std::int64_t(i) * VEC);
+    }
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ void accumulate(float (&acc)[VEC], const Vec<T, VEC>& x, float w) {
+#pragma unroll
+  for (int e = 0; e < VEC; e += 2) {
+    if constexpr (VEC % 2 == 0) {
+      const float2 p = x.get2(e);
+      acc[e] = fmaf(w, p.x, acc[e]);
+      acc[e + 1] = fmaf(w, p.y, acc[e + 1]);
+    } else {
+      acc[e] = fmaf(w, x.get(e), acc[e]);
+      if (e + 1 < VEC) acc[e + 1] = fmaf(w, x.get(e + 1), acc[e + 1]);
     }
   }
-  __syncthreads();
-  return ok != 0;
 }
 
-template <typename TIn>
-__device__ __forceinline__ float packed_lse(const TIn* row, int dim) {
-  if constexpr (sizeof(TIn) == 4) {
-    return __ldcg(reinterpret_cast<const float*>(row) + dim);
-  } else {
-    const unsigned short* u = reinterpret_cast<const unsigned short*>(row);
-    const unsigned bits = unsigned(__ldcg(u + dim)) | (unsigned(__ldcg(u + dim + 1)) << 16);
-    return __uint_as_float(bits);
+// One pair (b, j), by the G lanes of its group.
+template <typename T, int VEC, int VPT>
+__device__ __forceinline__ void combine_pair(const CombineArgs& a, const T* o, const float* lse, int b, int j,
+                                             int lane, const GroupLaunch& g, unsigned mask, float k) {
+  constexpr int kNs = prefetch_sources<T, VEC, VPT>();
+  const int group = 1 << g.shift, vecs = a.dim / VEC;
+  const std::int64_t pair = std::int64_t(b) * a.heads + j;
+  const T* src = o + pair * a.o_lanes;
+  auto lse_of = [&](int s) {
+    return lse != nullptr ? __ldcg(lse + s * a.lse_src_stride + pair)
+                          : packed_lse(src + s * a.src_stride, a.dim);
+  };
+  const bool prefetch = a.dcp <= kNs;
+  const bool shuffled = a.dcp <= (1 << g.reduce_shift);
+  const int base = g.shift >= 5 ? 0 : int(threadIdx.x & 31u) & ~(group - 1);
+  T* dst = static_cast<T*>(a.dst) + std::int64_t(b) * a.dst_row_stride + std::int64_t(j) * a.dst_head_stride;
+  LseShift sh{-INFINITY, 0.f};
+  // A chunk is VPT vectors per lane of every source; there is more than one only when D exceeds 256·VPT
+  // vectors. Each chunk forms the weights again (the LSEs are in cache by then): nothing stays live across.
+  for (int first = lane; first - lane < vecs; first += group * VPT) {
+    Vec<T, VEC> v[kNs][VPT];
+    if (prefetch) load_sources<T, VEC, VPT, kNs>(v, src, a.src_stride, a.dcp, first, group, vecs);
+    float own = -INFINITY;
+    if (b < a.valid_rows) sh = group_shift(a.dcp, k, lane, g.reduce_shift, mask, lse_of, own);
+    // Lane r of a reduction holds source r's weight when the reduction spans every source; otherwise each
+    // lane forms every weight itself.
+    const float w_own = merge_weight(own, k, sh);
+    float acc[VPT][VEC];
+#pragma unroll
+    for (int u = 0; u < VPT; ++u)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) acc[u][e] = 0.f;
+    if (prefetch) {
+#pragma unroll
+      for (int s = 0; s < kNs; ++s) {
+        if (s >= a.dcp) break;
+        const float w = shuffled ? __shfl_sync(mask, w_own, base + s) : merge_weight(lse_of(s), k, sh);
+#pragma unroll
+        for (int u = 0; u < VPT; ++u) {
+          v[s][u].zero_if(w == 0.f);
+          accumulate(acc[u], v[s][u], w);
+        }
+      }
+    } else {
+      for (int s = 0; s < a.dcp; ++s) {
+        const float w = shuffled ? __shfl_sync(mask, w_own, base + s) : merge_weight(lse_of(s), k, sh);
+        if (w == 0.f) continue;  // never read
+        Vec<T, VEC> x[VPT];
+#pragma unroll
+        for (int u = 0; u < VPT; ++u) {
+          const int i = first + u * group;
+          x[u].raw = {};
+          if (i < vecs) x[u].load_cg(src + s * a.src_stride + std::int64_t(i) * VEC);
+        }
+#pragma unroll
+        for (int u = 0; u < VPT; ++u) accumulate(acc[u], x[u], w);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) {
+      const int i = first + u * group;
+      if (i >= vecs) continue;
+      Vec<T, VEC> r;
+#pragma unroll
+      for (int e = 0; e < VEC; e += 2) {
+        if constexpr (VEC % 2 == 0)
+          r.set2(e, make_float2(acc[u][e], acc[u][e + 1]));
+        else
+          r.set(e, acc[u][e]);
+      }
+      r.store(dst + std::int64_t(i) * VEC);
+    }
   }
+  if (lane == 0 && a.merged_lse.ptr != nullptr)
+    a.merged_lse.ptr[std::int64_t(b) * a.merged_lse.row_stride + std::int64_t(j) * a.merged_lse.head_stride] =
+        merged_lse(sh, k);
 }
 
-template <typename TIn, typename TOut>
-__global__ void __launch_bounds__(kThreads) combine_kernel(CombineArgs a) {
+// Grid: x = blocks of heads_per_block heads, y = rows (striding past 65535).
+template <typename T, int VEC, int VPT>
+__global__ void __launch_bounds__(kMaxThreads) combine_group_kernel(CombineArgs a, GroupLaunch g) {
   pdl_begin();
-  extern __shared__ float w[];  // [N]
-  __shared__ LseShift shift;
-  const int j = blockIdx.x, b = blockIdx.y;
-  const TIn* o = static_cast<const TIn*>(a.o);
+  const T* o = static_cast<const T*>(a.o);
   const float* lse = a.lse;
   if (a.flags != nullptr) {
     const unsigned long long epoch = *a.epoch;
     const int parity = static_cast<int>(epoch & 1);
     o += parity * a.parity_o_stride;
-    lse += parity * a.parity_lse_stride;
+    if (lse != nullptr) lse += parity * a.parity_lse_stride;
     if (!wait_flags(a, a.flags + parity * a.parity_flag_stride, epoch)) return;
   }
-  const std::int64_t pair = std::int64_t(b) * a.heads + j;
-  auto lse_of = [&](int s) {
-    return lse != nullptr ? __ldcg(lse + s * a.lse_src_stride + pair)
-                          : packed_lse(o + s * a.src_stride + pair * a.o_lanes, a.dim);
-  };
+  const int lane = threadIdx.x & ((1 << g.shift) - 1);
+  const int j = blockIdx.x * g.heads_per_block + (threadIdx.x >> g.shift);
+  const unsigned mask = group_mask(g.shift);
   const float k = a.base2 ? 1.f : kLog2e;
-  if (threadIdx.x == 0) {
-    shift = b < a.valid_rows ? lse_shift(a.dcp, k, lse_of) : LseShift{-INFINITY, 0.f};
+  for (int b = blockIdx.y; b < a.rows; b += gridDim.y) {
+    if (j < a.heads) combine_pair<T, VEC, VPT>(a, o, lse, b, j, lane, g, mask, k);
+    row_unit_done(a.stamps, b, gridDim.x);
   }
-  __syncthreads();
-  const LseShift sh = shift;
-  for (int s = threadIdx.x; s < a.dcp; s += kThreads) w[s] = merge_weight(lse_of(s), k, sh);
-  __syncthreads();
-  TOut* dst =
-      static_cast<TOut*>(a.dst) + std::int64_t(b) * a.dst_row_stride + std::int64_t(j) * a.dst_head_stride;
-  for (int d = threadIdx.x; d < a.dim; d += kThreads) {
-    float acc = 0.f;
-    for (int s = 0; s < a.dcp; ++s)
-      if (w[s] != 0.f) acc += w[s] * to_f32(__ldcg(o + s * a.src_stride + pair * a.o_lanes + d));
-    dst[d] = from_f32<TOut>(acc);
-  }
-  if (threadIdx.x == 0 && a.merged_lse.ptr != nullptr)
-    a.merged_lse.ptr[std::int64_t(b) * a.merged_lse.row_stride + std::int64_t(j) * a.merged_lse.head_stride] =
-        merged_lse(sh, k);
-  row_unit_done(a.stamps, b, static_cast<unsigned>(a.heads));
 }
 
-template <typename TIn>
-void launch_out(const CombineArgs& a, cudaStream_t stream) {
-  const dim3 grid(a.heads, a.rows);
-  // Padded to whole 32-byte groups: the unrolled sum may load the weights several at a time.
-  const std::size_t smem = std::size_t(a.dcp + 7) / 8 * 8 * sizeof(float);
-  switch (a.out) {
-    case Elem::kF32:
-      launch_kernel("combine_kernel", combine_kernel<TIn, float>, grid, kThreads, smem, stream, a);
-      break;
-    case Elem::kBF16:
-      launch_kernel("combine_kernel", combine_kernel<TIn, __nv_bfloat16>, grid, kThreads, smem, stream, a);
-      break;
-    case Elem::kF16:
-      launch_kernel("combine_kernel", combine_kernel<TIn, __half>, grid, kThreads, smem, stream, a);
-      break;
+template <typename T, int VEC, int VPT>
+void launch_group(const CombineArgs& a, cudaStream_t stream) {
+  const GroupLaunch g = group_launch(a.heads, a.dim / VEC, VPT, a.dcp);
+  const dim3 grid(ceil_div(a.heads, g.heads_per_block), std::min(a.rows, 65535));
+  launch_kernel("combine_group_kernel", combine_group_kernel<T, VEC, VPT>, grid, g.threads, 0, stream, a, g);
+}
+
+// Whether every access of `vec` elements is aligned: the source and destination pointers and every stride.
+bool aligned_for(const CombineArgs& a, int vec, std::size_t elem) {
+  const std::uintptr_t bytes = std::uintptr_t(vec) * elem;
+  const std::int64_t strides[] = {a.o_lanes, a.src_stride,     a.parity_o_stride,
+                                  a.dim,     a.dst_row_stride, a.dst_head_stride};
+  bool ok = reinterpret_cast<std::uintptr_t>(a.o) % bytes == 0 &&
+            reinterpret_cast<std::uintptr_t>(a.dst) % bytes == 0;
+  for (auto s : strides) ok = ok && s % vec == 0;
+  return ok;
+}
+
+// VPT counts 16-byte vectors; with 4-byte accesses (packed rows) a lane takes four times as many.
+template <typename T>
+void launch_typed(const CombineArgs& a, int variant, cudaStream_t stream) {
+  constexpr int kVec = 16 / sizeof(T);
+  if (variant >= 4) {  // the short path, else the lane-group kernel with as many vectors
+    if (launch_combine_fast(a, variant - 3, stream)) return;
+    variant -= 3;
   }
-  DCPSIM_CUDA_LAUNCHED("combine_kernel");
+  if (aligned_for(a, kVec, sizeof(T))) {
+    if (variant == 1) return launch_group<T, kVec, 1>(a, stream);
+    if (variant == 2) return launch_group<T, kVec, 2>(a, stream);
+    return launch_group<T, kVec, 4>(a, stream);
+  }
+  if constexpr (sizeof(T) == 2) {
+    if (aligned_for(a, 2, sizeof(T))) {
+      if (variant == 1) return launch_group<T, 2, 4>(a, stream);
+      if (variant == 2) return launch_group<T, 2, 8>(a, stream);
+      return launch_group<T, 2, 16>(a, stream);
+    }
+  }
+  launch_group<T, 1, 4>(a, stream);
 }
 
 }  // namespace
+
+const std::vector<std::string>& combine_variants() {
+  static const std::vector<std::string> names(kVariantNames, kVariantNames + kVariantCount);
+  return names;
+}
+
+int combine_auto_variant(const CombineArgs& a) {
+  // By the bytes of the N partials, from the decode sweep on one H200 (docs/PERFORMANCE.md, 2026-12-01, bf16,
+  // graph-replayed): one vector per lane and source up to 2 MiB, two above (four past 16 MiB when rows are
+  // D = 512 long). The short-path variants (f1, f2) are not chosen until they have been measured.
+  const std::int64_t bytes = std::int64_t(a.dcp) * a.rows * a.heads * a.dim * std::int64_t(elem_bytes(a.in));
+  const bool short_rows = std::int64_t(a.dim) * std::int64_t(elem_bytes(a.in)) <= 256;
+  if (bytes <= (std::int64_t{2} << 20)) return 1;                 // g1
+  if (short_rows || bytes <= (std::int64_t{16} << 20)) return 2;  // g2
+  return 3;                                                       // g4
+}
 
 void launch_combine(const CombineArgs& a, cudaStream_t stream) {
   if (a.dcp < 1 || a.dcp > 4096)
     throw InputError("combine: N=" + std::to_string(a.dcp) + " outside [1, 4096]");
   if (a.flags != nullptr && (a.epoch == nullptr || a.error == nullptr))
     throw InputError("combine: flags need an epoch counter and an error word");
+  if (a.variant < -1 || a.variant >= kVariantCount)
+    throw InputError("combine: variant " + std::to_string(a.variant) + " outside [-1, " +
+                     std::to_string(kVariantCount) + ")");
   if (a.rows == 0 || a.heads == 0) return;
+  const int variant = a.variant < 0 ? combine_auto_variant(a) : a.variant;
+  if (variant == 0 || a.in != a.out) {
+    launch_combine_legacy(a, stream);
+    return;
+  }
   switch (a.in) {
     case Elem::kF32:
-      launch_out<float>(a, stream);
+      launch_typed<float>(a, variant, stream);
       break;
     case Elem::kBF16:
-      launch_out<__nv_bfloat16>(a, stream);
+      launch_typed<__nv_bfloat16>(a, variant, stream);
       break;
     case Elem::kF16:
-      launch_out<__half>(a, stream);
+      launch_typed<__half>(a, variant, stream);
       break;
   }
+  DCPSIM_CUDA_LAUNCHED("combine_group_kernel");
 }
 
 }  // namespace dcpsim::hw::ops
 
-// ---- benchmark descriptor: the receiver's unpack-combine of N packed bf16 blocks [N][B][H/N][D + 2]; bytes
-// = the received buffer read once, O [B][H/N][D] and its LSE written once ----
+// ---- benchmark descriptors: the receiver's combine of N blocks of [B][H/N][D] into [B][H/N][D] and its LSE.
+// "a2a-combine": the packed all-to-all's received buffer [N][B][H/N][D + 2] (LSE in the last two lanes);
+// "combine": the direct merge's slots, O [N][B][H/N][D] and LSE [N][B][H/N] apart (the layout FlashInfer's
+// MergeStates is compared with). Bytes: every input read once, O and the merged LSE written once. Inputs
+// rotate over enough sets to exceed L2 ----
 namespace dcpsim::hw::ops {
 namespace {
 
 class CombineBench final : public BenchOp {
  public:
-  CombineBench(const OpShape& s, std::uint64_t seed) : s_(s) {
-    if (s.heads % s.dcp != 0) throw InputError("a2a-combine bench: H must be divisible by N");
+  CombineBench(const OpShape& s, std::uint64_t seed, bool packed)
+      : s_(s), packed_(packed), elem_(elem_of(s.dtype)) {
+    const char* name = packed ? "a2a-combine" : "combine";
+    if (s.dcp < 1 || s.rows < 1 || s.heads < 1 || s.dim < 1)
+      throw InputError(std::string(name) + " bench: N, B, H and D must be >= 1");
+    if (s.heads % s.dcp != 0) throw InputError(std::string(name) + " bench: H must be divisible by N");
+    if (elem_ == Elem::kF32) throw InputError(std::string(name) + " bench: --dtype must be bf16 or fp16");
     j_ = s.heads / s.dcp;
-    const std::int64_t packed = std::int64_t(s.dcp) * s.rows * j_ * (s.dim + 2);
-    recv_ = DeviceBuffer(std::size_t(packed) * 2);
-    // Random 16-bit lanes: the LSE lanes then hold arbitrary fp32 patterns, NaN included, as real garbage
-    // would.
-    launch_fill_uniform(recv_.get(), packed, Elem::kBF16, 4.f, seed, 0, nullptr);
+    lanes_ = s.dim + (packed ? 2 : 0);
+    const std::int64_t o_elems = std::int64_t(s.dcp) * s.rows * j_ * lanes_;
+    const std::int64_t lse_elems = packed ? 0 : std::int64_t(s.dcp) * s.rows * j_;
+    sets_ = rotation_sets(double(o_elems) * 2 + double(lse_elems) * 4);
+    for (int i = 0; i < sets_; ++i) {
+      // Packed: random 16-bit lanes, so the LSE lanes hold fp32 patterns whose high half is a bf16 in [-4,
+      // 4).
+      o_.emplace_back(std::size_t(o_elems) * 2);
+      launch_fill_uniform(o_.back().get(), o_elems, packed ? Elem::kBF16 : elem_, 4.f, seed + i, 0, nullptr);
+      if (!packed) {
+        lse_.emplace_back(std::size_t(lse_elems) * 4);
+        launch_fill_uniform(lse_.back().get(), lse_elems, Elem::kF32, 8.f, seed + 100 + i, 0, nullptr);
+      }
+    }
     out_ = DeviceBuffer(std::size_t(s.rows) * j_ * s.dim * 2);
-    lse_ = DeviceBuffer(std::size_t(s.rows) * j_ * 4);
+    merged_ = DeviceBuffer(std::size_t(s.rows) * j_ * 4);
     DCPSIM_CUDA(cudaDeviceSynchronize());
   }
   std::string label() const override {
@@ -165,34 +300,48 @@ class CombineBench final : public BenchOp {
            " D=" + std::to_string(s_.dim);
   }
   double bytes() const override {
-    return double(s_.dcp) * s_.rows * j_ * (s_.dim + 2) * 2 + double(s_.rows) * j_ * (s_.dim * 2 + 4);
+    const double pairs = double(s_.rows) * j_;
+    return s_.dcp * pairs * (lanes_ * 2 + (packed_ ? 0 : 4)) + pairs * (s_.dim * 2 + 4);
   }
-  void launch(int, cudaStream_t stream) override {
+  void set_variant(int v) override { s_.variant = v; }
+  void launch(int call, cudaStream_t stream) override {
     CombineArgs a;
     a.dcp = s_.dcp;
     a.rows = a.valid_rows = s_.rows;
     a.heads = j_;
     a.dim = s_.dim;
-    a.o = recv_.get();
-    a.o_lanes = s_.dim + 2;
-    a.src_stride = std::int64_t(s_.rows) * j_ * a.o_lanes;
+    a.in = a.out = elem_;
+    a.variant = s_.variant;
+    a.o = o_[call % sets_].get();
+    a.o_lanes = lanes_;
+    a.src_stride = std::int64_t(s_.rows) * j_ * lanes_;
+    if (!packed_) {
+      a.lse = lse_[call % sets_].as<float>();
+      a.lse_src_stride = std::int64_t(s_.rows) * j_;
+    }
     a.dst = out_.get();
     a.dst_row_stride = std::int64_t(j_) * s_.dim;
     a.dst_head_stride = s_.dim;
-    a.merged_lse = {lse_.as<float>(), j_, 1};
+    a.merged_lse = {merged_.as<float>(), j_, 1};
     launch_combine(a, stream);
   }
 
  private:
   OpShape s_;
-  int j_ = 1;
-  DeviceBuffer recv_, out_, lse_;
+  bool packed_;
+  Elem elem_;
+  int j_ = 1, lanes_ = 0, sets_ = 1;
+  std::vector<DeviceBuffer> o_, lse_;
+  DeviceBuffer out_, merged_;
 };
 
 }  // namespace
 
 std::unique_ptr<BenchOp> make_a2a_combine_bench(const OpShape& s, std::uint64_t seed) {
-  return std::make_unique<CombineBench>(s, seed);
+  return std::make_unique<CombineBench>(s, seed, true);
+}
+std::unique_ptr<BenchOp> make_combine_bench(const OpShape& s, std::uint64_t seed) {
+  return std::make_unique<CombineBench>(s, seed, false);
 }
 
 }  // namespace dcpsim::hw::ops

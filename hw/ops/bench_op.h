@@ -21,6 +21,7 @@ class BenchOp {
   virtual double bytes() const = 0;
   virtual double flops() const { return 0; }
   virtual void launch(int call, cudaStream_t stream) = 0;  // `call` picks the input set
+  virtual void set_variant(int) {}  // operations with kernel variants (op_variants) launch this one next
 };
 
 // How many input sets of `bytes_per_set` make their total at least three times the L2 (at most 8).
@@ -31,6 +32,10 @@ std::unique_ptr<BenchOp> make_attention_bench(const OpShape& s, std::uint64_t se
 std::unique_ptr<BenchOp> make_correct_bench(const OpShape& s, std::uint64_t seed);
 std::unique_ptr<BenchOp> make_a2a_pack_bench(const OpShape& s, std::uint64_t seed);
 std::unique_ptr<BenchOp> make_a2a_combine_bench(const OpShape& s, std::uint64_t seed);
+std::unique_ptr<BenchOp> make_combine_bench(const OpShape& s, std::uint64_t seed);
+// FlashInfer's MergeStates (flashinfer_merge_states.cu) on the "combine" shapes; InputError in builds without
+// FlashInfer.
+std::unique_ptr<BenchOp> make_merge_states_flashinfer_bench(const OpShape& s, std::uint64_t seed);
 std::unique_ptr<BenchOp> make_direct_bench(const OpShape& s, std::uint64_t seed);
 
 }  // namespace dcpsim::hw::ops

@@ -64,4 +64,19 @@ std::vector<std::int64_t> decode_plan(void* float_ws, std::size_t float_bytes, v
 void decode_run(const DecodeRun& r, const std::vector<std::int64_t>& plan, void* float_ws, void* int_ws,
                 cudaStream_t stream);
 
+// ---- MergeStates (attention/cascade.cuh): `states` states per row, v [rows][states][heads][dim] and base-2
+// LSEs s [rows][states][heads], merged into v_merged [rows][heads][dim] and s_merged [rows][heads] ----
+struct MergeStatesRun {
+  bool fp16 = false;  // else bf16
+  const void* v = nullptr;
+  const float* s = nullptr;
+  void* v_merged = nullptr;
+  float* s_merged = nullptr;
+  int states = 0, rows = 0, heads = 0, dim = 0;
+};
+// RuntimeError when FlashInfer's launch fails (its small-N kernel takes one block of dim/vec × heads threads
+// per row, which exceeds 1024 threads at D = 512 with more than 32 heads), InputError for a head dim it does
+// not dispatch (64, 128, 256, 512).
+void merge_states_run(const MergeStatesRun& r, cudaStream_t stream);
+
 }  // namespace dcpsim::hw::ops::flashinfer_kernels

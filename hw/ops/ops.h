@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "dcpsim/models/types.h"
 
@@ -119,8 +121,19 @@ struct CorrectArgs {
   int out_block_heads = 0;
   LseOut merged_lse;  // optional
   RowStamps stamps;
+  int variant = -1;  // index into correct_variants(); -1: the one correct_auto_variant picks for the size
 };
 void launch_correct(const CorrectArgs& a, cudaStream_t stream);
+// The correction's kernels: "legacy" (the kernels used until 2026-12, lse_correct_legacy.cu), the lane-group
+// kernel with 1, 2, 4 or 8 16-byte vectors per lane ("g1" .. "g8"; "g4s", "g8s" with streaming cache hints),
+// and the short-path kernels with 1, 2 or 4 ("f*": LSE reduction across the group, "s*": each lane alone;
+// calls they do not take run the lane-group kernel with as many vectors).
+const std::vector<std::string>& correct_variants();
+int correct_auto_variant(const CorrectArgs& a);
+void launch_correct_legacy(const CorrectArgs& a, cudaStream_t stream);
+// The short-path kernels (lse_correct_fast.cu) with `vpt` 16-byte vectors per lane; false (nothing launched)
+// when the call is outside what they take (16-bit O on 16-byte rows, N <= 8, rows <= 65535, no row stamps).
+bool launch_correct_fast(const CorrectArgs& a, int vpt, bool solo, cudaStream_t stream);
 
 // ---- packed all-to-all (ops/a2a_pack.cu, ops/a2a_combine.cu) ----
 struct PackArgs {
@@ -161,8 +174,20 @@ struct CombineArgs {
   std::int64_t parity_o_stride = 0, parity_lse_stride = 0, parity_flag_stride = 0;
   long long timeout_ns = 0;
   int* error = nullptr;
+  int variant = -1;  // index into combine_variants(); -1: the one combine_auto_variant picks for the size
 };
 void launch_combine(const CombineArgs& a, cudaStream_t stream);
+// The combine's kernels: "legacy" (the kernel used until 2026-12, a2a_combine_legacy.cu; also every call
+// whose output type differs from its input's), the lane-group kernel with 1, 2 or 4 16-byte vectors per lane
+// and source ("g1", "g2", "g4"), and the short-path kernel with 1 or 2 ("f1", "f2"; calls it does not take
+// run "g1", "g2").
+const std::vector<std::string>& combine_variants();
+int combine_auto_variant(const CombineArgs& a);
+void launch_combine_legacy(const CombineArgs& a, cudaStream_t stream);
+// The short-path kernel (a2a_combine_fast.cu) with `vpt` 16-byte vectors per lane and source; false (nothing
+// launched) outside what it takes (16-bit in = out on 16-byte rows, LSE slots, N <= 8, rows <= 65535, no
+// stamps).
+bool launch_combine_fast(const CombineArgs& a, int vpt, cudaStream_t stream);
 
 // ---- direct merge writer (ops/direct_merge.cu) ----
 struct DirectWriteArgs {
@@ -261,6 +286,9 @@ void launch_reduce_sum(const ReduceArgs& a, cudaStream_t stream);
 // Writes %globaltimer into *slot (the origin of per-row stamps, and the all-rows-ready time after a
 // collective).
 void launch_stamp(unsigned long long* slot, cudaStream_t stream);
+
+// One thread that spins for `ns` nanoseconds of %globaltimer (benchmarks: lets the host enqueue ahead).
+void launch_delay(long long ns, cudaStream_t stream);
 
 // Programmatic dependent launch (--launch pdl): while a PdlScope(true) is alive on this thread, the step's
 // kernels are launched with cudaLaunchAttributeProgrammaticStreamSerialization, so each may start while its

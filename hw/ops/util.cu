@@ -35,6 +35,11 @@ int lse_lanes(Elem e) {
 
 namespace {
 
+__global__ void delay_kernel(long long ns) {
+  const unsigned long long start = global_timer();
+  while (static_cast<long long>(global_timer() - start) < ns) __nanosleep(1000);
+}
+
 __global__ void stamp_kernel(unsigned long long* slot) {
   pdl_begin();
   *slot = global_timer();
@@ -63,6 +68,11 @@ __global__ void fill_kv_kernel(KvFillArgs a) {
 }
 
 }  // namespace
+
+void launch_delay(long long ns, cudaStream_t stream) {
+  delay_kernel<<<1, 1, 0, stream>>>(ns);
+  DCPSIM_CUDA_LAUNCHED("delay_kernel");
+}
 
 void launch_stamp(unsigned long long* slot, cudaStream_t stream) {
   launch_kernel("stamp_kernel", stamp_kernel, 1, 1, 0, stream, slot);

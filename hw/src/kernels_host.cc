@@ -182,6 +182,7 @@ GpuCorrectResult gpu_lse_correct(std::span<const models::Partial> partials, int 
     a.out_head_stride = a.in_head_stride;
   }
   a.merged_lse = {dm.as<float>(), H, 1};
+  a.variant = o.variant;
   ops::launch_correct(a, nullptr);
   DCPSIM_CUDA(cudaDeviceSynchronize());
   GpuCorrectResult r;
@@ -225,7 +226,7 @@ models::A2aBuffer gpu_a2a_pack(const models::Partial& partial, int dcp, models::
 }
 
 GpuMergedBlock gpu_a2a_combine(const models::A2aBuffer& received, models::LseBase base,
-                               models::DType out_dtype, int valid_rows) {
+                               models::DType out_dtype, int valid_rows, int variant) {
   const ops::Elem in = ops::elem_of(received.dtype), out = ops::elem_of(out_dtype);
   const int B = received.rows, J = received.heads_per_block, D = received.dim, lanes = received.lanes();
   DeviceBuffer drecv = upload(received.bytes), ddst(std::size_t(B) * J * D * ops::elem_bytes(out));
@@ -246,11 +247,61 @@ GpuMergedBlock gpu_a2a_combine(const models::A2aBuffer& received, models::LseBas
   a.dst_row_stride = std::int64_t(J) * D;
   a.dst_head_stride = D;
   a.merged_lse = {dl.as<float>(), J, 1};
+  a.variant = variant;
   ops::launch_combine(a, nullptr);
   DCPSIM_CUDA(cudaDeviceSynchronize());
   GpuMergedBlock r{B, J, D, download_as(out, ddst, std::size_t(B) * J * D),
                    to_doubles(download<float>(dl, std::size_t(B) * J))};
   return r;
+}
+
+GpuMergedBlock gpu_combine_slots(std::span<const models::Partial> partials, int owner,
+                                 const GpuCombineOptions& o) {
+  const int N = static_cast<int>(partials.size());
+  if (N == 0 || owner < 0 || owner >= N)
+    throw InputError("combine: owner " + std::to_string(owner) + " outside the group");
+  for (const auto& p : partials) p.validate();
+  const int B = partials[0].out_layout.rows, H = partials[0].out_layout.heads, D = partials[0].out_layout.dim;
+  if (H % N != 0)
+    throw InputError("combine: H=" + std::to_string(H) + " is not divisible by N=" + std::to_string(N));
+  const int J = H / N;
+  std::vector<double> slots;
+  std::vector<float> lses;
+  for (const auto& p : partials) {
+    if (p.out_layout.rows != B || p.out_layout.heads != H || p.out_layout.dim != D)
+      throw InputError("combine: every partial must have the same shape");
+    for (int b = 0; b < B; ++b)
+      for (int j = 0; j < J; ++j) {
+        lses.push_back(static_cast<float>(p.l(b, owner * J + j)));
+        for (int d = 0; d < D; ++d) slots.push_back(p.o(b, owner * J + j, d));
+      }
+  }
+  const ops::Elem e = ops::elem_of(o.dtype);
+  DeviceBuffer dslots = upload_as(e, slots), dl = upload(lses),
+               ddst(std::size_t(B) * J * D * ops::elem_bytes(e));
+  DeviceBuffer dm(std::size_t(B) * J * sizeof(float));
+  ops::CombineArgs a;
+  a.dcp = N;
+  a.rows = B;
+  a.valid_rows = valid_rows_of(o.valid_rows, B);
+  a.heads = J;
+  a.dim = D;
+  a.base2 = o.base == models::LseBase::k2;
+  a.in = a.out = e;
+  a.o = dslots.get();
+  a.o_lanes = D;
+  a.src_stride = std::int64_t(B) * J * D;
+  a.lse = dl.as<float>();
+  a.lse_src_stride = std::int64_t(B) * J;
+  a.dst = ddst.get();
+  a.dst_row_stride = std::int64_t(J) * D;
+  a.dst_head_stride = D;
+  a.merged_lse = {dm.as<float>(), J, 1};
+  a.variant = o.variant;
+  ops::launch_combine(a, nullptr);
+  DCPSIM_CUDA(cudaDeviceSynchronize());
+  return GpuMergedBlock{B, J, D, download_as(e, ddst, std::size_t(B) * J * D),
+                        to_doubles(download<float>(dm, std::size_t(B) * J))};
 }
 
 }  // namespace dcpsim::hw

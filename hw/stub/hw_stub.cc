@@ -40,7 +40,10 @@ GpuCorrectResult gpu_lse_correct(std::span<const models::Partial>, int, const Gp
 models::A2aBuffer gpu_a2a_pack(const models::Partial&, int, models::DType, int) {
   no_cuda();
 }
-GpuMergedBlock gpu_a2a_combine(const models::A2aBuffer&, models::LseBase, models::DType, int) {
+GpuMergedBlock gpu_a2a_combine(const models::A2aBuffer&, models::LseBase, models::DType, int, int) {
+  no_cuda();
+}
+GpuMergedBlock gpu_combine_slots(std::span<const models::Partial>, int, const GpuCombineOptions&) {
   no_cuda();
 }
 std::vector<GpuMergedBlock> gpu_direct_merge(std::span<const models::Partial>, const GpuDirectOptions&) {
@@ -68,9 +71,23 @@ MpiWorld mpi_init(int*, char***) {
 void mpi_finalize() {}
 
 std::vector<std::string> bench_ops() {
-  return {"copy", "attention", "correct", "a2a-pack", "a2a-combine", "direct"};
+  return {"copy",        "attention", "correct", "a2a-pack",
+          "a2a-combine", "combine",   "direct",  "merge-states-flashinfer"};
+}
+std::vector<std::string> op_variants(const std::string&) {
+  no_cuda();
 }
 OpBenchResult run_op_bench(const OpBenchConfig&) {
+  no_cuda();
+}
+OpBenchResult run_op_bench_at(const OpBenchConfig&, double) {
+  no_cuda();
+}
+std::vector<OpBenchPoint> run_op_bench_points(const OpBenchConfig&, const std::vector<int>&,
+                                              const std::vector<bool>&, double) {
+  no_cuda();
+}
+std::vector<OpShape> sweep_shapes(const std::string&, const std::string&) {
   no_cuda();
 }
 double measure_copy_bandwidth(int, std::int64_t, int) {

@@ -40,7 +40,7 @@ TEST(Device, BenchRunnerReportsConsistentFigures) {
   EXPECT_GT(r.median_ns, 0);
   EXPECT_LE(r.min_ns, r.median_ns);
   EXPECT_GE(r.max_ns, r.median_ns);
-  EXPECT_DOUBLE_EQ(r.bytes, 2.0 * 2 * 8 * 16 * 128 + 4.0 * 3 * 8 * 16);
+  EXPECT_DOUBLE_EQ(r.bytes, 2.0 * 2 * 8 * 16 * 128 + 4.0 * (3 + 1) * 8 * 16);  // O twice, N LSEs, merged LSE
   EXPECT_NEAR(r.bandwidth, r.bytes / (r.median_ns * 1e-9), 1e-6 * r.bandwidth);
   EXPECT_GT(r.copy_bandwidth, 1e11);
   c.op = "no-such-op";

@@ -95,8 +95,9 @@ TEST(Runner, WritesATraceSection) {
   EXPECT_TRUE(r.check.passed);
 }
 
-// Row stamps on both paths of the correction kernel (one vector per thread for small calls, streaming blocks
-// for large ones): every row of every rank is stamped, its LSE no later than its output.
+// Row stamps on the correction kernels of both ends of the size table (one vector per thread for small calls,
+// four streaming vectors per lane for large ones): every row of every rank is stamped, its LSE no later than
+// its output.
 TEST(Runner, RowStampsCoverEveryRowOnBothCorrectionPaths) {
   DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
   for (int batch : {3, 256}) {

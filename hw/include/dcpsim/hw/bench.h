@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dcpsim/hw/attention_impl.h"
+#include "dcpsim/models/types.h"
 
 namespace dcpsim::hw {
 
@@ -23,6 +24,8 @@ struct OpShape {
   std::int64_t out_row_pad = 0;                     // head-padded O storage (correction)
   std::int64_t copy_bytes = std::int64_t{1} << 30;  // copy: bytes per copy
   AttentionImpl attention = AttentionImpl::kAuto;   // attention: FlashInfer where it runs, else dcpsim
+  models::DType dtype = models::DType::kBF16;       // O's type (correct, combine, merge-states: bf16 or fp16)
+  int variant = -1;  // correct, combine, a2a-combine: kernel variant (op_variants), -1: chosen by size
 };
 
 struct OpBenchConfig {
@@ -30,6 +33,10 @@ struct OpBenchConfig {
   OpShape shape;
   bool graph = false;  // time calls replayed from a CUDA graph (graph_calls per replay)
   int graph_calls = 20;
+  // Eager calls: 1 times each call alone between two events (the host's launch cost included); more enqueues
+  // that many calls behind a device-side delay long enough for the host to stay ahead, and reports the span
+  // over the count (the GPU's time per call when launches keep up, as graph replay does).
+  int eager_batch = 1;
   int warmup = 10;
   int reps = 50;
   int device = 0;
@@ -47,12 +54,39 @@ struct OpBenchResult {
   double fraction_of_copy = 0;  // bandwidth / copy_bandwidth
 };
 
-// Names of the operations: "copy", "attention", "correct", "a2a-pack", "a2a-combine", "direct".
+// Names of the operations: "copy", "attention", "correct", "a2a-pack", "a2a-combine", "combine", "direct",
+// "merge-states-flashinfer".
 std::vector<std::string> bench_ops();
+
+// The kernel variants an operation can be asked for (OpShape::variant indexes this list); empty when it has
+// none. InputError for an unknown op.
+std::vector<std::string> op_variants(const std::string& op);
 
 // Measures the device-copy bandwidth first (a large cudaMemcpy D2D), then the operation. InputError for an
 // unknown op or impossible shape.
 OpBenchResult run_op_bench(const OpBenchConfig& config);
+
+// The operation alone, its fraction of copy computed against `copy_bandwidth` (for sweeps that measure the
+// copy once).
+OpBenchResult run_op_bench_at(const OpBenchConfig& config, double copy_bandwidth);
+
+// One shape and dtype (config.shape) timed for each of `variants` (-1: chosen by size) in each launch mode
+// (true: graph), on one set of buffers. A point that fails carries its error; a shape the operation cannot
+// run fails every point.
+struct OpBenchPoint {
+  int variant = -1;
+  bool graph = false;
+  OpBenchResult result;
+  std::string error;  // empty when timed
+};
+std::vector<OpBenchPoint> run_op_bench_points(const OpBenchConfig& config, const std::vector<int>& variants,
+                                              const std::vector<bool>& graph_modes, double copy_bandwidth);
+
+// A named grid of shapes for `op`. "decode": N in {2, 3, 4, 6, 8}, B in {1, 4, 8, 16, 17, 32, 64, 128, 256},
+// H in {8, 16, 32, 64, 96, 128}, D in {128, 512}, plus N = 8, B = 1024, H = 128, D = 128; the combines
+// (a2a-combine, combine, merge-states-flashinfer) keep the shapes whose H is divisible by N; "copy" gets one
+// shape per distinct O size (B·H·D 16-bit elements). "small": a handful of those, for quick checks.
+std::vector<OpShape> sweep_shapes(const std::string& grid, const std::string& op);
 
 // The copy measurement alone (bytes read + written per second), over `bytes` per copy.
 double measure_copy_bandwidth(int device, std::int64_t bytes, int reps);

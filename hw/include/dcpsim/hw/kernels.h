@@ -44,6 +44,7 @@ struct GpuCorrectOptions {
   models::DType out_dtype = models::DType::kBF16;
   int valid_rows = -1;       // rows at or past this are padding: written as 0
   bool head_blocks = false;  // false: in place; true: out of place into [N][B][H/N][D] (the RS send layout)
+  int variant = -1;          // kernel variant (op_variants("correct") in bench.h); -1: chosen by size
 };
 
 struct GpuCorrectResult {
@@ -71,8 +72,21 @@ struct GpuMergedBlock {
 };
 
 // The receiver's unpack-combine: N partials from the received buffer, fp32 accumulation, one rounding.
+// `variant` as in op_variants("a2a-combine"); -1: chosen by size.
 GpuMergedBlock gpu_a2a_combine(const models::A2aBuffer& received, models::LseBase base,
-                               models::DType out_dtype, int valid_rows = -1);
+                               models::DType out_dtype, int valid_rows = -1, int variant = -1);
+
+struct GpuCombineOptions {
+  models::LseBase base = models::LseBase::kE;
+  models::DType dtype = models::DType::kBF16;  // the slots' and the output's type
+  int valid_rows = -1;
+  int variant = -1;  // op_variants("combine"); -1: chosen by size
+};
+
+// The same combine on the direct merge's slot layout (O [N][B][H/N][D] and LSE [N][B][H/N] apart, no flags):
+// block `owner` (heads [owner·H/N, (owner+1)·H/N)) of every partial, fp32 accumulation, one rounding.
+GpuMergedBlock gpu_combine_slots(std::span<const models::Partial> partials, int owner,
+                                 const GpuCombineOptions& options);
 
 struct GpuDirectOptions {
   models::LseBase base = models::LseBase::kE;
