@@ -4,6 +4,7 @@
 # between them, kernel_table.h); merge heads are multiples of 24 above 16 so that every N of the grid divides
 # them (A2A needs N | H). Two files, so that one can be re-made alone:
 #   OUT_DIR/<prefix>-attention.json  attention: MLA and GQA (1, 4, 8, 16 query heads per KV head)
+#   OUT_DIR/<prefix>-attention-dcpsim.json  MLA on dcpsim's own kernel (row stamps, row-stream)
 #   OUT_DIR/<prefix>-merge.json      correction, A2A pack and unpack-combine at value head dims 128 and 512
 #   scripts/hw_tables.sh DCPSIM_BINARY OUT_DIR [attention|merge|all] [prefix] [extra hw sweep flags]
 set -uo pipefail
@@ -19,6 +20,12 @@ if [ "$which" = all ] || [ "$which" = attention ]; then
     --geometry mla,gqa:1,gqa:4,gqa:8,gqa:16 --heads 16,32,64,128,256 \
     --batch 1,2,4,8,16,32,64,128,256 --tokens 128,256,512,1k,2k,4k,8k,16k,32k,64k,128k --reps 10 --warmup 3 \
     "$@" || status=1
+fi
+if [ "$which" = all ] || [ "$which" = attention ]; then
+  # dcpsim's own MLA kernel: what runs where FlashInfer cannot (row stamps, row-stream).
+  "$bin" hw sweep --out "$out/$prefix-attention-dcpsim.json" --kernels attention --attention dcpsim \
+    --geometry mla --heads 16,32,64,128,256 --batch 1,2,4,8,16,32,64,128,256 \
+    --tokens 128,256,512,1k,2k,4k,8k,16k,32k,64k,128k --reps 10 --warmup 3 "$@" || status=1
 fi
 if [ "$which" = all ] || [ "$which" = merge ]; then
   "$bin" hw sweep --out "$out/$prefix-merge.json" --kernels correction,a2a_pack,a2a_combine \
