@@ -16,7 +16,7 @@ export LD_LIBRARY_PATH=$BIN:$(dirname "$(find "${nccl:-/}" -name 'libnccl.so.2' 
 fuzz_pid=
 if [ -n "${FUZZ_DIR:-}" ]; then
   # shellcheck disable=SC2086  # FUZZ_TARGETS is a list of TARGET=WEIGHT words
-  (LD_LIBRARY_PATH=$FUZZ_DIR nice -n 5 scripts/fuzz_long.sh "$FUZZ_DIR" "$PWD" "${FUZZ_SECONDS:-240}" "$W/fz" 13 \
+  (LD_LIBRARY_PATH=$FUZZ_DIR nice -n 5 scripts/fuzz_long.sh "$FUZZ_DIR" "$PWD" "${FUZZ_SECONDS:-240}" "$W/fz" 14 \
      ${FUZZ_TARGETS:-} >"$W/fuzz_long.txt" 2>&1; echo "exit $?" >>"$W/fuzz_long.txt") &
   fuzz_pid=$!
 fi
