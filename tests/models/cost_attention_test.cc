@@ -11,8 +11,8 @@
 namespace dcpsim::models {
 namespace {
 
-const AttentionShape kMla{128, 1, 512, 576, true, DType::kBF16, DType::kBF16};
-const AttentionShape kGqa{32, 8, 128, 128, false, DType::kBF16, DType::kBF16};
+const AttentionShape kMla{128, 1, 512, 576, true, DType::kBF16, DType::kBF16, {}};
+const AttentionShape kGqa{32, 8, 128, 128, false, DType::kBF16, DType::kBF16, {}};
 
 // 4 SMs of one unit each, 16-token work units, 1 TB/s at efficiency exactly 1, at most 0.5 TB/s per unit,
 // attention floor 2 us, 1 us per unit, 0.5 us kernel floor.
@@ -45,7 +45,7 @@ TEST(CostAttention, MlaReadsTheLatentOnceGqaReadsKAndVPerKvHead) {
   EXPECT_EQ(head_groups(p, kMla), 2);
   EXPECT_EQ(heads_per_work_unit(p, kGqa), 4);
   EXPECT_EQ(head_groups(p, kGqa), 8);
-  EXPECT_THROW(kv_bytes_per_token(AttentionShape{30, 8, 128, 128, false, DType::kBF16, DType::kBF16}),
+  EXPECT_THROW(kv_bytes_per_token(AttentionShape{30, 8, 128, 128, false, DType::kBF16, DType::kBF16, {}}),
                InputError);
 }
 
@@ -54,7 +54,7 @@ TEST(CostAttention, MlaReadsTheLatentOnceGqaReadsKAndVPerKvHead) {
 // share 1 TB/s. Kernel bytes: 3 × 18432 KV + 2 rows × 64 × (576 × 2 + 512 × 2 + 4) = 55296 + 279040.
 TEST(CostAttention, OneWaveHandExample) {
   const HardwareProfile p = tiny_gpu();
-  const AttentionShape a{64, 1, 512, 576, true, DType::kBF16, DType::kBF16};
+  const AttentionShape a{64, 1, 512, 576, true, DType::kBF16, DType::kBF16, {}};
   const std::vector<int64_t> tokens{32, 0, 16};
   const AttentionTiming t = decode_attention_time(p, a, tokens);
   EXPECT_EQ(t.slots, 4);
@@ -80,7 +80,7 @@ TEST(CostAttention, OneWaveHandExample) {
 
 TEST(CostAttention, MoreUnitsThanSlotsRunInWaves) {
   const HardwareProfile p = tiny_gpu();
-  const AttentionShape a{64, 1, 512, 576, true, DType::kBF16, DType::kBF16};
+  const AttentionShape a{64, 1, 512, 576, true, DType::kBF16, DType::kBF16, {}};
   // 5 rows × 1 head group already exceed the 4 slots: rows are not split, 5 units run in 2 waves.
   const std::vector<int64_t> tokens{64, 64, 64, 64, 64};
   const AttentionTiming t = decode_attention_time(p, a, tokens);

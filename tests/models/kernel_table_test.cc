@@ -245,7 +245,7 @@ TEST_F(ProfileTablesTest, MissingMalformedOrForeignTablesAreRefused) {
 TEST(KernelCosts, AttentionTableScalesTheWavesAndFlagsItsSource) {
   HardwareProfile p = load_profile("h200-sxm");
   p.tables.clear();
-  const AttentionShape a{32, 1, 512, 576, true, DType::kBF16, DType::kBF16};
+  const AttentionShape a{32, 1, 512, 576, true, DType::kBF16, DType::kBF16, {}};
   const std::vector<int64_t> rows(16, 4096);
   const AttentionTiming analytic = decode_attention_time(p, a, rows);
   EXPECT_EQ(analytic.source, FigureSource::kAnalytic);
@@ -276,7 +276,7 @@ TEST(KernelCosts, AttentionTableScalesTheWavesAndFlagsItsSource) {
 TEST(KernelCosts, AttentionTablesOfEachImplementation) {
   HardwareProfile p = load_profile("h200-sxm");
   p.tables.clear();
-  AttentionShape a{32, 1, 512, 576, true, DType::kBF16, DType::kBF16};
+  AttentionShape a{32, 1, 512, 576, true, DType::kBF16, DType::kBF16, {}};
   KernelTables t;
   t.provenance.device = "NVIDIA H200";
   for (const auto& [impl, ns] : {std::pair{"flashinfer", 20000.0}, std::pair{"dcpsim", 50000.0}}) {
@@ -302,7 +302,7 @@ TEST(KernelCosts, MlaDecodeAtManyHeadsIsComputeBound) {
   HardwareProfile p = load_profile("h200-sxm");
   p.tables.clear();
   p.attention.tensor_rate = quantity_from_si(160e12, Unit::kTFlops, "test");
-  const AttentionShape a{128, 1, 512, 576, true, DType::kBF16, DType::kBF16};
+  const AttentionShape a{128, 1, 512, 576, true, DType::kBF16, DType::kBF16, {}};
   const std::vector<int64_t> rows(256, 2048);
   const AttentionTiming t = decode_attention_time(p, a, rows);
   const double flops = 2.0 * 256 * 128 * 2048 * (576 + 512);
