@@ -166,7 +166,11 @@ TEST(Validate, KernelPhasesSayWhereTheirPriceCameFrom) {
     const bool mla = sections[c.observation.section].scenario.kv_heads == 1;
     EXPECT_EQ(c.price_source, f == "attention" && mla ? "table" : "analytic") << f;
     (c.price_source == "table" ? table : analytic)++;
-    if (c.price_source == "table") EXPECT_NEAR(c.predicted_s, 40e-6, 1e-12);
+    if (c.price_source ==
+        "table") {  // the table's 40 µs, plus at most a launch gap before a split-KV combine
+      EXPECT_GE(c.predicted_s, 40e-6 - 1e-12);
+      EXPECT_LT(c.predicted_s, 45e-6);
+    }
   }
   EXPECT_GT(table, 0);
   EXPECT_GT(analytic, 0);
