@@ -1,6 +1,7 @@
 // Split-KV decode attention: the MLA/GQA byte counts, a hand-computed one-wave example, waves and rows
 // completing in order, empty rows at the floor, monotonicity.
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -16,8 +17,16 @@ const AttentionShape kGqa{32, 8, 128, 128, false, DType::kBF16, DType::kBF16, {}
 
 // 4 SMs of one unit each, 16-token work units, 1 TB/s at efficiency exactly 1, at most 0.5 TB/s per unit,
 // attention floor 2 us, 1 us per unit, 0.5 us kernel floor.
+// The analytic model alone: a built-in profile without its measured kernel tables (which would price the
+// covered shapes instead).
+HardwareProfile analytic_profile(const std::string& name) {
+  HardwareProfile p = load_profile(name);
+  p.tables.clear();
+  return p;
+}
+
 HardwareProfile tiny_gpu() {
-  HardwareProfile p = load_profile("h200-sxm");
+  HardwareProfile p = analytic_profile("h200-sxm");
   p.gpu.sm_count = {4, Unit::kCount, "test"};
   p.gpu.hbm_bandwidth_measured = {1, Unit::kTBps, "test"};
   p.kernel.hbm_efficiency_max = {1, Unit::kRatio, "test"};
@@ -40,7 +49,7 @@ TEST(CostAttention, MlaReadsTheLatentOnceGqaReadsKAndVPerKvHead) {
   s.head_dim = 128;
   s.qk_dim = 128;
   EXPECT_FALSE(attention_shape(s).shared_kv);  // MQA with plain K and V
-  const HardwareProfile p = load_profile("h200-sxm");
+  const HardwareProfile p = analytic_profile("h200-sxm");
   EXPECT_EQ(heads_per_work_unit(p, kMla), 64);
   EXPECT_EQ(head_groups(p, kMla), 2);
   EXPECT_EQ(heads_per_work_unit(p, kGqa), 4);
@@ -98,7 +107,7 @@ TEST(CostAttention, MoreUnitsThanSlotsRunInWaves) {
 }
 
 TEST(CostAttention, EmptyRowsCompleteAtTheFloor) {
-  const HardwareProfile p = load_profile("h200-sxm");
+  const HardwareProfile p = analytic_profile("h200-sxm");
   const AttentionTiming none = decode_attention_time(p, kMla, std::vector<int64_t>{0, 0, 0});
   EXPECT_EQ(none.waves, 0);
   EXPECT_EQ(none.kernel_end_s, p.attention.floor.si());
@@ -113,7 +122,7 @@ TEST(CostAttention, EmptyRowsCompleteAtTheFloor) {
 TEST(CostAttention, RowsCompleteInWaveOrderAndNeverBeforeTheFloor) {
   std::mt19937_64 rng(7);
   for (const std::string& name : builtin_profile_names()) {
-    const HardwareProfile p = load_profile(name);
+    const HardwareProfile p = analytic_profile(name);
     for (const AttentionShape& a : {kMla, kGqa}) {
       for (int trial = 0; trial < 20; ++trial) {
         std::vector<int64_t> tokens(1 + rng() % 300);
@@ -143,7 +152,7 @@ TEST(CostAttention, RowsCompleteInWaveOrderAndNeverBeforeTheFloor) {
 }
 
 TEST(CostAttention, LongerContextsAndSlowerMemoryNeverFinishEarlier) {
-  const HardwareProfile p = load_profile("h200-sxm");
+  const HardwareProfile p = analytic_profile("h200-sxm");
   HardwareProfile faster = p;
   faster.gpu.hbm_bandwidth_measured.value *= 2;
   double previous = 0;
@@ -159,7 +168,7 @@ TEST(CostAttention, LongerContextsAndSlowerMemoryNeverFinishEarlier) {
 // The profile's attention floor and per-unit overhead were chosen so that small-KV MLA decode attention lands
 // in the 12-16 us per layer that aiconfigurator's H200 tables show.
 TEST(CostAttention, SmallKvDecodeMatchesTheMeasuredFloor) {
-  const HardwareProfile p = load_profile("h200-sxm");
+  const HardwareProfile p = analytic_profile("h200-sxm");
   for (auto [rows, ctx] : {std::pair{1, 256}, {1, 1024}, {2, 1024}, {4, 256}, {8, 256}}) {
     const AttentionTiming t = decode_attention_time(p, kMla, std::vector<int64_t>(rows, ctx));
     const double total = t.kernel_end_s + (t.needs_combine ? p.launch.dependent_gap.si() + t.combine_s : 0.0);
@@ -169,7 +178,7 @@ TEST(CostAttention, SmallKvDecodeMatchesTheMeasuredFloor) {
 }
 
 TEST(CostAttention, SplitsFillOneWaveWithoutATail) {
-  const HardwareProfile p = load_profile("h200-sxm");  // 132 slots, MLA: 2 head groups
+  const HardwareProfile p = analytic_profile("h200-sxm");  // 132 slots, MLA: 2 head groups
   for (int rows : {1, 3, 8, 40, 65}) {
     for (int64_t ctx : {5000, 131072}) {
       const AttentionTiming t = decode_attention_time(p, kMla, std::vector<int64_t>(rows, ctx));
@@ -192,7 +201,7 @@ TEST(CostAttention, SplitsFillOneWaveWithoutATail) {
 // bandwidth: floor + cta_overhead + KV bytes / (measured × efficiency(total bytes)).
 // (Tensor cores made fast enough that bytes, not FLOPs, bound every wave.)
 TEST(CostAttention, FullWaveStreamsAtTheKernelBandwidth) {
-  HardwareProfile p = load_profile("h200-sxm");
+  HardwareProfile p = analytic_profile("h200-sxm");
   p.tables.clear();
   p.attention.tensor_rate = quantity_from_si(1e18, Unit::kTFlops, "test");
   const int rows = 64;
@@ -208,7 +217,7 @@ TEST(CostAttention, FullWaveStreamsAtTheKernelBandwidth) {
 // The same full wave at h200-sxm's tensor-core rate: each of the 132 units (one per SM) needs its FLOPs at
 // one SM's share of the rate, which outlasts its bytes (MLA at 128 heads is compute-bound).
 TEST(CostAttention, FullWaveOfMlaAtManyHeadsIsComputeBound) {
-  HardwareProfile p = load_profile("h200-sxm");
+  HardwareProfile p = analytic_profile("h200-sxm");
   p.tables.clear();
   const int rows = 64;
   const int64_t ctx = 32768;
