@@ -108,14 +108,29 @@ TEST(CalibrateClosedLoop, UnidentifiedParametersKeepBaseValueAndSource) {
 
 TEST(CalibrateClosedLoop, EmulatedTracesFitKernelsAndLaunchGapsOnly) {
   const Fixture f(traces::v1::SOURCE_EMULATED);
-  // Kernel phases identify the kernel numbers, and the attention phase (decode kernel, dependent gap,
-  // split-KV combine) the gap between dependent kernels.
-  for (const char* name :
-       {"kernel.floor", "kernel.hbm_efficiency_max", "attention.floor", "launch.dependent_gap"}) {
+  // Kernel phases identify the kernel numbers.
+  for (const char* name : {"kernel.hbm_efficiency_max", "attention.floor"}) {
     const ParameterResult& p = param(f.result, name);
     ASSERT_TRUE(p.fitted) << name << ": " << p.status;
     EXPECT_NEAR(si(f.result.profile, name) / si(f.truth, name), 1.0, tolerance(p)) << name;
   }
+  // Without a measured table, every emulated phase holds one dependent gap and one kernel floor (the
+  // attention phase: decode kernel, gap, split-KV combine; a merge phase: gap, kernel), so the data see only
+  // their sum: the fit says so and keeps the gap, and the sum is still exact.
+  const ParameterResult& gap = param(f.result, "launch.dependent_gap");
+  EXPECT_FALSE(gap.fitted);
+  EXPECT_NE(gap.status.find("confounded"), std::string::npos) << gap.status;
+  EXPECT_LT(f.result.residuals.back().max, 1e-4);
+  // With the floor known, the attention and merge phases find the gap.
+  models::HardwareProfile floor_known = f.base;
+  floor_known.kernel.floor = f.truth.kernel.floor;
+  CalibrateOptions opt;
+  opt.fixed = {"kernel.floor"};
+  const CalibrationResult r = calibrate(floor_known, f.sections, {}, opt);
+  const ParameterResult& found = param(r, "launch.dependent_gap");
+  ASSERT_TRUE(found.fitted) << found.status;
+  EXPECT_NEAR(si(r.profile, "launch.dependent_gap") / si(f.truth, "launch.dependent_gap"), 1.0,
+              tolerance(found));
   for (const char* name : {"nvlink.measured_bandwidth", "nccl.ring.ll.base_latency",
                            "signal.flag_write_latency", "launch.cpu_issue_eager"}) {
     const ParameterResult& p = param(f.result, name);
@@ -129,7 +144,8 @@ TEST(CalibrateClosedLoop, EmulatedTracesFitKernelsAndLaunchGapsOnly) {
 
 // Each merge kernel type with its own floor and efficiency, and a tensor-core rate that makes MLA attention
 // at 128 heads and long shards compute-bound: the fit finds each type's numbers and the rate from kernel
-// phases alone (emulated traces), starting from h200-sxm where every type shares one set.
+// phases alone (emulated traces), starting from h200-sxm where every type shares one set. (The shared floor,
+// left to the split-KV combine alone, is confounded with the dependent gap there: see the test above.)
 TEST(CalibrateClosedLoop, RecoversPerKernelTypeNumbersAndTheTensorRate) {
   TempDir dir;
   models::HardwareProfile truth = testing::true_profile();
@@ -144,12 +160,13 @@ TEST(CalibrateClosedLoop, RecoversPerKernelTypeNumbersAndTheTensorRate) {
   own(models::MemoryKernel::kA2aCombine, 7.3, 0.3);
   truth.attention.tensor_rate.value = 200;  // TFLOP/s, base 660
   testing::write_sim_trace(dir / "truth.pb", truth, testing::calibration_grid(), traces::v1::SOURCE_EMULATED);
-  const models::HardwareProfile base = models::load_profile("h200-sxm");
+  models::HardwareProfile base = models::load_profile("h200-sxm");
+  base.tables.clear();
   const CalibrationResult r = calibrate(base, load_measured(dir / "truth.pb").sections, {});
   for (const char* name : {"kernel.correction.floor", "kernel.correction.hbm_efficiency_max",
                            "kernel.a2a_pack.floor", "kernel.a2a_pack.hbm_efficiency_max",
                            "kernel.a2a_combine.floor", "kernel.a2a_combine.hbm_efficiency_max",
-                           "attention.tensor_rate", "kernel.floor", "kernel.hbm_efficiency_max"}) {
+                           "attention.tensor_rate", "kernel.hbm_efficiency_max"}) {
     const ParameterResult& p = param(r, name);
     ASSERT_TRUE(p.fitted) << name << ": " << p.status;
     EXPECT_NEAR(si(r.profile, name) / si(truth, name), 1.0, tolerance(p))
@@ -231,7 +248,9 @@ TEST(CalibrateClosedLoop, HubersLossShrugsOffAFewPathologicalFigures) {
   CalibrateOptions plain_options;
   plain_options.robust = false;
   const CalibrationResult plain = calibrate(exact.base, sections, {}, plain_options);
-  const char* name = "kernel.hbm_efficiency_max";
+  // The corrupted attention figures drag the gap between dependent kernels (seen in every attention phase)
+  // to its bound under squared loss; Huber's loss keeps it.
+  const char* name = "launch.dependent_gap";
   EXPECT_NEAR(si(robust.profile, name) / si(exact.truth, name), 1.0, 1e-3);
   EXPECT_GT(std::abs(si(plain.profile, name) / si(exact.truth, name) - 1.0), 1e-2);
   EXPECT_GE(robust.downweighted, 2);
