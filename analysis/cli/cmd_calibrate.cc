@@ -25,6 +25,7 @@ struct CalibrateArgs {
   double max_std_error = 0.5;
   bool verbose = false;
   bool plain = false;
+  bool no_tables = false;
 };
 
 std::string pct(double x) {
@@ -103,8 +104,9 @@ void run(const CalibrateArgs& a) {
   options.robust = !a.plain;
   if (!a.fix.empty()) options.fixed = analysis::split_list(a.fix, "--fix");
   if (a.verbose) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
-  analysis::CalibrationResult result =
-      analysis::calibrate(models::load_profile(a.profile), fit, holdout, options);
+  models::HardwareProfile base = models::load_profile(a.profile);
+  if (a.no_tables) base.tables.clear();
+  analysis::CalibrationResult result = analysis::calibrate(base, fit, holdout, options);
 
   analysis::CalibrationProvenance prov;
   for (const std::string& m : a.measured) prov.traces.emplace_back(m);
@@ -150,6 +152,9 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--max-std-error", args->max_std_error,
                   "Revert parameters whose relative standard error exceeds this (default 0.5)")
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--no-tables", args->no_tables,
+                "Fit the analytic models alone: leave out the base profile's measured kernel tables (the "
+                "calibrated profile then prices every kernel analytically)");
   cmd->add_flag("--verbose", args->verbose, "Print each Gauss-Newton iteration on stderr");
   cmd->add_flag("--least-squares", args->plain,
                 "Plain least squares instead of Huber's loss (every figure weighs the same, outliers too)");

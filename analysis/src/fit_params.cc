@@ -1,6 +1,7 @@
 // The catalogue of fittable profile numbers and their coordinates.
 #include "dcpsim/analysis/fit_params.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -220,8 +221,8 @@ void FitParameter::assign(HardwareProfile& p, double x) const {
     case Transform::kInverse:
       write_si(q, 1.0 / x);
       break;
-    case Transform::kKernelRate:
-      write_si(q, 1.0 / (x * p.gpu.hbm_bandwidth_measured.si()));
+    case Transform::kKernelRate:  // at the bound, rounding must not carry the efficiency past 1
+      write_si(q, std::min(1.0, 1.0 / (x * p.gpu.hbm_bandwidth_measured.si())));
       break;
     case Transform::kKernelHalf:
       write_si(q, x / kernel_rate(p));
