@@ -22,7 +22,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-STRATEGY_ORDER = ["ag-rs", "ag-ar", "a2a", "direct", "row-stream"]
+STRATEGY_ORDER = ["ag-rs", "ag-ar", "a2a", "direct", "row-stream", "flashinfer-a2a"]
 
 
 class InputProblem(Exception):

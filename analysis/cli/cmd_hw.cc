@@ -52,11 +52,24 @@ std::vector<int> parse_devices(const std::string& s) {
   return d;
 }
 
-// "all": every strategy the mode runs (row-stream runs in emulation only).
-std::vector<std::string> strategies_of(const std::string& s, bool emulate) {
-  if (s == "all" && emulate) return {"ag-rs", "ag-ar", "a2a", "direct", "row-stream"};
-  if (s == "all") return {"ag-rs", "ag-ar", "a2a", "direct"};
-  return {s};
+// `all`: every strategy hw run runs, less those this run cannot use (a one-line notice each: row-stream runs
+// in emulation only, FlashInfer's fused merge needs NCCL windows on two or more GPUs). A strategy named alone
+// that cannot run is an input error.
+std::vector<std::string> strategies_of(const std::string& s, hw::ProcessMode mode, int dcp) {
+  std::vector<std::string> out;
+  if (s != "all") {
+    const std::string why = hw::strategy_unavailable(models::parse_strategy(s), mode, dcp);
+    if (!why.empty()) throw InputError("--strategy " + s + ": " + why);
+    return {s};
+  }
+  for (const char* name : {"ag-rs", "ag-ar", "a2a", "direct", "row-stream", "flashinfer-a2a"}) {
+    const std::string why = hw::strategy_unavailable(models::parse_strategy(name), mode, dcp);
+    if (why.empty())
+      out.emplace_back(name);
+    else
+      std::fprintf(stderr, "notice: --strategy all leaves out %s (%s)\n", name, why.c_str());
+  }
+  return out;
 }
 
 void print_result(const models::Scenario& s, const hw::RunResult& r) {
@@ -105,7 +118,11 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   base.devices = parse_devices(f.devices);
   traces::check_output_paths({{"--contexts-file", f.scenario.contexts_file}},
                              {{"--out", f.out}, {"--json", f.json}});
-  for (const auto& strategy : strategies_of(f.scenario.strategy, f.emulate)) {
+  analysis::ScenarioFlags first = f.scenario;
+  if (first.strategy == "all") first.strategy = "ag-rs";
+  const std::vector<std::string> strategies =
+      strategies_of(f.scenario.strategy, base.mode, analysis::to_scenario(first).dcp);
+  for (const auto& strategy : strategies) {
     analysis::ScenarioFlags sf = f.scenario;
     sf.strategy = strategy;
     (void)analysis::to_scenario(sf);  // every scenario is checked before a device is touched
@@ -137,7 +154,7 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   }
   nlohmann::json all = nlohmann::json::array();
   std::vector<std::string> failures;
-  for (const auto& strategy : strategies_of(f.scenario.strategy, f.emulate)) {
+  for (const auto& strategy : strategies) {
     analysis::ScenarioFlags sf = f.scenario;
     sf.strategy = strategy;
     hw::RunConfig c = base;
@@ -158,7 +175,7 @@ void add_run(CLI::App& hw_cmd) {
   auto f = std::make_shared<HwRunFlags>();
   CLI::App* run =
       hw_cmd.add_subcommand("run", "Run one DCP decode step on GPUs, check it, write a measured trace");
-  analysis::add_scenario_flags(*run, f->scenario, false);
+  analysis::add_scenario_flags(*run, f->scenario, false);  // --strategy also takes all (strategies_of)
   run->add_flag("--emulate", f->emulate,
                 "N logical ranks on one GPU; collectives become device-local stand-ins");
   run->add_flag("--mpi", f->mpi, "one process per GPU under mpirun/srun (MPI builds)");

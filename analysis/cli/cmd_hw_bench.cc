@@ -177,6 +177,8 @@ void add_hw_bench(CLI::App& hw_cmd) {
   b->add_option("--row-pad", c.shape.out_row_pad, "extra elements per O row (correct)")
       ->capture_default_str();
   b->add_option("--copy-bytes", c.shape.copy_bytes, "bytes per copy (copy)")->capture_default_str();
+  b->add_option("--blocks", c.shape.blocks, "blocks per rank (direct; 0: as many as stay resident)")
+      ->capture_default_str();
   b->add_option("--attention", f->attention, "attention: flashinfer, dcpsim or auto")->capture_default_str();
   b->add_option("--dtype", f->dtype, "O's type for correct and the combines: bf16 or fp16 (--sweep: a list)")
       ->capture_default_str();

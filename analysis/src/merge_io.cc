@@ -146,8 +146,9 @@ json merge_result_to_json(const models::MergeResult& m, const models::MergeOptio
   if (models::scatters_heads(o.strategy)) {
     json ranks = json::array();
     for (const models::RankOutput& r : m.ranks) {
-      const int kept = r.head_end - r.head_begin;
+      const int kept = r.kept();
       json entry = {{"rank", r.rank}, {"heads", {r.head_begin, r.head_end}}};
+      if (r.head_stride != 1) entry["head_stride"] = r.head_stride;
       if (!r.lse.empty()) entry["lse"] = tensor2(r.lse, m.rows, kept);
       entry["out"] = tensor3(r.out, m.rows, kept, m.dim);
       ranks.push_back(std::move(entry));

@@ -41,16 +41,21 @@ const std::vector<PhaseMapping>& phase_mappings() {
       {"a2a_pack", {"pack"}, {}},
       {"all_to_all", {"collective"}, {}},
       {"a2a_combine", {"combine"}, {}},
+      // Traces of the two-kernel direct merge (before the one-kernel protocol).
       {"direct_write", {"push"}, {}},
       // The owner's combine kernel polls the N flags before combining, so on real GPUs it spans the
-      // simulator's
-      // wait and combine; emulation writes every logical rank's blocks and flags before any owner's combine
-      // runs, so there it never waits and measures the combine alone.
+      // simulator's wait and combine; emulation writes every logical rank's blocks and flags before any
+      // owner's combine runs, so there it never waits and measures the combine alone.
       {"direct_combine", {"wait", "combine"}, {"combine"}},
       // Row-stream: the attention pushes from its epilogue (inside "attention"); the owner's combine waits
       // beside the attention for the rows it merges (in emulation too: there the ranks run concurrently), so
       // it is never the combine alone.
       {"row_combine", {"wait", "combine"}, {}},
+      // The one-kernel direct merge and FlashInfer's fused merge: stores, flags, wait and combine in one
+      // kernel per rank. Emulation runs every logical rank in one launch, which has no simulator
+      // counterpart; measures_faithfully() keeps it out of fits and comparisons.
+      {"direct_merge", {"push", "wait", "combine"}, {}},
+      {"flashinfer_merge", {"push", "wait", "combine"}, {}},
       // Aggregates over several phases: known, compared with nothing (the step through the Summary record).
       {"step", {}, {}},
       {"merge", {}, {}},

@@ -119,7 +119,8 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& f, bool lists) {
                  "one context length per row (file); overrides --batch/--context");
   cmd.add_option(
          "--strategy", f.strategy,
-         "merge strategy: ag-rs, ag-ar, a2a, direct, row-stream" + (lists ? many + " or all" : std::string()))
+         "merge strategy: ag-rs, ag-ar, a2a, direct, row-stream, flashinfer-a2a (FlashInfer's fused merge)" +
+             (lists ? many + " or all" : std::string()))
       ->capture_default_str();
   cmd.add_option("--launch", f.launch, "kernel launch mode: eager, graph, pdl" + many)->capture_default_str();
   cmd.add_option("--interleave", f.interleave, "KV interleave size I (tokens per rank per turn)")

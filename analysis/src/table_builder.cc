@@ -102,6 +102,10 @@ std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase&
     }
     return Target{TableKernel::kDirectCombine, merge_key, merge_at};
   }
+  if (name == "direct_merge" || name == "flashinfer_merge") {
+    why = name + " (stores, flags, wait and combine in one kernel; no table kernel type)";
+    return std::nullopt;
+  }
   if (emulated) {
     why = "emulated collectives and direct writes (device-local stand-ins)";
     return std::nullopt;

@@ -12,6 +12,7 @@
 #include "dcpsim/error.h"
 #include "device_buffer.h"
 #include "device_common.cuh"
+#include "elem_dispatch.cuh"
 #include "ops.h"
 
 namespace dcpsim::hw::ops {
@@ -54,17 +55,10 @@ void launch_a2a_pack(const PackArgs& a, cudaStream_t stream) {
                      " is not divisible by N=" + std::to_string(a.dcp));
   if (a.rows == 0) return;
   const int blocks = ceil_div(std::int64_t(a.rows) * a.heads, kWarps);
-  switch (a.elem) {
-    case Elem::kF32:
-      launch_kernel("pack_kernel", pack_kernel<float>, blocks, kWarps * 32, 0, stream, a);
-      break;
-    case Elem::kBF16:
-      launch_kernel("pack_kernel", pack_kernel<__nv_bfloat16>, blocks, kWarps * 32, 0, stream, a);
-      break;
-    case Elem::kF16:
-      launch_kernel("pack_kernel", pack_kernel<__half>, blocks, kWarps * 32, 0, stream, a);
-      break;
-  }
+  with_elem(a.elem, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_kernel("pack_kernel", pack_kernel<T>, blocks, kWarps * 32, 0, stream, a);
+  });
   DCPSIM_CUDA_LAUNCHED("pack_kernel");
 }
 

@@ -1,100 +1,313 @@
-// Direct (one-shot) merge, writer side: rank r writes, for every owner n, its O for heads [n·H/N, (n+1)·H/N)
-// and the matching LSEs straight into n's slot r of the current buffer (peer memory across devices; plain
-// device memory in emulation), then the grid's last block raises flag r on every owner with a system-scope
-// release store stamped with the epoch. Buffers alternate by epoch parity, so a fast rank's next step cannot
-// overwrite a slot its owner is still reading (the owner's flag for the next step implies it finished this
-// one).
+// Direct (one-shot) merge, ONE kernel per rank (protocol in dcpsim/hw/direct_protocol.h):
+//   1. stores: a warp per (row, head) of the rank's O copies the D values with 16-byte vector loads and
+//      stores into slot `rank` of the owner's window (peer memory over NVLink, or a plain allocation in
+//      emulation), plus the fp32 LSE; padding rows are not sent;
+//   2. publish: every thread fences its stores at system scope, each block counts itself on the rank's
+//      arrival counter, and the block that completes the count raises flag `rank` in every owner's window
+//      with a system-scope release store of the epoch (then records the epoch for the next step);
+//   3. wait: every block's first N threads poll the N flags of the rank's own window with acquire loads, at
+//      most timeout_ns (then error = 1 + the missing source, and the block combines nothing);
+//   4. combine: a warp per (row, kept head) reads the N LSEs (lanes over sources), forms the SPEC weights
+//   with
+//      warp shuffles, and accumulates the N slots in fp32 with 16-byte loads, skipping zero weights, one
+//      rounding to the output type.
+// The blocks spin on flags raised by other blocks (and other GPUs), so every block of a launch must be
+// resident at once: direct_merge_blocks() sizes the grid from the occupancy. Emulation launches every
+// logical rank of the device at once (blockIdx.y = rank); a rank that is not in the launch never raises its
+// flags, which is how the timeout is tested.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "bench_op.h"
 #include "cuda_check.h"
 #include "dcpsim/error.h"
+#include "dcpsim/hw/direct_protocol.h"
 #include "device_buffer.h"
 #include "device_common.cuh"
+#include "elem_dispatch.cuh"
 #include "ops.h"
 
 namespace dcpsim::hw::ops {
 namespace {
 
 constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kInFlight = 4;  // 16-byte loads a lane issues before it stores or accumulates
+constexpr unsigned kFull = 0xffffffffu;
 
-__device__ __forceinline__ void store_release(unsigned long long* p, unsigned long long v) {
+__device__ __forceinline__ void store_release_sys(unsigned long long* p, unsigned long long v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+__device__ __forceinline__ unsigned long long load_acquire_sys(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(kFull, v, o));
+  return v;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(kFull, v, o);
+  return v;
+}
+
 template <typename T>
-__global__ void __launch_bounds__(kWarps * 32) direct_write_kernel(DirectWriteArgs a) {
-  pdl_begin();
-  const unsigned long long epoch = *a.epoch;
-  const int parity = static_cast<int>(epoch & 1);
-  const int hpb = a.heads / a.dcp;
-  const int pair = blockIdx.x * kWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (pair < a.rows * a.heads) {
-    const int b = pair / a.heads, h = pair % a.heads;
-    const int n = h / hpb, j = h % hpb;
-    const float lse = b < a.valid_rows
-                          ? a.lse[std::int64_t(b) * a.lse_row_stride + std::int64_t(h) * a.lse_head_stride]
-                          : -INFINITY;
-    const bool finite = isfinite(lse);
-    const std::int64_t slot = (std::int64_t(a.rank) * a.rows + b) * hpb + j;
-    T* dst = static_cast<T*>(a.dst_o[parity * a.dcp + n]) + slot * a.dim;
-    const T* src =
-        static_cast<const T*>(a.o) + std::int64_t(b) * a.o_row_stride + std::int64_t(h) * a.o_head_stride;
-    for (int d = lane; d < a.dim; d += 32) dst[d] = finite ? src[d] : from_f32<T>(0.f);
-    if (lane == 0) a.dst_lse[parity * a.dcp + n][slot] = lse;
+__device__ __forceinline__ void accumulate(float* acc, const int4& v, float w) {
+  const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+  for (int i = 0; i < int(16 / sizeof(T)); ++i) acc[i] += w * to_f32(e[i]);
+}
+
+template <typename T>
+__device__ __forceinline__ int4 round_out(const float* acc) {
+  int4 v;
+  T* e = reinterpret_cast<T*>(&v);
+#pragma unroll
+  for (int i = 0; i < int(16 / sizeof(T)); ++i) e[i] = from_f32<T>(acc[i]);
+  return v;
+}
+
+struct Step {
+  DirectLayout layout;
+  unsigned long long epoch;
+  int par;
+  bool vec;  // every row of O, the slots and the output is 16-byte aligned
+};
+
+// 1. One (row, head) of the rank's O and its LSE into the owner's slot.
+template <typename T>
+__device__ void send(const DirectRank& me, const Step& st, int b, int h, int lane) {
+  const DirectLayout& L = st.layout;
+  const int owner = L.owner_of(h), j = L.local_head(h);
+  unsigned char* win = me.windows[owner];
+  const T* src = static_cast<const T*>(me.o) + b * me.o_row_stride + h * me.o_head_stride;
+  T* dst = reinterpret_cast<T*>(win + L.o(st.par, me.rank, b, j));
+  if (st.vec) {
+    const int chunks = L.dim * int(sizeof(T)) / 16;
+    const int4* s4 = reinterpret_cast<const int4*>(src);
+    int4* d4 = reinterpret_cast<int4*>(dst);
+    for (int c0 = lane; c0 < chunks; c0 += 32 * kInFlight) {
+      int4 v[kInFlight];
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u)
+        if (c0 + 32 * u < chunks) v[u] = __ldg(s4 + c0 + 32 * u);
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u)
+        if (c0 + 32 * u < chunks) d4[c0 + 32 * u] = v[u];
+    }
+  } else {
+    for (int d = lane; d < L.dim; d += 32) dst[d] = src[d];
+  }
+  if (lane == 0)
+    *reinterpret_cast<float*>(win + L.lse(st.par, me.rank, b, j)) =
+        me.lse[b * me.lse_row_stride + h * me.lse_head_stride];
+}
+
+// 2. After the block's stores: the block that completes the rank's count raises the flags.
+__device__ void publish(const DirectMergeArgs& a, const DirectRank& me, const Step& st) {
+  __threadfence_system();  // each thread's peer stores are visible system-wide before it is counted
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  const unsigned long long arrived = atomicAdd(me.control + 1, 1ull) + 1ull;
+  if (arrived != st.epoch * gridDim.x) return;
+  __threadfence_system();
+  for (int n = 0; n < a.dcp; ++n)
+    store_release_sys(reinterpret_cast<unsigned long long*>(me.windows[n] + st.layout.flag(st.par, me.rank)),
+                      st.epoch);
+  *reinterpret_cast<volatile unsigned long long*>(me.control) = st.epoch;  // read by the next step
+}
+
+// 3. Every source's flag of this epoch in the rank's own window; false after the timeout.
+__device__ bool wait_flags(const DirectMergeArgs& a, const DirectRank& me, const Step& st) {
+  __shared__ int failed;
+  if (threadIdx.x == 0) failed = 0;
+  __syncthreads();
+  const unsigned char* own = me.windows[me.rank];
+  for (int s = threadIdx.x; s < a.dcp; s += blockDim.x) {
+    const auto* flag = reinterpret_cast<const unsigned long long*>(own + st.layout.flag(st.par, s));
+    const unsigned long long start = global_timer();
+    while (load_acquire_sys(flag) != st.epoch) {
+      if (static_cast<long long>(global_timer() - start) > a.timeout_ns) {
+        atomicCAS(me.error, 0, 1 + s);
+        atomicOr(&failed, 1);
+        break;
+      }
+      __nanosleep(64);
+    }
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence_system();  // this block's peer writes are visible before it is counted
-    const unsigned long long done = atomicAdd(a.done_counter, 1ull) + 1ull;
-    if (done == epoch * gridDim.x) {  // last block of this epoch: every block's writes are fenced
-      __threadfence_system();
-      for (int n = 0; n < a.dcp; ++n) store_release(a.dst_flags[parity * a.dcp + n] + a.rank, epoch);
+  return failed == 0;
+}
+
+// 4. One (row, kept head) of the owner: N slots in, one rounding out. Every lane of the warp calls it.
+template <typename T>
+__device__ void combine(const DirectMergeArgs& a, const DirectRank& me, const Step& st, int b, int j,
+                        int lane) {
+  const DirectLayout& L = st.layout;
+  const int N = a.dcp;
+  T* dst = static_cast<T*>(me.out) + (std::int64_t(b) * L.heads + j) * L.dim;
+  float* merged = me.merged_lse != nullptr ? me.merged_lse + std::int64_t(b) * L.heads + j : nullptr;
+  if (b >= a.valid_rows) {  // padding row: nothing was sent
+    for (int d = lane; d < L.dim; d += 32) dst[d] = from_f32<T>(0.f);
+    if (lane == 0 && merged != nullptr) *merged = -INFINITY;
+    return;
+  }
+  const unsigned char* own = me.windows[me.rank];
+  auto lse_of = [&](int s) {
+    return sanitize_lse(__ldcg(reinterpret_cast<const float*>(own + L.lse(st.par, s, b, j))));
+  };
+  const float k = a.base2 ? 1.f : kLog2e;
+  float m = -INFINITY;
+  for (int s = lane; s < N; s += 32) m = fmaxf(m, lse_of(s));
+  m = warp_max(m);
+  float sum = 0.f;
+  if (m != -INFINITY) {
+    for (int s = lane; s < N; s += 32) sum += exp2f((lse_of(s) - m) * k);
+    sum = warp_sum(sum);
+  }
+  const LseShift shift{m, sum};
+  auto slot = [&](int s) { return reinterpret_cast<const T*>(own + L.o(st.par, s, b, j)); };
+  if (!st.vec) {  // element-wise: O rows not 16-byte aligned
+    for (int d0 = 0; d0 < L.dim; d0 += 32) {
+      const int d = d0 + lane;
+      float acc = 0.f;
+      for (int base = 0; base < N; base += 32) {
+        const int count = min(32, N - base);
+        const float w_lane = lane < count ? merge_weight(lse_of(base + lane), k, shift) : 0.f;
+        for (int s = 0; s < count; ++s) {
+          const float w = __shfl_sync(kFull, w_lane, s);
+          if (w != 0.f && d < L.dim) acc += w * to_f32(slot(base + s)[d]);
+        }
+      }
+      if (d < L.dim) dst[d] = from_f32<T>(acc);
     }
+  } else {
+    constexpr int kVec = 16 / sizeof(T);
+    const int chunks = L.dim / kVec;
+    for (int c0 = 0; c0 < chunks; c0 += 32) {
+      const int c = c0 + lane;
+      const bool active = c < chunks;
+      float acc[kVec] = {};
+      for (int base = 0; base < N; base += 32) {
+        const int count = min(32, N - base);
+        const float w_lane = lane < count ? merge_weight(lse_of(base + lane), k, shift) : 0.f;
+        for (int s0 = 0; s0 < count; s0 += kInFlight) {
+          float w[kInFlight];
+          int4 v[kInFlight];
+#pragma unroll
+          for (int i = 0; i < kInFlight; ++i) {
+            w[i] = s0 + i < count ? __shfl_sync(kFull, w_lane, s0 + i) : 0.f;
+            // A partial with weight 0 is never read (its O may be NaN).
+            if (w[i] != 0.f && active) v[i] = __ldcg(reinterpret_cast<const int4*>(slot(base + s0 + i)) + c);
+          }
+#pragma unroll
+          for (int i = 0; i < kInFlight; ++i)
+            if (w[i] != 0.f && active) accumulate<T>(acc, v[i], w[i]);
+        }
+      }
+      if (active) reinterpret_cast<int4*>(dst)[c] = round_out<T>(acc);
+    }
+  }
+  if (lane == 0 && merged != nullptr) *merged = merged_lse(shift, k);
+}
+
+// Row stamps: the warp that completes row b's H/N heads stamps it.
+__device__ void row_head_done(const RowStamps& s, int b, int heads, int lane) {
+  if (s.stamps == nullptr) return;
+  __syncwarp();
+  if (lane != 0) return;
+  __threadfence();
+  if (atomicAdd(&s.counters[b], 1u) + 1u == unsigned(heads)) s.stamps[b] = global_timer();
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 3) direct_merge_kernel(DirectMergeArgs a, bool vec) {
+  pdl_begin();
+  const DirectRank& me = a.ranks[blockIdx.y];  // read field by field as needed (few registers held)
+  Step st;
+  st.layout = {a.dcp, a.rows, a.heads / a.dcp, a.dim, int(sizeof(T))};
+  st.epoch = *reinterpret_cast<volatile const unsigned long long*>(me.control) + 1ull;
+  st.par = DirectLayout::parity(st.epoch);
+  st.vec = vec;
+  const int warp = blockIdx.x * kWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warps = gridDim.x * kWarps;
+  for (int pair = warp; pair < a.valid_rows * a.heads; pair += warps)
+    send<T>(me, st, pair / a.heads, pair % a.heads, lane);
+  publish(a, me, st);
+  if (!wait_flags(a, me, st)) return;
+  const int J = st.layout.heads;
+  for (int pair = warp; pair < a.rows * J; pair += warps) {
+    combine<T>(a, me, st, pair / J, pair % J, lane);
+    row_head_done(me.stamps, pair / J, J, lane);
   }
 }
 
-__global__ void advance_epoch_kernel(unsigned long long* epoch) {
-  pdl_begin();
-  *epoch += 1;
+template <typename T>
+void* kernel_of() {
+  return reinterpret_cast<void*>(direct_merge_kernel<T>);
+}
+
+void check_args(const DirectMergeArgs& a) {
+  if (a.dcp < 1 || a.dcp > 4096)
+    throw InputError("direct merge: N=" + std::to_string(a.dcp) + " outside [1, 4096]");
+  if (a.heads % a.dcp != 0)
+    throw InputError("direct merge: H=" + std::to_string(a.heads) +
+                     " is not divisible by N=" + std::to_string(a.dcp));
+  if (a.valid_rows < 0 || a.valid_rows > a.rows || a.dim < 1)
+    throw InputError("direct merge: valid rows " + std::to_string(a.valid_rows) + " of " +
+                     std::to_string(a.rows) + ", D=" + std::to_string(a.dim));
+  if (a.ranks == nullptr || a.launch_ranks < 1 || a.launch_ranks > a.dcp)
+    throw InputError("direct merge: a launch takes 1.." + std::to_string(a.dcp) + " ranks");
 }
 
 }  // namespace
 
-void launch_direct_write(const DirectWriteArgs& a, cudaStream_t stream) {
-  if (a.dcp < 1 || a.heads % a.dcp != 0)
-    throw InputError("direct merge: H=" + std::to_string(a.heads) +
-                     " is not divisible by N=" + std::to_string(a.dcp));
-  const int blocks = std::max(1, ceil_div(std::int64_t(a.rows) * a.heads, kWarps));
-  switch (a.elem) {
-    case Elem::kF32:
-      launch_kernel("direct_write_kernel", direct_write_kernel<float>, blocks, kWarps * 32, 0, stream, a);
-      break;
-    case Elem::kBF16:
-      launch_kernel("direct_write_kernel", direct_write_kernel<__nv_bfloat16>, blocks, kWarps * 32, 0, stream,
-                    a);
-      break;
-    case Elem::kF16:
-      launch_kernel("direct_write_kernel", direct_write_kernel<__half>, blocks, kWarps * 32, 0, stream, a);
-      break;
-  }
-  DCPSIM_CUDA_LAUNCHED("direct_write_kernel");
+std::size_t direct_window_bytes(int dcp, int rows, int heads, int dim, Elem e) {
+  return DirectLayout{dcp, rows, heads / dcp, dim, int(elem_bytes(e))}.bytes();
 }
 
-void launch_advance_epoch(unsigned long long* epoch, cudaStream_t stream) {
-  launch_kernel("advance_epoch_kernel", advance_epoch_kernel, 1, 1, 0, stream, epoch);
-  DCPSIM_CUDA_LAUNCHED("advance_epoch_kernel");
+int direct_merge_blocks(const DirectMergeArgs& a, int device) {
+  void* kernel = nullptr;
+  with_elem(a.elem, [&](auto tag) { kernel = kernel_of<typename decltype(tag)::type>(); });
+  int per_sm = 0, sms = 0;
+  DCPSIM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
+  DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int resident = std::max(1, per_sm * sms / a.launch_ranks);
+  if (a.blocks_per_rank > 0) return std::min(a.blocks_per_rank, resident);
+  const std::int64_t work =
+      std::max<std::int64_t>(std::int64_t(a.valid_rows) * a.heads, std::int64_t(a.rows) * (a.heads / a.dcp));
+  return std::min(std::max(1, ceil_div(work, kWarps)), resident);
+}
+
+void launch_direct_merge(const DirectMergeArgs& a, cudaStream_t stream) {
+  check_args(a);
+  int device = 0;
+  DCPSIM_CUDA(cudaGetDevice(&device));
+  const int blocks = direct_merge_blocks(a, device);
+  // 16-byte chunks when a row of D values is a whole number of them (the slot and output rows then are too:
+  // DirectLayout aligns its regions) and every rank's O rows start on 16 bytes.
+  const bool vec = (a.dim * elem_bytes(a.elem)) % 16 == 0 && a.o_rows_aligned;
+  with_elem(a.elem, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_kernel("direct_merge_kernel", direct_merge_kernel<T>, dim3(blocks, a.launch_ranks), kThreads, 0,
+                  stream, a, vec);
+  });
+  DCPSIM_CUDA_LAUNCHED("direct_merge_kernel");
 }
 
 }  // namespace dcpsim::hw::ops
 
-// ---- benchmark descriptor: one direct-merge step of N ranks on one device (epochs, N writers, N waiting
-// combiners); bytes = every rank's O and LSE read once, every slot written and read once, every owner's block
-// of O and LSE written once ----
+// ---- benchmark descriptor: one emulated direct-merge step of N ranks on one device (the runner's
+// --emulate launch: every rank in one kernel). bytes = every rank's O and LSE read once, every slot written
+// once and read once, every owner's block written once ----
 namespace dcpsim::hw::ops {
 namespace {
 
@@ -102,13 +315,9 @@ class DirectBench final : public BenchOp {
  public:
   DirectBench(const OpShape& s, std::uint64_t seed) : s_(s) {
     if (s.heads % s.dcp != 0) throw InputError("direct bench: H must be divisible by N");
-    const int N = s.dcp;
-    j_ = s.heads / N;
-    slot_o_ = std::size_t(N) * s.rows * j_ * s.dim;
-    slot_l_ = std::size_t(N) * s.rows * j_;
-    std::vector<void*> po(2 * N);
-    std::vector<float*> pl(2 * N);
-    std::vector<unsigned long long*> pf(2 * N);
+    const int N = s.dcp, J = s.heads / N;
+    const std::size_t window = direct_window_bytes(N, s.rows, s.heads, s.dim, Elem::kBF16);
+    std::vector<unsigned char*> bases;
     for (int r = 0; r < N; ++r) {
       o_.emplace_back(std::size_t(s.rows) * s.heads * s.dim * 2);
       lse_.emplace_back(std::size_t(s.rows) * s.heads * 4);
@@ -116,89 +325,58 @@ class DirectBench final : public BenchOp {
                           0, nullptr);
       launch_fill_uniform(lse_.back().get(), std::int64_t(s.rows) * s.heads, Elem::kF32, 8.f, seed + 100 + r,
                           0, nullptr);
-      slots_o_.emplace_back(2 * slot_o_ * 2);
-      slots_l_.emplace_back(2 * slot_l_ * 4);
-      flags_.emplace_back(2 * N * 8);
-      out_.emplace_back(std::size_t(s.rows) * j_ * s.dim * 2);
-      DCPSIM_CUDA(cudaMemset(flags_.back().get(), 0, flags_.back().bytes()));
-      for (int par = 0; par < 2; ++par) {
-        po[par * N + r] = slots_o_[r].as<std::uint8_t>() + par * slot_o_ * 2;
-        pl[par * N + r] = slots_l_[r].as<float>() + par * slot_l_;
-        pf[par * N + r] = flags_[r].as<unsigned long long>() + par * N;
-      }
+      windows_.emplace_back(window);
+      DCPSIM_CUDA(cudaMemset(windows_.back().get(), 0, window));
+      bases.push_back(windows_.back().as<unsigned char>());
+      out_.emplace_back(std::size_t(s.rows) * J * s.dim * 2);
     }
-    po_ = upload(po);
-    pl_ = upload(pl);
-    pf_ = upload(pf);
-    counters_ = DeviceBuffer(2 * N * 8);
-    error_ = DeviceBuffer(4);
-    DCPSIM_CUDA(cudaMemset(counters_.get(), 0, counters_.bytes()));
-    DCPSIM_CUDA(cudaMemset(error_.get(), 0, 4));
+    table_ = upload(bases);
+    control_ = DeviceBuffer(std::size_t(N) * 2 * 8);
+    error_ = DeviceBuffer(std::size_t(N) * 4);
+    DCPSIM_CUDA(cudaMemset(control_.get(), 0, control_.bytes()));
+    DCPSIM_CUDA(cudaMemset(error_.get(), 0, error_.bytes()));
+    std::vector<DirectRank> ranks(N);
+    for (int r = 0; r < N; ++r) {
+      DirectRank& d = ranks[r];
+      d.rank = r;
+      d.o = o_[r].get();
+      d.o_row_stride = std::int64_t(s.heads) * s.dim;
+      d.o_head_stride = s.dim;
+      d.lse = lse_[r].as<float>();
+      d.lse_row_stride = s.heads;
+      d.lse_head_stride = 1;
+      d.windows = table_.as<unsigned char* const>();
+      d.out = out_[r].get();
+      d.control = control_.as<unsigned long long>() + 2 * r;
+      d.error = error_.as<int>() + r;
+    }
+    ranks_ = upload(ranks);
     DCPSIM_CUDA(cudaDeviceSynchronize());
   }
   std::string label() const override {
     return "N=" + std::to_string(s_.dcp) + " B=" + std::to_string(s_.rows) +
-           " H=" + std::to_string(s_.heads) + " D=" + std::to_string(s_.dim) + " (all ranks, one device)";
+           " H=" + std::to_string(s_.heads) + " D=" + std::to_string(s_.dim) + " (all ranks, one launch)";
   }
   double bytes() const override {
     const double o = double(s_.rows) * s_.heads * s_.dim * 2, l = double(s_.rows) * s_.heads * 4;
-    return s_.dcp * (o + l) * 3;  // read partials, write + read slots, write outputs (≈ O + LSE per rank)
+    return s_.dcp * (o + l) * 3 + s_.dcp * double(s_.rows) * (s_.heads / s_.dcp) * s_.dim * 2;
   }
   void launch(int, cudaStream_t stream) override {
-    const int N = s_.dcp;
-    auto* counters = counters_.as<unsigned long long>();
-    for (int r = 0; r < N; ++r) launch_advance_epoch(counters + r, stream);
-    for (int r = 0; r < N; ++r) {
-      DirectWriteArgs w;
-      w.dcp = N;
-      w.rank = r;
-      w.rows = w.valid_rows = s_.rows;
-      w.heads = s_.heads;
-      w.dim = s_.dim;
-      w.o = o_[r].get();
-      w.o_row_stride = std::int64_t(s_.heads) * s_.dim;
-      w.o_head_stride = s_.dim;
-      w.lse = lse_[r].as<float>();
-      w.lse_row_stride = s_.heads;
-      w.lse_head_stride = 1;
-      w.dst_o = po_.as<void* const>();
-      w.dst_lse = pl_.as<float* const>();
-      w.dst_flags = pf_.as<unsigned long long* const>();
-      w.epoch = counters + r;
-      w.done_counter = counters + N + r;
-      launch_direct_write(w, stream);
-    }
-    for (int n = 0; n < N; ++n) {
-      CombineArgs c;
-      c.dcp = N;
-      c.rows = c.valid_rows = s_.rows;
-      c.heads = j_;
-      c.dim = s_.dim;
-      c.o = slots_o_[n].get();
-      c.o_lanes = s_.dim;
-      c.src_stride = std::int64_t(s_.rows) * j_ * s_.dim;
-      c.lse = slots_l_[n].as<float>();
-      c.lse_src_stride = std::int64_t(s_.rows) * j_;
-      c.dst = out_[n].get();
-      c.dst_row_stride = std::int64_t(j_) * s_.dim;
-      c.dst_head_stride = s_.dim;
-      c.flags = flags_[n].as<unsigned long long>();
-      c.epoch = counters + n;
-      c.parity_o_stride = static_cast<std::int64_t>(slot_o_);
-      c.parity_lse_stride = static_cast<std::int64_t>(slot_l_);
-      c.parity_flag_stride = N;
-      c.timeout_ns = 2'000'000'000LL;
-      c.error = error_.as<int>();
-      launch_combine(c, stream);
-    }
+    DirectMergeArgs a;
+    a.dcp = s_.dcp;
+    a.rows = a.valid_rows = s_.rows;
+    a.heads = s_.heads;
+    a.dim = s_.dim;
+    a.ranks = ranks_.as<const DirectRank>();
+    a.launch_ranks = s_.dcp;
+    a.blocks_per_rank = s_.blocks;
+    launch_direct_merge(a, stream);
   }
 
  private:
   OpShape s_;
-  int j_ = 1;
-  std::size_t slot_o_ = 0, slot_l_ = 0;
-  std::vector<DeviceBuffer> o_, lse_, slots_o_, slots_l_, flags_, out_;
-  DeviceBuffer po_, pl_, pf_, counters_, error_;
+  std::vector<DeviceBuffer> o_, lse_, windows_, out_;
+  DeviceBuffer table_, control_, error_, ranks_;
 };
 
 }  // namespace

@@ -78,5 +78,19 @@ struct MergeStatesRun {
 // per row, which exceeds 1024 threads at D = 512 with more than 32 heads), InputError for a head dim it does
 // not dispatch (64, 128, 256, 512).
 void merge_states_run(const MergeStatesRun& r, cudaStream_t stream);
+// ---- FlashInfer's fused DCP all-to-all + LSE merge: comm::dcp::FusedKernel (comm/dcp_lse_reduce.cuh) ----
+struct DcpMergeRun {
+  const void* o = nullptr;             // [entries][N][D] (bf16 or fp16): entry e's slice for destination n
+  const float* lse = nullptr;          // [entries][N]
+  void* window = nullptr;              // ncclWindow_t of the rank's symmetric workspace
+  unsigned char* workspace = nullptr;  // its local base; the first payload_offset bytes zero before first use
+  void* out = nullptr;                 // [entries][D]
+  int dcp = 1, rank = 0, entries = 0, dim = 0;
+  bool bf16 = true;  // else fp16
+  bool lse_base_e = true;
+};
+// Launched as FlashInfer's launcher does (flashinfer/data/csrc/dcp_lse_reduce.cu): cooperative, 128 threads,
+// grid min(max(entries, N), co-resident blocks), the row-distributed send from 16 entries on.
+void dcp_merge(const DcpMergeRun& r, cudaStream_t stream);
 
 }  // namespace dcpsim::hw::ops::flashinfer_kernels

@@ -3,6 +3,7 @@
 // function checks its arguments (InputError) and the launch (RuntimeError). Strides and sizes are in
 // elements.
 #include <cuda_runtime.h>
+#include <nccl.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -189,25 +190,69 @@ void launch_combine_legacy(const CombineArgs& a, cudaStream_t stream);
 // stamps).
 bool launch_combine_fast(const CombineArgs& a, int vpt, cudaStream_t stream);
 
-// ---- direct merge writer (ops/direct_merge.cu) ----
-struct DirectWriteArgs {
-  int dcp = 1, rank = 0, rows = 0, valid_rows = 0, heads = 0, dim = 0;
-  Elem elem = Elem::kBF16;
-  const void* o = nullptr;
+// ---- direct merge, one kernel per rank (ops/direct_merge.cu; protocol in dcpsim/hw/direct_protocol.h) ----
+// One rank's side of a step: its partials, the owners' windows as it addresses them, its output. The same
+// kernel runs over NCCL windows (one rank per launch, `windows` from the LSA team) and in emulation (every
+// logical rank of one device in one launch, `windows` plain device allocations).
+struct DirectRank {
+  int rank = 0;
+  const void* o = nullptr;  // O (b, h, d) at o[b·o_row_stride + h·o_head_stride + d], the output type
   std::int64_t o_row_stride = 0, o_head_stride = 0;
-  const float* lse = nullptr;
+  const float* lse = nullptr;  // L (b, h) at lse[b·lse_row_stride + h·lse_head_stride]
   std::int64_t lse_row_stride = 0, lse_head_stride = 0;
-  // Device arrays of 2·N pointers (buffer-major: [epoch & 1][owner n]): owner n's O slots
-  // ([N_src][B][H/N][D]), LSE slots ([N_src][B][H/N]) and flags ([N_src]) of that buffer.
-  void* const* dst_o = nullptr;
-  float* const* dst_lse = nullptr;
-  unsigned long long* const* dst_flags = nullptr;
-  const unsigned long long* epoch = nullptr;   // this rank's step counter (advance_epoch), starts at 0
-  unsigned long long* done_counter = nullptr;  // local, monotonic: the grid's last block raises the flags
+  unsigned char* const* windows = nullptr;  // device array [N]: owner n's window base
+  void* out = nullptr;                      // this rank's merged heads, [B][H/N][D]
+  float* merged_lse = nullptr;              // optional, [B][H/N]
+  // Local, zero before the first step: [0] the last finished epoch, [1] the blocks that finished their
+  // stores (monotonic; the block that makes it epoch × blocks publishes the flags).
+  unsigned long long* control = nullptr;
+  int* error = nullptr;  // set to 1 + s when the flag of source s did not come within the timeout
+  RowStamps stamps;
 };
-void launch_direct_write(const DirectWriteArgs& a, cudaStream_t stream);
-// ++*epoch on the device (the first thing of every step that uses direct merge).
-void launch_advance_epoch(unsigned long long* epoch, cudaStream_t stream);
+
+struct DirectMergeArgs {
+  int dcp = 1, rows = 0, valid_rows = 0, heads = 0 /* H */, dim = 0;
+  bool base2 = false;
+  Elem elem = Elem::kBF16;               // O, the slots and the output
+  const DirectRank* ranks = nullptr;     // device array, one entry per rank of this launch
+  int launch_ranks = 1;                  // blockIdx.y picks the entry
+  long long timeout_ns = 2'000'000'000;  // per wait for the peers' flags
+  int blocks_per_rank = 0;               // 0: what direct_merge_blocks() says
+  bool o_rows_aligned = true;            // every rank's O rows start on 16 bytes (else element-wise loads)
+};
+// Blocks per rank the launch uses: enough warps for the work, and every block of the launch resident at once
+// (the blocks spin on flags that other blocks of the same launch, or other GPUs, raise).
+int direct_merge_blocks(const DirectMergeArgs& a, int device);
+void launch_direct_merge(const DirectMergeArgs& a, cudaStream_t stream);
+// The window bytes each owner needs (DirectLayout::bytes()).
+std::size_t direct_window_bytes(int dcp, int rows, int heads, int dim, Elem e);
+
+// Peer pointers of an NCCL symmetric window (ops/nccl_lsa.cu): table[n] = the base of rank n's window as this
+// rank addresses it (ncclGetPeerPointer; every rank must be in this rank's LSA team). `window` is an
+// ncclWindow_t. Synchronous.
+void nccl_window_peer_table(void* window, int ranks, unsigned char** table);
+// NCCL_VERSION_CODE of the headers the device-API code was compiled against.
+int nccl_header_version();
+// How many ranks of `comm` are in this rank's LSA team (one NVLink load/store domain); 0 without the API.
+int nccl_lsa_team_size(ncclComm_t comm);
+
+// ---- FlashInfer's fused DCP merge (ops/flashinfer_dcp_merge.cu; builds with DCPSIM_WITH_FLASHINFER) ----
+// One rank's call of flashinfer::comm::dcp::FusedKernel, launched as FlashInfer's own launcher does
+// (cooperative, 128 threads, grid = min(entries or N, co-resident blocks), the row-distributed send from 16
+// entries on). O [B][H][D] and L [B][H] dense, read as [B][H/N][N][D]: owner r gets heads r, r + N, ...
+// into `out` [B][H/N][D]; no merged LSE.
+struct FlashInferDcpArgs {
+  int dcp = 1, rank = 0, rows = 0, heads = 0 /* H */, dim = 0;
+  bool base2 = false;
+  Elem elem = Elem::kBF16;  // bf16 or fp16
+  const void* o = nullptr;
+  const float* lse = nullptr;
+  void* window = nullptr;              // ncclWindow_t of this rank's workspace
+  unsigned char* workspace = nullptr;  // its local base (FlashInferDcpLayout), zeroed before first use
+  void* out = nullptr;
+};
+void launch_flashinfer_dcp_merge(const FlashInferDcpArgs& a, cudaStream_t stream);
+bool flashinfer_dcp_merge_built();
 
 // ---- row-streaming merge (ops/row_stream.cu; the push epilogue is attention's, ops/attention.cu) ----
 // Where a producer rank pushes its finished rows (layout: row_stream_layout.h). o, lse and flags are device
@@ -286,6 +331,9 @@ void launch_reduce_sum(const ReduceArgs& a, cudaStream_t stream);
 // Writes %globaltimer into *slot (the origin of per-row stamps, and the all-rows-ready time after a
 // collective).
 void launch_stamp(unsigned long long* slot, cudaStream_t stream);
+
+// ++*epoch on the device (the first thing of every row-stream step; the direct merge keeps its epoch itself).
+void launch_advance_epoch(unsigned long long* epoch, cudaStream_t stream);
 
 // One thread that spins for `ns` nanoseconds of %globaltimer (benchmarks: lets the host enqueue ahead).
 void launch_delay(long long ns, cudaStream_t stream);

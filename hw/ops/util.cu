@@ -45,6 +45,11 @@ __global__ void stamp_kernel(unsigned long long* slot) {
   *slot = global_timer();
 }
 
+__global__ void advance_epoch_kernel(unsigned long long* epoch) {
+  pdl_begin();
+  *epoch += 1;
+}
+
 template <typename T>
 __global__ void fill_kernel(T* p, std::int64_t n, float a, std::uint64_t seed, std::int64_t first) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -76,6 +81,11 @@ void launch_delay(long long ns, cudaStream_t stream) {
 
 void launch_stamp(unsigned long long* slot, cudaStream_t stream) {
   launch_kernel("stamp_kernel", stamp_kernel, 1, 1, 0, stream, slot);
+}
+
+void launch_advance_epoch(unsigned long long* epoch, cudaStream_t stream) {
+  launch_kernel("advance_epoch_kernel", advance_epoch_kernel, 1, 1, 0, stream, epoch);
+  DCPSIM_CUDA_LAUNCHED("advance_epoch_kernel");
 }
 
 namespace {

@@ -168,13 +168,15 @@ CheckResult check_outputs(const StepPlan& p, const RunConfig& c, const std::vect
     if (!padding) t = cached_truth(p, row);
     for (const RankOutputs& ro : outputs) {
       for (int j = 0; j < ro.heads; ++j) {
-        const int h = ro.head_begin + j;
-        const double gl = ro.lse[std::size_t(row) * ro.lse_row_stride + ro.lse_offset + j];
-        const double tl = padding ? -std::numeric_limits<double>::infinity() : t.l[h];
-        if (std::isinf(tl) || std::isinf(gl) || std::isnan(gl)) {
-          if (!(gl == tl)) ++r.mismatched_nonfinite;
-        } else {
-          r.lse_max_abs = std::max(r.lse_max_abs, std::fabs(gl - tl) / std::max(1.0, std::fabs(tl)));
+        const int h = ro.head_begin + j * ro.head_stride;
+        if (!ro.lse.empty()) {
+          const double gl = ro.lse[std::size_t(row) * ro.lse_row_stride + ro.lse_offset + j];
+          const double tl = padding ? -std::numeric_limits<double>::infinity() : t.l[h];
+          if (std::isinf(tl) || std::isinf(gl) || std::isnan(gl)) {
+            if (!(gl == tl)) ++r.mismatched_nonfinite;
+          } else {
+            r.lse_max_abs = std::max(r.lse_max_abs, std::fabs(gl - tl) / std::max(1.0, std::fabs(tl)));
+          }
         }
         for (int d = 0; d < p.D; ++d) {
           const double g = ro.out[(std::size_t(row) * ro.heads + j) * p.D + d];
@@ -215,11 +217,13 @@ RankOutputs download_outputs(const StepPlan& p, const RankState& rank) {
   RankOutputs o;
   o.head_begin = f.head_begin;
   o.heads = f.heads;
+  o.head_stride = f.head_stride;
   o.lse_offset = f.lse_offset;
   o.lse_row_stride = f.lse_row_stride;
   const std::size_t count = std::size_t(p.rows_total) * f.heads * p.D;
   o.out = from_device_bytes(p.out, download<std::uint8_t>(*f.out, count * ops::elem_bytes(p.out)));
-  o.lse = to_doubles(download<float>(*f.lse, std::size_t(p.rows_total) * f.lse_row_stride));
+  if (f.lse != nullptr)
+    o.lse = to_doubles(download<float>(*f.lse, std::size_t(p.rows_total) * f.lse_row_stride));
   return o;
 }
 

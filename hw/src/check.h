@@ -8,10 +8,11 @@
 
 namespace dcpsim::hw {
 
-// One rank's final output, downloaded: heads [head_begin, head_begin + heads) of every row as [B'][heads][D]
-// and the merged LSE of kept head j of row b at lse[b·lse_row_stride + lse_offset + j].
+// One rank's final output, downloaded: kept head j of every row is head head_begin + j·head_stride, stored as
+// [B'][heads][D], and its merged LSE is at lse[b·lse_row_stride + lse_offset + j] (lse empty: the strategy
+// returns none, and only the output is checked).
 struct RankOutputs {
-  int head_begin = 0, heads = 0, lse_offset = 0, lse_row_stride = 0;
+  int head_begin = 0, heads = 0, head_stride = 1, lse_offset = 0, lse_row_stride = 0;
   std::vector<double> out;
   std::vector<double> lse;
 };

@@ -1,129 +1,263 @@
-// gpu_direct_merge (kernels.h): the direct merge's whole protocol with every rank on the current device — per
-// owner double-buffered slots and flags, per rank epoch and done counters — run for several steps so both
-// buffers and the epoch stamps are exercised.
+// gpu_direct_merge and gpu_flashinfer_dcp_merge (kernels.h): the one-kernel direct merge and FlashInfer's
+// fused merge on host data, in the process modes the runner uses — every rank emulated on the current device
+// (plain allocations, one launch for all ranks) or one rank per device over NCCL symmetric windows — run for
+// several steps so both buffers and the epoch stamps are exercised.
 #include <string>
 #include <vector>
 
 #include "cuda_check.h"
 #include "dcpsim/error.h"
+#include "dcpsim/hw/direct_protocol.h"
 #include "dcpsim/hw/kernels.h"
 #include "device_buffer.h"
 #include "host_convert.h"
+#include "nccl_window.h"
 #include "ops.h"
 
 namespace dcpsim::hw {
+namespace {
 
-std::vector<GpuMergedBlock> gpu_direct_merge(std::span<const models::Partial> partials,
-                                             const GpuDirectOptions& o) {
+struct Shape {
+  int N = 0, B = 0, H = 0, J = 0, D = 0, valid = 0;
+};
+
+Shape shape_of(std::span<const models::Partial> partials, int valid_rows) {
   const int N = static_cast<int>(partials.size());
   if (N == 0) throw InputError("direct merge: no partials");
   const auto& l0 = partials[0].out_layout;
-  const int B = l0.rows, H = l0.heads, D = l0.dim;
-  if (H % N != 0)
-    throw InputError("direct merge: H=" + std::to_string(H) + " is not divisible by N=" + std::to_string(N));
-  const int J = H / N;
-  const int valid = o.valid_rows < 0 ? B : std::min(o.valid_rows, B);
-  const ops::Elem e = ops::elem_of(o.out_dtype);
-  const std::size_t eb = ops::elem_bytes(e);
-  const std::size_t slot_o = std::size_t(N) * B * J * D, slot_l = std::size_t(N) * B * J;
-
-  std::vector<DeviceBuffer> in_o, in_l, slots_o, slots_l, flags, dst;
+  if (l0.heads % N != 0)
+    throw InputError("direct merge: H=" + std::to_string(l0.heads) +
+                     " is not divisible by N=" + std::to_string(N));
   for (const auto& p : partials) {
     p.validate();
-    in_o.push_back(upload(to_device_bytes(e, p.out)));
-    in_l.push_back(upload(to_floats(p.lse)));
-    slots_o.emplace_back(2 * slot_o * eb);
-    slots_l.emplace_back(2 * slot_l * sizeof(float));
-    flags.emplace_back(2 * N * sizeof(unsigned long long));
-    dst.emplace_back(std::size_t(B) * J * D * eb);
-    DCPSIM_CUDA(cudaMemset(flags.back().get(), 0, flags.back().bytes()));
+    if (p.out_layout.rows != l0.rows || p.out_layout.heads != l0.heads || p.out_layout.dim != l0.dim)
+      throw InputError("direct merge: the ranks' partials differ in shape");
   }
-  std::vector<void*> po(2 * N);
-  std::vector<float*> pl(2 * N);
-  std::vector<unsigned long long*> pf(2 * N);
-  for (int par = 0; par < 2; ++par)
-    for (int n = 0; n < N; ++n) {
-      po[par * N + n] = slots_o[n].as<std::uint8_t>() + par * slot_o * eb;
-      pl[par * N + n] = slots_l[n].as<float>() + par * slot_l;
-      pf[par * N + n] = flags[n].as<unsigned long long>() + par * N;
-    }
-  DeviceBuffer dpo = upload(po), dpl = upload(pl), dpf = upload(pf);
-  DeviceBuffer counters(2 * N * sizeof(unsigned long long)), error(sizeof(int)),
-      merged(std::size_t(N) * B * J * 4);
-  DCPSIM_CUDA(cudaMemset(counters.get(), 0, counters.bytes()));
-  DCPSIM_CUDA(cudaMemset(error.get(), 0, error.bytes()));
-  auto* epoch = counters.as<unsigned long long>();  // [N] epochs, then [N] done counters
+  return {
+      N, l0.rows, l0.heads, l0.heads / N, l0.dim, valid_rows < 0 ? l0.rows : std::min(valid_rows, l0.rows)};
+}
 
-  for (int step = 0; step < o.steps; ++step) {
-    for (int r = 0; r < N; ++r) ops::launch_advance_epoch(epoch + r, nullptr);
-    for (int r = 0; r < N; ++r) {
-      if (r == o.skip_writer) continue;
-      const auto& p = partials[r];
-      ops::DirectWriteArgs w;
-      w.dcp = N;
-      w.rank = r;
-      w.rows = B;
-      w.valid_rows = valid;
-      w.heads = H;
-      w.dim = D;
-      w.elem = e;
-      w.o = in_o[r].get();
-      w.o_row_stride = p.out_layout.row_stride;
-      w.o_head_stride = p.out_layout.head_stride;
-      w.lse = in_l[r].as<float>();
-      w.lse_row_stride = p.lse_layout.row_stride;
-      w.lse_head_stride = p.lse_layout.head_stride;
-      w.dst_o = dpo.as<void* const>();
-      w.dst_lse = dpl.as<float* const>();
-      w.dst_flags = dpf.as<unsigned long long* const>();
-      w.epoch = epoch + r;
-      w.done_counter = epoch + N + r;
-      ops::launch_direct_write(w, nullptr);
-    }
-    for (int n = 0; n < N; ++n) {
-      ops::CombineArgs c;
-      c.dcp = N;
-      c.rows = B;
-      c.valid_rows = valid;
-      c.heads = J;
-      c.dim = D;
-      c.base2 = o.base == models::LseBase::k2;
-      c.in = e;
-      c.o = slots_o[n].get();
-      c.src_stride = std::int64_t(B) * J * D;
-      c.o_lanes = D;
-      c.lse = slots_l[n].as<float>();
-      c.lse_src_stride = std::int64_t(B) * J;
-      c.out = e;
-      c.dst = dst[n].get();
-      c.dst_row_stride = std::int64_t(J) * D;
-      c.dst_head_stride = D;
-      c.merged_lse = {merged.as<float>() + std::size_t(n) * B * J, J, 1};
-      c.flags = flags[n].as<unsigned long long>();
-      c.epoch = epoch + n;
-      c.parity_o_stride = static_cast<std::int64_t>(slot_o);
-      c.parity_lse_stride = static_cast<std::int64_t>(slot_l);
-      c.parity_flag_stride = N;
-      c.timeout_ns = o.timeout_ns;
-      c.error = error.as<int>();
-      ops::launch_combine(c, nullptr);
-    }
-    DCPSIM_CUDA(cudaDeviceSynchronize());
-    const int err = download<int>(error, 1)[0];
+// One rank's device buffers, on the device current when constructed.
+struct RankBuffers {
+  DeviceBuffer o, lse, out, merged, control, error;
+  RankBuffers(const models::Partial& p, const Shape& s, ops::Elem e)
+      : o(upload(to_device_bytes(e, p.out))),
+        lse(upload(to_floats(p.lse))),
+        out(std::size_t(s.B) * s.J * s.D * ops::elem_bytes(e)),
+        merged(std::size_t(s.B) * s.J * sizeof(float)),
+        control(2 * sizeof(unsigned long long)),
+        error(sizeof(int)) {
+    DCPSIM_CUDA(cudaMemset(control.get(), 0, control.bytes()));
+    DCPSIM_CUDA(cudaMemset(error.get(), 0, error.bytes()));
+  }
+  ops::DirectRank args(int rank, const models::Partial& p, unsigned char* const* windows) const {
+    ops::DirectRank d;
+    d.rank = rank;
+    d.o = o.get();
+    d.o_row_stride = p.out_layout.row_stride;
+    d.o_head_stride = p.out_layout.head_stride;
+    d.lse = lse.as<float>();
+    d.lse_row_stride = p.lse_layout.row_stride;
+    d.lse_head_stride = p.lse_layout.head_stride;
+    d.windows = windows;
+    d.out = out.get();
+    d.merged_lse = merged.as<float>();
+    d.control = control.as<unsigned long long>();
+    d.error = error.as<int>();
+    return d;
+  }
+  GpuMergedBlock block(const Shape& s, ops::Elem e) const {
+    const std::size_t kept = std::size_t(s.B) * s.J;
+    return {s.B, s.J, s.D, from_device_bytes(e, download<std::uint8_t>(out, kept * s.D * ops::elem_bytes(e))),
+            to_doubles(download<float>(merged, kept))};
+  }
+};
+
+ops::DirectMergeArgs merge_args(const Shape& s, const GpuDirectOptions& o, ops::Elem e,
+                                std::span<const models::Partial> partials) {
+  ops::DirectMergeArgs a;
+  a.dcp = s.N;
+  a.rows = s.B;
+  a.valid_rows = s.valid;
+  a.heads = s.H;
+  a.dim = s.D;
+  a.base2 = o.base == models::LseBase::k2;
+  a.elem = e;
+  a.timeout_ns = o.timeout_ns;
+  const std::size_t eb = ops::elem_bytes(e);
+  for (const auto& p : partials)
+    a.o_rows_aligned =
+        a.o_rows_aligned && p.out_layout.row_stride * eb % 16 == 0 && p.out_layout.head_stride * eb % 16 == 0;
+  return a;
+}
+
+void throw_timeout(const std::vector<RankBuffers>& ranks, const std::vector<int>& devices,
+                   std::int64_t timeout_ns, int step) {
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    if (!devices.empty()) DCPSIM_CUDA(cudaSetDevice(devices[r]));
+    const int err = download<int>(ranks[r].error, 1)[0];
     if (err != 0)
-      throw RuntimeError("direct merge: an owner waited " + std::to_string(o.timeout_ns / 1000000) +
-                         " ms for the flag of rank " + std::to_string(err - 1) + " (step " +
-                         std::to_string(step + 1) + ") and gave up");
+      throw RuntimeError("direct merge: rank " + std::to_string(r) + " waited " +
+                         std::to_string(timeout_ns / 1000000) + " ms for the flag of rank " +
+                         std::to_string(err - 1) + " (step " + std::to_string(step + 1) + ") and gave up");
+  }
+}
+
+// One communicator over `devices` (rank r on devices[r]), destroyed last.
+struct Comms {
+  std::vector<ncclComm_t> comms;
+  explicit Comms(const std::vector<int>& devices) : comms(devices.size()) {
+    DCPSIM_NCCL(ncclCommInitAll(comms.data(), static_cast<int>(devices.size()), devices.data()));
+  }
+  ~Comms() {
+    for (auto c : comms) ncclCommDestroy(c);
+  }
+  Comms(const Comms&) = delete;
+  Comms& operator=(const Comms&) = delete;
+};
+
+void check_devices(const std::vector<int>& devices, int n, const char* what) {
+  if (static_cast<int>(devices.size()) != n)
+    throw InputError(std::string(what) + ": " + std::to_string(n) + " ranks need " + std::to_string(n) +
+                     " devices, got " + std::to_string(devices.size()));
+}
+
+std::vector<GpuMergedBlock> direct_emulated(std::span<const models::Partial> partials, const Shape& s,
+                                            const GpuDirectOptions& o, ops::Elem e) {
+  const DirectLayout layout{s.N, s.B, s.J, s.D, static_cast<int>(ops::elem_bytes(e))};
+  std::vector<DeviceBuffer> windows;
+  std::vector<unsigned char*> bases;
+  std::vector<RankBuffers> ranks;
+  for (int r = 0; r < s.N; ++r) {
+    windows.emplace_back(layout.bytes());
+    DCPSIM_CUDA(cudaMemset(windows.back().get(), 0, layout.flags_bytes()));
+    bases.push_back(windows.back().as<unsigned char>());
+    ranks.emplace_back(partials[r], s, e);
+  }
+  const DeviceBuffer table = upload(bases);
+  std::vector<ops::DirectRank> launch;
+  for (int r = 0; r < s.N; ++r)
+    if (r != o.skip_writer) launch.push_back(ranks[r].args(r, partials[r], table.as<unsigned char* const>()));
+  const DeviceBuffer dlaunch = upload(launch);
+  ops::DirectMergeArgs a = merge_args(s, o, e, partials);
+  a.ranks = dlaunch.as<const ops::DirectRank>();
+  a.launch_ranks = static_cast<int>(launch.size());
+  for (int step = 0; step < o.steps; ++step) {
+    ops::launch_direct_merge(a, nullptr);
+    DCPSIM_CUDA(cudaDeviceSynchronize());
+    throw_timeout(ranks, {}, o.timeout_ns, step);
   }
   std::vector<GpuMergedBlock> out;
-  const auto ml = download<float>(merged, std::size_t(N) * B * J);
-  for (int n = 0; n < N; ++n) {
-    GpuMergedBlock m{
-        B, J, D, from_device_bytes(e, download<std::uint8_t>(dst[n], std::size_t(B) * J * D * eb)), {}};
-    m.lse.assign(ml.begin() + std::size_t(n) * B * J, ml.begin() + std::size_t(n + 1) * B * J);
-    out.push_back(std::move(m));
+  for (const auto& r : ranks) out.push_back(r.block(s, e));
+  return out;
+}
+
+std::vector<GpuMergedBlock> direct_windows(std::span<const models::Partial> partials, const Shape& s,
+                                           const GpuDirectOptions& o, ops::Elem e) {
+  check_devices(o.devices, s.N, "direct merge over NCCL windows");
+  const DirectLayout layout{s.N, s.B, s.J, s.D, static_cast<int>(ops::elem_bytes(e))};
+  Comms comms(o.devices);
+  NcclWindows windows;
+  windows.open(comms.comms, o.devices, layout.bytes(), layout.flags_bytes());
+  std::vector<RankBuffers> ranks;
+  std::vector<DeviceBuffer> launch;
+  for (int r = 0; r < s.N; ++r) {
+    DCPSIM_CUDA(cudaSetDevice(o.devices[r]));
+    ranks.emplace_back(partials[r], s, e);
+    launch.push_back(upload(std::vector<ops::DirectRank>{
+        ranks.back().args(r, partials[r], windows.at(r).peers.as<unsigned char* const>())}));
+  }
+  ops::DirectMergeArgs a = merge_args(s, o, e, partials);
+  for (int step = 0; step < o.steps; ++step) {
+    for (int r = 0; r < s.N; ++r) {
+      if (r == o.skip_writer) continue;
+      DCPSIM_CUDA(cudaSetDevice(o.devices[r]));
+      a.ranks = launch[r].as<const ops::DirectRank>();
+      ops::launch_direct_merge(a, nullptr);
+    }
+    for (int d : o.devices) {
+      DCPSIM_CUDA(cudaSetDevice(d));
+      DCPSIM_CUDA(cudaDeviceSynchronize());
+    }
+    throw_timeout(ranks, o.devices, o.timeout_ns, step);
+  }
+  std::vector<GpuMergedBlock> out;
+  for (int r = 0; r < s.N; ++r) {
+    DCPSIM_CUDA(cudaSetDevice(o.devices[r]));
+    out.push_back(ranks[r].block(s, e));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<GpuMergedBlock> gpu_direct_merge(std::span<const models::Partial> partials,
+                                             const GpuDirectOptions& o) {
+  const Shape s = shape_of(partials, o.valid_rows);
+  const ops::Elem e = ops::elem_of(o.out_dtype);
+  if (o.steps < 1) throw InputError("direct merge: steps must be >= 1");
+  return o.devices.empty() ? direct_emulated(partials, s, o, e) : direct_windows(partials, s, o, e);
+}
+
+std::vector<GpuMergedBlock> gpu_flashinfer_dcp_merge(std::span<const models::Partial> partials,
+                                                     const GpuFlashInferMergeOptions& o) {
+  if (!ops::flashinfer_dcp_merge_built())
+    throw InputError("FlashInfer's fused DCP merge: this dcpsim was built without FlashInfer's headers");
+  const Shape s = shape_of(partials, -1);
+  const ops::Elem e = ops::elem_of(o.out_dtype);
+  check_devices(o.devices, s.N, "FlashInfer's fused DCP merge");
+  const FlashInferDcpLayout layout{s.N, s.B * s.J, s.D, static_cast<int>(ops::elem_bytes(e))};
+  Comms comms(o.devices);
+  NcclWindows windows;
+  windows.open(comms.comms, o.devices, layout.bytes(), layout.payload_offset());
+  std::vector<DeviceBuffer> in_o, in_l, out;
+  for (int r = 0; r < s.N; ++r) {
+    // FlashInfer takes dense [B][H][D] and [B][H].
+    std::vector<double> o_dense(std::size_t(s.B) * s.H * s.D), l_dense(std::size_t(s.B) * s.H);
+    for (int b = 0; b < s.B; ++b)
+      for (int h = 0; h < s.H; ++h) {
+        l_dense[std::size_t(b) * s.H + h] = partials[r].l(b, h);
+        for (int d = 0; d < s.D; ++d) o_dense[(std::size_t(b) * s.H + h) * s.D + d] = partials[r].o(b, h, d);
+      }
+    DCPSIM_CUDA(cudaSetDevice(o.devices[r]));
+    in_o.push_back(upload(to_device_bytes(e, o_dense)));
+    in_l.push_back(upload(to_floats(l_dense)));
+    out.emplace_back(std::size_t(s.B) * s.J * s.D * ops::elem_bytes(e));
+  }
+  for (int step = 0; step < o.steps; ++step) {
+    for (int r = 0; r < s.N; ++r) {
+      DCPSIM_CUDA(cudaSetDevice(o.devices[r]));
+      ops::FlashInferDcpArgs a;
+      a.dcp = s.N;
+      a.rank = r;
+      a.rows = s.B;
+      a.heads = s.H;
+      a.dim = s.D;
+      a.base2 = o.base == models::LseBase::k2;
+      a.elem = e;
+      a.o = in_o[r].get();
+      a.lse = in_l[r].as<float>();
+      a.window = windows.at(r).win;
+      a.workspace = static_cast<unsigned char*>(windows.at(r).base);
+      a.out = out[r].get();
+      ops::launch_flashinfer_dcp_merge(a, nullptr);
+    }
+    for (int d : o.devices) {
+      DCPSIM_CUDA(cudaSetDevice(d));
+      DCPSIM_CUDA(cudaDeviceSynchronize());
+    }
+  }
+  std::vector<GpuMergedBlock> blocks;
+  for (int r = 0; r < s.N; ++r) {
+    DCPSIM_CUDA(cudaSetDevice(o.devices[r]));
+    const std::size_t count = std::size_t(s.B) * s.J * s.D;
+    blocks.push_back({s.B,
+                      s.J,
+                      s.D,
+                      from_device_bytes(e, download<std::uint8_t>(out[r], count * ops::elem_bytes(e))),
+                      {}});
+  }
+  return blocks;
 }
 
 }  // namespace dcpsim::hw

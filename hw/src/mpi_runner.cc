@@ -1,6 +1,7 @@
 // One process per GPU under mpirun/srun (builds with DCPSIM_WITH_MPI): the NCCL id is broadcast through MPI,
-// the direct merge's slots are shared through CUDA IPC handles exchanged with MPI_Allgather, and rank 0
-// gathers every rank's timings for the trace. Without MPI these entry points say how to get it.
+// the strategy connects over the communicator exactly as with one thread per GPU (the direct merge's and
+// FlashInfer's NCCL windows: nccl_window.h), and rank 0 gathers every rank's timings for the trace. Without
+// MPI these entry points say how to get it.
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "dcpsim/hw/device.h"
 #include "dcpsim/hw/runner.h"
 #include "exchange.h"
+#include "nccl_window.h"
 #include "step.h"
 #include "timing.h"
 #include "trace_out.h"
@@ -48,25 +50,6 @@ int local_rank() {
   MPI_Comm_rank(local, &r);
   MPI_Comm_free(&local);
   return r;
-}
-
-// Every rank's base pointer of one of its buffers, mapped into this process (own pointer for itself).
-std::vector<void*> share(void* mine, int rank, int size, std::vector<void*>& opened) {
-  cudaIpcMemHandle_t h{};
-  DCPSIM_CUDA(cudaIpcGetMemHandle(&h, mine));
-  std::vector<cudaIpcMemHandle_t> all(size);
-  mpi_check(MPI_Allgather(&h, sizeof h, MPI_BYTE, all.data(), sizeof h, MPI_BYTE, MPI_COMM_WORLD),
-            "allgather");
-  std::vector<void*> ptrs(size);
-  for (int n = 0; n < size; ++n) {
-    if (n == rank) {
-      ptrs[n] = mine;
-      continue;
-    }
-    DCPSIM_CUDA(cudaIpcOpenMemHandle(&ptrs[n], all[n], cudaIpcMemLazyEnablePeerAccess));
-    opened.push_back(ptrs[n]);
-  }
-  return ptrs;
 }
 
 // Rank 0 receives every rank's samples (durations, offsets, step spans) in one flat array per rank.
@@ -126,23 +109,20 @@ void run_mpi(const StepPlan& p, const RunConfig& c, Samples& samples, std::vecto
   const int count = device_count();
   if (count == 0) throw RuntimeError("no CUDA device is visible to MPI rank " + std::to_string(rank));
   const int device = c.devices.empty() ? local % count : c.devices.at(local);
-  auto state = make_rank_state(p, c, rank, device, nullptr);
+  Ranks ranks;
+  ranks.push_back(make_rank_state(p, c, rank, device, nullptr));
+  RankState* state = ranks.front().get();
   prepare_rank(p, *state);
   state->timing = samples.timing;
   state->timeline = timeline;
-  std::vector<void*> opened;
-  if (p.s.strategy == models::Strategy::kDirect && p.N > 1) {
-    const auto so = share(state->slots_o.get(), rank, size, opened);
-    const auto sl = share(state->slots_lse.get(), rank, size, opened);
-    const auto fl = share(state->flags.get(), rank, size, opened);
-    link_direct(p, *state, so, sl, fl);
-  }
   ncclUniqueId id{};
   if (rank == 0) DCPSIM_NCCL(ncclGetUniqueId(&id));
   mpi_check(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD), "bcast");
   ncclComm_t comm = nullptr;
   DCPSIM_NCCL(ncclCommInitRank(&comm, p.N, id, rank));
   NcclExchange ex({comm});
+  NcclWindows windows;  // deregistered before the communicator is destroyed
+  connect_ranks(p, c, ranks, {false, {comm}, &windows});
   samples.resize(p.N, p.phases.size());
   auto enqueue = [&](bool capturing) {
     enqueue_prologue(p, c, *state, capturing);
@@ -154,13 +134,13 @@ void run_mpi(const StepPlan& p, const RunConfig& c, Samples& samples, std::vecto
         120.0 + 4.0 * c.direct_timeout_ms / 1000.0, nullptr, timeline, rank, enqueue,
         [&] { check_direct_error(*state, c.direct_timeout_ms); }, [&] { samples.collect(*state); });
   } catch (...) {
+    windows.abandon();
     ex.abort();
     throw;
   }
   outputs.push_back(download_outputs(p, *state));
   if (timeline != nullptr) timeline_samples(p, c, *timeline, samples);  // this rank's GPU activities only
   gather_samples(p, rank, size, samples);
-  for (void* ptr : opened) cudaIpcCloseMemHandle(ptr);
 }
 
 #endif

@@ -6,6 +6,7 @@
 #include "dcpsim/hw/device.h"
 #include "dcpsim/hw/kernels.h"
 #include "dcpsim/models/sharding.h"
+#include "strategy.h"
 
 namespace dcpsim::hw {
 
@@ -29,10 +30,10 @@ const char* phase_name(Phase p) {
       return "all_to_all";
     case Phase::kA2aCombine:
       return "a2a_combine";
-    case Phase::kDirectWrite:
-      return "direct_write";
-    case Phase::kDirectCombine:
-      return "direct_combine";
+    case Phase::kDirectMerge:
+      return "direct_merge";
+    case Phase::kFlashInferMerge:
+      return "flashinfer_merge";
     case Phase::kRowCombine:
       return "row_combine";
   }
@@ -120,10 +121,7 @@ StepPlan make_plan(const RunConfig& c) {
     throw InputError("--out-dtype fp64: the hw kernels write bf16, fp16 or fp32");
   p.in = ops::elem_of(s.kv_dtype);
   p.out = ops::elem_of(s.out_dtype);
-  if (s.strategy == models::Strategy::kRowStream && p.N > 1 && c.mode != ProcessMode::kEmulate)
-    throw InputError(
-        "--strategy row-stream runs with --emulate only (N ranks on one GPU); on several GPUs it waits for "
-        "NCCL device-API windows");
+  const HwStrategy& strategy = hw_strategy(s.strategy);  // InputError for a simulator-only strategy
   if (c.reps < 1 || c.warmup < 0) throw InputError("--reps must be >= 1 and --warmup >= 0");
   p.contexts = s.contexts;
   p.contexts.resize(p.rows_total, 0);
@@ -141,23 +139,9 @@ StepPlan make_plan(const RunConfig& c) {
   if (p.gather_q) p.phases.push_back(Phase::kQAllGather);
   p.phases.push_back(Phase::kAttention);
   if (p.N > 1) {
-    switch (s.strategy) {
-      case models::Strategy::kAgRs:
-        p.phases.insert(p.phases.end(), {Phase::kLseAllGather, Phase::kCorrect, Phase::kReduceScatter});
-        break;
-      case models::Strategy::kAgAr:
-        p.phases.insert(p.phases.end(), {Phase::kLseAllGather, Phase::kCorrect, Phase::kAllReduce});
-        break;
-      case models::Strategy::kA2a:
-        p.phases.insert(p.phases.end(), {Phase::kA2aPack, Phase::kAllToAll, Phase::kA2aCombine});
-        break;
-      case models::Strategy::kDirect:
-        p.phases.insert(p.phases.end(), {Phase::kDirectWrite, Phase::kDirectCombine});
-        break;
-      case models::Strategy::kRowStream:  // the push is attention's epilogue
-        p.phases.push_back(Phase::kRowCombine);
-        break;
-    }
+    strategy.check(p, c);
+    const std::vector<Phase> merge = strategy.phases();
+    p.phases.insert(p.phases.end(), merge.begin(), merge.end());
   }
   return p;
 }

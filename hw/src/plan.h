@@ -22,9 +22,9 @@ enum class Phase {
   kA2aPack,
   kAllToAll,
   kA2aCombine,
-  kDirectWrite,
-  kDirectCombine,
-  kRowCombine,  // row-stream: the owner's combine, beside the attention (which pushes the rows)
+  kDirectMerge,      // stores, flags, wait and combine in one kernel
+  kFlashInferMerge,  // FlashInfer's fused DCP merge, one cooperative kernel
+  kRowCombine,       // row-stream: the owner's combine, beside the attention (which pushes the rows)
 };
 
 const char* phase_name(Phase p);

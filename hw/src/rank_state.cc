@@ -4,6 +4,7 @@
 #include "dcpsim/error.h"
 #include "dcpsim/hw/attention_impl.h"
 #include "row_stream.h"
+#include "strategy.h"
 
 namespace dcpsim::hw {
 
@@ -92,38 +93,11 @@ void fill_inputs(const StepPlan& p, RankState& r) {
   }
 }
 
-void alloc_merge_buffers(const StepPlan& p, RankState& r) {
-  const std::size_t ob = ops::elem_bytes(p.out), B = p.rows_total, H = p.H, D = p.D, J = p.J, N = p.N;
+void alloc_buffers(const StepPlan& p, RankState& r) {
+  const std::size_t ob = ops::elem_bytes(p.out), B = p.rows_total, H = p.H, D = p.D;
   r.o = DeviceBuffer(B * H * D * ob);
   r.lse = DeviceBuffer(B * H * sizeof(float));
-  const auto strategy = p.s.strategy;
-  if (N > 1 && (strategy == models::Strategy::kAgRs || strategy == models::Strategy::kAgAr)) {
-    r.lse_all = DeviceBuffer(N * B * H * sizeof(float));
-    r.merged_lse = DeviceBuffer(B * H * sizeof(float));
-    if (strategy == models::Strategy::kAgRs) {
-      r.rs_send = DeviceBuffer(B * H * D * ob);
-      r.out = DeviceBuffer(B * J * D * ob);
-    } else {
-      r.out = DeviceBuffer(B * H * D * ob);
-    }
-  } else if (N > 1 && strategy == models::Strategy::kA2a) {
-    const std::size_t lanes = D + ops::lse_lanes(p.out);
-    r.a2a_send = DeviceBuffer(N * B * J * lanes * ob);
-    r.a2a_recv = DeviceBuffer(N * B * J * lanes * ob);
-    r.out = DeviceBuffer(B * J * D * ob);
-    r.merged_lse = DeviceBuffer(B * J * sizeof(float));
-  } else if (N > 1 && strategy == models::Strategy::kDirect) {
-    r.slots_o = DeviceBuffer(2 * r.slot_o_elems(p) * ob);
-    r.slots_lse = DeviceBuffer(2 * r.slot_lse_elems(p) * sizeof(float));
-    r.flags = DeviceBuffer(2 * N * sizeof(unsigned long long));
-    r.counters = DeviceBuffer(2 * sizeof(unsigned long long));  // epoch, done
-    r.error = DeviceBuffer(sizeof(int));
-    DCPSIM_CUDA(cudaMemset(r.flags.get(), 0, r.flags.bytes()));
-    DCPSIM_CUDA(cudaMemset(r.counters.get(), 0, r.counters.bytes()));
-    DCPSIM_CUDA(cudaMemset(r.error.get(), 0, r.error.bytes()));
-    r.out = DeviceBuffer(B * J * D * ob);
-    r.merged_lse = DeviceBuffer(B * J * sizeof(float));
-  }
+  if (p.N > 1) hw_strategy(p.s.strategy).allocate(p, r);
   if (p.row_stamps) {
     r.stamps = DeviceBuffer((2 + 2 * B) * sizeof(unsigned long long));
     r.stamp_counters = DeviceBuffer(2 * B * sizeof(unsigned));
@@ -148,7 +122,7 @@ std::unique_ptr<RankState> make_rank_state(const StepPlan& p, const RunConfig& c
     r.owns_stream = true;
   }
   fill_inputs(p, r);
-  alloc_merge_buffers(p, r);
+  alloc_buffers(p, r);
   r.ev_begin.resize(p.phases.size());
   r.ev_end.resize(p.phases.size());
   for (std::size_t i = 0; i < p.phases.size(); ++i) {
@@ -159,36 +133,6 @@ std::unique_ptr<RankState> make_rank_state(const StepPlan& p, const RunConfig& c
   DCPSIM_CUDA(cudaEventCreate(&r.ev_step_end));
   DCPSIM_CUDA(cudaStreamSynchronize(r.stream));
   return holder;
-}
-
-void link_direct(const StepPlan& p, RankState& r, const std::vector<void*>& slots_o,
-                 const std::vector<void*>& slots_lse, const std::vector<void*>& flags) {
-  const int N = p.N;
-  const std::size_t ob = ops::elem_bytes(p.out);
-  std::vector<void*> po(2 * N);
-  std::vector<float*> pl(2 * N);
-  std::vector<unsigned long long*> pf(2 * N);
-  for (int par = 0; par < 2; ++par)
-    for (int n = 0; n < N; ++n) {
-      po[par * N + n] = static_cast<std::uint8_t*>(slots_o[n]) + par * r.slot_o_elems(p) * ob;
-      pl[par * N + n] = static_cast<float*>(slots_lse[n]) + par * r.slot_lse_elems(p);
-      pf[par * N + n] = static_cast<unsigned long long*>(flags[n]) + par * N;
-    }
-  DCPSIM_CUDA(cudaSetDevice(r.device));
-  r.dst_o = upload(po);
-  r.dst_lse = upload(pl);
-  r.dst_flags = upload(pf);
-}
-
-void link_ranks(const StepPlan& p, Ranks& ranks) {
-  if (p.s.strategy != models::Strategy::kDirect || p.N == 1) return;
-  std::vector<void*> so, sl, fl;
-  for (const auto& r : ranks) {
-    so.push_back(r->slots_o.get());
-    sl.push_back(r->slots_lse.get());
-    fl.push_back(r->flags.get());
-  }
-  for (auto& r : ranks) link_direct(p, *r, so, sl, fl);
 }
 
 }  // namespace dcpsim::hw

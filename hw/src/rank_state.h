@@ -18,6 +18,11 @@ struct RowStreamRank;  // row_stream.h
 // Buffers a collective names (the emulated exchange reads every rank's copy of the same buffer).
 enum class Buf { kQLocal, kQAll, kLse, kLseAll, kO, kRsSend, kOut, kA2aSend, kA2aRecv };
 
+// A strategy's own per-rank state (windows, pointer tables, counters), kept alive with the rank.
+struct MergeState {
+  virtual ~MergeState() = default;
+};
+
 struct RankState {
   int rank = 0;
   int device = 0;
@@ -32,15 +37,15 @@ struct RankState {
   std::vector<int> kv_len_host;
   std::int64_t max_len = 0;
   std::unique_ptr<ops::FlashInferAttention>
-      flashinfer;                   // planned in prepare_rank when p.attention is FlashInfer
-  DeviceBuffer o, lse, workspace;   // local attention: [B'][H][D] out type, [B'][H] fp32
-  DeviceBuffer lse_all;             // [N][B'][H]
-  DeviceBuffer rs_send;             // AG+RS: [N][B'][H/N][D]
-  DeviceBuffer out;                 // final: [B'][H/N][D] (RS, A2A, direct) or [B'][H][D] (AR)
-  DeviceBuffer merged_lse;          // [B'][H] (AG) or [B'][H/N] (A2A, direct)
-  DeviceBuffer a2a_send, a2a_recv;  // [N][B'][H/N][D + P]
-  // Direct merge: double-buffered slots and flags this rank owns, counters, error word, pointer tables.
-  DeviceBuffer slots_o, slots_lse, flags, counters, error, dst_o, dst_lse, dst_flags;
+      flashinfer;                     // planned in prepare_rank when p.attention is FlashInfer
+  DeviceBuffer o, lse, workspace;     // local attention: [B'][H][D] out type, [B'][H] fp32
+  DeviceBuffer lse_all;               // [N][B'][H]
+  DeviceBuffer rs_send;               // AG+RS: [N][B'][H/N][D]
+  DeviceBuffer out;                   // final: [B'][H/N][D] (RS, A2A, direct) or [B'][H][D] (AR)
+  DeviceBuffer merged_lse;            // [B'][H] (AG) or [B'][H/N] (A2A, direct)
+  DeviceBuffer a2a_send, a2a_recv;    // [N][B'][H/N][D + P]
+  DeviceBuffer error;                 // merges that wait on flags: 1 + the rank whose flag never came
+  std::unique_ptr<MergeState> merge;  // what else the strategy keeps (strategy_*.cc)
   // Row stamps: [0] step origin, [1] all-rows-ready after a collective; then lse_ready[B'], out_ready[B'];
   // row counters [2][B'].
   DeviceBuffer stamps, stamp_counters;
@@ -57,23 +62,13 @@ struct RankState {
   ~RankState();
 
   void* buf(Buf b) const;
-  std::size_t slot_o_elems(const StepPlan& p) const { return std::size_t(p.N) * p.rows_total * p.J * p.D; }
-  std::size_t slot_lse_elems(const StepPlan& p) const { return std::size_t(p.N) * p.rows_total * p.J; }
 };
 
-// Allocates and fills rank `rank`'s state on `device` (made current). `stream` null: the rank creates its
-// own.
+// Allocates and fills rank `rank`'s state on `device` (made current), the strategy's buffers included.
+// `stream` null: the rank creates its own.
 std::unique_ptr<RankState> make_rank_state(const StepPlan& p, const RunConfig& c, int rank, int device,
                                            cudaStream_t stream);
 
-// After every rank exists: the direct merge's pointer tables (owners' slots, possibly on peer devices) and
-// the emulated reductions' source tables.
 using Ranks = std::vector<std::unique_ptr<RankState>>;
-void link_ranks(const StepPlan& p, Ranks& ranks);
-
-// The direct merge's pointer tables of rank `r` from every owner's slot bases (as `r` addresses them: local,
-// peer or IPC-mapped pointers), indexed by owner rank.
-void link_direct(const StepPlan& p, RankState& r, const std::vector<void*>& slots_o,
-                 const std::vector<void*>& slots_lse, const std::vector<void*>& flags);
 
 }  // namespace dcpsim::hw

@@ -12,6 +12,7 @@
 #include "dcpsim/error.h"
 #include "dcpsim/hw/device.h"
 #include "exchange.h"
+#include "nccl_window.h"
 #include "plan.h"
 #include "rank_state.h"
 #include "row_stream.h"
@@ -83,12 +84,11 @@ void run_emulated(const StepPlan& p, const RunConfig& c, Run& run) {
     prepare_rank(p, *run.ranks.back());
     attach_timing(run, *run.ranks.back());
   }
-  link_ranks(p, run.ranks);
-  if (is_row_stream(p)) setup_row_stream(p, c, run.ranks);
+  connect_ranks(p, c, run.ranks, {true, {}, nullptr});
   EmulatedExchange ex(run.ranks);
   run.samples.resize(p.N, p.phases.size());
   auto enqueue = [&](bool capturing) {
-    if (is_row_stream(p)) return enqueue_row_stream_step(p, c, run.ranks, ex, capturing);
+    if (enqueue_whole_step(p, c, run.ranks, ex, capturing)) return;  // concurrent ranks (row-stream)
     for (auto& r : run.ranks) enqueue_prologue(p, c, *r, capturing);
     for (std::size_t i = 0; i < p.phases.size(); ++i)  // phase-major: every rank's inputs exist before a pull
       for (auto& r : run.ranks) enqueue_phase(p, c, i, *r, ex, capturing);
@@ -107,24 +107,6 @@ void run_emulated(const StepPlan& p, const RunConfig& c, Run& run) {
   for (auto& r : run.ranks) run.outputs.push_back(download_outputs(p, *r));
 }
 
-void enable_peer_access(const std::vector<int>& devices) {
-  for (int a : devices)
-    for (int b : devices) {
-      if (a == b) continue;
-      int ok = 0;
-      DCPSIM_CUDA(cudaDeviceCanAccessPeer(&ok, a, b));
-      if (!ok)
-        throw RuntimeError("direct merge needs peer access from device " + std::to_string(a) + " to device " +
-                           std::to_string(b) + ", which this machine does not offer");
-      DCPSIM_CUDA(cudaSetDevice(a));
-      const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
-      if (e == cudaErrorPeerAccessAlreadyEnabled)
-        (void)cudaGetLastError();
-      else if (e != cudaSuccess)
-        throw_cuda(e, "cudaDeviceEnablePeerAccess", __FILE__, __LINE__);
-    }
-}
-
 void run_threads(const StepPlan& p, const RunConfig& c, Run& run) {
   if (static_cast<int>(c.devices.size()) != p.N)
     throw InputError("--devices lists " + std::to_string(c.devices.size()) + " devices; --dcp " +
@@ -135,11 +117,11 @@ void run_threads(const StepPlan& p, const RunConfig& c, Run& run) {
     prepare_rank(p, *run.ranks.back());
     attach_timing(run, *run.ranks.back());
   }
-  if (p.s.strategy == models::Strategy::kDirect && p.N > 1) enable_peer_access(c.devices);
-  link_ranks(p, run.ranks);
   std::vector<ncclComm_t> comms(p.N);
   DCPSIM_NCCL(ncclCommInitAll(comms.data(), p.N, c.devices.data()));
   NcclExchange ex(comms);
+  NcclWindows windows;  // declared after the communicators' owner: deregistered before they are destroyed
+  connect_ranks(p, c, run.ranks, {false, comms, &windows});
   run.samples.resize(p.N, p.phases.size());
 
   std::atomic<bool> failed{false};
@@ -165,7 +147,10 @@ void run_threads(const StepPlan& p, const RunConfig& c, Run& run) {
     });
   }
   for (auto& t : threads) t.join();
-  if (failed) ex.abort();
+  if (failed) {
+    windows.abandon();
+    ex.abort();
+  }
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
   for (auto& r : run.ranks) run.outputs.push_back(download_outputs(p, *r));

@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "cuda_check.h"
+#include "dcpsim/error.h"
 #include "timing.h"
 
 namespace dcpsim::hw {
@@ -11,13 +13,6 @@ namespace {
 
 unsigned long long* stamp_slot(RankState& r, int i) {
   return r.stamps.as<unsigned long long>() + i;
-}
-
-// lse_ready[b] at stamps[2 + b], out_ready[b] at stamps[2 + B' + b]; counters likewise.
-ops::RowStamps row_stamps(const StepPlan& p, RankState& r, bool output) {
-  if (r.stamps.get() == nullptr) return {};
-  const int off = output ? p.rows_total : 0;
-  return {stamp_slot(r, 2 + off), r.stamp_counters.as<unsigned>() + off};
 }
 
 }  // namespace
@@ -55,103 +50,63 @@ ops::AttentionArgs attention_args(const StepPlan& p, RankState& r) {
   return a;
 }
 
-namespace {
-
-void enqueue_correct(const StepPlan& p, RankState& r) {
-  ops::CorrectArgs a;
-  a.dcp = p.N;
-  a.rank = r.rank;
-  a.rows = p.rows_total;
-  a.valid_rows = p.B;
-  a.heads = p.H;
-  a.dim = p.D;
-  a.base2 = p.s.lse_base == models::LseBase::k2;
-  a.elem = p.out;
-  a.lse = {r.lse_all.as<float>(), std::int64_t(p.rows_total) * p.H, p.H, 1};
-  a.in = r.o.get();
-  a.in_row_stride = std::int64_t(p.H) * p.D;
-  a.in_head_stride = p.D;
-  if (p.s.strategy == models::Strategy::kAgRs) {  // straight into the reduce-scatter's head-block layout
-    a.out = r.rs_send.get();
-    a.out_block_heads = p.J;
-    a.out_block_stride = std::int64_t(p.rows_total) * p.J * p.D;
-    a.out_row_stride = std::int64_t(p.J) * p.D;
-    a.out_head_stride = p.D;
-  } else {  // in place, then the all-reduce
-    a.out = r.o.get();
-    a.out_block_heads = p.H;
-    a.out_row_stride = a.in_row_stride;
-    a.out_head_stride = a.in_head_stride;
-  }
-  a.merged_lse = {r.merged_lse.as<float>(), p.H, 1};
-  a.stamps = row_stamps(p, r, false);
-  ops::launch_correct(a, r.stream);
-}
-
-ops::CombineArgs combine_args(const StepPlan& p, RankState& r) {
-  ops::CombineArgs a;
-  a.dcp = p.N;
-  a.rows = p.rows_total;
-  a.valid_rows = p.B;
-  a.heads = p.J;
-  a.dim = p.D;
-  a.base2 = p.s.lse_base == models::LseBase::k2;
-  a.in = p.out;
-  a.out = p.out;
-  a.dst = r.out.get();
-  a.dst_row_stride = std::int64_t(p.J) * p.D;
-  a.dst_head_stride = p.D;
-  a.merged_lse = {r.merged_lse.as<float>(), p.J, 1};
-  a.stamps = row_stamps(p, r, true);
-  return a;
-}
-
-void enqueue_pack(const StepPlan& p, RankState& r) {
-  ops::PackArgs a;
-  a.dcp = p.N;
-  a.rows = p.rows_total;
-  a.valid_rows = p.B;
-  a.heads = p.H;
-  a.dim = p.D;
-  a.elem = p.out;
-  a.o = r.o.get();
-  a.o_row_stride = std::int64_t(p.H) * p.D;
-  a.o_head_stride = p.D;
-  a.lse = r.lse.as<float>();
-  a.lse_row_stride = p.H;
-  a.lse_head_stride = 1;
-  a.send = r.a2a_send.get();
-  ops::launch_a2a_pack(a, r.stream);
-}
-
-void enqueue_direct_write(const StepPlan& p, RankState& r) {
-  ops::DirectWriteArgs a;
-  a.dcp = p.N;
-  a.rank = r.rank;
-  a.rows = p.rows_total;
-  a.valid_rows = p.B;
-  a.heads = p.H;
-  a.dim = p.D;
-  a.elem = p.out;
-  a.o = r.o.get();
-  a.o_row_stride = std::int64_t(p.H) * p.D;
-  a.o_head_stride = p.D;
-  a.lse = r.lse.as<float>();
-  a.lse_row_stride = p.H;
-  a.lse_head_stride = 1;
-  a.dst_o = r.dst_o.as<void* const>();
-  a.dst_lse = r.dst_lse.as<float* const>();
-  a.dst_flags = r.dst_flags.as<unsigned long long* const>();
-  a.epoch = r.counters.as<unsigned long long>();
-  a.done_counter = r.counters.as<unsigned long long>() + 1;
-  ops::launch_direct_write(a, r.stream);
-}
 
 void enqueue_collective_done(RankState& r) {
   if (r.stamps.get() != nullptr) ops::launch_stamp(stamp_slot(r, 1), r.stream);
 }
 
-}  // namespace
+// lse_ready[b] at stamps[2 + b], out_ready[b] at stamps[2 + B' + b]; counters likewise.
+ops::RowStamps row_stamps(const StepPlan& p, RankState& r, bool output) {
+  if (r.stamps.get() == nullptr) return {};
+  const int off = output ? p.rows_total : 0;
+  return {stamp_slot(r, 2 + off), r.stamp_counters.as<unsigned>() + off};
+}
+
+// ---- the strategies (strategy.h): every one the runner runs, one line each ----
+
+const HwStrategy* find_hw_strategy(models::Strategy s) {
+  switch (s) {
+    case models::Strategy::kAgRs:
+      return &ag_rs_strategy();
+    case models::Strategy::kAgAr:
+      return &ag_ar_strategy();
+    case models::Strategy::kA2a:
+      return &a2a_strategy();
+    case models::Strategy::kDirect:
+      return &direct_strategy();
+    case models::Strategy::kFlashInferA2a:
+      return &flashinfer_strategy();
+    case models::Strategy::kRowStream:
+      return &row_stream_strategy();
+  }
+  return nullptr;
+}
+
+const HwStrategy& hw_strategy(models::Strategy s) {
+  if (const HwStrategy* h = find_hw_strategy(s)) return *h;
+  std::string runs;
+  for (models::Strategy t : models::all_strategies())
+    if (find_hw_strategy(t) != nullptr)
+      runs += (runs.empty() ? "" : ", ") + std::string(models::to_string(t));
+  throw InputError("--strategy " + std::string(models::to_string(s)) +
+                   " is modelled by simulate only; hw run runs " + runs);
+}
+
+void HwStrategy::check(const StepPlan&, const RunConfig&) const {}
+
+void HwStrategy::connect(const StepPlan&, const RunConfig&, Ranks&, const StrategyLink&) const {}
+
+bool HwStrategy::enqueue_step(const StepPlan&, const RunConfig&, Ranks&, Exchange&, bool) const {
+  return false;
+}
+
+void connect_ranks(const StepPlan& p, const RunConfig& c, Ranks& ranks, const StrategyLink& link) {
+  if (p.N > 1) hw_strategy(p.s.strategy).connect(p, c, ranks, link);
+}
+
+bool enqueue_whole_step(const StepPlan& p, const RunConfig& c, Ranks& ranks, Exchange& ex, bool capturing) {
+  return p.N > 1 && hw_strategy(p.s.strategy).enqueue_step(p, c, ranks, ex, capturing);
+}
 
 void prepare_rank(const StepPlan& p, RankState& r) {
   DCPSIM_CUDA(cudaSetDevice(r.device));
@@ -181,8 +136,7 @@ void enqueue_prologue(const StepPlan& p, const RunConfig& c, RankState& r, bool 
     DCPSIM_CUDA(cudaMemsetAsync(r.stamp_counters.get(), 0, r.stamp_counters.bytes(), r.stream));
     ops::launch_stamp(stamp_slot(r, 0), r.stream);
   }
-  if (p.N > 1 && p.s.strategy == models::Strategy::kDirect)
-    ops::launch_advance_epoch(r.counters.as<unsigned long long>(), r.stream);
+  (void)p;
   (void)c;
 }
 
@@ -194,7 +148,7 @@ void enqueue_phase(const StepPlan& p, const RunConfig& c, std::size_t i, RankSta
   auto record = [&](cudaEvent_t e) {
     if (phase_events) record_event(e, r.stream, capturing);
   };
-  const std::size_t ob = ops::elem_bytes(p.out), ib = ops::elem_bytes(p.in);
+  const std::size_t ib = ops::elem_bytes(p.in);
   const std::size_t B = p.rows_total;
   record(r.ev_begin[i]);
   switch (p.phases[i]) {
@@ -207,72 +161,17 @@ void enqueue_phase(const StepPlan& p, const RunConfig& c, std::size_t i, RankSta
       else
         ops::launch_attention(attention_args(p, r), r.stream);
       break;
-    case Phase::kLseAllGather:
-      ex.all_gather(r, Buf::kLse, Buf::kLseAll, B * p.H * sizeof(float));
+    default:  // the strategy's phases
+      hw_strategy(p.s.strategy).enqueue(p.phases[i], p, c, r, ex);
       break;
-    case Phase::kCorrect:
-      enqueue_correct(p, r);
-      break;
-    case Phase::kReduceScatter:
-      ex.reduce_scatter(r, Buf::kRsSend, Buf::kOut, B * p.J * p.D, p.out);
-      enqueue_collective_done(r);
-      break;
-    case Phase::kAllReduce:
-      ex.all_reduce(r, Buf::kO, Buf::kOut, B * p.H * p.D, p.out);
-      enqueue_collective_done(r);
-      break;
-    case Phase::kA2aPack:
-      enqueue_pack(p, r);
-      break;
-    case Phase::kAllToAll:
-      ex.all_to_all(r, Buf::kA2aSend, Buf::kA2aRecv, B * p.J * (p.D + ops::lse_lanes(p.out)) * ob);
-      break;
-    case Phase::kA2aCombine: {
-      ops::CombineArgs a = combine_args(p, r);
-      a.o = r.a2a_recv.get();
-      a.o_lanes = p.D + ops::lse_lanes(p.out);
-      a.src_stride = std::int64_t(B) * p.J * a.o_lanes;
-      ops::launch_combine(a, r.stream);
-      break;
-    }
-    case Phase::kDirectWrite:
-      enqueue_direct_write(p, r);
-      break;
-    case Phase::kDirectCombine: {
-      ops::CombineArgs a = combine_args(p, r);
-      a.o = r.slots_o.get();
-      a.o_lanes = p.D;
-      a.src_stride = std::int64_t(B) * p.J * p.D;
-      a.lse = r.slots_lse.as<float>();
-      a.lse_src_stride = std::int64_t(B) * p.J;
-      a.flags = r.flags.as<unsigned long long>();
-      a.epoch = r.counters.as<unsigned long long>();
-      a.parity_o_stride = static_cast<std::int64_t>(r.slot_o_elems(p));
-      a.parity_lse_stride = static_cast<std::int64_t>(r.slot_lse_elems(p));
-      a.parity_flag_stride = p.N;
-      a.timeout_ns = c.direct_timeout_ms * 1000000LL;
-      a.error = r.error.as<int>();
-      ops::launch_combine(a, r.stream);
-      break;
-    }
-    case Phase::kRowCombine:  // on the ranks' own streams: enqueue_row_stream_step (row_stream.cc)
-      throw RuntimeError(std::string(phase_name(p.phases[i])) +
-                         " is enqueued with the whole row-stream step");
   }
   record(r.ev_end[i]);
   if (i + 1 == p.phases.size()) record_event(r.ev_step_end, r.stream, capturing);
 }
 
 FinalOutput final_output(const StepPlan& p, const RankState& r) {
-  if (p.N == 1) return {&r.o, 0, p.H, &r.lse, 0, p.H};
-  switch (p.s.strategy) {
-    case models::Strategy::kAgRs:
-      return {&r.out, r.rank * p.J, p.J, &r.merged_lse, r.rank * p.J, p.H};
-    case models::Strategy::kAgAr:
-      return {&r.out, 0, p.H, &r.merged_lse, 0, p.H};
-    default:
-      return {&r.out, r.rank * p.J, p.J, &r.merged_lse, 0, p.J};
-  }
+  if (p.N == 1) return {&r.o, 0, p.H, 1, &r.lse, 0, p.H};
+  return hw_strategy(p.s.strategy).final_output(p, r);
 }
 
 }  // namespace dcpsim::hw

@@ -53,6 +53,10 @@ std::vector<GpuMergedBlock> gpu_row_stream_merge(std::span<const models::Partial
                                                  const GpuRowStreamOptions&) {
   no_cuda();
 }
+std::vector<GpuMergedBlock> gpu_flashinfer_dcp_merge(std::span<const models::Partial>,
+                                                     const GpuFlashInferMergeOptions&) {
+  no_cuda();
+}
 
 models::KernelTables run_kernel_sweep(const KernelSweepConfig&,
                                       const std::function<void(const SweepProgress&)>&) {
@@ -62,6 +66,7 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig&,
 RunResult run_step(const RunConfig&, traces::TraceSink*) {
   no_cuda();
 }
+
 traces::v1::Header measured_header(ProcessMode, const std::vector<int>&, const std::vector<std::string>&) {
   no_cuda();
 }

@@ -17,6 +17,10 @@ double epoch_handshake_time(const HardwareProfile& p) {
   return p.signal.epoch_handshake.si();
 }
 
+double grid_barrier_time(const HardwareProfile& p) {
+  return epoch_handshake_time(p);
+}
+
 double flag_signal_time(const HardwareProfile& p) {
   return flag_write_latency(p) + expected_poll_wait(p);
 }

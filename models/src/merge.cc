@@ -1,6 +1,6 @@
 // The exact merge and the strategies' arithmetic. Every strategy computes the same weights; they differ in
-// where rounding to the output dtype happens (AG: per scaled partial and after the sum; A2A/direct: once) and
-// in which heads each rank keeps.
+// where rounding to the output dtype happens (AG: per scaled partial and after the sum;
+// A2A/direct/FlashInfer's fused merge: once) and in which heads each rank keeps.
 #include "dcpsim/models/merge.h"
 
 #include <algorithm>
@@ -113,18 +113,16 @@ Plan check(std::span<const Partial> partials, const MergeOptions& o) {
 // unpacking): fp32/fp64 accumulation of the non-zero-weight partials, a single rounding to the output dtype.
 template <typename T>
 RankOutput combine(std::span<const Partial> parts, int head_begin, int head_end, const Plan& plan,
-                   const MergeOptions& o) {
-  const int kept = head_end - head_begin;
-  RankOutput r{0,
-               head_begin,
-               head_end,
-               std::vector<double>(static_cast<std::size_t>(plan.rows) * kept * plan.dim),
-               {}};
+                   const MergeOptions& o, int head_stride = 1) {
+  RankOutput r{0, head_begin, head_end, head_stride, {}, {}};
+  const int kept = r.kept();
+  r.out.assign(static_cast<std::size_t>(plan.rows) * kept * plan.dim, 0.0);
   r.lse.assign(static_cast<std::size_t>(plan.rows) * kept, -kInf);
   std::vector<double> lses(parts.size()), weights(parts.size());
   std::vector<T> acc(static_cast<std::size_t>(plan.dim));
   for (int b = 0; b < plan.valid_rows; ++b) {
-    for (int h = head_begin; h < head_end; ++h) {
+    for (int k = 0; k < kept; ++k) {
+      const int h = r.head(k);
       for (std::size_t i = 0; i < parts.size(); ++i) lses[i] = parts[i].l(b, h);
       const T lse = merge_lse_into<T>(lses, o.base, weights);
       std::fill(acc.begin(), acc.end(), T(0));
@@ -134,9 +132,9 @@ RankOutput combine(std::span<const Partial> parts, int head_begin, int head_end,
         const double* o_i = parts[i].out.data() + parts[i].out_layout.index(b, h, 0);
         for (int d = 0; d < plan.dim; ++d) acc[d] += w * to<T>(o_i[d]);
       }
-      double* out = r.out.data() + (static_cast<std::int64_t>(b) * kept + (h - head_begin)) * plan.dim;
+      double* out = r.out.data() + (static_cast<std::int64_t>(b) * kept + k) * plan.dim;
       for (int d = 0; d < plan.dim; ++d) out[d] = round_to(o.out_dtype, static_cast<double>(acc[d]));
-      r.lse[static_cast<std::size_t>(b) * kept + (h - head_begin)] = static_cast<double>(lse);
+      r.lse[static_cast<std::size_t>(b) * kept + k] = static_cast<double>(lse);
     }
   }
   return r;
@@ -180,7 +178,11 @@ void all_gather_sum(std::span<const Partial> parts, const Plan& plan, const Merg
 RankOutput slice(const std::vector<double>& out, const std::vector<double>& lse, const Plan& plan, int rank,
                  int begin, int end) {
   const int kept = end - begin;
-  RankOutput r{rank, begin, end, std::vector<double>(static_cast<std::size_t>(plan.rows) * kept * plan.dim),
+  RankOutput r{rank,
+               begin,
+               end,
+               1,
+               std::vector<double>(static_cast<std::size_t>(plan.rows) * kept * plan.dim),
                std::vector<double>(static_cast<std::size_t>(plan.rows) * kept)};
   for (int b = 0; b < plan.rows; ++b) {
     const std::size_t src = static_cast<std::size_t>(b) * plan.heads + begin;
@@ -196,12 +198,14 @@ void assemble(MergeResult& m, const Plan& plan) {
   m.out.assign(static_cast<std::size_t>(plan.rows) * plan.heads * plan.dim, 0.0);
   m.lse.assign(static_cast<std::size_t>(plan.rows) * plan.heads, -kInf);
   for (const RankOutput& r : m.ranks) {
-    const int kept = r.head_end - r.head_begin;
+    const int kept = r.kept();
     for (int b = 0; b < plan.rows; ++b) {
-      const std::size_t dst = static_cast<std::size_t>(b) * plan.heads + r.head_begin;
-      const std::size_t src = static_cast<std::size_t>(b) * kept;
-      std::copy_n(r.out.begin() + src * plan.dim, kept * plan.dim, m.out.begin() + dst * plan.dim);
-      std::copy_n(r.lse.begin() + src, kept, m.lse.begin() + dst);
+      for (int k = 0; k < kept; ++k) {
+        const std::size_t dst = static_cast<std::size_t>(b) * plan.heads + r.head(k);
+        const std::size_t src = static_cast<std::size_t>(b) * kept + k;
+        std::copy_n(r.out.begin() + src * plan.dim, plan.dim, m.out.begin() + dst * plan.dim);
+        m.lse[dst] = r.lse[src];
+      }
     }
   }
 }
@@ -229,6 +233,9 @@ void run_strategy(std::span<const Partial> parts, const Plan& plan, const MergeO
       out.head_end = out.head_begin + plan.block;
       m.ranks.push_back(std::move(out));
     }
+  } else if (interleaves_heads(o.strategy)) {  // flashinfer-a2a: owner r reads heads r, r + N, ...
+    for (int r = 0; r < plan.ranks; ++r)
+      m.ranks.push_back(combine<T>(parts, r, r + (plan.block - 1) * plan.ranks + 1, plan, o, plan.ranks));
   } else {  // direct, row-stream: the owner reads every rank's block of its heads
     for (int r = 0; r < plan.ranks; ++r)
       m.ranks.push_back(combine<T>(parts, r * plan.block, (r + 1) * plan.block, plan, o));

@@ -17,11 +17,12 @@ using SpellingTable = std::array<std::pair<Enum, std::string_view>, N>;
 constexpr SpellingTable<LseBase, 2> kLseBases{{{LseBase::kE, "e"}, {LseBase::k2, "2"}}};
 constexpr SpellingTable<DType, 4> kDTypes{
     {{DType::kF32, "fp32"}, {DType::kBF16, "bf16"}, {DType::kF16, "fp16"}, {DType::kF64, "fp64"}}};
-constexpr SpellingTable<Strategy, 5> kStrategies{{{Strategy::kAgRs, "ag-rs"},
+constexpr SpellingTable<Strategy, 6> kStrategies{{{Strategy::kAgRs, "ag-rs"},
                                                   {Strategy::kAgAr, "ag-ar"},
                                                   {Strategy::kA2a, "a2a"},
                                                   {Strategy::kDirect, "direct"},
-                                                  {Strategy::kRowStream, "row-stream"}}};
+                                                  {Strategy::kRowStream, "row-stream"},
+                                                  {Strategy::kFlashInferA2a, "flashinfer-a2a"}}};
 constexpr SpellingTable<LaunchMode, 3> kLaunchModes{
     {{LaunchMode::kEager, "eager"}, {LaunchMode::kGraph, "graph"}, {LaunchMode::kPdl, "pdl"}}};
 
@@ -100,8 +101,12 @@ bool scatters_heads(Strategy s) {
   return s != Strategy::kAgAr;
 }
 
+bool interleaves_heads(Strategy s) {
+  return s == Strategy::kFlashInferA2a;
+}
+
 bool accumulates_in_fp32(Strategy s) {
-  return s == Strategy::kA2a || s == Strategy::kDirect || s == Strategy::kRowStream;
+  return s != Strategy::kAgRs && s != Strategy::kAgAr;
 }
 
 }  // namespace dcpsim::models

@@ -142,6 +142,9 @@ void build_step(StepGraph& step, const SimOptions& options) {
     case models::Strategy::kRowStream:
       detail::add_row_stream_merge(step, streams, att);
       break;
+    case models::Strategy::kFlashInferA2a:
+      detail::add_flashinfer_merge(step, streams);
+      break;
   }
 }
 

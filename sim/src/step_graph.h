@@ -144,5 +144,6 @@ void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams,
                       const std::vector<AttentionOut>& att);
 void add_row_stream_merge(StepGraph& step, std::vector<RankStream>& streams,
                           const std::vector<AttentionOut>& att);
+void add_flashinfer_merge(StepGraph& step, std::vector<RankStream>& streams);
 
 }  // namespace dcpsim::sim::detail

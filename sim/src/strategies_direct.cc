@@ -1,12 +1,21 @@
 // The one-shot strategies (SPEC "direct"): each rank writes its head blocks and LSEs straight into the
-// owners' buffers over NVLink and then sets an epoch-stamped flag; the owner polls for the flags and combines
+// owners' windows over NVLink and then sets an epoch-stamped flag; the owner polls for the flags and combines
 // in fp32.
-//   direct      a push kernel after attention writes every row at once; the owner's combine kernel waits for
-//               N − 1 flags
-//   row-stream  the attention kernel (or its split-KV combine) pushes each group of rows the moment it is
-//   done;
-//               a persistent combine kernel on a second stream merges rows as their partials arrive, so the
-//               merge overlaps attention. Its SMs are not taken from attention (a limit of the model).
+//   direct          ONE kernel per rank after attention, as the runner's (hw/ops/direct_merge.cu): its blocks
+//                   store the rank's slices into the owners' windows with 16-byte vector stores (at the
+//                   measured peer-copy bandwidth), the last block to finish its stores fences and publishes a
+//                   flag per owner, then every block waits for the N − 1 peers' flags and combines its share
+//                   of the owner's rows. One launch, one kernel floor (the combine's), no second kernel.
+//   row-stream      the attention kernel (or its split-KV combine) pushes each group of rows the moment it
+//                   is done; a persistent combine kernel on a second stream merges rows as their partials
+//                   arrive, so the merge overlaps attention. Its SMs are not taken from attention (a limit
+//                   of the model).
+//   flashinfer-a2a  FlashInfer's fused DCP merge (comm/dcp_lse_reduce.cuh), one cooperative kernel per rank:
+//                   a grid barrier to pick the epoch, the packed per-destination stores, a grid barrier
+//                   before the flags are published, block 0 polls every source's flag, a grid barrier, then
+//                   the merge. Each grid barrier costs signal.epoch_handshake (one grid-wide arrive and
+//                   poll); the merge is priced analytically with the direct combine's numbers (same bytes; no
+//                   table holds FlashInfer's kernel).
 // A flag store follows its data after a release fence: the flag's visibility takes flag_write_latency in all,
 // of which the route's own latency is part of the flag transfer. The owner sees the last flag half a polling
 // interval after it lands (models/cost_signals.h), but never before its kernel polls at all.
@@ -31,7 +40,7 @@ struct Flag {
 // Pushes `bytes` to every other rank, (from + 1) % n first, each block followed by its flag, once `gate`
 // completes. Returns each owner's flag (the sender's own entry is unused).
 std::vector<Flag> push_all(FanOut& out, int from, int n, double bytes, NodeId gate, int rows_begin,
-                           int rows_end) {
+                           int rows_end, std::vector<NodeId>* data = nullptr) {
   FanOut::Send send;
   for (int k = 1; k < n; ++k) send.peers.push_back((from + k) % n);
   send.bytes = send.payload = bytes;
@@ -43,6 +52,7 @@ std::vector<Flag> push_all(FanOut& out, int from, int n, double bytes, NodeId ga
   std::vector<Flag> flags(n);
   for (std::size_t i = 0; i < send.peers.size(); ++i)
     flags[send.peers[i]] = {sent.flag[i], sent.flag_span[i]};
+  if (data != nullptr) *data = sent.data;
   return flags;
 }
 
@@ -66,6 +76,33 @@ NodeId wait_for_flags(StepGraph& step, int owner, const std::string& lane, NodeI
   return seen;
 }
 
+// Pushes of one merge kernel per rank: from `gate[r]`, rank r writes its block to every other owner, each
+// followed by a flag. Returns [owner] -> the flags it waits for; per rank, when its own stores are out (the
+// data transfers: a flag is a store issued after them, its landing is the peer's business) and when every
+// transfer it started has drained (its kernel cannot end before).
+struct KernelPushes {
+  std::vector<std::vector<Flag>> flags_to;
+  std::vector<NodeId> stored, drained;
+};
+KernelPushes push_from_kernels(StepGraph& step, const std::vector<NodeId>& gate, double block) {
+  const int n = step.scenario.dcp;
+  KernelPushes out{std::vector<std::vector<Flag>>(n), std::vector<NodeId>(n), std::vector<NodeId>(n)};
+  for (int r = 0; r < n; ++r) {
+    FanOut fan(step, r, kPhasePush);
+    std::vector<NodeId> data;
+    const std::vector<Flag> flags = push_all(fan, r, n, block, gate[r], 0, step.scenario.rows(), &data);
+    for (int o = 0; o < n; ++o) {
+      if (o != r) out.flags_to[o].push_back(flags[o]);
+    }
+    data.push_back(gate[r]);
+    out.stored[r] = step.graph.join_of(data);
+    std::vector<NodeId> touched = fan.transfers();
+    touched.push_back(gate[r]);
+    out.drained[r] = step.graph.join_of(touched);
+  }
+  return out;
+}
+
 }  // namespace
 
 void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams, const std::vector<AttentionOut>&) {
@@ -74,37 +111,68 @@ void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams, const s
   const int n = s.dcp;
   const int rows = s.rows();
   const models::MergeShape m = models::merge_shape(s);
-  const double block = block_bytes(s, rows);
 
-  std::vector<std::vector<Flag>> flags_to(n);
-  std::vector<NodeId> push_begin(n), push_end(n);
+  std::vector<NodeId> start(n), gate(n);
   for (int r = 0; r < n; ++r) {
-    push_begin[r] = streams[r].begin("direct_push");
-    const NodeId epoch = step.graph.after_latency(push_begin[r], models::epoch_handshake_time(p));
-    FanOut out(step, r, kPhasePush);
-    const std::vector<Flag> flags = push_all(out, r, n, block, epoch, 0, rows);
-    for (int o = 0; o < n; ++o) {
-      if (o != r) flags_to[o].push_back(flags[o]);
-    }
-    std::vector<NodeId> touched = out.transfers();
-    touched.push_back(epoch);
-    push_end[r] = step.graph.join_of(touched);
-    streams[r].finish(push_end[r], traces::v1::EVENT_KIND_KERNEL, (n - 1) * block);
+    start[r] = streams[r].begin("direct_merge");
+    gate[r] = step.graph.after_latency(start[r], models::epoch_handshake_time(p));
   }
+  const KernelPushes pushes = push_from_kernels(step, gate, block_bytes(s, rows));
   for (int o = 0; o < n; ++o) {
-    const NodeId start = streams[o].begin("direct_combine");
-    const NodeId seen = wait_for_flags(step, o, "stream0", start, flags_to[o], -1, 0, rows);
+    // A block combines once its own stores are out and every peer's flag is seen.
+    const NodeId pushed = pushes.stored[o];
+    const NodeId seen = wait_for_flags(step, o, "stream0", pushed, pushes.flags_to[o], -1, 0, rows);
     const NodeId body =
         step.graph.exec(step.platform.gpu(o), step.price(o, models::MemoryKernel::kDirectCombine, m));
     step.graph.after(seen, body);
-    streams[o].finish(body, traces::v1::EVENT_KIND_KERNEL, models::direct_combine_bytes(m));
+    const NodeId end = step.graph.join_of({body, pushes.drained[o]});  // its own flags out too
+    streams[o].finish(end, traces::v1::EVENT_KIND_KERNEL,
+                      (n - 1) * block_bytes(s, rows) + models::direct_combine_bytes(m));
     RankNodes& rank = step.ranks[o];
-    rank.phases.push_back({kPhasePush, push_begin[o], push_end[o]});
-    rank.phases.push_back({kPhaseWait, start, seen});
+    rank.phases.push_back({kPhasePush, start[o], pushed});
+    rank.phases.push_back({kPhaseWait, pushed, seen});
     rank.phases.push_back({kPhaseCombine, body, body});
     rank.lse_ready.assign(rows, RowRef{seen, 0.0});
     rank.output_ready.assign(rows, RowRef{body, 0.0});
-    rank.done = body;
+    rank.done = end;
+  }
+}
+
+void add_flashinfer_merge(StepGraph& step, std::vector<RankStream>& streams) {
+  const models::Scenario& s = step.scenario;
+  const models::HardwareProfile& p = step.profile;
+  ActivityGraph& g = step.graph;
+  const int n = s.dcp;
+  const int rows = s.rows();
+  const models::MergeShape m = models::merge_shape(s);
+  const double barrier = models::grid_barrier_time(p);
+
+  std::vector<NodeId> start(n), gate(n);
+  for (int r = 0; r < n; ++r) {
+    start[r] = streams[r].begin("flashinfer_dcp_merge");
+    gate[r] = g.after_latency(start[r], barrier);  // block 0 picks the epoch; grid barrier
+  }
+  const KernelPushes pushes = push_from_kernels(step, gate, block_bytes(s, rows));
+  for (int o = 0; o < n; ++o) {
+    // The barrier before the flags are published delays what the owner sees by one more barrier.
+    std::vector<Flag> flags = pushes.flags_to[o];
+    for (Flag& f : flags) f.node = g.after_latency(f.node, barrier);
+    const NodeId pushed = g.join_of({g.after_latency(pushes.stored[o], barrier)});
+    const NodeId seen = wait_for_flags(step, o, "stream0", pushed, flags, -1, 0, rows);
+    const NodeId synced = g.after_latency(seen, barrier);  // the unconditional grid barrier after the wait
+    step.figures.push_back({o, "flashinfer_combine", models::FigureSource::kAnalytic});
+    const NodeId body = g.exec(step.platform.gpu(o), models::direct_combine_time(p, m));
+    g.after(synced, body);
+    const NodeId end = g.join_of({body, pushes.drained[o]});  // its own flags out too
+    streams[o].finish(end, traces::v1::EVENT_KIND_KERNEL,
+                      (n - 1) * block_bytes(s, rows) + models::direct_combine_bytes(m));
+    RankNodes& rank = step.ranks[o];
+    rank.phases.push_back({kPhasePush, start[o], pushed});
+    rank.phases.push_back({kPhaseWait, pushed, synced});
+    rank.phases.push_back({kPhaseCombine, body, body});
+    rank.lse_ready.assign(rows, RowRef{synced, 0.0});
+    rank.output_ready.assign(rows, RowRef{body, 0.0});
+    rank.done = end;
   }
 }
 

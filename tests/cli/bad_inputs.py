@@ -140,6 +140,7 @@ case("scan --heads 2147483640", ["scan", "--heads", "2147483640", "--out", "{d}/
 case("hw run --dcp 2000000000", ["hw", "run", "--dcp", "2000000000"])
 case("hw run --dcp abc", ["hw", "run", "--dcp", "abc"])
 case("hw run --dcp 0", ["hw", "run", "--dcp", "0"])
+case("hw run flashinfer-a2a --emulate", ["hw", "run", "--emulate", "--dcp", "2", "--heads", "8", "--strategy", "flashinfer-a2a"])
 
 # --- request traces ------------------------------------------------------------------------------------------
 R = ["replay", "--requests", "{d}/r.jsonl", "--out", "{d}/o.csv"]

@@ -11,7 +11,7 @@
 namespace dcpsim::hw {
 namespace {
 
-StepPlan direct_plan() {
+StepPlan a2a_plan() {
   RunConfig c;
   c.scenario.dcp = 2;
   c.scenario.heads = 8;
@@ -19,9 +19,9 @@ StepPlan direct_plan() {
   c.scenario.head_dim = 128;
   c.scenario.qk_dim = 128;
   c.scenario.contexts = {64};
-  c.scenario.strategy = models::Strategy::kDirect;
+  c.scenario.strategy = models::Strategy::kA2a;
   c.mode = ProcessMode::kEmulate;
-  return make_plan(c);  // q_allgather, attention, direct_write, direct_combine
+  return make_plan(c);  // q_allgather, attention, a2a_pack, all_to_all, a2a_combine
 }
 
 GpuActivity act(const char* name, std::uint64_t start, std::uint64_t end, std::uint64_t tag,
@@ -35,7 +35,8 @@ GpuActivity act(const char* name, std::uint64_t start, std::uint64_t end, std::u
   return a;
 }
 
-// One rank's step starting at t0: prologue stamp, gather (two copies), attention, write, combine.
+// One rank's step starting at t0: prologue stamp, gather (two copies), attention, pack, all-to-all (a kernel
+// standing for it); the combine slot stays empty.
 void add_step(std::vector<GpuActivity>& v, int rep, int rank, std::uint64_t t0, bool graph) {
   auto tag = [&](int slot) {
     return graph ? timeline_tag(rep, 0, kGraphSlot) : timeline_tag(rep, rank, slot);
@@ -44,8 +45,8 @@ void add_step(std::vector<GpuActivity>& v, int rep, int rank, std::uint64_t t0, 
   v.push_back(act("memcpy DtoD", t0 + 2000, t0 + 3000, tag(1), GpuActivity::Kind::kMemcpy));
   v.push_back(act("memcpy DtoD", t0 + 3500, t0 + 4000, tag(1), GpuActivity::Kind::kMemcpy));
   v.push_back(act("attention_split_kernel", t0 + 5000, t0 + 15000, tag(2)));
-  v.push_back(act("direct_write_kernel", t0 + 16000, t0 + 18000, tag(3)));
-  v.push_back(act("combine_kernel", t0 + 18000, t0 + 21000, tag(4)));
+  v.push_back(act("pack_kernel", t0 + 16000, t0 + 18000, tag(3)));
+  v.push_back(act("all_to_all_kernel", t0 + 18000, t0 + 21000, tag(4)));
 }
 
 void expect_step_figures(const Samples& s, int reps) {
@@ -56,15 +57,15 @@ void expect_step_figures(const Samples& s, int reps) {
       EXPECT_DOUBLE_EQ(s.duration[r][1][k], 10000);
       EXPECT_DOUBLE_EQ(s.offset[r][1][k], 3000);
       EXPECT_DOUBLE_EQ(s.gap[r][1][k], 1000);
-      EXPECT_DOUBLE_EQ(s.gap[r][3][k], 0);  // the combine starts as the write ends
+      EXPECT_DOUBLE_EQ(s.gap[r][3][k], 0);  // the all-to-all starts as the pack ends
       EXPECT_DOUBLE_EQ(s.rank_step[r][k], 19000);
     }
   }
 }
 
 TEST(Timeline, PlacesEagerActivitiesByTag) {
-  const StepPlan p = direct_plan();
-  ASSERT_EQ(p.phases.size(), 4u);
+  const StepPlan p = a2a_plan();
+  ASSERT_EQ(p.phases.size(), 5u);
   std::vector<GpuActivity> v;
   for (int rep = 0; rep < 3; ++rep)  // one warm-up, two measured
     for (int rank = 0; rank < 2; ++rank) add_step(v, rep, rank, 100000 * rep + 30000 * rank + 7, false);
@@ -83,7 +84,7 @@ TEST(Timeline, PlacesEagerActivitiesByTag) {
 }
 
 TEST(Timeline, PlacesGraphReplaysByPositionAgainstTheEagerPass) {
-  const StepPlan p = direct_plan();
+  const StepPlan p = a2a_plan();
   std::vector<GpuActivity> v;
   // The eager pass before capture (phase-major in emulation would interleave ranks; order is what counts).
   add_step(v, kTemplateRep, 0, 7, false);
@@ -95,13 +96,13 @@ TEST(Timeline, PlacesGraphReplaysByPositionAgainstTheEagerPass) {
   Samples s;
   s.from_timeline(p, 2, v, 1, 2);
   expect_step_figures(s, 2);
-  int combines = 0;
-  for (const PlacedActivity& a : s.activities) combines += a.slot == 4 && a.rank == 1;
-  EXPECT_EQ(combines, 2);
+  int exchanges = 0;
+  for (const PlacedActivity& a : s.activities) exchanges += a.slot == 4 && a.rank == 1;
+  EXPECT_EQ(exchanges, 2);
 }
 
 TEST(Timeline, SkipsOneTimeWorkOfTheEagerPass) {
-  const StepPlan p = direct_plan();
+  const StepPlan p = a2a_plan();
   std::vector<GpuActivity> v;
   add_step(v, kTemplateRep, 0, 7, false);
   v.push_back(act("memcpy HtoD", 5500, 5600, timeline_tag(kTemplateRep, 0, 2), GpuActivity::Kind::kMemcpy));
@@ -143,7 +144,7 @@ TEST(Timeline, PlacesAReplayWhoseStreamsInterleaveDifferently) {
 }
 
 TEST(Timeline, RefusesAReplayThatDoesNotMatchTheEagerPass) {
-  const StepPlan p = direct_plan();
+  const StepPlan p = a2a_plan();
   std::vector<GpuActivity> v;
   add_step(v, kTemplateRep, 0, 7, false);
   add_step(v, kTemplateRep, 1, 30007, false);
@@ -159,7 +160,7 @@ TEST(Timeline, RefusesAReplayThatDoesNotMatchTheEagerPass) {
 }
 
 TEST(Timeline, RefusesARankWithoutActivityInAMeasuredRepetition) {
-  const StepPlan p = direct_plan();
+  const StepPlan p = a2a_plan();
   std::vector<GpuActivity> v;
   add_step(v, 0, 0, 7, false);
   add_step(v, 0, 1, 30007, false);
@@ -168,16 +169,16 @@ TEST(Timeline, RefusesARankWithoutActivityInAMeasuredRepetition) {
   EXPECT_THROW(s.from_timeline(p, 2, v, 0, 2), RuntimeError);
 }
 
-// PDL: the write kernel is launched while attention still runs and waits on the GPU; it is charged only from
+// PDL: the pack kernel is launched while attention still runs and waits on the GPU; it is charged only from
 // the attention's end.
 TEST(Timeline, AnEarlyStartedKernelIsChargedFromItsPredecessorsEnd) {
-  const StepPlan p = direct_plan();
+  const StepPlan p = a2a_plan();
   std::vector<GpuActivity> v;
   for (int rank = 0; rank < 2; ++rank) add_step(v, 0, rank, 30000 * rank + 7, false);
-  v[4].start_ns = v[3].start_ns + 500;  // rank 0's direct_write starts 500 ns into the attention
+  v[4].start_ns = v[3].start_ns + 500;  // rank 0's pack starts 500 ns into the attention
   Samples s;
   s.from_timeline(p, 2, v, 0, 1);
-  EXPECT_DOUBLE_EQ(s.duration[0][2][0], 3000);  // attention ends at 15000, the write at 18000
+  EXPECT_DOUBLE_EQ(s.duration[0][2][0], 3000);  // attention ends at 15000, the pack at 18000
   EXPECT_DOUBLE_EQ(s.duration[0][1][0], 10000);
   EXPECT_DOUBLE_EQ(s.gap[0][2][0], 0);
 }

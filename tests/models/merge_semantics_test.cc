@@ -181,16 +181,24 @@ TEST(MergeSemantics, OutputPlacementPerStrategy) {
     for (int r = 0; r < 6; ++r) {
       const RankOutput& ro = m.ranks[r];
       EXPECT_EQ(ro.rank, r);
-      const int begin = scatters_heads(st) ? 2 * r : 0, end = scatters_heads(st) ? 2 * r + 2 : 12;
-      ASSERT_EQ(ro.head_begin, begin);
-      ASSERT_EQ(ro.head_end, end);
-      const int kept = end - begin;
+      // Blocks of H/N heads, all heads (AG+AR), or heads r, r + N (flashinfer-a2a).
+      std::vector<int> heads;
+      if (!scatters_heads(st))
+        for (int h = 0; h < 12; ++h) heads.push_back(h);
+      else if (interleaves_heads(st))
+        heads = {r, r + 6};
+      else
+        heads = {2 * r, 2 * r + 1};
+      const int kept = static_cast<int>(heads.size());
+      ASSERT_EQ(ro.kept(), kept);
+      for (int k = 0; k < kept; ++k) ASSERT_EQ(ro.head(k), heads[k]);
       ASSERT_EQ(ro.out.size(), static_cast<std::size_t>(4 * kept * 64));
       for (int b = 0; b < 4; ++b) {
-        for (int h = begin; h < end; ++h) {
-          EXPECT_TRUE(same_bits({ro.lse[b * kept + h - begin]}, {m.lse[b * 12 + h]}));
+        for (int k = 0; k < kept; ++k) {
+          const int h = heads[k];
+          EXPECT_TRUE(same_bits({ro.lse[b * kept + k]}, {m.lse[b * 12 + h]}));
           for (int d = 0; d < 64; ++d)
-            ASSERT_EQ(ro.out[(b * kept + h - begin) * 64 + d], m.out[(b * 12 + h) * 64 + d]);
+            ASSERT_EQ(ro.out[(b * kept + k) * 64 + d], m.out[(b * 12 + h) * 64 + d]);
         }
       }
     }

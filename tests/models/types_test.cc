@@ -39,13 +39,14 @@ TEST(Types, ContractSpellings) {
   EXPECT_EQ(to_string(DType::kBF16), "bf16");
   EXPECT_EQ(to_string(Strategy::kAgRs), "ag-rs");
   EXPECT_EQ(to_string(Strategy::kRowStream), "row-stream");
+  EXPECT_EQ(to_string(Strategy::kFlashInferA2a), "flashinfer-a2a");
   EXPECT_EQ(to_string(LaunchMode::kPdl), "pdl");
 }
 
 TEST(Types, AllStrategiesListsEachOnce) {
   const auto& all = all_strategies();
   EXPECT_THAT(all, ::testing::ElementsAre(Strategy::kAgRs, Strategy::kAgAr, Strategy::kA2a, Strategy::kDirect,
-                                          Strategy::kRowStream));
+                                          Strategy::kRowStream, Strategy::kFlashInferA2a));
 }
 
 TEST(Types, BadSpellingsNameValueAndAllowed) {
@@ -53,7 +54,7 @@ TEST(Types, BadSpellingsNameValueAndAllowed) {
   EXPECT_THAT(input_error_message([] { parse_dtype("int8"); }),
               AllOf(HasSubstr("'int8'"), HasSubstr("fp32, bf16")));
   EXPECT_THAT(input_error_message([] { parse_strategy("ring"); }),
-              AllOf(HasSubstr("'ring'"), HasSubstr("ag-rs, ag-ar, a2a, direct, row-stream")));
+              AllOf(HasSubstr("'ring'"), HasSubstr("ag-rs, ag-ar, a2a, direct, row-stream, flashinfer-a2a")));
   EXPECT_THAT(input_error_message([] { parse_launch_mode(""); }), AllOf(HasSubstr("''"), HasSubstr("eager")));
 }
 
@@ -75,6 +76,10 @@ TEST(Types, StrategyProperties) {
   EXPECT_TRUE(accumulates_in_fp32(Strategy::kA2a));
   EXPECT_TRUE(accumulates_in_fp32(Strategy::kDirect));
   EXPECT_TRUE(accumulates_in_fp32(Strategy::kRowStream));
+  EXPECT_TRUE(scatters_heads(Strategy::kFlashInferA2a));
+  EXPECT_TRUE(accumulates_in_fp32(Strategy::kFlashInferA2a));
+  EXPECT_TRUE(interleaves_heads(Strategy::kFlashInferA2a));
+  EXPECT_FALSE(interleaves_heads(Strategy::kDirect));
 }
 
 }  // namespace

@@ -70,7 +70,11 @@ TEST_P(SymmetricAllPairs, BundlesGiveThePairTimes) {
   // Pair flags (8 B each) share the uplink with the next window's data; a bundle's flags are a latency: the
   // difference is a few bytes' worth of bandwidth per window.
   EXPECT_NEAR(bundle.step_latency_s, pair.step_latency_s, 1e-4 * pair.step_latency_s);
-  EXPECT_LT(max_row_gap(pair, bundle), 1e-8);
+  // Across h200-sxm's three nodes the ranks enter the merge up to 0.6 µs apart (the query gather's ring), and
+  // a bundle's flags land with its last byte rather than peer by peer: the direct merge's owners, which wait
+  // for the peers' flags right after their own stores, then see them up to 0.52 µs later with bundles.
+  const bool mixed_direct = profile == "h200-sxm" && strategy == Strategy::kDirect;
+  EXPECT_LT(max_row_gap(pair, bundle), mixed_direct ? 1e-6 : 1e-8);
   EXPECT_NEAR(bundle.attention_end_s, pair.attention_end_s,
               1e-6 * pair.attention_end_s);  // SimGrid rounds remaining work
   // A window of W peers becomes one transfer per destination domain.

@@ -44,7 +44,8 @@ TEST(Step, EachStrategyRunsItsOwnPhasesInOrder) {
       {Strategy::kAgAr, {"query_gather", "attention", "lse_gather", "correction", "collective"}},
       {Strategy::kA2a, {"query_gather", "attention", "pack", "collective", "combine"}},
       {Strategy::kDirect, {"query_gather", "attention", "push", "wait", "combine"}},
-      {Strategy::kRowStream, {"query_gather", "attention", "push", "wait", "combine"}}};
+      {Strategy::kRowStream, {"query_gather", "attention", "push", "wait", "combine"}},
+      {Strategy::kFlashInferA2a, {"query_gather", "attention", "push", "wait", "combine"}}};
   for (const auto& [st, phases] : expected) {
     const StepResult r = sim.run(mla(4, 128, 8, 16384, st));
     for (int rank = 0; rank < 4; ++rank) {
@@ -90,6 +91,30 @@ TEST(Step, RowStreamOverlapsTheMergeWithAttention) {
   double earliest = stream.step_latency_s;
   for (double t : stream.ranks[0].output_ready_s) earliest = std::min(earliest, t);
   EXPECT_LT(earliest, stream.attention_end_s);
+}
+
+// Direct and FlashInfer's fused merge push the same bytes with the same flags; FlashInfer's cooperative
+// kernel adds a grid barrier before the flags and one after the wait (its epoch barrier takes the place of
+// direct's epoch handshake), and both combines are priced alike without kernel tables.
+TEST(Step, FlashInferMergePaysTwoMoreGridBarriersThanDirect) {
+  models::HardwareProfile p = builtin("h200-sxm");
+  p.tables.clear();
+  const Simulator sim(p);
+  for (int n : {2, 3, 8}) {
+    const StepResult direct = sim.run(mla(n, 16 * n, 17, 8192, Strategy::kDirect));
+    const StepResult fi = sim.run(mla(n, 16 * n, 17, 8192, Strategy::kFlashInferA2a));
+    EXPECT_EQ(direct.attention_end_s, fi.attention_end_s);
+    EXPECT_NEAR(fi.merge_latency_s - direct.merge_latency_s, 2 * models::grid_barrier_time(p), 1e-12) << n;
+  }
+}
+
+// The direct merge is one kernel per rank: it waits for the flags right after its own stores, with no second
+// launch between them.
+TEST(Step, DirectWaitsRightAfterItsOwnStores) {
+  const Simulator sim(builtin("h200-sxm"));
+  const StepResult r = sim.run(mla(4, 128, 8, 16384, Strategy::kDirect));
+  for (int rank = 0; rank < 4; ++rank)
+    EXPECT_EQ(r.phase(rank, "wait")->begin_s, r.phase(rank, "push")->end_s);
 }
 
 TEST(Step, KvHeldPerRankFollowsTheSharding) {

@@ -78,6 +78,8 @@ std::string_view to_string(v1::Strategy v) {
       return "direct";
     case v1::STRATEGY_ROW_STREAM:
       return "row-stream";
+    case v1::STRATEGY_FLASHINFER_A2A:
+      return "flashinfer-a2a";
     default:
       return "unspecified";
   }

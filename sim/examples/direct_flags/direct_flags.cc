@@ -1,14 +1,13 @@
-// Direct (one-shot) merge with flags on 4 ranks: after attention, each rank flips its epoch, writes its
-// [B, H/N, D] block and LSEs into the 3 owners' buffers over NVLink (3 writes share its uplink, 3 arrive on
-// each downlink), fences, sets a flag per owner; each owner polls until it has seen all 3 flags, then
-// combines. Hand calculation of the merge, from the push kernel's start on rank 0 to its combine kernel's
-// end:
+// Direct (one-shot) merge with flags on 4 ranks, one kernel per rank: after attention, each rank's merge
+// kernel reads its epoch, stores its [B, H/N, D] block and LSEs into the 3 owners' windows over NVLink (3
+// writes share its uplink, 3 arrive on each downlink), fences, sets a flag per owner, polls until it has
+// seen the 3 peers' flags, then combines. Hand calculation of the merge, from the kernel's start on rank 0
+// to its end:
 //   epoch + hop + 3 * block / bw             data written (3 flows per port)
 //   + (flag latency - hop) + hop + 3 * 8 B / bw   fence, then the flag store lands
 //   + poll interval / 2                      the poller sees it
-//   + combine kernel                         floor + bytes / (HBM bandwidth * efficiency)
-// Uniform contexts keep the ranks symmetric. Limits: one NVLink domain; launch gaps chosen below the poll
-// wait.
+//   + combine                                floor + bytes / (HBM bandwidth * efficiency)
+// Uniform contexts keep the ranks symmetric. Limits: one NVLink domain.
 #include <cmath>
 #include <cstdio>
 
@@ -40,7 +39,7 @@ int main() {
   const double hand =
       0.5e-6 + 0.5e-6 + 3 * block / 400e9 + (1e-6 - 0.5e-6) + 0.5e-6 + 3 * 8 / 400e9 + 1e-6 + combine;
   const double simulated = r.phase(0, "combine")->end_s - r.phase(0, "push")->begin_s;
-  std::printf("direct merge, 4 ranks, %d rows, block %.0f B, combine kernel %.3f us\n", s.rows(), block,
+  std::printf("direct merge, 4 ranks, %d rows, block %.0f B, combine %.3f us\n", s.rows(), block,
               combine * 1e6);
   for (int rank = 0; rank < 4; ++rank) {
     std::printf("  rank %d  push %8.3f - %8.3f  wait %8.3f - %8.3f  combine %8.3f - %8.3f us\n", rank,

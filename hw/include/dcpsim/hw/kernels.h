@@ -92,14 +92,19 @@ struct GpuDirectOptions {
   models::LseBase base = models::LseBase::kE;
   models::DType out_dtype = models::DType::kBF16;
   int valid_rows = -1;
-  int steps = 3;         // repeated steps exercise both flag buffers and the epoch stamps
-  int skip_writer = -1;  // testing: this rank never writes, so its owners must time out
+  int steps = 3;         // repeated steps exercise both buffers and the epoch stamps
+  int skip_writer = -1;  // testing: this rank is left out of the launch, so its owners must time out
   std::int64_t timeout_ns = 2'000'000'000;
+  // Empty: every rank on the current device, emulated as the runner's --emulate does (plain allocations,
+  // every rank in one launch). Otherwise rank r runs on devices[r] over NCCL symmetric windows of one
+  // communicator (ncclCommInitAll), one launch per rank: the runner's thread mode.
+  std::vector<int> devices;
 };
 
-// Direct (one-shot) merge with every rank on the current device: each rank writes its head blocks and LSE
-// into the owners' buffers and sets an epoch-stamped flag; each owner waits for N flags and combines in fp32.
-// Returns one block per owner rank (the last step's result). A flag that never arrives ends in RuntimeError.
+// Direct (one-shot) merge, one kernel per rank (dcpsim/hw/direct_protocol.h): each rank stores its head
+// blocks and LSE into the owners' windows, raises an epoch-stamped flag, waits for the N flags and combines
+// in fp32. Returns one block per owner rank (the last step's result). A flag that never arrives ends in
+// RuntimeError naming the rank.
 std::vector<GpuMergedBlock> gpu_direct_merge(std::span<const models::Partial> partials,
                                              const GpuDirectOptions& options);
 
@@ -122,5 +127,18 @@ struct GpuRowStreamOptions {
 // that never arrives ends in RuntimeError naming the rank and the row.
 std::vector<GpuMergedBlock> gpu_row_stream_merge(std::span<const models::Partial> partials,
                                                  const GpuRowStreamOptions& options);
+
+// FlashInfer's fused DCP merge (comm/dcp_lse_reduce.cuh) with rank r on devices[r] over NCCL symmetric
+// windows (devices.size() == partials.size(); one GPU runs N = 1). Partials must be dense [B][H][D] (bf16 or
+// fp16 out) and [B][H]. Owner r's block holds heads r, r + N, ... ([B][H/N][D]); lse stays empty (FlashInfer
+// returns no merged LSE). InputError in builds without FlashInfer.
+struct GpuFlashInferMergeOptions {
+  models::LseBase base = models::LseBase::kE;
+  models::DType out_dtype = models::DType::kBF16;
+  int steps = 3;
+  std::vector<int> devices = {0};
+};
+std::vector<GpuMergedBlock> gpu_flashinfer_dcp_merge(std::span<const models::Partial> partials,
+                                                     const GpuFlashInferMergeOptions& options);
 
 }  // namespace dcpsim::hw

@@ -104,6 +104,10 @@ struct RunResult {
 // reported in the result (the caller decides the exit status).
 RunResult run_step(const RunConfig& config, traces::TraceSink* sink);
 
+// Why `s` cannot run in `mode` with `dcp` ranks, in one line ("" when it can, as far as the strategy goes;
+// the scenario and the devices are checked by run_step). `hw run --strategy all` skips those with a reason.
+std::string strategy_unavailable(models::Strategy s, ProcessMode mode, int dcp);
+
 // A measured-trace header: source HW or EMULATED, provenance (argv, git sha, time, host), the devices with
 // names, UUIDs and bus ids, CUDA runtime/driver and NCCL versions.
 traces::v1::Header measured_header(ProcessMode mode, const std::vector<int>& devices,

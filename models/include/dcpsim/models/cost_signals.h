@@ -9,8 +9,13 @@ namespace dcpsim::models {
 double flag_write_latency(const HardwareProfile& p);
 // Expected extra wait of a poller for a flag that lands at a uniformly random moment: half the interval.
 double expected_poll_wait(const HardwareProfile& p);
-// Per-step cost of flipping the double-buffer epoch (once per step, not per flag).
+// Per-step cost of flipping the double-buffer epoch (once per step, not per flag): inside a merge kernel,
+// one grid-wide arrive and poll.
 double epoch_handshake_time(const HardwareProfile& p);
+// One grid-wide barrier inside a kernel (a cooperative grid sync: every block arrives at a counter and polls
+// it). Priced as the epoch handshake, which is one such arrive and poll (FlashInfer's fused DCP merge flips
+// its epoch with exactly this barrier).
+double grid_barrier_time(const HardwareProfile& p);
 // From the writer's last data store to the owner seeing the flag: flag_write_latency + expected_poll_wait.
 double flag_signal_time(const HardwareProfile& p);
 

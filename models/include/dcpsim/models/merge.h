@@ -29,13 +29,18 @@ struct MergeOptions {
   bool return_lse = true;  // fill RankOutput::lse with the merged LSE of the kept heads
 };
 
-// What rank r holds after the step: heads [head_begin, head_end) of every row.
+// What rank r holds after the step: heads head_begin, head_begin + head_stride, ... below head_end of every
+// row (head_stride 1: the block [head_begin, head_end); flashinfer-a2a: r, r + N, ...).
 struct RankOutput {
   int rank = 0;
   int head_begin = 0;
   int head_end = 0;
-  std::vector<double> out;  // [B][head_end − head_begin][D]
-  std::vector<double> lse;  // [B][head_end − head_begin] (empty unless return_lse)
+  int head_stride = 1;
+  std::vector<double> out;  // [B][kept()][D]
+  std::vector<double> lse;  // [B][kept()] (empty unless return_lse)
+
+  int kept() const { return (head_end - head_begin + head_stride - 1) / head_stride; }
+  int head(int k) const { return head_begin + k * head_stride; }
 };
 
 struct MergeResult {
@@ -54,6 +59,7 @@ struct MergeResult {
 // - A2A: packs (a2a_pack.h), exchanges, unpacks, combines in the accumulate type and rounds once.
 // - direct / row-stream: the owner of each head block combines the N partials in the accumulate type and
 //   rounds once.
+// - flashinfer-a2a: the same arithmetic; owner r keeps heads r, r + N, ... (interleaves_heads).
 // - N = 1: no correction; the result is the rank's own O and L (rows with an empty shard: O = 0, L = −inf).
 // Throws InputError for: no partials, mismatched shapes across ranks, H not divisible by N for a
 // head-scattering strategy, an accumulate type other than kF32/kF64, valid_rows outside [-1, B], invalid

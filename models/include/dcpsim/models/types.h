@@ -18,8 +18,9 @@ enum class DType { kF32, kBF16, kF16, kF64 };
 
 // How the partial outputs are merged and delivered (SPEC "delivery strategies"). kRowStream is direct
 // delivery with each row pushed as soon as its attention finishes: same mathematics as kDirect, different
-// timing.
-enum class Strategy { kAgRs, kAgAr, kA2a, kDirect, kRowStream };
+// timing. kFlashInferA2a is FlashInfer's fused DCP all-to-all + LSE merge (comm/dcp_lse_reduce.cuh), a peer
+// to compare with: the same mathematics, its heads interleaved across the owners (see interleaves_heads).
+enum class Strategy { kAgRs, kAgAr, kA2a, kDirect, kRowStream, kFlashInferA2a };
 
 // How the CPU issues kernels: one launch per kernel, one CUDA-graph replay per step, or programmatic
 // dependent launch (kernel N+1 starts its prologue while kernel N drains).
@@ -30,17 +31,23 @@ std::string_view to_string(DType v);
 std::string_view to_string(Strategy v);
 std::string_view to_string(LaunchMode v);
 
-LseBase parse_lse_base(std::string_view s);        // "e" | "2"
-DType parse_dtype(std::string_view s);             // "fp32" | "bf16" | "fp16" | "fp64"
-Strategy parse_strategy(std::string_view s);       // "ag-rs" | "ag-ar" | "a2a" | "direct" | "row-stream"
+LseBase parse_lse_base(std::string_view s);  // "e" | "2"
+DType parse_dtype(std::string_view s);       // "fp32" | "bf16" | "fp16" | "fp64"
+// "ag-rs" | "ag-ar" | "a2a" | "direct" | "row-stream" | "flashinfer-a2a"
+Strategy parse_strategy(std::string_view s);
 LaunchMode parse_launch_mode(std::string_view s);  // "eager" | "graph" | "pdl"
 
 const std::vector<Strategy>& all_strategies();
 std::size_t dtype_bytes(DType v);
 
-// True for strategies whose output on rank r is the head block [r·H/N, (r+1)·H/N) (they need N | H).
+// True for strategies whose output on rank r is H/N of the heads (they need N | H): the block
+// [r·H/N, (r+1)·H/N), or, where interleaves_heads(s), the heads r, r + N, r + 2N, ...
 bool scatters_heads(Strategy s);
-// True when the strategy accumulates in fp32 and rounds once (a2a, direct, row-stream); AG+RS/AG+AR round
+// FlashInfer's fused merge reads a rank's O [B][H][D] as [B][H/N][N][D] (destination second to last), so
+// owner r keeps heads r + k·N.
+bool interleaves_heads(Strategy s);
+// True when the strategy accumulates in fp32 and rounds once (a2a, direct, row-stream, flashinfer-a2a);
+// AG+RS/AG+AR round
 // each rank's scaled partial to the output dtype before the sum.
 bool accumulates_in_fp32(Strategy s);
 
