@@ -3,6 +3,7 @@
 //   hw bench    one operation's timing against the device-copy bandwidth (cmd_hw_bench.cc)
 //   hw devices  the visible GPUs and the CUDA/NCCL versions
 //   hw sweep    the kernels over full grids of shapes, as a measured kernel table file (cmd_hw_sweep.cc)
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -52,11 +53,28 @@ std::vector<int> parse_devices(const std::string& s) {
   return d;
 }
 
-// "all": every strategy the mode runs (row-stream runs in emulation only).
-std::vector<std::string> strategies_of(const std::string& s, bool emulate) {
-  if (s == "all" && emulate) return {"ag-rs", "ag-ar", "a2a", "direct", "row-stream"};
-  if (s == "all") return {"ag-rs", "ag-ar", "a2a", "direct"};
-  return {s};
+// The strategies the runner executes in a mode ("all" means these): row-stream runs emulated on one GPU only
+// (hw/src/plan.cc).
+std::vector<models::Strategy> hardware_strategies(bool emulate) {
+  std::vector<models::Strategy> s = {models::Strategy::kAgRs, models::Strategy::kAgAr, models::Strategy::kA2a,
+                                     models::Strategy::kDirect};
+  if (emulate) s.push_back(models::Strategy::kRowStream);
+  return s;
+}
+
+// Every scenario of --strategy (a list, or all), checked before any device is touched.
+std::vector<models::Scenario> hardware_scenarios(const analysis::ScenarioFlags& flags, bool emulate) {
+  const std::vector<models::Strategy> hw = hardware_strategies(emulate);
+  if (flags.strategy != "all") {
+    for (const models::Strategy s : analysis::parse_strategy_list(flags.strategy, "strategy")) {
+      if (std::find(hw.begin(), hw.end(), s) == hw.end()) {
+        throw InputError("--strategy " + std::string(models::to_string(s)) + " runs on hardware " +
+                         analysis::kRowStreamWhere + " (add --emulate); on several GPUs hw run runs ag-rs, "
+                         "ag-ar, a2a, direct");
+      }
+    }
+  }
+  return analysis::to_scenarios(flags, hw);
 }
 
 void print_result(const models::Scenario& s, const hw::RunResult& r) {
@@ -105,14 +123,9 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   base.devices = parse_devices(f.devices);
   traces::check_output_paths({{"--contexts-file", f.scenario.contexts_file}},
                              {{"--out", f.out}, {"--json", f.json}});
-  for (const auto& strategy : strategies_of(f.scenario.strategy, f.emulate)) {
-    analysis::ScenarioFlags sf = f.scenario;
-    sf.strategy = strategy;
-    (void)analysis::to_scenario(sf);  // every scenario is checked before a device is touched
-  }
+  const std::vector<models::Scenario> scenarios = hardware_scenarios(f.scenario, f.emulate);  // before any device
   if (base.mode == hw::ProcessMode::kThreads && base.devices.empty()) {
-    const int n = analysis::to_scenario(f.scenario).dcp;
-    for (int i = 0; i < n; ++i) base.devices.push_back(i);
+    for (int i = 0; i < scenarios.front().dcp; ++i) base.devices.push_back(i);
   }
   base.warmup = f.warmup;
   base.reps = f.reps;
@@ -123,6 +136,9 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   base.direct_timeout_ms = f.direct_timeout_ms;
   base.timing = hw::parse_timing(f.timing);
   base.attention = hw::parse_attention_impl(f.attention);
+  if (f.reps < 1 || f.warmup < 0) throw InputError("--reps must be >= 1 and --warmup >= 0");
+  if (f.padded_rows < 0) throw InputError("--padded-rows must be >= 0");
+  if (!f.mpi) require_gpu();
   hw::MpiWorld world;
   if (f.mpi) world = hw::mpi_init(nullptr, nullptr);
   const bool leader = world.rank == 0;
@@ -137,11 +153,9 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   }
   nlohmann::json all = nlohmann::json::array();
   std::vector<std::string> failures;
-  for (const auto& strategy : strategies_of(f.scenario.strategy, f.emulate)) {
-    analysis::ScenarioFlags sf = f.scenario;
-    sf.strategy = strategy;
+  for (const models::Scenario& scenario : scenarios) {
     hw::RunConfig c = base;
-    c.scenario = analysis::to_scenario(sf);
+    c.scenario = scenario;
     const hw::RunResult r = hw::run_step(c, writer.get());
     if (leader) print_result(c.scenario, r);
     all.push_back(to_json(c.scenario, r));
@@ -193,6 +207,7 @@ void add_run(CLI::App& hw_cmd) {
 void add_devices(CLI::App& hw_cmd) {
   CLI::App* d = hw_cmd.add_subcommand("devices", "List the visible GPUs and the CUDA/NCCL versions");
   d->callback([] {
+    require_gpu();
     const int n = hw::device_count();
     const hw::SoftwareVersions v = hw::software_versions();
     std::printf("CUDA runtime %s, driver %s, NCCL %s; %d device(s)\n", v.cuda_runtime.c_str(),
@@ -210,6 +225,15 @@ void add_devices(CLI::App& hw_cmd) {
 }
 
 }  // namespace
+
+void require_gpu() {
+  if (!hw::built_with_cuda()) throw RuntimeError(hw::kBuiltWithoutCuda);
+  if (hw::device_count() == 0) {
+    throw RuntimeError(
+        "no CUDA device is visible: dcpsim hw needs an NVIDIA GPU and its driver (check nvidia-smi and "
+        "CUDA_VISIBLE_DEVICES)");
+  }
+}
 
 void add_hw_command(CLI::App& app, int argc, char** argv) {
   CLI::App* hw_cmd = app.add_subcommand("hw", "Run the real kernels and collectives on GPUs");

@@ -20,6 +20,10 @@ void add_merge_command(CLI::App& app);                               // cmd_merg
 void add_import_command(CLI::App& app);
 void add_tables_command(CLI::App& app, int argc, char** argv);  // cmd_tables.cc
 
+// One message for every hw command on a machine without a usable GPU (RuntimeError); call it after the
+// arguments are checked and before any device is touched.
+void require_gpu();  // cmd_hw.cc
+
 // Worker processes by default for scan and replay: the machine's cores (at most 16).
 int default_jobs();
 
