@@ -206,6 +206,9 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
     valid.push_back(std::move(s));
     valid_tp.push_back(grid.tp[i]);
   }
+  if (valid.empty()) {
+    throw InputError("scan: nothing to simulate: " + skipped_line(grid.skipped, grid.skipped.size()));
+  }
   const auto [begin, end] = shard_range(valid.size(), o.shard_index, o.shard_count);
   work.scenarios.assign(valid.begin() + begin, valid.begin() + end);
   work.tp.assign(valid_tp.begin() + begin, valid_tp.begin() + end);
@@ -215,7 +218,9 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
     log << " (shard " << o.shard_index << "/" << o.shard_count << " of " << valid.size() << ")";
   const WholeModel first(work.model, work.profile, work.tp.empty() ? 1 : work.tp.front(), o.whole);
   log << " on " << work.profile.name << ", " << o.jobs << " job(s); model " << model_label(o.flags) << ", "
-      << first.layers() << " layers; KV budget per GPU: " << first.kv_budget_basis() << "\n";
+      << first.layers() << " layers; KV budget per GPU: " << first.kv_budget_basis();
+  if (work.model && o.flags.tp.empty()) log << " at the first size; TP = DCP size, so the weights per GPU shrink with N";
+  log << "\n";
   const std::size_t combinations = valid.size() + grid.skipped.size();
   if (!grid.skipped.empty()) {
     log << "scan: " << skipped_line(grid.skipped, combinations)

@@ -55,20 +55,17 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
                        const WholeModelFlags& f)
     : model_(std::move(model)), profile_(&profile), tp_(tp) {
   if (tp < 1) throw InputError("--tp " + std::to_string(tp) + " must be >= 1");
-  if (f.non_attention_us >= 0 || std::isnan(f.non_attention_us))
-    check_value(f.non_attention_us, "--non-attention-us", 0, 1e9);
-  if (f.non_attention_us_per_token >= 0 || std::isnan(f.non_attention_us_per_token))
-    check_value(f.non_attention_us_per_token, "--non-attention-us-per-token", 0, 1e9);
-  if (f.weight_reserve_gib >= 0 || std::isnan(f.weight_reserve_gib))
-    check_value(f.weight_reserve_gib, "--weight-reserve-gib", 0, 1e6);
+  if (f.non_attention_us) check_value(*f.non_attention_us, "--non-attention-us", 0, 1e9);
+  if (f.non_attention_us_per_token)
+    check_value(*f.non_attention_us_per_token, "--non-attention-us-per-token", 0, 1e9);
+  if (f.weight_reserve_gib) check_value(*f.weight_reserve_gib, "--weight-reserve-gib", 0, 1e6);
   check_value(f.gpu_memory_utilization, "--gpu-memory-utilization", 1e-3, 1.0);
   if (f.layers < 0) throw InputError("--layers must be >= 0 (0: the model's)");
   layers_ = f.layers > 0 ? f.layers : model_ ? model_->layers() : kDefaultLayers;
 
-  const bool given = f.non_attention_us >= 0 || f.non_attention_us_per_token >= 0;
-  if (given) {
-    fixed_s_ = std::max(0.0, f.non_attention_us) * 1e-6;
-    per_token_s_ = std::max(0.0, f.non_attention_us_per_token) * 1e-6;
+  if (f.non_attention_us || f.non_attention_us_per_token) {
+    fixed_s_ = f.non_attention_us.value_or(0.0) * 1e-6;
+    per_token_s_ = f.non_attention_us_per_token.value_or(0.0) * 1e-6;
     non_attention_basis_ = "given: " + us_text(fixed_s_) + " + " + us_text(per_token_s_) + " per row per step";
   } else if (model_) {
     estimate_ = true;
@@ -81,11 +78,11 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
 
   hbm_bytes_ = profile_->gpu.hbm_capacity.si();
   if (model_) weight_bytes_ = models::weight_bytes_per_gpu(*model_, tp_);
-  if (f.weight_reserve_gib >= 0) {
-    kv_budget_bytes_ = hbm_bytes_ - f.weight_reserve_gib * kGiB;
+  if (f.weight_reserve_gib) {
+    kv_budget_bytes_ = hbm_bytes_ - *f.weight_reserve_gib * kGiB;
     char b[160];
     std::snprintf(b, sizeof b, "HBM %s - %.1f GiB reserved (--weight-reserve-gib)", gigabytes(hbm_bytes_).c_str(),
-                  f.weight_reserve_gib);
+                  *f.weight_reserve_gib);
     kv_budget_basis_ = b;
   } else if (model_) {
     kv_budget_bytes_ = hbm_bytes_ * f.gpu_memory_utilization - weight_bytes_;

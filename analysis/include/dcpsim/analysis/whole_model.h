@@ -20,10 +20,10 @@
 namespace dcpsim::analysis {
 
 struct WholeModelFlags {
-  int layers = 0;                           // 0: the model's (61 without one)
-  double non_attention_us = -1.0;           // per decode step; < 0: not given
-  double non_attention_us_per_token = -1.0;  // per row per decode step; < 0: not given
-  double weight_reserve_gib = -1.0;          // < 0: from the model (60 GiB without one)
+  int layers = 0;                                     // 0: the model's (61 without one)
+  std::optional<double> non_attention_us;            // per decode step
+  std::optional<double> non_attention_us_per_token;  // per row per decode step
+  std::optional<double> weight_reserve_gib;          // default: from the model (60 GiB without one)
   double gpu_memory_utilization = 0.9;
 };
 
