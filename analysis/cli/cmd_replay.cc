@@ -85,15 +85,15 @@ void replay_measured(const ReplayArgs& a, const models::HardwareProfile& profile
 
 // "dcp8 h128 d512/576 kv1 graph": the geometry without the batch, which the trace decides.
 std::string geometry_label(const models::Scenario& s) {
-  return "dcp" + std::to_string(s.dcp) + " h" + std::to_string(s.heads) + " d" + std::to_string(s.head_dim) + "/" +
-         std::to_string(s.qk_dim) + " kv" + std::to_string(s.kv_heads) +
+  return "dcp" + std::to_string(s.dcp) + " h" + std::to_string(s.heads) + " d" + std::to_string(s.head_dim) +
+         "/" + std::to_string(s.qk_dim) + " kv" + std::to_string(s.kv_heads) +
          (s.interleave != 1 ? " i" + std::to_string(s.interleave) : "") + " " +
          std::string(models::to_string(s.launch));
 }
 
 // What the outputs say about the replay's setting (merged into the summary JSON).
-nlohmann::json about(const ReplayArgs& a, const models::HardwareProfile& profile, const analysis::WholeModel& m,
-                     const analysis::ReplayConfig& c) {
+nlohmann::json about(const ReplayArgs& a, const models::HardwareProfile& profile,
+                     const analysis::WholeModel& m, const analysis::ReplayConfig& c) {
   return {{"trace", a.requests},
           {"profile", profile.name},
           {"model", analysis::model_label(a.geometry)},
@@ -120,11 +120,12 @@ class Progress {
       return;
     }
     const double eta = p.fraction > 0.001 ? wall * (1.0 - p.fraction) / p.fraction : 0.0;
-    std::fprintf(stderr,
-                 "replay: %5.1f%% of requests, %.0f s of trace, %lld steps, %lld compositions (%lld simulations "
-                 "queued), %.0f s elapsed, ETA %.0f s\n",
-                 100.0 * p.fraction, p.clock_s, static_cast<long long>(p.steps),
-                 static_cast<long long>(p.compositions), static_cast<long long>(p.pending), wall, eta);
+    std::fprintf(
+        stderr,
+        "replay: %5.1f%% of requests, %.0f s of trace, %lld steps, %lld compositions (%lld simulations "
+        "queued), %.0f s elapsed, ETA %.0f s\n",
+        100.0 * p.fraction, p.clock_s, static_cast<long long>(p.steps),
+        static_cast<long long>(p.compositions), static_cast<long long>(p.pending), wall, eta);
   }
 
  private:
@@ -157,8 +158,8 @@ void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile
   c.check_every = a.check_every;
 
   std::vector<analysis::Request> requests = analysis::read_requests(a.requests);
-  std::fprintf(stderr, "replay: %zu requests from %s; model %s; KV capacity %lld tokens per GPU\n", requests.size(),
-               a.requests.c_str(), analysis::model_label(a.geometry).c_str(),
+  std::fprintf(stderr, "replay: %zu requests from %s; model %s; KV capacity %lld tokens per GPU\n",
+               requests.size(), a.requests.c_str(), analysis::model_label(a.geometry).c_str(),
                static_cast<long long>(c.batcher.kv_capacity_tokens));
   sim::SimOptions options;
   options.max_gpus = std::max(options.max_gpus, c.batcher.geometry.dcp);
@@ -172,7 +173,7 @@ void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile
       analysis::replay_requests(std::move(requests), c, timing, std::ref(progress));
 
   const std::string summary = analysis::summary_json(result, about(a, profile, model, c).dump());
-  std::vector<std::pair<std::filesystem::path, std::string>> files = {{a.out, analysis::steps_csv(result)}};
+  std::vector<std::pair<std::filesystem::path, std::string> > files = {{a.out, analysis::steps_csv(result)}};
   if (!a.summary.empty()) files.emplace_back(a.summary, summary);
   if (!a.cdf.empty()) files.emplace_back(a.cdf, analysis::cdf_csv(result));
   analysis::write_with_plot("replay", files, summary, a.plot);
@@ -180,7 +181,8 @@ void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile
             << analysis::model_label(a.geometry) << ", TP " << model.tp() << "\n";
   std::cout << "non-attention time: " << model.non_attention_basis() << "\n";
   std::cout << "KV budget per GPU: " << model.kv_budget_basis() << "\n";
-  std::cout << analysis::replay_summary(result) << "steps: " << a.out << " (per step; step_us = the decode step, "
+  std::cout << analysis::replay_summary(result) << "steps: " << a.out
+            << " (per step; step_us = the decode step, "
             << "layer_* = one attention layer)\n";
   if (!a.summary.empty()) std::cout << "summary: " << a.summary << "\n";
   if (!a.cdf.empty()) std::cout << "cdf: " << a.cdf << "\n";
@@ -190,7 +192,8 @@ void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile
 void add_geometry_flags(CLI::App& cmd, analysis::ScenarioFlags& f) {
   // The scenario flags less those the trace decides (batch, contexts) and those replay takes as a list.
   analysis::add_scenario_flags(cmd, f, false);
-  for (const char* name : {"--batch", "--context", "--contexts-file", "--strategy"}) cmd.remove_option(cmd.get_option(name));
+  for (const char* name : {"--batch", "--context", "--contexts-file", "--strategy"})
+    cmd.remove_option(cmd.get_option(name));
 }
 
 }  // namespace
@@ -201,7 +204,8 @@ void add_replay_command(CLI::App& app) {
       "replay", "Replay a request trace through continuous batching, timing every decode step per strategy");
   cmd->footer(
       "Whole-model steps: the clock advances by the first strategy's decode step = layers x one simulated "
-      "attention layer + the non-attention time (an estimate from --model, or --non-attention-us). Steps reuse "
+      "attention layer + the non-attention time (an estimate from --model, or --non-attention-us). Steps "
+      "reuse "
       "the timing of a batch of the same requests while every row stays within --kv-block/2 tokens of the "
       "context it was timed at; the summary reports that error on sampled steps (--check-every).");
   cmd->add_option("--requests", args->requests,
@@ -212,10 +216,11 @@ void add_replay_command(CLI::App& app) {
       ->capture_default_str();
   add_geometry_flags(*cmd, args->geometry);
   analysis::add_whole_model_flags(*cmd, args->whole);
-  cmd->add_option("--strategy", args->strategies,
-                  std::string("strategies timed on every step: all or a comma list of ag-rs, ag-ar, a2a, direct, "
-                              "row-stream (") +
-                      analysis::kRowStreamWhere + "); the first drives the clock")
+  cmd->add_option(
+         "--strategy", args->strategies,
+         std::string("strategies timed on every step: all or a comma list of ag-rs, ag-ar, a2a, direct, "
+                     "row-stream (") +
+             analysis::kRowStreamWhere + "); the first drives the clock")
       ->capture_default_str();
   cmd->add_option("--strategies", args->strategies)->group("");  // the old spelling
   cmd->add_option("--max-rows", args->max_rows, "rows (requests) per decode step")
@@ -231,9 +236,10 @@ void add_replay_command(CLI::App& app) {
                   "replay only requests arriving in the first SECONDS, and no step starting after (0: all)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_option("--kv-block", args->kv_block,
-                  "KV block size in tokens: a batch is re-timed every KV-BLOCK steps at its mid-block contexts "
-                  "(1: every step at its exact contexts)")
+  cmd->add_option(
+         "--kv-block", args->kv_block,
+         "KV block size in tokens: a batch is re-timed every KV-BLOCK steps at its mid-block contexts "
+         "(1: every step at its exact contexts)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   cmd->add_option("--check-every", args->check_every,
@@ -241,24 +247,24 @@ void add_replay_command(CLI::App& app) {
                   "(0: never)")
       ->check(CLI::Range(0, 1 << 30))
       ->capture_default_str();
-  cmd->add_option("--jobs", args->jobs,
-                  "processes timing steps: this one and JOBS - 1 forked workers (default: the machine's cores)")
+  cmd->add_option(
+         "--jobs", args->jobs,
+         "processes timing steps: this one and JOBS - 1 forked workers (default: the machine's cores)")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   cmd->add_option("--out", args->out, "per-step CSV (or, for a .pb, the comparison CSV)")->required();
   cmd->add_option("--summary", args->summary,
                   "compact JSON: percentiles, CDF and time bands per strategy (what --plot draws)");
   cmd->add_option("--cdf", args->cdf, "CDF CSV of the decode step, layer step and layer merge per strategy");
-  cmd->add_option("--plot", args->plot,
-                  "also draw the replay into this PNG: percentile bands over time and CDFs (needs python3 with "
-                  "matplotlib)");
+  cmd->add_option(
+      "--plot", args->plot,
+      "also draw the replay into this PNG: percentile bands over time and CDFs (needs python3 with "
+      "matplotlib)");
   cmd->add_flag("--no-memo", args->no_memo, "time every step (no reuse of any kind; very slow)");
   cmd->callback([args] {
-    traces::check_output_paths({{"--requests", args->requests}, {"--profile", args->profile}},
-                               {{"--out", args->out},
-                                {"--plot", args->plot},
-                                {"--summary", args->summary},
-                                {"--cdf", args->cdf}});
+    traces::check_output_paths(
+        {{"--requests", args->requests}, {"--profile", args->profile}},
+        {{"--out", args->out}, {"--plot", args->plot}, {"--summary", args->summary}, {"--cdf", args->cdf}});
     if (std::isnan(args->kv_capacity_gb) || args->kv_capacity_gb < 0 || std::isinf(args->kv_capacity_gb)) {
       throw InputError("--kv-capacity-gb must be a finite number >= 0 (0: from the profile)");
     }

@@ -106,10 +106,13 @@ void add_scan_command(CLI::App& app) {
       "--shard i/n keeps the i-th of n contiguous slices; only shard 0 writes the header line, so "
       "concatenating "
       "shards 0..n-1 gives exactly the unsharded CSV. --no-header writes no header at all.\n"
-      "Model: --model (default deepseek-v3 unless geometry flags are given) and --tp (default = --dcp) set the "
-      "heads per rank, the weights per GPU and the non-attention time; KV capacity per GPU = KV budget / (KV bytes "
+      "Model: --model (default deepseek-v3 unless geometry flags are given) and --tp (default = --dcp) set "
+      "the "
+      "heads per rank, the weights per GPU and the non-attention time; KV capacity per GPU = KV budget / (KV "
+      "bytes "
       "per token per layer x layers).\n"
-      "stdout: per geometry, batch and context, the best strategy at each DCP size with the best size marked '*' "
+      "stdout: per geometry, batch and context, the best strategy at each DCP size with the best size marked "
+      "'*' "
       "(--best: only that line).");
   o.flags.strategy = "all";
   analysis::add_scenario_flags(*cmd, o.flags, true);
@@ -124,7 +127,8 @@ void add_scan_command(CLI::App& app) {
                   "also draw the CSV into this PNG: latency vs DCP size, geometry heatmap, Pareto front "
                   "(needs python3 with matplotlib)");
   analysis::add_whole_model_flags(*cmd, o.whole);
-  cmd->add_flag("--best", c->best, "print only the best DCP size and strategy per geometry, batch and context");
+  cmd->add_flag("--best", c->best,
+                "print only the best DCP size and strategy per geometry, batch and context");
   cmd->add_flag("--list-skipped", c->list_skipped, "list every skipped combination with its reason (stderr)");
   cmd->add_option("--nccl-algo", c->nccl_algo, "force NCCL's algorithm: ring, tree, nvls, p2p");
   cmd->add_option("--nccl-proto", c->nccl_proto, "force NCCL's protocol: ll, ll128, simple");

@@ -1,8 +1,8 @@
-// dcpsim simulate: one DCP decode step on SimGrid, for one strategy or several side by side. Prints a readable
-// summary — one attention layer, its collectives with nccl-tests' algbw/busbw, the whole decode step and the
-// memory of one GPU; optionally writes the trace (.pb and/or Chrome JSON) and a JSON summary. With every flag
-// left at its default it simulates DeepSeek-V3's MLA step (128 heads, 512 latent + 64 rope, batch 64, 32k
-// context, DCP 8 = TP 8, AG+RS, CUDA graph) on h200-sxm.
+// dcpsim simulate: one DCP decode step on SimGrid, for one strategy or several side by side. Prints a
+// readable summary — one attention layer, its collectives with nccl-tests' algbw/busbw, the whole decode step
+// and the memory of one GPU; optionally writes the trace (.pb and/or Chrome JSON) and a JSON summary. With
+// every flag left at its default it simulates DeepSeek-V3's MLA step (128 heads, 512 latent + 64 rope, batch
+// 64, 32k context, DCP 8 = TP 8, AG+RS, CUDA graph) on h200-sxm.
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -61,15 +61,14 @@ std::string collectives_text(const sim::StepResult& r, const std::string& strate
   char line[256];
   for (const analysis::CollectiveBandwidth& b : analysis::collective_bandwidths(r)) {
     std::snprintf(line, sizeof line, "  %-11s %-13s %-15s %-12s %12.0f %10.3f %11.1f %11.1f\n",
-                  strategy_column.c_str(), b.phase.c_str(), b.collective.c_str(), b.plan.c_str(), b.size_bytes,
-                  b.time_s * 1e6, b.algbw_Bps / 1e9, b.busbw_Bps / 1e9);
+                  strategy_column.c_str(), b.phase.c_str(), b.collective.c_str(), b.plan.c_str(),
+                  b.size_bytes, b.time_s * 1e6, b.algbw_Bps / 1e9, b.busbw_Bps / 1e9);
     out += line;
   }
   return out;
 }
 
-const char* kCollectivesHeader =
-    "  %-11s %-13s %-15s %-12s %12s %10s %11s %11s\n";
+const char* kCollectivesHeader = "  %-11s %-13s %-15s %-12s %12s %10s %11s %11s\n";
 
 std::string whole_step_text(const analysis::WholeModel& m, const sim::StepResult& r) {
   char line[512];
@@ -82,17 +81,19 @@ std::string whole_step_text(const analysis::WholeModel& m, const sim::StepResult
   return line;
 }
 
-std::string memory_text(const analysis::WholeModel& m, const models::Scenario& s, std::int64_t busiest_tokens) {
+std::string memory_text(const analysis::WholeModel& m, const models::Scenario& s,
+                        std::int64_t busiest_tokens) {
   const std::int64_t capacity = m.kv_capacity_tokens(s);
   char line[512];
-  std::snprintf(line, sizeof line,
-                "  memory per GPU: HBM %s, weights %s, KV budget %s (%s)\n"
-                "    KV capacity %lld tokens per GPU (%d layers), %lld in the DCP group; this batch's busiest rank "
-                "holds %lld: %s\n",
-                analysis::gigabytes(m.hbm_bytes()).c_str(), analysis::gigabytes(m.weight_bytes_per_gpu()).c_str(),
-                analysis::gigabytes(std::max(0.0, m.kv_budget_bytes())).c_str(), m.kv_budget_basis().c_str(),
-                static_cast<long long>(capacity), m.layers(), static_cast<long long>(capacity * s.dcp),
-                static_cast<long long>(busiest_tokens), busiest_tokens <= capacity ? "fits" : "does NOT fit");
+  std::snprintf(
+      line, sizeof line,
+      "  memory per GPU: HBM %s, weights %s, KV budget %s (%s)\n"
+      "    KV capacity %lld tokens per GPU (%d layers), %lld in the DCP group; this batch's busiest rank "
+      "holds %lld: %s\n",
+      analysis::gigabytes(m.hbm_bytes()).c_str(), analysis::gigabytes(m.weight_bytes_per_gpu()).c_str(),
+      analysis::gigabytes(std::max(0.0, m.kv_budget_bytes())).c_str(), m.kv_budget_basis().c_str(),
+      static_cast<long long>(capacity), m.layers(), static_cast<long long>(capacity * s.dcp),
+      static_cast<long long>(busiest_tokens), busiest_tokens <= capacity ? "fits" : "does NOT fit");
   return line;
 }
 
@@ -142,13 +143,15 @@ void print_one(const sim::StepResult& r, const analysis::WholeModel& m, const st
   std::cout << text;
   const double comm = analysis::communication_s(r);
   char line[256];
-  std::snprintf(line, sizeof line,
-                "  per layer: merge share %.1f %% (after attention), communication share %.1f %% (%.3f us, query "
-                "all-gather included)\n",
-                100 * r.merge_latency_s / r.step_latency_s, 100 * comm / r.step_latency_s, comm * 1e6);
+  std::snprintf(
+      line, sizeof line,
+      "  per layer: merge share %.1f %% (after attention), communication share %.1f %% (%.3f us, query "
+      "all-gather included)\n",
+      100 * r.merge_latency_s / r.step_latency_s, 100 * comm / r.step_latency_s, comm * 1e6);
   std::cout << "\n" << line;
   if (!r.collectives.empty()) {
-    std::printf("\n  collectives as nccl-tests reports them (size: nccl-tests' size; time: longest over ranks)\n");
+    std::printf(
+        "\n  collectives as nccl-tests reports them (size: nccl-tests' size; time: longest over ranks)\n");
     std::printf(kCollectivesHeader, "", "phase", "collective", "plan", "size B", "time us", "algbw GB/s",
                 "busbw GB/s");
     std::cout << collectives_text(r, "");
@@ -162,8 +165,8 @@ void print_side_by_side(const std::vector<sim::StepResult>& results, const analy
   models::Scenario s = first.scenario;
   std::string label = s.label();
   label = label.substr(0, label.rfind(' ', label.rfind(' ') - 1));  // without strategy and launch
-  std::printf("dcpsim simulate: %s, %s %s, %zu strategies side by side\n", first.profile.c_str(), label.c_str(),
-              std::string(models::to_string(s.launch)).c_str(), results.size());
+  std::printf("dcpsim simulate: %s, %s %s, %zu strategies side by side\n", first.profile.c_str(),
+              label.c_str(), std::string(models::to_string(s.launch)).c_str(), results.size());
   std::cout << model_line;
   std::printf("  %-11s %14s %13s %9s %8s %9s %7s %13s %15s\n", "strategy", "layer step us", "attention us",
               "merge us", "merge %", "comm us", "comm %", "q-gather us", "decode step ms");
@@ -179,10 +182,12 @@ void print_side_by_side(const std::vector<sim::StepResult>& results, const analy
     if (r.step_latency_s < best->step_latency_s) best = &r;
   }
   std::printf("  fastest: %s\n", std::string(models::to_string(best->scenario.strategy)).c_str());
-  std::printf("\n  collectives as nccl-tests reports them (size: nccl-tests' size; time: longest over ranks)\n");
-  std::printf(kCollectivesHeader, "strategy", "phase", "collective", "plan", "size B", "time us", "algbw GB/s",
-              "busbw GB/s");
-  for (const sim::StepResult& r : results) std::cout << collectives_text(r, std::string(models::to_string(r.scenario.strategy)));
+  std::printf(
+      "\n  collectives as nccl-tests reports them (size: nccl-tests' size; time: longest over ranks)\n");
+  std::printf(kCollectivesHeader, "strategy", "phase", "collective", "plan", "size B", "time us",
+              "algbw GB/s", "busbw GB/s");
+  for (const sim::StepResult& r : results)
+    std::cout << collectives_text(r, std::string(models::to_string(r.scenario.strategy)));
   std::cout << "\n" << whole_step_text(m, first) << memory_text(m, s, busiest_tokens(first));
 }
 
@@ -192,7 +197,8 @@ void run_simulate(const SimulateOptions& o) {
   const std::vector<models::Scenario> scenarios = analysis::to_scenarios(o.flags);
   const models::HardwareProfile profile = models::load_profile(o.profile);
   const int dcp = scenarios.front().dcp;
-  const analysis::WholeModel model(analysis::model_of(o.flags), profile, analysis::tp_of(o.flags, dcp), o.whole);
+  const analysis::WholeModel model(analysis::model_of(o.flags), profile, analysis::tp_of(o.flags, dcp),
+                                   o.whole);
   const sim::Simulator simulator(profile, sim_options(o, dcp));
 
   std::optional<traces::ProtobufTraceWriter> pb;
@@ -204,7 +210,8 @@ void run_simulate(const SimulateOptions& o) {
   if (!sinks.empty()) tee.on_header(sim::sim_trace_header(profile));
 
   std::vector<sim::StepResult> results;
-  for (const models::Scenario& s : scenarios) results.push_back(simulator.run(s, sinks.empty() ? nullptr : &tee));
+  for (const models::Scenario& s : scenarios)
+    results.push_back(simulator.run(s, sinks.empty() ? nullptr : &tee));
   if (!sinks.empty()) tee.finish();
   const std::string model_name = analysis::model_label(o.flags);
   if (!o.json.empty()) {
@@ -218,7 +225,8 @@ void run_simulate(const SimulateOptions& o) {
   }
 
   char model_line[256];
-  std::snprintf(model_line, sizeof model_line, "  model %s, TP %d: %d query heads per rank after the query all-gather%s\n",
+  std::snprintf(model_line, sizeof model_line,
+                "  model %s, TP %d: %d query heads per rank after the query all-gather%s\n",
                 model_name.c_str(), model.tp(), scenarios.front().heads,
                 model.model() && o.flags.heads.empty() ? " (the model's heads x DCP / TP)" : "");
   if (results.size() == 1) {
@@ -237,8 +245,10 @@ void add_simulate_command(CLI::App& app) {
   auto opts = std::make_shared<SimulateOptions>();
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate one DCP decode step on SimGrid");
   cmd->footer(
-      "Figures are per attention layer (query all-gather, attention, merge) unless they say 'decode step' (every "
-      "layer plus the non-attention time: --model's roofline estimate or --non-attention-us). --strategy all (or "
+      "Figures are per attention layer (query all-gather, attention, merge) unless they say 'decode step' "
+      "(every "
+      "layer plus the non-attention time: --model's roofline estimate or --non-attention-us). --strategy all "
+      "(or "
       "a list) prints the strategies side by side.");
   analysis::add_scenario_flags(*cmd, opts->flags, false);
   analysis::add_whole_model_flags(*cmd, opts->whole);

@@ -1,12 +1,12 @@
 // dcpsim: the command-line entry point. Parses once, runs one subcommand, maps errors to exit codes:
 // 0 success, 2 usage or input error (one line on stderr), 1 runtime failure.
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <thread>
-#include <algorithm>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>

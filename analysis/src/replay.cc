@@ -1,5 +1,5 @@
-// dcpsim replay: the schedule, the reuse of timed compositions, the worker processes (replay_workers.h) and the
-// outputs (replay_output.cc).
+// dcpsim replay: the schedule, the reuse of timed compositions, the worker processes (replay_workers.h) and
+// the outputs (replay_output.cc).
 #include "dcpsim/analysis/replay.h"
 
 #include <algorithm>
@@ -95,7 +95,7 @@ class Replayer {
     int rows;
   };
   std::vector<Check> checks_;
-  bool fresh_ = false;  // a composition was queued since the last pump
+  bool fresh_ = false;                        // a composition was queued since the last pump
   double parent_share_ = 0.0, credit_ = 0.0;  // of the non-clock timings, the share this process takes
 };
 
@@ -116,7 +116,8 @@ std::int32_t Replayer::time_composition(const std::vector<std::int64_t>& context
   models::Scenario s = c_.batcher.geometry;
   s.contexts = contexts;
   for (std::size_t k = 0; k < k_; ++k) {
-    const std::int64_t slot = static_cast<std::int64_t>(c) * static_cast<std::int64_t>(k_) + static_cast<std::int64_t>(k);
+    const std::int64_t slot =
+        static_cast<std::int64_t>(c) * static_cast<std::int64_t>(k_) + static_cast<std::int64_t>(k);
     ++simulations_;
     if (k > 0 && pool_) {  // the clock strategy is needed now; the others can come later
       credit_ += parent_share_;
@@ -169,7 +170,8 @@ double Replayer::non_attention(int rows) {
   if (std::isnan(non_attention_[r])) {
     const double t = c_.non_attention(rows);
     if (!(t >= 0.0) || !std::isfinite(t))
-      throw RuntimeError("non-attention time of " + std::to_string(rows) + " rows is " + std::to_string(t) + " s");
+      throw RuntimeError("non-attention time of " + std::to_string(rows) + " rows is " + std::to_string(t) +
+                         " s");
     non_attention_[r] = t;
   }
   return non_attention_[r];
@@ -211,7 +213,8 @@ ReplayResult Replayer::run(std::vector<Request> requests, const ReplayProgressFn
     s.kv_tokens_max = *std::max_element(step->kv_tokens_per_rank.begin(), step->kv_tokens_per_rank.end());
     s.composition = composition_of(*step);
     s.non_attention_s = non_attention(s.rows);
-    const double clock = c_.layers * timings_[static_cast<std::size_t>(s.composition) * k_].step_s + s.non_attention_s;
+    const double clock =
+        c_.layers * timings_[static_cast<std::size_t>(s.composition) * k_].step_s + s.non_attention_s;
     r.steps.push_back(s);
     batcher.finish_step(clock);
     if (pool_ && (fresh_ || (s.step & 255) == 0)) {
@@ -230,7 +233,8 @@ ReplayResult Replayer::run(std::vector<Request> requests, const ReplayProgressFn
     throw RuntimeError("replay: a timing never came back from the worker processes");
   r.batcher = batcher.stats();
   r.timings = std::move(timings_);
-  r.compositions = static_cast<std::int64_t>(r.timings.size() / k_) - static_cast<std::int64_t>(checks_.size());
+  r.compositions =
+      static_cast<std::int64_t>(r.timings.size() / k_) - static_cast<std::int64_t>(checks_.size());
   r.simulations = simulations_;
   finish(r);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

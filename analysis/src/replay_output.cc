@@ -1,5 +1,5 @@
-// The outputs of a replay: statistics (replay_stats.h), the per-step CSV, the CDF CSV, the compact JSON summary
-// plots draw, and the printed table.
+// The outputs of a replay: statistics (replay_stats.h), the per-step CSV, the CDF CSV, the compact JSON
+// summary plots draw, and the printed table.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -24,7 +24,8 @@ void Weighted::sort() {
 double Weighted::percentile(double p) {
   if (items_.empty()) return 0.0;
   sort();
-  const auto rank = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(p / 100.0 * double(total_))));
+  const auto rank =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(p / 100.0 * double(total_))));
   std::int64_t seen = 0;
   for (const auto& [value, weight] : items_) {
     seen += weight;
@@ -206,7 +207,8 @@ std::string steps_csv(const ReplayResult& r) {
     put(out, s.step);
     out += ',';
     put(out, s.time_s, 9);
-    for (const std::int64_t v : {std::int64_t{s.rows}, s.admitted, s.sum_context, s.max_context, s.kv_tokens_max}) {
+    for (const std::int64_t v :
+         {std::int64_t{s.rows}, s.admitted, s.sum_context, s.max_context, s.kv_tokens_max}) {
       out += ',';
       put(out, v);
     }
@@ -315,32 +317,36 @@ std::string replay_summary(const ReplayResult& r) {
   std::string out;
   char line[512];
   const double replayed = r.steps.empty() ? 0.0 : b.end_s - r.steps.front().time_s;
-  std::snprintf(line, sizeof line,
-                "replay: %lld steps over %.3f s of trace in %.1f s (%.0fx the trace's time, %d process%s); requests: "
-                "%lld considered, %lld admitted, %lld finished, %lld rejected (larger than a GPU's KV), %lld "
-                "unfinished\n",
-                static_cast<long long>(b.steps), replayed, r.wall_s, r.wall_s > 0 ? replayed / r.wall_s : 0.0,
-                r.jobs, r.jobs > 1 ? "es" : "", static_cast<long long>(b.requests),
-                static_cast<long long>(b.admitted), static_cast<long long>(b.finished),
-                static_cast<long long>(b.rejected), static_cast<long long>(b.unfinished));
+  std::snprintf(
+      line, sizeof line,
+      "replay: %lld steps over %.3f s of trace in %.1f s (%.0fx the trace's time, %d process%s); requests: "
+      "%lld considered, %lld admitted, %lld finished, %lld rejected (larger than a GPU's KV), %lld "
+      "unfinished\n",
+      static_cast<long long>(b.steps), replayed, r.wall_s, r.wall_s > 0 ? replayed / r.wall_s : 0.0, r.jobs,
+      r.jobs > 1 ? "es" : "", static_cast<long long>(b.requests), static_cast<long long>(b.admitted),
+      static_cast<long long>(b.finished), static_cast<long long>(b.rejected),
+      static_cast<long long>(b.unfinished));
   out += line;
-  std::snprintf(line, sizeof line, "load: peak %lld of %d rows; peak %lld of %lld KV tokens per GPU (%d layers)\n",
+  std::snprintf(line, sizeof line,
+                "load: peak %lld of %d rows; peak %lld of %lld KV tokens per GPU (%d layers)\n",
                 static_cast<long long>(b.peak_rows), r.max_rows, static_cast<long long>(b.peak_kv_tokens),
                 static_cast<long long>(r.kv_capacity_tokens), r.layers);
   out += line;
-  std::snprintf(line, sizeof line,
-                "reuse: %lld compositions timed for %lld steps (%lld simulations); rows timed within %d tokens "
-                "of their context (--kv-block %d)\n",
-                static_cast<long long>(r.compositions), static_cast<long long>(b.steps),
-                static_cast<long long>(r.simulations), r.bucket_tokens / 2, r.bucket_tokens);
+  std::snprintf(
+      line, sizeof line,
+      "reuse: %lld compositions timed for %lld steps (%lld simulations); rows timed within %d tokens "
+      "of their context (--kv-block %d)\n",
+      static_cast<long long>(r.compositions), static_cast<long long>(b.steps),
+      static_cast<long long>(r.simulations), r.bucket_tokens / 2, r.bucket_tokens);
   out += line;
   if (r.bucketing.samples > 0) {
-    std::snprintf(line, sizeof line,
-                  "bucketing error on %lld compositions also timed exactly: layer step max %.3f%%, mean %.4f%%; "
-                  "decode step max %.3f%%, mean %.4f%%\n",
-                  static_cast<long long>(r.bucketing.samples), 100 * r.bucketing.layer_step_max,
-                  100 * r.bucketing.layer_step_mean, 100 * r.bucketing.decode_step_max,
-                  100 * r.bucketing.decode_step_mean);
+    std::snprintf(
+        line, sizeof line,
+        "bucketing error on %lld compositions also timed exactly: layer step max %.3f%%, mean %.4f%%; "
+        "decode step max %.3f%%, mean %.4f%%\n",
+        static_cast<long long>(r.bucketing.samples), 100 * r.bucketing.layer_step_max,
+        100 * r.bucketing.layer_step_mean, 100 * r.bucketing.decode_step_max,
+        100 * r.bucketing.decode_step_mean);
     out += line;
   }
   if (r.summaries.empty()) return out + "no step ran\n";
@@ -349,19 +355,22 @@ std::string replay_summary(const ReplayResult& r) {
   out += line;
   out += "  strategy           p10      p50      p90      p99      max   attention share\n";
   for (const StrategySummary& s : r.summaries) {
-    std::snprintf(line, sizeof line, "  %-12s %8.3f %8.3f %8.3f %8.3f %8.3f   %6.1f %%\n", name(s.strategy).c_str(),
-                  s.decode_step.p10 * 1e3, s.decode_step.p50 * 1e3, s.decode_step.p90 * 1e3, s.decode_step.p99 * 1e3,
-                  s.decode_step.max * 1e3, 100 * s.attention_share);
+    std::snprintf(line, sizeof line, "  %-12s %8.3f %8.3f %8.3f %8.3f %8.3f   %6.1f %%\n",
+                  name(s.strategy).c_str(), s.decode_step.p10 * 1e3, s.decode_step.p50 * 1e3,
+                  s.decode_step.p90 * 1e3, s.decode_step.p99 * 1e3, s.decode_step.max * 1e3,
+                  100 * s.attention_share);
     out += line;
   }
   out += "per attention layer, us\n";
-  out += "  strategy      step p50  step p99   merge p10  merge p50  merge p90  merge p99  merge max   merge "
-         "share  comm share\n";
+  out +=
+      "  strategy      step p50  step p99   merge p10  merge p50  merge p90  merge p99  merge max   merge "
+      "share  comm share\n";
   for (const StrategySummary& s : r.summaries) {
-    std::snprintf(line, sizeof line, "  %-12s %9.2f %9.2f  %10.2f %10.2f %10.2f %10.2f %10.2f   %8.1f %%  %8.1f %%\n",
-                  name(s.strategy).c_str(), s.layer_step.p50 * 1e6, s.layer_step.p99 * 1e6, s.layer_merge.p10 * 1e6,
-                  s.layer_merge.p50 * 1e6, s.layer_merge.p90 * 1e6, s.layer_merge.p99 * 1e6, s.layer_merge.max * 1e6,
-                  100 * s.merge_share, 100 * s.comm_share);
+    std::snprintf(line, sizeof line,
+                  "  %-12s %9.2f %9.2f  %10.2f %10.2f %10.2f %10.2f %10.2f   %8.1f %%  %8.1f %%\n",
+                  name(s.strategy).c_str(), s.layer_step.p50 * 1e6, s.layer_step.p99 * 1e6,
+                  s.layer_merge.p10 * 1e6, s.layer_merge.p50 * 1e6, s.layer_merge.p90 * 1e6,
+                  s.layer_merge.p99 * 1e6, s.layer_merge.max * 1e6, 100 * s.merge_share, 100 * s.comm_share);
     out += line;
   }
   return out;

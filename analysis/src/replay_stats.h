@@ -1,7 +1,8 @@
 #pragma once
 // Statistics of a replay over its steps. Every per-step figure is a function of the step's composition (its
-// timed contexts fix the rows, hence the non-attention time too), so the statistics are weighted ones over the
-// compositions — exact nearest-rank figures over the steps, at the cost of the compositions, not the steps.
+// timed contexts fix the rows, hence the non-attention time too), so the statistics are weighted ones over
+// the compositions — exact nearest-rank figures over the steps, at the cost of the compositions, not the
+// steps.
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -33,7 +34,8 @@ class Weighted {
 std::vector<std::int64_t> composition_weights(const ReplayResult& r);
 
 // The figures of composition c, strategy k.
-double decode_step_of(const ReplayResult& r, std::size_t c, std::size_t k, const std::vector<double>& non_attention);
+double decode_step_of(const ReplayResult& r, std::size_t c, std::size_t k,
+                      const std::vector<double>& non_attention);
 // Non-attention time of each composition (from any step that uses it).
 std::vector<double> non_attention_of(const ReplayResult& r);
 

@@ -143,11 +143,13 @@ void WorkerPool::dispatch() {
   while (!queue_.empty()) {
     Worker* best = nullptr;
     for (Worker& w : workers_) {
-      if (w.outstanding < kMaxOutstanding && (best == nullptr || w.outstanding < best->outstanding)) best = &w;
+      if (w.outstanding < kMaxOutstanding && (best == nullptr || w.outstanding < best->outstanding))
+        best = &w;
     }
     if (best == nullptr) return;
     const TimingTask& t = queue_.front();
-    const TaskHeader h{t.id, static_cast<std::int32_t>(t.strategy), static_cast<std::int32_t>(t.contexts.size())};
+    const TaskHeader h{t.id, static_cast<std::int32_t>(t.strategy),
+                       static_cast<std::int32_t>(t.contexts.size())};
     std::string buffer(reinterpret_cast<const char*>(&h), sizeof h);
     buffer.append(reinterpret_cast<const char*>(t.contexts.data()), sizeof(std::int64_t) * t.contexts.size());
     if (!write_all(best->to_worker, buffer.data(), buffer.size()))

@@ -1,9 +1,9 @@
 #pragma once
 // Forked worker processes that time scenarios for `dcpsim replay` (SimGrid runs one engine per process, so
 // parallel timing needs processes). Each worker inherits the parent's timing function (and with it a SimGrid
-// engine whose platforms are built) and answers tasks over a pair of pipes: a task is (id, strategy, contexts),
-// an answer (id, StepTiming) or an error that the parent rethrows (InputError or RuntimeError, one line).
-// A worker holds at most kMaxOutstanding tasks, so neither side ever blocks on a full pipe for long.
+// engine whose platforms are built) and answers tasks over a pair of pipes: a task is (id, strategy,
+// contexts), an answer (id, StepTiming) or an error that the parent rethrows (InputError or RuntimeError, one
+// line). A worker holds at most kMaxOutstanding tasks, so neither side ever blocks on a full pipe for long.
 #include <sys/types.h>
 
 #include <cstdint>

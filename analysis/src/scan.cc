@@ -80,7 +80,8 @@ struct Work {
       auto it = models.find(work.tp[i]);
       if (it == models.end())
         it = models.try_emplace(work.tp[i], work.model, work.profile, work.tp[i], work.options.whole).first;
-      out << scan_csv_row(it->second, work.model_name, work.profile, simulator.run(work.scenarios[i])) << '\n';
+      out << scan_csv_row(it->second, work.model_name, work.profile, simulator.run(work.scenarios[i]))
+          << '\n';
     }
     out.close();
     if (!out) throw RuntimeError("cannot write '" + chunk.part.string() + "'");
@@ -219,7 +220,8 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
   const WholeModel first(work.model, work.profile, work.tp.empty() ? 1 : work.tp.front(), o.whole);
   log << " on " << work.profile.name << ", " << o.jobs << " job(s); model " << model_label(o.flags) << ", "
       << first.layers() << " layers; KV budget per GPU: " << first.kv_budget_basis();
-  if (work.model && o.flags.tp.empty()) log << " at the first size; TP = DCP size, so the weights per GPU shrink with N";
+  if (work.model && o.flags.tp.empty())
+    log << " at the first size; TP = DCP size, so the weights per GPU shrink with N";
   log << "\n";
   const std::size_t combinations = valid.size() + grid.skipped.size();
   if (!grid.skipped.empty()) {

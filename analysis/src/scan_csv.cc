@@ -70,7 +70,8 @@ std::string scan_csv_header() {
   std::string h =
       "profile,model,tp,dcp,heads,kv_heads,head_dim,qk_dim,batch,context,strategy,launch,kv_dtype,out_dtype,"
       "interleave,"
-      "step_latency_us,attention_end_us,merge_latency_us,merge_share,comm_us,comm_share,layers,non_attention_us,"
+      "step_latency_us,attention_end_us,merge_latency_us,merge_share,comm_us,comm_share,layers,non_attention_"
+      "us,"
       "decode_step_us";
   for (std::string_view p : kPhases) h += ",phase_" + std::string(p) + "_us";
   h += ",kv_tokens_per_rank,kv_bytes_per_rank,hbm_gb,weights_gb,kv_budget_gb,kv_capacity_tokens_per_gpu,"
@@ -91,21 +92,22 @@ std::string scan_csv_row(const WholeModel& m, const std::string& model_name, con
   const double comm = communication_s(r);
   const double non_attention = m.non_attention_s(s.rows());
 
-  std::string row = p.name + "," + (model_name.empty() ? "none" : model_name) + "," + std::to_string(m.tp()) +
-                    "," + std::to_string(s.dcp) + "," + std::to_string(s.heads) + "," +
-                    std::to_string(s.kv_heads) + "," + std::to_string(s.head_dim) + "," +
-                    std::to_string(s.qk_dim) + "," + std::to_string(s.rows()) + "," + context_text(s) + "," +
-                    std::string(models::to_string(s.strategy)) + "," + std::string(models::to_string(s.launch)) +
-                    "," + std::string(models::to_string(s.kv_dtype)) + "," +
-                    std::string(models::to_string(s.out_dtype)) + "," + std::to_string(s.interleave);
+  std::string row =
+      p.name + "," + (model_name.empty() ? "none" : model_name) + "," + std::to_string(m.tp()) + "," +
+      std::to_string(s.dcp) + "," + std::to_string(s.heads) + "," + std::to_string(s.kv_heads) + "," +
+      std::to_string(s.head_dim) + "," + std::to_string(s.qk_dim) + "," + std::to_string(s.rows()) + "," +
+      context_text(s) + "," + std::string(models::to_string(s.strategy)) + "," +
+      std::string(models::to_string(s.launch)) + "," + std::string(models::to_string(s.kv_dtype)) + "," +
+      std::string(models::to_string(s.out_dtype)) + "," + std::to_string(s.interleave);
   const double step = r.step_latency_s;
   row += "," + fixed(step * 1e6, 6) + "," + fixed(r.attention_end_s * 1e6, 6) + "," +
          fixed(r.merge_latency_s * 1e6, 6) + "," + fixed(step > 0 ? r.merge_latency_s / step : 0.0, 6) + "," +
-         fixed(comm * 1e6, 6) + "," + fixed(step > 0 ? comm / step : 0.0, 6) + "," + std::to_string(m.layers()) +
-         "," + fixed(non_attention * 1e6, 6) + "," + fixed(m.decode_step_s(step, s.rows()) * 1e6, 6);
+         fixed(comm * 1e6, 6) + "," + fixed(step > 0 ? comm / step : 0.0, 6) + "," +
+         std::to_string(m.layers()) + "," + fixed(non_attention * 1e6, 6) + "," +
+         fixed(m.decode_step_s(step, s.rows()) * 1e6, 6);
   for (std::string_view phase : kPhases) row += "," + phase_us(r, phase);
-  row += "," + std::to_string(tokens) + "," + std::to_string(bytes) + "," + fixed(m.hbm_bytes() / 1e9, 3) + "," +
-         fixed(m.weight_bytes_per_gpu() / 1e9, 3) + "," + fixed(m.kv_budget_bytes() / 1e9, 3) + "," +
+  row += "," + std::to_string(tokens) + "," + std::to_string(bytes) + "," + fixed(m.hbm_bytes() / 1e9, 3) +
+         "," + fixed(m.weight_bytes_per_gpu() / 1e9, 3) + "," + fixed(m.kv_budget_bytes() / 1e9, 3) + "," +
          std::to_string(capacity) + "," + std::to_string(capacity * s.dcp) + "," +
          (tokens <= capacity ? "true" : "false") + "," + plans(r);
   row += "," + std::to_string(r.kernel_figures_from(models::FigureSource::kTable)) + "," +

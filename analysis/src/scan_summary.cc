@@ -51,12 +51,13 @@ std::string scan_summary(const std::string& csv, const ScanSummaryOptions& o) {
     return it->second;
   };
   const std::size_t profile = at("profile"), model = at("model"), tp = at("tp"), dcp = at("dcp"),
-                    heads = at("heads"), kv_heads = at("kv_heads"), head_dim = at("head_dim"), qk = at("qk_dim"),
-                    batch = at("batch"), context = at("context"), strategy = at("strategy"), launch = at("launch"),
-                    kv_dtype = at("kv_dtype"), out_dtype = at("out_dtype"), interleave = at("interleave"),
-                    decode = at("decode_step_us"), step = at("step_latency_us"), merge = at("merge_latency_us"),
-                    comm = at("comm_share"), per_gpu = at("kv_capacity_tokens_per_gpu"),
-                    group_tokens = at("kv_capacity_tokens_group"), fits = at("kv_fits");
+                    heads = at("heads"), kv_heads = at("kv_heads"), head_dim = at("head_dim"),
+                    qk = at("qk_dim"), batch = at("batch"), context = at("context"),
+                    strategy = at("strategy"), launch = at("launch"), kv_dtype = at("kv_dtype"),
+                    out_dtype = at("out_dtype"), interleave = at("interleave"), decode = at("decode_step_us"),
+                    step = at("step_latency_us"), merge = at("merge_latency_us"), comm = at("comm_share"),
+                    per_gpu = at("kv_capacity_tokens_per_gpu"), group_tokens = at("kv_capacity_tokens_group"),
+                    fits = at("kv_fits");
   std::vector<std::string> order;
   std::map<std::string, std::map<int, Row>> groups;  // group -> dcp -> its best strategy
   std::map<std::string, std::string> titles;
@@ -64,8 +65,9 @@ std::string scan_summary(const std::string& csv, const ScanSummaryOptions& o) {
     if (line.empty()) continue;
     Row r;
     r.f = split_csv_line(line);
-    if (r.f.size() != header.size()) throw InputError("scan summary: a row has " + std::to_string(r.f.size()) +
-                                                      " fields, the header " + std::to_string(header.size()));
+    if (r.f.size() != header.size())
+      throw InputError("scan summary: a row has " + std::to_string(r.f.size()) + " fields, the header " +
+                       std::to_string(header.size()));
     try {
       r.decode_us = std::stod(r.f[decode]);
       r.step_us = std::stod(r.f[step]);
@@ -76,9 +78,9 @@ std::string scan_summary(const std::string& csv, const ScanSummaryOptions& o) {
       throw InputError("scan summary: a row holds a malformed number");
     }
     r.fits = r.f[fits] == "true";
-    std::string key = r.f[profile] + "|" + r.f[model] + "|" + r.f[head_dim] + "|" + r.f[qk] + "|" + r.f[batch] +
-                      "|" + r.f[context] + "|" + r.f[launch] + "|" + r.f[kv_dtype] + "|" + r.f[out_dtype] + "|" +
-                      r.f[interleave];
+    std::string key = r.f[profile] + "|" + r.f[model] + "|" + r.f[head_dim] + "|" + r.f[qk] + "|" +
+                      r.f[batch] + "|" + r.f[context] + "|" + r.f[launch] + "|" + r.f[kv_dtype] + "|" +
+                      r.f[out_dtype] + "|" + r.f[interleave];
     std::string title = r.f[model] + " on " + r.f[profile] + ", batch " + r.f[batch] + ", context " +
                         r.f[context] + ", " + r.f[launch];
     if (o.by_heads) {
@@ -112,25 +114,27 @@ std::string scan_summary(const std::string& csv, const ScanSummaryOptions& o) {
       }
     }
     if (o.best_only) {
-      std::snprintf(buf, sizeof buf,
-                    "%s: best N=%d %s: decode step %.3f ms (attention layer %.2f us, merge %.2f us, comm %.0f %%), "
-                    "KV %s tokens per GPU, %s in the group%s\n",
-                    titles[key].c_str(), best->dcp, best->f[strategy].c_str(), best->decode_us / 1e3, best->step_us,
-                    best->merge_us, 100 * best->comm_share, thousands(best->f[per_gpu]).c_str(),
-                    thousands(best->f[group_tokens]).c_str(),
-                    none_fits ? " (the batch fits at no size scanned)" : "");
+      std::snprintf(
+          buf, sizeof buf,
+          "%s: best N=%d %s: decode step %.3f ms (attention layer %.2f us, merge %.2f us, comm %.0f %%), "
+          "KV %s tokens per GPU, %s in the group%s\n",
+          titles[key].c_str(), best->dcp, best->f[strategy].c_str(), best->decode_us / 1e3, best->step_us,
+          best->merge_us, 100 * best->comm_share, thousands(best->f[per_gpu]).c_str(),
+          thousands(best->f[group_tokens]).c_str(), none_fits ? " (the batch fits at no size scanned)" : "");
       out += buf;
       continue;
     }
     out += titles[key] + (none_fits ? " (the batch's KV fits at no size scanned)" : "") + "\n";
-    std::snprintf(buf, sizeof buf, "  %1s %5s %5s %6s  %-11s %12s %11s %10s %6s %15s %17s  %s\n", "", "N", "TP", "heads",
-                  "strategy", "decode ms", "layer us", "merge us", "comm", "KV tokens/GPU", "KV tokens/group", "fits");
+    std::snprintf(buf, sizeof buf, "  %1s %5s %5s %6s  %-11s %12s %11s %10s %6s %15s %17s  %s\n", "", "N",
+                  "TP", "heads", "strategy", "decode ms", "layer us", "merge us", "comm", "KV tokens/GPU",
+                  "KV tokens/group", "fits");
     out += buf;
     for (const auto& [n, r] : by_dcp) {
       std::snprintf(buf, sizeof buf, "  %1s %5d %5s %6s  %-11s %12.3f %11.2f %10.2f %5.0f%% %15s %17s  %s\n",
                     &r == best ? "*" : "", n, r.f[tp].c_str(), r.f[heads].c_str(), r.f[strategy].c_str(),
-                    r.decode_us / 1e3, r.step_us, r.merge_us, 100 * r.comm_share, thousands(r.f[per_gpu]).c_str(),
-                    thousands(r.f[group_tokens]).c_str(), r.fits ? "yes" : "no");
+                    r.decode_us / 1e3, r.step_us, r.merge_us, 100 * r.comm_share,
+                    thousands(r.f[per_gpu]).c_str(), thousands(r.f[group_tokens]).c_str(),
+                    r.fits ? "yes" : "no");
       out += buf;
     }
   }

@@ -115,11 +115,13 @@ std::int64_t parse_value(const std::string& text, const std::string& flag, bool 
 }
 
 // "A..B", "A..B:S", "A..B:xF" -> the values; InputError naming the flag for a bad or huge range.
-void expand_range(const std::string& item, const std::string& flag, bool tokens, std::vector<std::string>& out) {
+void expand_range(const std::string& item, const std::string& flag, bool tokens,
+                  std::vector<std::string>& out) {
   const auto dots = item.find("..");
   const auto colon = item.find(':', dots);
   const std::string lo_text = item.substr(0, dots);
-  const std::string hi_text = item.substr(dots + 2, colon == std::string::npos ? std::string::npos : colon - dots - 2);
+  const std::string hi_text =
+      item.substr(dots + 2, colon == std::string::npos ? std::string::npos : colon - dots - 2);
   const auto bad = [&](const std::string& why) {
     return InputError("--" + flag + " '" + item + "': " + why +
                       " (ranges: A..B every integer, A..B:S in steps of S, A..B:xF multiplying by F)");
@@ -171,7 +173,8 @@ std::vector<std::string> expand_list(const std::string& value, const std::string
     } else {
       out.push_back(item);
     }
-    if (out.size() > kMaxListValues) throw InputError("--" + flag + " '" + value + "': more than 100000 values");
+    if (out.size() > kMaxListValues)
+      throw InputError("--" + flag + " '" + value + "': more than 100000 values");
   }
   return out;
 }
@@ -203,12 +206,15 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& f, bool lists) {
                  "query heads per rank after the query all-gather (H); default from --model/--tp" + many);
   cmd.add_option("--head-dim", f.head_dim,
                  "value head dim D (512 = MLA latent, 128 = GQA); default from --model" + many);
-  cmd.add_option("--qk-dim", f.qk_dim,
-                 "query/key dim D_qk; default from --model (without: 576 for D=512 with one KV head, else D)");
-  cmd.add_option("--kv-heads", f.kv_heads, "KV heads H_kv on a rank, dividing H (1 = MQA/MLA); default from --model" + many);
+  cmd.add_option(
+      "--qk-dim", f.qk_dim,
+      "query/key dim D_qk; default from --model (without: 576 for D=512 with one KV head, else D)");
+  cmd.add_option("--kv-heads", f.kv_heads,
+                 "KV heads H_kv on a rank, dividing H (1 = MQA/MLA); default from --model" + many);
   cmd.add_option("--batch", f.batch, "decode rows (requests) in the step" + many)->capture_default_str();
   cmd.add_option("--context", f.context,
-                 "context length of every row: 4096, 32k, 1m (k=1024)" + (lists ? std::string(" (list or range: 32k..1m:x2)") : std::string()))
+                 "context length of every row: 4096, 32k, 1m (k=1024)" +
+                     (lists ? std::string(" (list or range: 32k..1m:x2)") : std::string()))
       ->capture_default_str();
   cmd.add_option("--contexts-file", f.contexts_file,
                  "one context length per row (file); overrides --batch/--context");
@@ -281,7 +287,8 @@ models::Scenario to_scenario(const ScenarioFlags& f) {
 ScanGrid expand_scan(const ScenarioFlags& f) {
   const std::optional<models::ModelPreset> model = model_of(f);
   std::vector<std::string> strategies;
-  for (const auto s : parse_strategy_list(f.strategy, "strategy")) strategies.emplace_back(models::to_string(s));
+  for (const auto s : parse_strategy_list(f.strategy, "strategy"))
+    strategies.emplace_back(models::to_string(s));
   const auto optional_list = [](const std::string& v, const std::string& flag) {
     return v.empty() ? std::vector<std::string>{""} : expand_list(v, flag);
   };
@@ -347,7 +354,8 @@ std::string skipped_line(const std::vector<std::string>& skipped, std::size_t to
     std::string why = colon == std::string::npos ? s : s.substr(colon + 2);
     for (const auto strategy : models::all_strategies()) {
       const std::string n(models::to_string(strategy));
-      for (auto pos = why.find(n); pos != std::string::npos; pos = why.find(n, pos)) why.replace(pos, n.size(), "S");
+      for (auto pos = why.find(n); pos != std::string::npos; pos = why.find(n, pos))
+        why.replace(pos, n.size(), "S");
     }
     std::string key;
     for (const char c : why) {
@@ -363,8 +371,8 @@ std::string skipped_line(const std::vector<std::string>& skipped, std::size_t to
   }
   std::sort(order.begin(), order.end(),
             [&](const std::string& a, const std::string& b) { return groups[a].first > groups[b].first; });
-  std::string line = "skipped " + std::to_string(skipped.size()) + " of " + std::to_string(total) +
-                     " combinations: ";
+  std::string line =
+      "skipped " + std::to_string(skipped.size()) + " of " + std::to_string(total) + " combinations: ";
   for (std::size_t i = 0; i < order.size() && i < 3; ++i) {
     const auto& [count, example] = groups[order[i]];
     line += (i ? "; " : "") + std::to_string(count) + " like \"" + example + "\"";

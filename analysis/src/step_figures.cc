@@ -63,7 +63,8 @@ std::vector<CollectiveBandwidth> collective_bandwidths(const sim::StepResult& r)
     CollectiveBandwidth b;
     b.phase = c.phase;
     b.collective = std::string(models::to_string(c.plan.collective));
-    b.plan = std::string(models::to_string(c.plan.algorithm)) + "/" + std::string(models::to_string(c.plan.protocol));
+    b.plan = std::string(models::to_string(c.plan.algorithm)) + "/" +
+             std::string(models::to_string(c.plan.protocol));
     b.size_bytes = models::nccl_tests_size_bytes(c.plan.collective, c.plan.ranks, c.plan.bytes_per_rank);
     b.time_s = phase_longest_s(r, c.phase);
     if (b.time_s > 0) {

@@ -15,8 +15,8 @@ constexpr double kDefaultWeightReserveGib = 60;  // without a model: weights, ac
 
 void check_value(double v, const char* flag, double lo, double hi) {
   if (!std::isfinite(v) || v < lo || v > hi) {
-    throw InputError(std::string(flag) + " " + std::to_string(v) + " is not a number in [" + std::to_string(lo) +
-                     ", " + std::to_string(hi) + "]");
+    throw InputError(std::string(flag) + " " + std::to_string(v) + " is not a number in [" +
+                     std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
 }
 
@@ -38,9 +38,10 @@ void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& f) {
   cmd.add_option("--layers", f.layers,
                  "attention layers per decode step and per KV token (default: the model's, 61 without one)")
       ->check(CLI::Range(0, 100000));
-  cmd.add_option("--non-attention-us", f.non_attention_us,
-                 "time per decode step outside attention (projections, MLP/MoE, head) in us, from your own "
-                 "profile; replaces the model's roofline estimate (with --non-attention-us-per-token: fixed part)");
+  cmd.add_option(
+      "--non-attention-us", f.non_attention_us,
+      "time per decode step outside attention (projections, MLP/MoE, head) in us, from your own "
+      "profile; replaces the model's roofline estimate (with --non-attention-us-per-token: fixed part)");
   cmd.add_option("--non-attention-us-per-token", f.non_attention_us_per_token,
                  "non-attention time per decode step per row (token) in us; replaces the model's estimate");
   cmd.add_option("--weight-reserve-gib", f.weight_reserve_gib,
@@ -51,8 +52,8 @@ void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& f) {
       ->capture_default_str();
 }
 
-WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::HardwareProfile& profile, int tp,
-                       const WholeModelFlags& f)
+WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::HardwareProfile& profile,
+                       int tp, const WholeModelFlags& f)
     : model_(std::move(model)), profile_(&profile), tp_(tp) {
   if (tp < 1) throw InputError("--tp " + std::to_string(tp) + " must be >= 1");
   if (f.non_attention_us) check_value(*f.non_attention_us, "--non-attention-us", 0, 1e9);
@@ -66,11 +67,13 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
   if (f.non_attention_us || f.non_attention_us_per_token) {
     fixed_s_ = f.non_attention_us.value_or(0.0) * 1e-6;
     per_token_s_ = f.non_attention_us_per_token.value_or(0.0) * 1e-6;
-    non_attention_basis_ = "given: " + us_text(fixed_s_) + " + " + us_text(per_token_s_) + " per row per step";
+    non_attention_basis_ =
+        "given: " + us_text(fixed_s_) + " + " + us_text(per_token_s_) + " per row per step";
   } else if (model_) {
     estimate_ = true;
-    non_attention_basis_ = "estimate (a lower bound): roofline of " + model_->name + "'s weights (config.json) at " +
-                           profile_->name + "'s measured HBM bandwidth and tensor rate, TP/EP " + std::to_string(tp_) +
+    non_attention_basis_ = "estimate (a lower bound): roofline of " + model_->name +
+                           "'s weights (config.json) at " + profile_->name +
+                           "'s measured HBM bandwidth and tensor rate, TP/EP " + std::to_string(tp_) +
                            ", uniform expert routing; no MoE/TP communication";
   } else {
     non_attention_basis_ = "none: attention layers only (give --model, or --non-attention-us from a profile)";
@@ -81,8 +84,8 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
   if (f.weight_reserve_gib) {
     kv_budget_bytes_ = hbm_bytes_ - *f.weight_reserve_gib * kGiB;
     char b[160];
-    std::snprintf(b, sizeof b, "HBM %s - %.1f GiB reserved (--weight-reserve-gib)", gigabytes(hbm_bytes_).c_str(),
-                  *f.weight_reserve_gib);
+    std::snprintf(b, sizeof b, "HBM %s - %.1f GiB reserved (--weight-reserve-gib)",
+                  gigabytes(hbm_bytes_).c_str(), *f.weight_reserve_gib);
     kv_budget_basis_ = b;
   } else if (model_) {
     kv_budget_bytes_ = hbm_bytes_ * f.gpu_memory_utilization - weight_bytes_;

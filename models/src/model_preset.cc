@@ -105,7 +105,8 @@ ModelConfig read_config(Fields f) {
   if (c.hidden_size < 1 || c.num_hidden_layers < 1 || c.num_attention_heads < 1 || c.vocab_size < 1)
     throw InputError(w + ": hidden_size, num_hidden_layers, num_attention_heads and vocab_size are required");
   if (c.kv_lora_rank > 0 && (c.qk_rope_head_dim < 1 || c.qk_nope_head_dim < 1 || c.v_head_dim < 1))
-    throw InputError(w + ": an MLA model (kv_lora_rank > 0) needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim");
+    throw InputError(
+        w + ": an MLA model (kv_lora_rank > 0) needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim");
   if (c.kv_lora_rank == 0 && c.num_key_value_heads < 1)
     throw InputError(w + ": num_key_value_heads is required (or kv_lora_rank for an MLA model)");
   if (c.kv_lora_rank == 0 && c.num_attention_heads % c.num_key_value_heads != 0)
@@ -210,8 +211,8 @@ ParameterCounts parameter_counts(const ModelPreset& model) {
   ParameterCounts p;
   if (model.mla()) {
     const double qk = double(c.qk_nope_head_dim + c.qk_rope_head_dim);
-    const double q = c.q_lora_rank > 0 ? h * double(c.q_lora_rank) + double(c.q_lora_rank) * heads * qk
-                                       : h * heads * qk;
+    const double q =
+        c.q_lora_rank > 0 ? h * double(c.q_lora_rank) + double(c.q_lora_rank) * heads * qk : h * heads * qk;
     const double kv_down = h * double(c.kv_lora_rank + c.qk_rope_head_dim);
     const double kv_up = double(c.kv_lora_rank) * heads * double(c.qk_nope_head_dim + c.v_head_dim);
     p.attention_projections = q + kv_down + kv_up + heads * double(c.v_head_dim) * h;

@@ -1,6 +1,6 @@
 // The answers the CLI gives, through the executable: simulate's strategies side by side with nccl-tests'
-// algbw/busbw, scan's best line, profiles' HBM and KV capacity, and a short replay with worker processes and its
-// files. Each run is small (a few simulations).
+// algbw/busbw, scan's best line, profiles' HBM and KV capacity, and a short replay with worker processes and
+// its files. Each run is small (a few simulations).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,7 +51,8 @@ class AnswersCli : public ::testing::Test {
 
 #ifdef DCPSIM_WITH_SIMGRID
 TEST_F(AnswersCli, SimulateEveryStrategySideBySideWithCollectiveBandwidths) {
-  ASSERT_EQ(run("simulate --batch 4 --context 8k --strategy all --json " + (dir_ / "s.json").string()), 0) << err_;
+  ASSERT_EQ(run("simulate --batch 4 --context 8k --strategy all --json " + (dir_ / "s.json").string()), 0)
+      << err_;
   for (const char* s : {"ag-rs", "ag-ar", "a2a", "direct", "row-stream"}) EXPECT_THAT(out_, HasSubstr(s));
   EXPECT_THAT(out_, HasSubstr("5 strategies side by side"));
   EXPECT_THAT(out_, HasSubstr("algbw GB/s"));
@@ -82,10 +83,12 @@ TEST_F(AnswersCli, ScanBestIsOneLinePerBatchAndContext) {
 }
 
 TEST_F(AnswersCli, ReplayWithWorkersWritesStepsCdfAndSummary) {
-  const std::string trace = std::string(DCPSIM_SOURCE_DIR) + "/tests/data/mooncake_conversation_trace.head20.jsonl";
-  ASSERT_EQ(run("replay --requests " + trace + " --steps 300 --jobs 2 --out " + (dir_ / "steps.csv").string() +
-                " --cdf " + (dir_ / "cdf.csv").string() + " --summary " + (dir_ / "s.json").string()),
-            0)
+  const std::string trace =
+      std::string(DCPSIM_SOURCE_DIR) + "/tests/data/mooncake_conversation_trace.head20.jsonl";
+  ASSERT_EQ(
+      run("replay --requests " + trace + " --steps 300 --jobs 2 --out " + (dir_ / "steps.csv").string() +
+          " --cdf " + (dir_ / "cdf.csv").string() + " --summary " + (dir_ / "s.json").string()),
+      0)
       << err_;
   const std::string steps = read(dir_ / "steps.csv");
   EXPECT_EQ(std::count(steps.begin(), steps.end(), '\n'), 301);
@@ -104,7 +107,8 @@ TEST_F(AnswersCli, ProfilesShowHbmAndKvCapacity) {
   ASSERT_EQ(run("profiles"), 0) << err_;
   EXPECT_THAT(out_, HasSubstr("HBM"));
   EXPECT_THAT(out_, HasSubstr("KV tokens"));
-  EXPECT_THAT(out_, HasSubstr("612218"));  // h200-sxm: (141 GB x 0.9 - 83.9 GB of DeepSeek-V3 / TP 8) / 70,272 B
+  EXPECT_THAT(out_,
+              HasSubstr("612218"));  // h200-sxm: (141 GB x 0.9 - 83.9 GB of DeepSeek-V3 / TP 8) / 70,272 B
   ASSERT_EQ(run("profiles --models"), 0) << err_;
   EXPECT_THAT(out_, HasSubstr("https://huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json"));
 }

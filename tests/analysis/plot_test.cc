@@ -1,5 +1,6 @@
 // PNG plots through scripts/plot.py: each kind draws a real image from its documented input (a CSV, or the
-// replay summary JSON), and bad requests fail with the right error. Needs python3 with matplotlib (Debian: python3-matplotlib).
+// replay summary JSON), and bad requests fail with the right error. Needs python3 with matplotlib (Debian:
+// python3-matplotlib).
 #include <sys/wait.h>
 #include <unistd.h>
 

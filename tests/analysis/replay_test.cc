@@ -1,6 +1,7 @@
 // Replay of request traces: per-strategy timing of every step on one shared schedule clocked by whole-model
 // steps, the reuse of timed compositions (exact, and bucketed within half a KV block), worker processes, the
-// statistics, the CSVs and the summary JSON, and (with SimGrid) agreement with the simulator run step by step.
+// statistics, the CSVs and the summary JSON, and (with SimGrid) agreement with the simulator run step by
+// step.
 #include <unistd.h>
 
 #include <cmath>

@@ -148,7 +148,9 @@ TEST_F(Scan, ModelPresetsSetTheGeometryWeightsAndKvBudgetAndSkipInOneLine) {
   const auto h = fields(rows[0]);
   for (std::size_t i = 1; i < rows.size(); ++i) {
     const auto f = fields(rows[i]);
-    const auto col = [&](const std::string& name) { return f[std::find(h.begin(), h.end(), name) - h.begin()]; };
+    const auto col = [&](const std::string& name) {
+      return f[std::find(h.begin(), h.end(), name) - h.begin()];
+    };
     const int dcp = std::stoi(col("dcp"));
     EXPECT_EQ(col("model"), "deepseek-v3");
     EXPECT_EQ(col("tp"), "8");
@@ -156,7 +158,8 @@ TEST_F(Scan, ModelPresetsSetTheGeometryWeightsAndKvBudgetAndSkipInOneLine) {
     EXPECT_EQ(col("qk_dim"), "576");
     EXPECT_NEAR(std::stod(col("weights_gb")), 671.0 / 8, 0.5);
     const double budget = 141e9 * 0.9 - models::weight_bytes_per_gpu(models::load_model("deepseek-v3"), 8);
-    EXPECT_EQ(col("kv_capacity_tokens_per_gpu"), std::to_string(static_cast<std::int64_t>(budget / (1152.0 * 61))));
+    EXPECT_EQ(col("kv_capacity_tokens_per_gpu"),
+              std::to_string(static_cast<std::int64_t>(budget / (1152.0 * 61))));
     EXPECT_GT(std::stod(col("non_attention_us")), 1000.0);  // the MoE's weights take milliseconds per step
     EXPECT_NEAR(std::stod(col("decode_step_us")),
                 61 * std::stod(col("step_latency_us")) + std::stod(col("non_attention_us")), 1e-4);
@@ -179,7 +182,8 @@ TEST(ScanSummary, BestSizeIsTheFastestWhereTheBatchFits) {
            std::to_string(decode) + ",10,2,0.25,1000,8000," + (fits ? "true" : "false") + "\n";
   };
   const std::string csv = head + row(1, "ag-rs", 900, false) + row(2, "ag-rs", 1200, true) +
-                          row(2, "direct", 1100, true) + row(4, "ag-rs", 1000, true) + row(4, "a2a", 1050, true);
+                          row(2, "direct", 1100, true) + row(4, "ag-rs", 1000, true) +
+                          row(4, "a2a", 1050, true);
   const std::string table = scan_summary(csv, {});
   // One line per size with its best strategy; the best size is 4 (dcp 1 is faster but does not fit).
   EXPECT_NE(table.find("direct"), std::string::npos) << table;

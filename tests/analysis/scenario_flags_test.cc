@@ -20,7 +20,8 @@ TEST(ScenarioFlags, ListsAndRangesExpand) {
   EXPECT_THAT(expand_list("1,3..4,72", "dcp"), ElementsAre("1", "3", "4", "72"));
   EXPECT_THAT(expand_list("32k..128k:x2", "context", true), ElementsAre("32768", "65536", "131072"));
   EXPECT_THAT(expand_list("4k", "context", true), ElementsAre("4k"));
-  for (const char* bad : {"4..1", "1..", "..4", "1..8:x1", "1..8:0", "0..8:x2", "1..200000", "a..b", "1..4,"}) {
+  for (const char* bad :
+       {"4..1", "1..", "..4", "1..8:x1", "1..8:0", "0..8:x2", "1..200000", "a..b", "1..4,"}) {
     EXPECT_THROW(expand_list(bad, "dcp"), InputError) << bad;
   }
   try {

@@ -27,7 +27,8 @@ TEST(ModelPreset, BuiltinsCiteTheirConfigAndMatchTheirModelCards) {
     EXPECT_THAT(m.config_source, HasSubstr("config.json")) << name;
     const ParameterCounts p = parameter_counts(m);
     EXPECT_NEAR(p.total() / m.card_total_parameters, 1.0, 0.03) << name << ": " << p.total();
-    EXPECT_NEAR(p.active_per_token() / m.card_active_parameters, 1.0, 0.06) << name << ": " << p.active_per_token();
+    EXPECT_NEAR(p.active_per_token() / m.card_active_parameters, 1.0, 0.06)
+        << name << ": " << p.active_per_token();
   }
 }
 
@@ -51,8 +52,8 @@ TEST(ModelPreset, RankGeometryGathersHeadsOverTheDcpGroup) {
   EXPECT_EQ(g.kv_heads, 1);
   EXPECT_EQ(g.head_dim, 512);
   EXPECT_EQ(g.qk_dim, 576);
-  EXPECT_EQ(rank_geometry(ds, 2, 8).heads, 32);   // 16 heads per TP rank, gathered over 2
-  EXPECT_EQ(rank_geometry(ds, 72, 72).heads, 128);  // DCP = TP: every head on every rank
+  EXPECT_EQ(rank_geometry(ds, 2, 8).heads, 32);        // 16 heads per TP rank, gathered over 2
+  EXPECT_EQ(rank_geometry(ds, 72, 72).heads, 128);     // DCP = TP: every head on every rank
   EXPECT_THROW(rank_geometry(ds, 16, 8), InputError);  // the DCP group is part of the TP group
   EXPECT_THROW(rank_geometry(ds, 1, 3), InputError);   // 3 does not divide 128
   const ModelPreset llama = load_model("llama-3.1-70b");
@@ -95,7 +96,8 @@ TEST(ModelPreset, ReaderRefusesUnknownNamesFieldsAndBadNumbers) {
     EXPECT_THAT(e.what(), HasSubstr("deepseek-v3"));
     EXPECT_THAT(e.what(), HasSubstr("kimi-k2"));
   }
-  const std::string good = R"({"format": "dcpsim-model/1", "name": "x", "description": "d", "config_source": "u",
+  const std::string good =
+      R"({"format": "dcpsim-model/1", "name": "x", "description": "d", "config_source": "u",
     "config": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
                "intermediate_size": 128, "vocab_size": 100},
     "weight_bytes_per_parameter": {"value": 2, "source": "s"},
@@ -109,7 +111,8 @@ TEST(ModelPreset, ReaderRefusesUnknownNamesFieldsAndBadNumbers) {
     return s;
   };
   EXPECT_THROW(parse_model(edited("\"vocab_size\"", "\"vocab_sise\""), "x.json"), InputError);
-  EXPECT_THROW(parse_model(edited("\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3"), "x.json"), InputError);
+  EXPECT_THROW(parse_model(edited("\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3"), "x.json"),
+               InputError);
   EXPECT_THROW(parse_model(edited("\"value\": 2", "\"value\": -2"), "x.json"), InputError);
   EXPECT_THROW(parse_model(edited("dcpsim-model/1", "dcpsim-model/9"), "x.json"), InputError);
   EXPECT_THROW(parse_model(edited("\"hidden_size\": 64", "\"hidden_size\": 1.5"), "x.json"), InputError);

@@ -2,10 +2,10 @@
 // `dcpsim replay`: a request trace through continuous batching (batcher.h), every decode step timed for every
 // requested strategy; per-step CSV, latency percentiles and CDFs, time bands for plots.
 //
-// Whole-model steps. One schedule serves all strategies: the clock advances by the first strategy's decode step
-// (the "clock strategy"): layers × its simulated attention layer + the non-attention time of the step's rows
-// (whole_model.h). Every other strategy is timed on the very same batches, so the columns compare strategies
-// under identical load.
+// Whole-model steps. One schedule serves all strategies: the clock advances by the first strategy's decode
+// step (the "clock strategy"): layers × its simulated attention layer + the non-attention time of the step's
+// rows (whole_model.h). Every other strategy is timed on the very same batches, so the columns compare
+// strategies under identical load.
 //
 // Reuse (what makes a replay of an hour of trace take seconds). A batch's contexts all grow by one token per
 // step, so consecutive steps of the same requests differ by a token per row. With `bucket_tokens` = w > 1 a
@@ -18,10 +18,10 @@
 // relative error of the bucketed timing (ReplayResult::bucketing); docs/PERFORMANCE.md has the error of whole
 // replays against unbucketed ones.
 //
-// Processes. SimGrid runs one engine per process, so `jobs` > 1 forks jobs − 1 worker processes (each with its
-// own engine, inherited ready from the parent) that time the strategies after the first, while the parent runs
-// the batcher, times the clock strategy and takes its share of the others (the load spread evenly). Results
-// never depend on `jobs`.
+// Processes. SimGrid runs one engine per process, so `jobs` > 1 forks jobs − 1 worker processes (each with
+// its own engine, inherited ready from the parent) that time the strategies after the first, while the parent
+// runs the batcher, times the clock strategy and takes its share of the others (the load spread evenly).
+// Results never depend on `jobs`.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -75,12 +75,12 @@ struct LatencyStats {
 
 struct StrategySummary {
   models::Strategy strategy = models::Strategy::kAgRs;
-  LatencyStats decode_step;  // per decode step (all layers + non-attention)
-  LatencyStats layer_step;   // one attention layer
-  LatencyStats layer_merge;  // per layer
-  LatencyStats layer_comm;   // per layer
-  double merge_share = 0.0;  // Σ merge / Σ layer step over all steps
-  double comm_share = 0.0;   // Σ communication (query all-gather included) / Σ layer step
+  LatencyStats decode_step;      // per decode step (all layers + non-attention)
+  LatencyStats layer_step;       // one attention layer
+  LatencyStats layer_merge;      // per layer
+  LatencyStats layer_comm;       // per layer
+  double merge_share = 0.0;      // Σ merge / Σ layer step over all steps
+  double comm_share = 0.0;       // Σ communication (query all-gather included) / Σ layer step
   double attention_share = 0.0;  // Σ layers × layer step / Σ decode step
 };
 
@@ -129,8 +129,8 @@ struct ReplayProgress {
 using ReplayProgressFn = std::function<void(const ReplayProgress&)>;
 
 // Throws InputError for an empty strategy list, a strategy the geometry cannot run, layers < 1, bucket_tokens
-// < 1, jobs < 1, or a bad batcher configuration; RuntimeError when a timing is not a positive finite step with
-// 0 <= merge <= step and 0 <= comm, or a worker process fails.
+// < 1, jobs < 1, or a bad batcher configuration; RuntimeError when a timing is not a positive finite step
+// with 0 <= merge <= step and 0 <= comm, or a worker process fails.
 ReplayResult replay_requests(std::vector<Request> requests, const ReplayConfig& config,
                              const ScenarioTiming& timing, const ReplayProgressFn& progress = {});
 
@@ -141,8 +141,8 @@ std::int64_t kv_capacity_tokens(const models::Scenario& geometry, double capacit
 // Nearest-rank percentile (p in (0, 100]) of `values`; 0 for none.
 double percentile(std::vector<double> values, double p);
 
-// The per-step CSV: step,time_s,rows,admitted,sum_context,max_context,kv_tokens_max,non_attention_us, then per
-// strategy step_us_<s> (the decode step), layer_step_us_<s>, layer_merge_us_<s> (one attention layer).
+// The per-step CSV: step,time_s,rows,admitted,sum_context,max_context,kv_tokens_max,non_attention_us, then
+// per strategy step_us_<s> (the decode step), layer_step_us_<s>, layer_merge_us_<s> (one attention layer).
 std::string steps_csv(const ReplayResult& result);
 // Written to a temporary file beside `path` and renamed; InputError when the directory is missing.
 void write_steps_csv(const ReplayResult& result, const std::filesystem::path& path);
@@ -152,8 +152,8 @@ void write_steps_csv(const ReplayResult& result, const std::filesystem::path& pa
 std::string cdf_csv(const ReplayResult& result);
 
 // The compact summary plots draw (format "dcpsim-replay-summary/1", analysis/README.md): percentiles, CDF and
-// time bands (`bands` bins of the replayed time, each with p10/p50/p90/max per strategy). `about` is merged in
-// at the top level (trace, profile, model, ...).
+// time bands (`bands` bins of the replayed time, each with p10/p50/p90/max per strategy). `about` is merged
+// in at the top level (trace, profile, model, ...).
 std::string summary_json(const ReplayResult& result, const std::string& about_json, int bands = 200);
 
 // The table printed at the end of a replay.

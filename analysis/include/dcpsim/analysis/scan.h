@@ -11,9 +11,9 @@
 // the CSV.
 //
 // Model and KV capacity (whole_model.h): with a model (--model, default deepseek-v3 unless geometry flags are
-// given) and --tp (default = dcp), the geometry on a rank, the weights per GPU, the non-attention time and the
-// KV budget per GPU come from the preset; kv_capacity_tokens_per_gpu = floor(KV budget / (KV bytes per token
-// per layer × layers)). With DCP each token lives on one rank, so the group holds N times that:
+// given) and --tp (default = dcp), the geometry on a rank, the weights per GPU, the non-attention time and
+// the KV budget per GPU come from the preset; kv_capacity_tokens_per_gpu = floor(KV budget / (KV bytes per
+// token per layer × layers)). With DCP each token lives on one rank, so the group holds N times that:
 // kv_capacity_tokens_group. kv_fits says whether this scenario's busiest rank fits.
 //
 // Columns: profile, model, tp, then the inputs (dcp, heads, kv_heads, head_dim, qk_dim, batch, context —
@@ -82,20 +82,21 @@ struct ScanReport {
 };
 
 // The answer table of a scan CSV (its header included): per geometry, batch and context, the best strategy at
-// each DCP size — decode step, layer step, merge, communication share, KV per GPU and in the group, whether the
-// batch fits — with the best size marked '*' (the shortest decode step among the sizes where the batch fits);
-// with `best_only`, only that line per group. InputError for a CSV without the columns it needs.
+// each DCP size — decode step, layer step, merge, communication share, KV per GPU and in the group, whether
+// the batch fits — with the best size marked '*' (the shortest decode step among the sizes where the batch
+// fits); with `best_only`, only that line per group. InputError for a CSV without the columns it needs.
 struct ScanSummaryOptions {
   bool best_only = false;
-  bool by_heads = false;  // heads and KV heads tell groups apart (given by flags, not derived from model and TP)
-  bool by_tp = false;     // TP tells groups apart (given by --tp, not = dcp)
+  bool by_heads =
+      false;           // heads and KV heads tell groups apart (given by flags, not derived from model and TP)
+  bool by_tp = false;  // TP tells groups apart (given by --tp, not = dcp)
 };
 std::string scan_summary(const std::string& csv, const ScanSummaryOptions& options);
 
 #ifdef DCPSIM_WITH_SIMGRID
 // Runs the scan and writes the CSV to `out` (temporary file + rename). Progress and one line for the skipped
-// combinations go to `log` (every one of them with `list_skipped`). Throws InputError for bad options or a scenario the simulator rejects, RuntimeError when a worker
-// fails; nothing is left at `out` then.
+// combinations go to `log` (every one of them with `list_skipped`). Throws InputError for bad options or a
+// scenario the simulator rejects, RuntimeError when a worker fails; nothing is left at `out` then.
 ScanReport run_scan(const ScanOptions& options, const std::filesystem::path& out, std::ostream& log,
                     bool list_skipped = false);
 #endif

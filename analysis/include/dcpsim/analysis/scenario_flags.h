@@ -1,13 +1,14 @@
 #pragma once
-// The scenario flags shared by `simulate`, `scan`, `replay`, `hw run` and `import`: model, geometry, batch rows
-// and contexts, strategy, launch mode, element types, LSE base. Registered once here so every command spells them
-// the same way.
+// The scenario flags shared by `simulate`, `scan`, `replay`, `hw run` and `import`: model, geometry, batch
+// rows and contexts, strategy, launch mode, element types, LSE base. Registered once here so every command
+// spells them the same way.
 //
 // Geometry comes from a model preset (models/model_preset.h) unless a flag gives it: --model NAME with --tp T
 // derives the heads on a rank after the query all-gather (H = heads × N / T), the KV heads and the head dims;
-// --heads/--head-dim/--qk-dim/--kv-heads override single figures. Without --model, dcpsim uses deepseek-v3 (the
-// geometry its defaults have always described) unless an attention-geometry flag is given, in which case the flags
-// alone describe the attention (as --model none does; 128 heads, 512 latent + 64 rope, one KV head by default).
+// --heads/--head-dim/--qk-dim/--kv-heads override single figures. Without --model, dcpsim uses deepseek-v3
+// (the geometry its defaults have always described) unless an attention-geometry flag is given, in which case
+// the flags alone describe the attention (as --model none does; 128 heads, 512 latent + 64 rope, one KV head
+// by default).
 //
 // Lists: every numeric flag of `scan` takes comma lists and ranges — "1..72" (every integer), "1..256:x2"
 // (doubling), "8..64:8" (a step of 8), "32k..1m:x2" for contexts — and `--strategy` takes a list or "all"
@@ -46,7 +47,8 @@ struct ScenarioFlags {
   std::string out_dtype = "bf16";
 };
 
-// Registers the flags on `cmd`. With `lists` true, the help text says each accepts comma lists and ranges (scan).
+// Registers the flags on `cmd`. With `lists` true, the help text says each accepts comma lists and ranges
+// (scan).
 void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags, bool lists);
 
 // The model the flags name (see above), or nullopt for none. InputError for an unknown name (listing the
@@ -59,15 +61,15 @@ std::string model_label(const ScenarioFlags& flags);
 // given.
 models::Scenario to_scenario(const ScenarioFlags& flags);
 // One scenario per strategy of --strategy (a list, or "all" = `all`); every other flag single-valued.
-std::vector<models::Scenario> to_scenarios(const ScenarioFlags& flags,
-                                           const std::vector<models::Strategy>& all = models::all_strategies());
+std::vector<models::Scenario> to_scenarios(
+    const ScenarioFlags& flags, const std::vector<models::Strategy>& all = models::all_strategies());
 // --tp as an integer (single value): the flag, or the scenario's dcp when it is empty.
 int tp_of(const ScenarioFlags& flags, int dcp);
 
-// The cartesian product of every list, in a fixed, documented order (dcp, tp, heads, head-dim, kv-heads, batch,
-// context, strategy, launch — the last varies fastest). Each scenario is validated; invalid combinations (e.g. H
-// not divisible by N for ag-rs, TP not dividing the model's heads) are returned in `skipped` with the reason
-// instead of aborting the scan.
+// The cartesian product of every list, in a fixed, documented order (dcp, tp, heads, head-dim, kv-heads,
+// batch, context, strategy, launch — the last varies fastest). Each scenario is validated; invalid
+// combinations (e.g. H not divisible by N for ag-rs, TP not dividing the model's heads) are returned in
+// `skipped` with the reason instead of aborting the scan.
 struct ScanGrid {
   std::vector<models::Scenario> scenarios;
   std::vector<int> tp;  // per scenario
@@ -76,9 +78,9 @@ struct ScanGrid {
 ScanGrid expand_scan(const ScenarioFlags& flags);
 
 // "ag-rs", "a2a,direct", "all" (= `all`) -> strategies; InputError naming `flag` otherwise.
-std::vector<models::Strategy> parse_strategy_list(const std::string& value, const std::string& flag,
-                                                  const std::vector<models::Strategy>& all =
-                                                      models::all_strategies());
+std::vector<models::Strategy> parse_strategy_list(
+    const std::string& value, const std::string& flag,
+    const std::vector<models::Strategy>& all = models::all_strategies());
 
 // Splits "1,2,4" into items, trimming blanks; an empty item is an InputError naming `flag`.
 std::vector<std::string> split_list(const std::string& value, const std::string& flag);

@@ -20,8 +20,8 @@ double communication_s(const sim::StepResult& r);
 // step, merge and communication of one layer, for replay.
 StepTiming step_timing(const sim::StepResult& r);
 
-// One collective as nccl-tests reports it (models/cost_metrics.h): size is nccl-tests' size (for all-gather the
-// whole receive buffer), time the phase's longest duration over the ranks in the simulation.
+// One collective as nccl-tests reports it (models/cost_metrics.h): size is nccl-tests' size (for all-gather
+// the whole receive buffer), time the phase's longest duration over the ranks in the simulation.
 struct CollectiveBandwidth {
   std::string phase;       // query_gather, lse_gather, collective
   std::string collective;  // all-gather, reduce-scatter, all-reduce, all-to-all

@@ -5,8 +5,8 @@
 //                 + non-attention time (projections, MLP/MoE, output head) for the step's rows;
 //   KV budget per GPU = HBM × gpu-memory-utilization − the model's weights per GPU (vLLM's accounting), or
 //                       HBM − --weight-reserve-gib when that is given (and without a model: 60 GiB).
-// The non-attention time is the user's (--non-attention-us, --non-attention-us-per-token) or, with a model, the
-// roofline estimate of models::non_attention_time — every output says which, and that it is an estimate.
+// The non-attention time is the user's (--non-attention-us, --non-attention-us-per-token) or, with a model,
+// the roofline estimate of models::non_attention_time — every output says which, and that it is an estimate.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,7 +20,7 @@
 namespace dcpsim::analysis {
 
 struct WholeModelFlags {
-  int layers = 0;                                     // 0: the model's (61 without one)
+  int layers = 0;                                    // 0: the model's (61 without one)
   std::optional<double> non_attention_us;            // per decode step
   std::optional<double> non_attention_us_per_token;  // per row per decode step
   std::optional<double> weight_reserve_gib;          // default: from the model (60 GiB without one)

@@ -1,15 +1,15 @@
 #pragma once
-// Model presets: the figures of a real model that DCP decode depends on — attention geometry, layers, weights —
-// read from its Hugging Face config.json (each preset file in models/presets/ cites the URL), and what dcpsim
-// derives from them for a deployment with DCP size N and tensor parallel size TP:
+// Model presets: the figures of a real model that DCP decode depends on — attention geometry, layers, weights
+// — read from its Hugging Face config.json (each preset file in models/presets/ cites the URL), and what
+// dcpsim derives from them for a deployment with DCP size N and tensor parallel size TP:
 //   - the attention geometry on one rank: H = heads × N / TP query heads after the query all-gather (the DCP
 //     group is part of the TP group, as in vLLM), H_kv = max(1, kv_heads × N / TP); MLA models attend over
 //     the latent (D = kv_lora_rank, D_qk = kv_lora_rank + qk_rope_head_dim, one KV head);
 //   - the weight bytes on one GPU (every parameter sharded over TP, experts over TP as expert parallelism);
 //   - the KV budget of one GPU and the time of everything a decode step does besides attention (an estimate,
 //     non_attention_time below).
-// Presets are data: the JSON files are embedded at build time like the hardware profiles; a user's own file in
-// the same format works wherever a preset name does.
+// Presets are data: the JSON files are embedded at build time like the hardware profiles; a user's own file
+// in the same format works wherever a preset name does.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -59,8 +59,8 @@ struct ModelPreset {
 
 // "deepseek-v3", ... sorted.
 const std::vector<std::string>& builtin_model_names();
-// A built-in name or a path to a JSON file in the same format; InputError naming the file and field, or, for an
-// unknown name, listing the presets.
+// A built-in name or a path to a JSON file in the same format; InputError naming the file and field, or, for
+// an unknown name, listing the presets.
 ModelPreset load_model(std::string_view name_or_path);
 ModelPreset parse_model(std::string_view json_text, std::string_view origin);
 
