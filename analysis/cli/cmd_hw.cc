@@ -68,9 +68,9 @@ std::vector<models::Scenario> hardware_scenarios(const analysis::ScenarioFlags& 
   if (flags.strategy != "all") {
     for (const models::Strategy s : analysis::parse_strategy_list(flags.strategy, "strategy")) {
       if (std::find(hw.begin(), hw.end(), s) == hw.end()) {
-        throw InputError("--strategy " + std::string(models::to_string(s)) + " runs on hardware " +
-                         analysis::kRowStreamWhere + " (add --emulate); on several GPUs hw run runs ag-rs, "
-                         "ag-ar, a2a, direct");
+        throw InputError("--strategy " + std::string(models::to_string(s)) + " runs " +
+                         analysis::kRowStreamWhere +
+                         "; on several GPUs hw run runs ag-rs, ag-ar, a2a, direct");
       }
     }
   }
@@ -123,7 +123,8 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   base.devices = parse_devices(f.devices);
   traces::check_output_paths({{"--contexts-file", f.scenario.contexts_file}},
                              {{"--out", f.out}, {"--json", f.json}});
-  const std::vector<models::Scenario> scenarios = hardware_scenarios(f.scenario, f.emulate);  // before any device
+  const std::vector<models::Scenario> scenarios =
+      hardware_scenarios(f.scenario, f.emulate);  // before any device
   if (base.mode == hw::ProcessMode::kThreads && base.devices.empty()) {
     for (int i = 0; i < scenarios.front().dcp; ++i) base.devices.push_back(i);
   }

@@ -46,7 +46,8 @@ std::int64_t parse_byte_count(const std::string& text, const std::string& flag) 
   const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
   if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || v < 1 ||
       v > (std::int64_t{1} << 40) / unit) {
-    throw InputError(flag + " '" + text + "' is not a byte count in [1, 2^40] (65536, 64k, 256m, 1g; k = 1024)");
+    throw InputError(flag + " '" + text +
+                     "' is not a byte count in [1, 2^40] (65536, 64k, 256m, 1g; k = 1024)");
   }
   return v * unit;
 }

@@ -218,9 +218,8 @@ void add_replay_command(CLI::App& app) {
   analysis::add_whole_model_flags(*cmd, args->whole);
   cmd->add_option(
          "--strategy", args->strategies,
-         std::string("strategies timed on every step: all or a comma list of ag-rs, ag-ar, a2a, direct, "
-                     "row-stream (") +
-             analysis::kRowStreamWhere + "); the first drives the clock")
+         "strategies timed on every step: all or a comma list of ag-rs, ag-ar, a2a, direct, row-stream; the "
+         "first drives the clock")
       ->capture_default_str();
   cmd->add_option("--strategies", args->strategies)->group("");  // the old spelling
   cmd->add_option("--max-rows", args->max_rows, "rows (requests) per decode step")

@@ -219,8 +219,8 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& f, bool lists) {
   cmd.add_option("--contexts-file", f.contexts_file,
                  "one context length per row (file); overrides --batch/--context");
   cmd.add_option("--strategy", f.strategy,
-                 std::string("merge strategy: ag-rs, ag-ar, a2a, direct, row-stream (") + kRowStreamWhere +
-                     "); a comma list or all")
+                 std::string("merge strategy: ag-rs, ag-ar, a2a, direct, row-stream (row-stream ") +
+                     kRowStreamWhere + "); a comma list or all")
       ->capture_default_str();
   cmd.add_option("--launch", f.launch, "kernel launch mode: eager, graph, pdl" + many)->capture_default_str();
   cmd.add_option("--interleave", f.interleave, "KV interleave size I (tokens per rank per turn)")

@@ -24,8 +24,8 @@
 
 namespace dcpsim::analysis {
 
-// Where row-stream runs, in every help text and README line that lists the strategies.
-inline constexpr const char* kRowStreamWhere = "simulator only";
+// Where row-stream runs on hardware, in every help text and message that lists the strategies (README too).
+inline constexpr const char* kRowStreamWhere = "on hardware only emulated on one GPU, hw run --emulate";
 
 // Raw flag values as typed; turned into Scenarios by to_scenario()/to_scenarios()/expand_scan().
 struct ScenarioFlags {
