@@ -4,13 +4,15 @@
   plot.py scan     scan.csv     out.png   latency vs DCP size per strategy, best step latency over head
                                           geometry, and step latency vs the KV capacity each DCP size buys
                                           (Pareto front)
-  plot.py replay   steps.csv    out.png   merge latency over time per strategy, its share of the step, load
+  plot.py replay   summary.json out.png   decode step and merge per layer over time as p10-p90 bands with p50,
+                                          their CDFs, and the load (dcpsim replay --summary, analysis/README.md)
   plot.py validate report.csv   out.png   predicted vs measured with the max(3%, 0.5 us) tolerance band
 
 Needs matplotlib only (Debian: python3-matplotlib). The PNG is written to a temporary file beside the target
 and renamed into place, so a failed run never leaves a partial image. Exit status 2 for bad input.
 """
 import csv
+import json
 import math
 import os
 import sys
@@ -173,36 +175,74 @@ def scan_pareto(ax, rows, label):
 
 # ---------------------------------------------------------------- replay
 def replay_plot(path, out):
-    rows = read_rows(path, ["step", "time_s", "rows", "max_context"])
-    strategies = [c[len("merge_latency_us_"):] for c in rows[0] if c.startswith("merge_latency_us_")]
-    if not strategies:
-        raise InputProblem(f"{path}: no merge_latency_us_<strategy> columns")
-    t = [number(r, "time_s", path) for r in rows]
-    fig, axes = plt.subplots(3, 1, figsize=(12, 10), sharex=True)
-    # Long replays have ~10^5 steps: thin lines, small markers.
-    for s in strategies_in(strategies):
-        merge = [number(r, f"merge_latency_us_{s}", path) for r in rows]
-        step = [number(r, f"step_latency_us_{s}", path) for r in rows]
-        axes[0].plot(t, merge, linewidth=0.6, marker=".", markersize=2, label=s)
-        axes[1].plot(t, [100.0 * m / x if x > 0 else 0.0 for m, x in zip(merge, step)], linewidth=0.6, label=s)
-    axes[0].set_ylabel("merge latency per layer (µs)")
-    axes[0].set_title("merge latency over the replay, per strategy")
-    axes[1].set_ylabel("merge share of the step (%)")
-    for ax in axes[:2]:
+    """The compact replay summary (dcpsim-replay-summary/1, analysis/README.md): percentile bands over time and
+    CDFs, never one marker per step."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise InputProblem(f"{path}: {e.strerror}")
+    except ValueError as e:
+        raise InputProblem(f"{path}: not a replay summary JSON ({e})")
+    if not isinstance(doc, dict) or doc.get("format") != "dcpsim-replay-summary/1":
+        raise InputProblem(f"{path}: not a dcpsim-replay-summary/1 document")
+    if "bands" not in doc or "cdf" not in doc:
+        raise InputProblem(f"{path}: the replay ran no step; nothing to draw")
+    bands, cdf = doc["bands"], doc["cdf"]
+    strategies = strategies_in(doc.get("strategies", []))
+    t = bands["time_s"]
+    fig, axes = plt.subplots(2, 2, figsize=(14, 9))
+    colors = {s: plt.cm.tab10(i) for i, s in enumerate(strategies)}
+
+    def band(ax, key, scale, ylabel, title):
+        for s in strategies:
+            b = bands[s][key]
+            pts = [(x, lo * scale, mid * scale, hi * scale, mx * scale)
+                   for x, lo, mid, hi, mx in zip(t, b["p10"], b["p50"], b["p90"], b["max"]) if mid is not None]
+            if not pts:
+                continue
+            xs = [p[0] for p in pts]
+            ax.fill_between(xs, [p[1] for p in pts], [p[3] for p in pts], color=colors[s], alpha=0.18, linewidth=0)
+            ax.plot(xs, [p[2] for p in pts], color=colors[s], linewidth=1.2, label=f"{s} p50 (p10-p90 band)")
+            ax.plot(xs, [p[4] for p in pts], color=colors[s], linewidth=0, marker=".", markersize=2)
+        ax.set_ylabel(ylabel)
+        ax.set_xlabel("trace time (s)")
+        ax.set_title(title)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8, ncol=len(strategies))
-    ax = axes[2]
-    ax.plot(t, [number(r, "rows", path) for r in rows], color="tab:gray", linewidth=0.8, label="rows")
-    ax.set_ylabel("rows in the step")
-    ax.set_xlabel("time (s)")
-    twin = ax.twinx()
-    twin.plot(t, [number(r, "max_context", path) for r in rows], color="tab:purple", linewidth=0.8,
-              label="longest context")
-    twin.set_ylabel("longest context (tokens)")
-    ax.legend(loc="upper left", fontsize=8)
-    twin.legend(loc="upper right", fontsize=8)
+        ax.legend(fontsize=7)
+
+    band(axes[0][0], "decode_step_us", 1e-3, "decode step (ms)",
+         f"decode step ({doc.get('layers', '?')} layers + non-attention) per {bands['bin_s']:.3g} s bin; dots: max")
+    band(axes[0][1], "layer_merge_us", 1.0, "merge per attention layer (µs)", "merge after attention, per layer")
+    ax = axes[1][0]
+    q = cdf["quantile"]
+    for s in strategies:
+        ax.plot([v * 1e-3 for v in cdf[s]["decode_step_us"]], q, color=colors[s], linewidth=1.4, label=f"{s}")
+    ax.set_xlabel("decode step (ms)")
+    ax.set_ylabel("fraction of steps")
+    ax.set_title("CDF of the decode step (solid) and of the merge per layer (dashed)", pad=30)
     ax.grid(True, alpha=0.3)
-    fig.suptitle(f"dcpsim replay — {os.path.basename(path)} ({len(rows)} steps)")
+    ax.legend(fontsize=7)
+    twin = ax.twiny()
+    for s in strategies:
+        twin.plot(cdf[s]["layer_merge_us"], q, color=colors[s], linewidth=0.8, linestyle="--")
+    twin.set_xlabel("merge per layer (µs), dashed")
+    ax = axes[1][1]
+    rows = [(x, p, m) for x, p, m in zip(t, bands["rows_p50"], bands["rows_max"]) if p is not None]
+    ax.plot([r[0] for r in rows], [r[1] for r in rows], color="tab:gray", linewidth=1, label="rows p50")
+    ax.plot([r[0] for r in rows], [r[2] for r in rows], color="black", linewidth=0.6, label="rows max")
+    ax.set_ylabel("rows in the step")
+    ax.set_xlabel("trace time (s)")
+    ctx = [(x, c) for x, c in zip(t, bands["max_context"]) if c is not None]
+    twin = ax.twinx()
+    twin.plot([c[0] for c in ctx], [c[1] for c in ctx], color="tab:purple", linewidth=0.8, label="longest context")
+    twin.set_ylabel("longest context (tokens)")
+    ax.legend(loc="upper left", fontsize=7)
+    twin.legend(loc="upper right", fontsize=7)
+    ax.grid(True, alpha=0.3)
+    fig.suptitle(f"dcpsim replay — {os.path.basename(str(doc.get('trace', path)))} on {doc.get('profile', '?')}, "
+                 f"{doc.get('model', '')}, DCP {doc.get('dcp', '?')} ({doc.get('steps', '?')} steps)")
+    fig.tight_layout()
     save(fig, out)
 
 

@@ -14,7 +14,7 @@ namespace {
 
 struct CalibrateArgs {
   std::vector<std::string> measured;
-  std::string profile;
+  std::string profile = "h200-sxm";  // the default profile of every command
   std::string out;
   std::string name;
   int hold_out = 0;
@@ -131,7 +131,8 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--measured", args->measured, "Measured (or simulated) .pb traces to fit")
       ->required()
       ->expected(1, -1);
-  cmd->add_option("--profile", args->profile, "Base profile: a built-in name or a JSON file")->required();
+  cmd->add_option("--profile", args->profile, "Base profile: a built-in name or a JSON file")
+      ->capture_default_str();
   cmd->add_option("--out", args->out,
                   "Calibrated profile JSON to write (a .calibration.json sidecar goes next to it)")
       ->required();

@@ -3,6 +3,7 @@
 //   hw bench    one operation's timing against the device-copy bandwidth (cmd_hw_bench.cc)
 //   hw devices  the visible GPUs and the CUDA/NCCL versions
 //   hw sweep    the kernels over full grids of shapes, as a measured kernel table file (cmd_hw_sweep.cc)
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -52,24 +53,25 @@ std::vector<int> parse_devices(const std::string& s) {
   return d;
 }
 
-// `all`: every strategy hw run runs, less those this run cannot use (a one-line notice each: row-stream runs
-// in emulation only, FlashInfer's fused merge needs NCCL windows on two or more GPUs). A strategy named alone
-// that cannot run is an input error.
-std::vector<std::string> strategies_of(const std::string& s, hw::ProcessMode mode, int dcp) {
-  std::vector<std::string> out;
-  if (s != "all") {
-    const std::string why = hw::strategy_unavailable(models::parse_strategy(s), mode, dcp);
-    if (!why.empty()) throw InputError("--strategy " + s + ": " + why);
-    return {s};
-  }
-  for (const char* name : {"ag-rs", "ag-ar", "a2a", "direct", "row-stream", "flashinfer-a2a"}) {
-    const std::string why = hw::strategy_unavailable(models::parse_strategy(name), mode, dcp);
-    if (why.empty())
-      out.emplace_back(name);
-    else
-      std::fprintf(stderr, "notice: --strategy all leaves out %s (%s)\n", name, why.c_str());
+// The scenarios of --strategy (a comma list, or all), checked before any device is touched. `all`: every
+// strategy hw run runs, less those this run cannot use (a one-line notice each: row-stream runs in emulation
+// only, FlashInfer's fused merge needs NCCL windows on two or more GPUs). A strategy named that cannot run is
+// an input error.
+std::vector<models::Scenario> hardware_scenarios(const analysis::ScenarioFlags& flags, hw::ProcessMode mode) {
+  std::vector<models::Scenario> out;
+  for (models::Scenario& s : analysis::to_scenarios(flags)) {
+    const std::string why = hw::strategy_unavailable(s.strategy, mode, s.dcp);
+    if (why.empty()) {
+      out.push_back(std::move(s));
+    } else if (flags.strategy != "all") {
+      throw InputError("--strategy " + std::string(models::to_string(s.strategy)) + ": " + why);
+    } else {
+      std::fprintf(stderr, "notice: --strategy all leaves out %s (%s)\n",
+                   std::string(models::to_string(s.strategy)).c_str(), why.c_str());
+    }
   }
   return out;
+}
 }
 
 void print_result(const models::Scenario& s, const hw::RunResult& r) {
@@ -118,18 +120,10 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   base.devices = parse_devices(f.devices);
   traces::check_output_paths({{"--contexts-file", f.scenario.contexts_file}},
                              {{"--out", f.out}, {"--json", f.json}});
-  analysis::ScenarioFlags first = f.scenario;
-  if (first.strategy == "all") first.strategy = "ag-rs";
-  const std::vector<std::string> strategies =
-      strategies_of(f.scenario.strategy, base.mode, analysis::to_scenario(first).dcp);
-  for (const auto& strategy : strategies) {
-    analysis::ScenarioFlags sf = f.scenario;
-    sf.strategy = strategy;
-    (void)analysis::to_scenario(sf);  // every scenario is checked before a device is touched
-  }
+  const std::vector<models::Scenario> scenarios =
+      hardware_scenarios(f.scenario, base.mode);  // before any device
   if (base.mode == hw::ProcessMode::kThreads && base.devices.empty()) {
-    const int n = analysis::to_scenario(f.scenario).dcp;
-    for (int i = 0; i < n; ++i) base.devices.push_back(i);
+    for (int i = 0; i < scenarios.front().dcp; ++i) base.devices.push_back(i);
   }
   base.warmup = f.warmup;
   base.reps = f.reps;
@@ -140,6 +134,9 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   base.direct_timeout_ms = f.direct_timeout_ms;
   base.timing = hw::parse_timing(f.timing);
   base.attention = hw::parse_attention_impl(f.attention);
+  if (f.reps < 1 || f.warmup < 0) throw InputError("--reps must be >= 1 and --warmup >= 0");
+  if (f.padded_rows < 0) throw InputError("--padded-rows must be >= 0");
+  if (!f.mpi) require_gpu();
   hw::MpiWorld world;
   if (f.mpi) world = hw::mpi_init(nullptr, nullptr);
   const bool leader = world.rank == 0;
@@ -154,11 +151,9 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   }
   nlohmann::json all = nlohmann::json::array();
   std::vector<std::string> failures;
-  for (const auto& strategy : strategies) {
-    analysis::ScenarioFlags sf = f.scenario;
-    sf.strategy = strategy;
+  for (const models::Scenario& scenario : scenarios) {
     hw::RunConfig c = base;
-    c.scenario = analysis::to_scenario(sf);
+    c.scenario = scenario;
     const hw::RunResult r = hw::run_step(c, writer.get());
     if (leader) print_result(c.scenario, r);
     all.push_back(to_json(c.scenario, r));
@@ -210,6 +205,7 @@ void add_run(CLI::App& hw_cmd) {
 void add_devices(CLI::App& hw_cmd) {
   CLI::App* d = hw_cmd.add_subcommand("devices", "List the visible GPUs and the CUDA/NCCL versions");
   d->callback([] {
+    require_gpu();
     const int n = hw::device_count();
     const hw::SoftwareVersions v = hw::software_versions();
     std::printf("CUDA runtime %s, driver %s, NCCL %s; %d device(s)\n", v.cuda_runtime.c_str(),
@@ -227,6 +223,15 @@ void add_devices(CLI::App& hw_cmd) {
 }
 
 }  // namespace
+
+void require_gpu() {
+  if (!hw::built_with_cuda()) throw RuntimeError(hw::kBuiltWithoutCuda);
+  if (hw::device_count() == 0) {
+    throw RuntimeError(
+        "no CUDA device is visible: dcpsim hw needs an NVIDIA GPU and its driver (check nvidia-smi and "
+        "CUDA_VISIBLE_DEVICES)");
+  }
+}
 
 void add_hw_command(CLI::App& app, int argc, char** argv) {
   CLI::App* hw_cmd = app.add_subcommand("hw", "Run the real kernels and collectives on GPUs");

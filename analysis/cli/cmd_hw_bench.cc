@@ -1,6 +1,9 @@
 // dcpsim hw bench: one operation's timing against the device-copy bandwidth (nccl-tests style), or, with
 // --sweep, a grid of shapes × dtypes × kernel variants × launch modes in one process, one JSON line per
 // point.
+#include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -22,10 +25,49 @@ namespace {
 struct BenchFlags {
   hw::OpBenchConfig c;
   std::string json, attention = "auto", dtype = "bf16", variant = "auto", sweep, modes = "graph,eager";
+  std::string context = "32k", copy_bytes = "1g";
   double min_fraction = 0;
   CLI::Option* reps = nullptr;
   CLI::Option* warmup = nullptr;
 };
+
+// "65536", "64k", "256m", "1g" (k = 1024) -> bytes; InputError naming the flag otherwise.
+std::int64_t parse_byte_count(const std::string& text, const std::string& flag) {
+  std::string digits = text;
+  std::int64_t unit = 1;
+  if (!digits.empty()) {
+    const char last = static_cast<char>(std::tolower(static_cast<unsigned char>(digits.back())));
+    if (last == 'k' || last == 'm' || last == 'g') {
+      unit = last == 'k' ? 1024 : last == 'm' ? 1024 * 1024 : std::int64_t{1} << 30;
+      digits.pop_back();
+    }
+  }
+  std::int64_t v = 0;
+  const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || v < 1 ||
+      v > (std::int64_t{1} << 40) / unit) {
+    throw InputError(flag + " '" + text +
+                     "' is not a byte count in [1, 2^40] (65536, 64k, 256m, 1g; k = 1024)");
+  }
+  return v * unit;
+}
+
+// Everything the flags decide, checked before any device is touched.
+void check_flags(BenchFlags& f) {
+  f.c.shape.context = models::parse_token_count(f.context);
+  f.c.shape.copy_bytes = parse_byte_count(f.copy_bytes, "--copy-bytes");
+  f.c.shape.attention = hw::parse_attention_impl(f.attention);
+  const auto ops = hw::bench_ops();
+  if (std::find(ops.begin(), ops.end(), f.c.op) == ops.end()) {
+    std::string names;
+    for (const auto& n : ops) names += (names.empty() ? "" : ", ") + n;
+    throw InputError("--op '" + f.c.op + "' is not an operation (" + names + ")");
+  }
+  if (f.c.reps < 1 || f.c.warmup < 0) throw InputError("--reps must be >= 1 and --warmup >= 0");
+  const hw::OpShape& s = f.c.shape;
+  if (s.dcp < 1 || s.rows < 1 || s.heads < 1 || s.kv_heads < 1 || s.dim < 1 || s.qk_dim < 1 || f.c.device < 0)
+    throw InputError("--dcp, --batch, --heads, --kv-heads, --head-dim, --qk-dim must be >= 1, --device >= 0");
+}
 
 // "auto" → {-1}; "all" → every variant; else names from op_variants (comma-separated).
 std::vector<int> parse_variants(const std::string& op, const std::string& value) {
@@ -82,6 +124,8 @@ void run_single(const BenchFlags& f) {
   if (c.op == "attention")  // an impossible --attention flashinfer fails before any device work
     hw::resolve_attention_impl(c.shape.attention,
                                {c.shape.heads, c.shape.kv_heads, c.shape.qk_dim, c.shape.dim});
+  if (!f.json.empty()) traces::check_output_paths({}, {{"--json", f.json}});
+  require_gpu();
   const hw::OpBenchResult r = hw::run_op_bench(c);
   std::printf("%-12s %-48s %10.2f us (min %.2f, max %.2f)  %8.1f GB/s  %5.1f%% of copy %.1f GB/s%s\n",
               r.op.c_str(), r.shape.c_str(), r.median_ns / 1e3, r.min_ns / 1e3, r.max_ns / 1e3,
@@ -120,6 +164,7 @@ void run_sweep(const BenchFlags& f) {
     if (m != "graph" && m != "eager") throw InputError("--modes '" + m + "' is not graph or eager");
     modes.push_back(m == "graph");
   }
+  require_gpu();
   const double copy_bw = hw::measure_copy_bandwidth(base.device, std::int64_t{1} << 30, 20);
   const std::string partial = f.json + ".partial";
   std::ofstream out(partial, std::ios::trunc);
@@ -171,12 +216,13 @@ void add_hw_bench(CLI::App& hw_cmd) {
   b->add_option("--kv-heads", c.shape.kv_heads, "H_kv (attention)")->capture_default_str();
   b->add_option("--head-dim", c.shape.dim, "D")->capture_default_str();
   b->add_option("--qk-dim", c.shape.qk_dim, "D_qk (attention)")->capture_default_str();
-  b->add_option("--context", c.shape.context, "tokens per row on this rank (attention)")
+  b->add_option("--context", f->context, "tokens per row on this rank (attention): 4096, 32k, 1m (k = 1024)")
       ->capture_default_str();
   b->add_flag("--transposed-lse", c.shape.transposed_lse, "LSE stored [H][B] (correct)");
   b->add_option("--row-pad", c.shape.out_row_pad, "extra elements per O row (correct)")
       ->capture_default_str();
-  b->add_option("--copy-bytes", c.shape.copy_bytes, "bytes per copy (copy)")->capture_default_str();
+  b->add_option("--copy-bytes", f->copy_bytes, "bytes per copy (copy): 65536, 64k, 256m, 1g (k = 1024)")
+      ->capture_default_str();
   b->add_option("--blocks", c.shape.blocks, "blocks per rank (direct; 0: as many as stay resident)")
       ->capture_default_str();
   b->add_option("--attention", f->attention, "attention: flashinfer, dcpsim or auto")->capture_default_str();
@@ -205,7 +251,7 @@ void add_hw_bench(CLI::App& hw_cmd) {
                 "append the result as one JSON line to this file (--sweep: write one line per point)");
   b->add_option("--min-fraction", f->min_fraction, "exit 1 when bandwidth / copy bandwidth falls below this");
   b->callback([f] {
-    f->c.shape.attention = hw::parse_attention_impl(f->attention);
+    check_flags(*f);
     if (f->sweep.empty())
       run_single(*f);
     else

@@ -83,6 +83,7 @@ void run_sweep(const SweepFlags& f, const std::string& command) {
   }
   if (f.out.empty()) throw InputError("--out is required (the kernel table file to write)");
   traces::check_output_paths({}, {{"--out", f.out}});
+  require_gpu();
   int skipped = 0;
   const models::KernelTables tables = hw::run_kernel_sweep(c, [&](const hw::SweepProgress& p) {
     if (p.skipped) ++skipped;

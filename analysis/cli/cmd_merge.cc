@@ -47,7 +47,9 @@ void add_merge_command(CLI::App& app) {
   sub->add_option("--base", flags->base, "LSE base of the partials: e | 2")->capture_default_str();
   sub->add_option("--strategy", flags->strategy, "ag-rs | ag-ar | a2a | direct | row-stream")
       ->capture_default_str();
-  sub->add_option("--dtype", flags->dtype, "output dtype: fp32 | bf16 | fp16 | fp64")->capture_default_str();
+  sub->add_option("--out-dtype", flags->dtype, "output dtype: fp32 | bf16 | fp16 | fp64")
+      ->capture_default_str();
+  sub->add_option("--dtype", flags->dtype)->group("");  // the old spelling
   sub->add_option("--accumulate", flags->accumulate, "accumulation type: fp32 | fp64")->capture_default_str();
   sub->callback([flags] { run_merge(*flags); });
 }

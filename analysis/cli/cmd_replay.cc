@@ -1,9 +1,11 @@
 // dcpsim replay: a request trace (Mooncake JSONL, Azure CSV) through continuous batching, every decode step
-// simulated on SimGrid for every requested strategy (analysis/replay.h); or a measured trace (.pb) whose own
+// timed on SimGrid for every requested strategy (analysis/replay.h); or a measured trace (.pb) whose own
 // scenarios are re-simulated and compared with its phase medians (analysis/validate.h).
 #include "commands.h"
 
 #if DCPSIM_WITH_SIMGRID
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,12 +13,17 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "dcpsim/analysis/plot.h"
 #include "dcpsim/analysis/replay.h"
 #include "dcpsim/analysis/scenario_flags.h"
+#include "dcpsim/analysis/step_figures.h"
 #include "dcpsim/analysis/validate.h"
+#include "dcpsim/analysis/whole_model.h"
 #include "dcpsim/error.h"
 #include "dcpsim/models/profile.h"
 #include "dcpsim/sim/simulator.h"
@@ -41,25 +48,18 @@ struct ReplayArgs {
   std::string requests;
   std::string profile = "h200-sxm";
   analysis::ScenarioFlags geometry;
+  analysis::WholeModelFlags whole;
   std::string strategies = "all";
   int max_rows = 256;
   double kv_capacity_gb = 0.0;
-  double weight_reserve_gib = 60.0;
-  int layers = 61;
   std::int64_t steps = 0;
   double time_window = 0.0;
-  std::string out;
-  std::string plot;
+  std::string out, plot, summary, cdf;
   bool no_memo = false;
+  int kv_block = 64;
+  int jobs = default_jobs();
+  int check_every = 50;
 };
-
-std::vector<models::Strategy> parse_strategies(const std::string& list) {
-  std::vector<models::Strategy> out;
-  const auto items = analysis::split_list(list, "strategies");
-  if (items.size() == 1 && items[0] == "all") return models::all_strategies();
-  for (const auto& s : items) out.push_back(models::parse_strategy(s));
-  return out;
-}
 
 bool is_measured_trace(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -83,71 +83,117 @@ void replay_measured(const ReplayArgs& a, const models::HardwareProfile& profile
   }
 }
 
-analysis::ReplayConfig make_config(const ReplayArgs& a, const models::HardwareProfile& profile) {
+// "dcp8 h128 d512/576 kv1 graph": the geometry without the batch, which the trace decides.
+std::string geometry_label(const models::Scenario& s) {
+  return "dcp" + std::to_string(s.dcp) + " h" + std::to_string(s.heads) + " d" + std::to_string(s.head_dim) +
+         "/" + std::to_string(s.qk_dim) + " kv" + std::to_string(s.kv_heads) +
+         (s.interleave != 1 ? " i" + std::to_string(s.interleave) : "") + " " +
+         std::string(models::to_string(s.launch));
+}
+
+// What the outputs say about the replay's setting (merged into the summary JSON).
+nlohmann::json about(const ReplayArgs& a, const models::HardwareProfile& profile,
+                     const analysis::WholeModel& m, const analysis::ReplayConfig& c) {
+  return {{"trace", a.requests},
+          {"profile", profile.name},
+          {"model", analysis::model_label(a.geometry)},
+          {"dcp", c.batcher.geometry.dcp},
+          {"tp", m.tp()},
+          {"geometry", geometry_label(c.batcher.geometry)},
+          {"max_rows", c.batcher.max_rows},
+          {"kv_capacity_tokens_per_gpu", c.batcher.kv_capacity_tokens},
+          {"kv_budget", m.kv_budget_basis()},
+          {"non_attention", m.non_attention_basis()}};
+}
+
+// Progress on stderr every two seconds: the share of requests done, the trace time reached and an ETA.
+class Progress {
+ public:
+  void operator()(const analysis::ReplayProgress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::seconds(2)) return;
+    last_ = now;
+    const double wall = std::chrono::duration<double>(now - start_).count();
+    if (p.draining) {
+      std::fprintf(stderr, "replay: schedule done in %.0f s; %lld simulations still running\n", wall,
+                   static_cast<long long>(p.pending));
+      return;
+    }
+    const double eta = p.fraction > 0.001 ? wall * (1.0 - p.fraction) / p.fraction : 0.0;
+    std::fprintf(
+        stderr,
+        "replay: %5.1f%% of requests, %.0f s of trace, %lld steps, %lld compositions (%lld simulations "
+        "queued), %.0f s elapsed, ETA %.0f s\n",
+        100.0 * p.fraction, p.clock_s, static_cast<long long>(p.steps),
+        static_cast<long long>(p.compositions), static_cast<long long>(p.pending), wall, eta);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_ = start_;
+};
+
+void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile) {
   analysis::ReplayConfig c;
-  c.strategies = parse_strategies(a.strategies);
+  c.strategies = analysis::parse_strategy_list(a.strategies, "strategy");
   analysis::ScenarioFlags flags = a.geometry;
   flags.batch = "1";
   flags.context = "1";
   flags.strategy = std::string(models::to_string(c.strategies.front()));
   c.batcher.geometry = analysis::to_scenario(flags);
+  const analysis::WholeModel model(analysis::model_of(a.geometry), profile,
+                                   analysis::tp_of(a.geometry, c.batcher.geometry.dcp), a.whole);
   c.batcher.max_rows = a.max_rows;
   c.batcher.max_steps = a.steps;
   c.batcher.time_window_s = a.time_window;
-  // Without --kv-capacity-gb, as `dcpsim scan` counts it: HBM less a reserve for weights and activations.
-  const double capacity_bytes = a.kv_capacity_gb > 0
-                                    ? a.kv_capacity_gb * 1e9
-                                    : profile.gpu.hbm_capacity.si() - a.weight_reserve_gib * 1073741824.0;
-  c.batcher.kv_capacity_tokens = analysis::kv_capacity_tokens(c.batcher.geometry, capacity_bytes, a.layers);
-  c.layers = a.layers;
+  c.batcher.kv_capacity_tokens =
+      a.kv_capacity_gb > 0
+          ? analysis::kv_capacity_tokens(c.batcher.geometry, a.kv_capacity_gb * 1e9, model.layers())
+          : analysis::kv_capacity_tokens(c.batcher.geometry, model.kv_budget_bytes(), model.layers());
+  c.layers = model.layers();
+  c.non_attention = [&model](int rows) { return model.non_attention_s(rows); };
   c.memoise = !a.no_memo;
-  return c;
-}
+  c.bucket_tokens = a.kv_block;
+  c.jobs = a.jobs;
+  c.check_every = a.check_every;
 
-void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile) {
-  const analysis::ReplayConfig config = make_config(a, profile);
   std::vector<analysis::Request> requests = analysis::read_requests(a.requests);
-  std::fprintf(stderr, "replay: %zu requests from %s; KV capacity %lld tokens per GPU\n", requests.size(),
-               a.requests.c_str(), static_cast<long long>(config.batcher.kv_capacity_tokens));
-  const sim::Simulator simulator(profile);
-  const auto timing = [&](const models::Scenario& s) {
-    const sim::StepResult r = simulator.run(s);
-    return analysis::StepTiming{r.step_latency_s, r.merge_latency_s};
+  std::fprintf(stderr, "replay: %zu requests from %s; model %s; KV capacity %lld tokens per GPU\n",
+               requests.size(), a.requests.c_str(), analysis::model_label(a.geometry).c_str(),
+               static_cast<long long>(c.batcher.kv_capacity_tokens));
+  sim::SimOptions options;
+  options.max_gpus = std::max(options.max_gpus, c.batcher.geometry.dcp);
+  const sim::Simulator simulator(profile, options);
+  simulator.prepare();  // the worker processes inherit built platforms
+  const analysis::ScenarioTiming timing = [&](const models::Scenario& s) {
+    return analysis::step_timing(simulator.run(s));
   };
-  const auto started = std::chrono::steady_clock::now();
-  auto last_report = started;
-  const auto progress = [&](const analysis::ReplayStep& step) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_report < std::chrono::seconds(2)) return;
-    last_report = now;
-    const double wall = std::chrono::duration<double>(now - started).count();
-    std::fprintf(stderr,
-                 "replay: step %lld at %.3f s simulated, %d rows, longest context %lld (%.0f steps/s)\n",
-                 static_cast<long long>(step.step), step.time_s, step.rows,
-                 static_cast<long long>(step.max_context), static_cast<double>(step.step + 1) / wall);
-  };
+  Progress progress;
   const analysis::ReplayResult result =
-      analysis::replay_requests(std::move(requests), config, timing, progress);
-  const std::string csv = analysis::steps_csv(result);
-  analysis::write_with_plot("replay", {{a.out, csv}}, csv, a.plot);
-  std::cout << analysis::replay_summary(result) << "steps: " << a.out << "\n";
+      analysis::replay_requests(std::move(requests), c, timing, std::ref(progress));
+
+  const std::string summary = analysis::summary_json(result, about(a, profile, model, c).dump());
+  std::vector<std::pair<std::filesystem::path, std::string> > files = {{a.out, analysis::steps_csv(result)}};
+  if (!a.summary.empty()) files.emplace_back(a.summary, summary);
+  if (!a.cdf.empty()) files.emplace_back(a.cdf, analysis::cdf_csv(result));
+  analysis::write_with_plot("replay", files, summary, a.plot);
+  std::cout << "replay on " << profile.name << ", " << geometry_label(c.batcher.geometry) << "; model "
+            << analysis::model_label(a.geometry) << ", TP " << model.tp() << "\n";
+  std::cout << "non-attention time: " << model.non_attention_basis() << "\n";
+  std::cout << "KV budget per GPU: " << model.kv_budget_basis() << "\n";
+  std::cout << analysis::replay_summary(result) << "steps: " << a.out
+            << " (per step; step_us = the decode step, "
+            << "layer_* = one attention layer)\n";
+  if (!a.summary.empty()) std::cout << "summary: " << a.summary << "\n";
+  if (!a.cdf.empty()) std::cout << "cdf: " << a.cdf << "\n";
   if (!a.plot.empty()) std::cout << "plot: " << a.plot << "\n";
 }
 
 void add_geometry_flags(CLI::App& cmd, analysis::ScenarioFlags& f) {
-  cmd.add_option("--dcp", f.dcp, "DCP group size N")->capture_default_str();
-  cmd.add_option("--heads", f.heads, "query heads per rank after the query all-gather (H)")
-      ->capture_default_str();
-  cmd.add_option("--head-dim", f.head_dim, "value head dim D (512 = MLA latent, 128 = GQA)")
-      ->capture_default_str();
-  cmd.add_option("--qk-dim", f.qk_dim,
-                 "query/key dim D_qk (default: 576 for D=512 with one KV head, else D)");
-  cmd.add_option("--kv-heads", f.kv_heads, "KV heads H_kv, dividing H (1 = MQA/MLA)")->capture_default_str();
-  cmd.add_option("--interleave", f.interleave, "KV interleave size I")->capture_default_str();
-  cmd.add_option("--launch", f.launch, "kernel launch mode: eager, graph, pdl")->capture_default_str();
-  cmd.add_option("--lse-base", f.lse_base, "LSE base: e or 2")->capture_default_str();
-  cmd.add_option("--kv-dtype", f.kv_dtype, "Q/K/V element type: bf16, fp16, fp32")->capture_default_str();
-  cmd.add_option("--out-dtype", f.out_dtype, "output element type: bf16, fp16, fp32")->capture_default_str();
+  // The scenario flags less those the trace decides (batch, contexts) and those replay takes as a list.
+  analysis::add_scenario_flags(cmd, f, false);
+  for (const char* name : {"--batch", "--context", "--contexts-file", "--strategy"})
+    cmd.remove_option(cmd.get_option(name));
 }
 
 }  // namespace
@@ -155,8 +201,13 @@ void add_geometry_flags(CLI::App& cmd, analysis::ScenarioFlags& f) {
 void add_replay_command(CLI::App& app) {
   auto args = std::make_shared<ReplayArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "replay",
-      "Replay a request trace through continuous batching, simulating every decode step per strategy");
+      "replay", "Replay a request trace through continuous batching, timing every decode step per strategy");
+  cmd->footer(
+      "Whole-model steps: the clock advances by the first strategy's decode step = layers x one simulated "
+      "attention layer + the non-attention time (an estimate from --model, or --non-attention-us). Steps "
+      "reuse "
+      "the timing of a batch of the same requests while every row stays within --kv-block/2 tokens of the "
+      "context it was timed at; the summary reports that error on sampled steps (--check-every).");
   cmd->add_option("--requests", args->requests,
                   "request trace: Mooncake .jsonl or Azure .csv (optionally .gz); or a measured trace .pb to "
                   "re-simulate and compare")
@@ -164,22 +215,19 @@ void add_replay_command(CLI::App& app) {
   cmd->add_option("--profile", args->profile, "hardware profile: a built-in name or a JSON file")
       ->capture_default_str();
   add_geometry_flags(*cmd, args->geometry);
-  cmd->add_option("--strategies", args->strategies,
-                  "strategies to simulate on every step: all or a comma list; the first drives the clock")
+  analysis::add_whole_model_flags(*cmd, args->whole);
+  cmd->add_option(
+         "--strategy", args->strategies,
+         "strategies timed on every step: all or a comma list of ag-rs, ag-ar, a2a, direct, row-stream; the "
+         "first drives the clock")
       ->capture_default_str();
+  cmd->add_option("--strategies", args->strategies)->group("");  // the old spelling
   cmd->add_option("--max-rows", args->max_rows, "rows (requests) per decode step")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   cmd->add_option("--kv-capacity-gb", args->kv_capacity_gb,
-                  "KV cache per GPU in GB (1e9 B); default: the profile's HBM less --weight-reserve-gib")
+                  "KV cache per GPU in GB (1e9 B); default: the KV budget of the model on the profile")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--weight-reserve-gib", args->weight_reserve_gib,
-                  "HBM kept for weights, activations and workspace (GiB), as in dcpsim scan")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  cmd->add_option("--layers", args->layers, "attention layers per decode step (61: DeepSeek-V3)")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
   cmd->add_option("--steps", args->steps, "stop after this many steps (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -187,12 +235,35 @@ void add_replay_command(CLI::App& app) {
                   "replay only requests arriving in the first SECONDS, and no step starting after (0: all)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_option(
+         "--kv-block", args->kv_block,
+         "KV block size in tokens: a batch is re-timed every KV-BLOCK steps at its mid-block contexts "
+         "(1: every step at its exact contexts)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--check-every", args->check_every,
+                  "also time the exact contexts of every n-th new composition and report the bucketing error "
+                  "(0: never)")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
+  cmd->add_option(
+         "--jobs", args->jobs,
+         "processes timing steps: this one and JOBS - 1 forked workers (default: the machine's cores)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   cmd->add_option("--out", args->out, "per-step CSV (or, for a .pb, the comparison CSV)")->required();
-  cmd->add_option("--plot", args->plot, "also draw the CSV into this PNG (needs python3 with matplotlib)");
-  cmd->add_flag("--no-memo", args->no_memo, "simulate every step even when an identical batch was simulated");
+  cmd->add_option("--summary", args->summary,
+                  "compact JSON: percentiles, CDF and time bands per strategy (what --plot draws)");
+  cmd->add_option("--cdf", args->cdf, "CDF CSV of the decode step, layer step and layer merge per strategy");
+  cmd->add_option(
+      "--plot", args->plot,
+      "also draw the replay into this PNG: percentile bands over time and CDFs (needs python3 with "
+      "matplotlib)");
+  cmd->add_flag("--no-memo", args->no_memo, "time every step (no reuse of any kind; very slow)");
   cmd->callback([args] {
-    traces::check_output_paths({{"--requests", args->requests}, {"--profile", args->profile}},
-                               {{"--out", args->out}, {"--plot", args->plot}});
+    traces::check_output_paths(
+        {{"--requests", args->requests}, {"--profile", args->profile}},
+        {{"--out", args->out}, {"--plot", args->plot}, {"--summary", args->summary}, {"--cdf", args->cdf}});
     if (std::isnan(args->kv_capacity_gb) || args->kv_capacity_gb < 0 || std::isinf(args->kv_capacity_gb)) {
       throw InputError("--kv-capacity-gb must be a finite number >= 0 (0: from the profile)");
     }

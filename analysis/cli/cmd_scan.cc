@@ -31,6 +31,8 @@ struct ScanCommand {
   std::string nccl_proto;
   std::string plot;
   bool no_header = false;
+  bool best = false;
+  bool list_skipped = false;
 };
 
 void check_plot(const ScanCommand& c) {
@@ -50,7 +52,7 @@ analysis::ScanReport scan_with_plot(const ScanCommand& c) {
   const std::filesystem::path temp = dir / ("." + out.filename().string() + ".tmp-scan.csv");
   std::error_code ec;
   try {
-    const analysis::ScanReport report = analysis::run_scan(c.options, temp, std::cerr);
+    const analysis::ScanReport report = analysis::run_scan(c.options, temp, std::cerr, c.list_skipped);
     std::ifstream in(temp, std::ios::binary);
     const std::string csv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::filesystem::remove(temp, ec);
@@ -76,11 +78,20 @@ void run_scan_command(ScanCommand& c) {
     throw InputError("--jobs " + std::to_string(c.options.jobs) + " is not an integer in [1, 1024]");
   }
   const analysis::ScanReport report =
-      c.plot.empty() ? analysis::run_scan(c.options, c.out, std::cerr) : scan_with_plot(c);
+      c.plot.empty() ? analysis::run_scan(c.options, c.out, std::cerr, c.list_skipped) : scan_with_plot(c);
   std::cerr << "scan: wrote " << report.scenarios << " rows to " << c.out << " in " << report.wall_s << " s";
   if (!report.skipped.empty()) std::cerr << " (" << report.skipped.size() << " combinations skipped)";
   std::cerr << "\n";
   if (!c.plot.empty()) std::cerr << "scan: plot " << c.plot << "\n";
+  if (c.options.header && c.options.shard_index == 0 && report.scenarios > 0) {
+    std::ifstream in(c.out, std::ios::binary);
+    const std::string csv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    analysis::ScanSummaryOptions summary;
+    summary.best_only = c.best;
+    summary.by_heads = !c.options.flags.heads.empty() || !analysis::model_of(c.options.flags);
+    summary.by_tp = !c.options.flags.tp.empty();
+    std::cout << analysis::scan_summary(csv, summary);
+  }
 }
 
 }  // namespace
@@ -95,24 +106,30 @@ void add_scan_command(CLI::App& app) {
       "--shard i/n keeps the i-th of n contiguous slices; only shard 0 writes the header line, so "
       "concatenating "
       "shards 0..n-1 gives exactly the unsharded CSV. --no-header writes no header at all.\n"
-      "KV capacity per GPU = (HBM capacity - --weight-reserve-gib) / (KV bytes per token per layer x "
-      "--layers).");
+      "Model: --model (default deepseek-v3 unless geometry flags are given) and --tp (default = --dcp) set "
+      "the "
+      "heads per rank, the weights per GPU and the non-attention time; KV capacity per GPU = KV budget / (KV "
+      "bytes "
+      "per token per layer x layers).\n"
+      "stdout: per geometry, batch and context, the best strategy at each DCP size with the best size marked "
+      "'*' "
+      "(--best: only that line).");
   o.flags.strategy = "all";
   analysis::add_scenario_flags(*cmd, o.flags, true);
   cmd->add_option("--profile", o.profile, "hardware profile: a built-in name or a JSON file")
       ->capture_default_str();
   cmd->add_option("--out", c->out, "CSV file to write")->required();
-  cmd->add_option("--jobs", o.jobs, "worker processes")->capture_default_str();
+  o.jobs = default_jobs();
+  cmd->add_option("--jobs", o.jobs, "worker processes (default: the machine's cores)")->capture_default_str();
   cmd->add_option("--shard", c->shard, "i/n: simulate only the i-th of n contiguous slices of the grid");
   cmd->add_flag("--no-header", c->no_header, "do not write the CSV header line");
   cmd->add_option("--plot", c->plot,
                   "also draw the CSV into this PNG: latency vs DCP size, geometry heatmap, Pareto front "
                   "(needs python3 with matplotlib)");
-  cmd->add_option("--layers", o.layers, "attention layers holding KV, for the KV capacity columns")
-      ->capture_default_str();
-  cmd->add_option("--weight-reserve-gib", o.weight_reserve_gib,
-                  "HBM per GPU kept for weights and activations, for the KV capacity columns")
-      ->capture_default_str();
+  analysis::add_whole_model_flags(*cmd, o.whole);
+  cmd->add_flag("--best", c->best,
+                "print only the best DCP size and strategy per geometry, batch and context");
+  cmd->add_flag("--list-skipped", c->list_skipped, "list every skipped combination with its reason (stderr)");
   cmd->add_option("--nccl-algo", c->nccl_algo, "force NCCL's algorithm: ring, tree, nvls, p2p");
   cmd->add_option("--nccl-proto", c->nccl_proto, "force NCCL's protocol: ll, ll128, simple");
   cmd->add_option("--peers-in-flight", o.peers_in_flight,

@@ -1,7 +1,10 @@
-// dcpsim simulate: one DCP decode step on SimGrid. Prints a readable summary; optionally writes the trace
-// (.pb and/or Chrome JSON) and a JSON summary. With every flag left at its default it simulates an MLA step
-// (128 heads, 512 latent + 64 rope, batch 64, 32k context, DCP 8, AG+RS, CUDA graph) on h200-sxm.
+// dcpsim simulate: one DCP decode step on SimGrid, for one strategy or several side by side. Prints a
+// readable summary — one attention layer, its collectives with nccl-tests' algbw/busbw, the whole decode step
+// and the memory of one GPU; optionally writes the trace (.pb and/or Chrome JSON) and a JSON summary. With
+// every flag left at its default it simulates DeepSeek-V3's MLA step (128 heads, 512 latent + 64 rope, batch
+// 64, 32k context, DCP 8 = TP 8, AG+RS, CUDA graph) on h200-sxm.
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -11,6 +14,8 @@
 
 #ifdef DCPSIM_WITH_SIMGRID
 #include "dcpsim/analysis/scenario_flags.h"
+#include "dcpsim/analysis/step_figures.h"
+#include "dcpsim/analysis/whole_model.h"
 #include "dcpsim/error.h"
 #include "dcpsim/models/profile.h"
 #include "dcpsim/sim/report.h"
@@ -27,6 +32,7 @@ namespace {
 
 struct SimulateOptions {
   analysis::ScenarioFlags flags;
+  analysis::WholeModelFlags whole;
   std::string profile = "h200-sxm";
   std::string out;
   std::string chrome;
@@ -50,12 +56,150 @@ sim::SimOptions sim_options(const SimulateOptions& o, int dcp) {
   return s;
 }
 
+std::string collectives_text(const sim::StepResult& r, const std::string& strategy_column) {
+  std::string out;
+  char line[256];
+  for (const analysis::CollectiveBandwidth& b : analysis::collective_bandwidths(r)) {
+    std::snprintf(line, sizeof line, "  %-11s %-13s %-15s %-12s %12.0f %10.3f %11.1f %11.1f\n",
+                  strategy_column.c_str(), b.phase.c_str(), b.collective.c_str(), b.plan.c_str(),
+                  b.size_bytes, b.time_s * 1e6, b.algbw_Bps / 1e9, b.busbw_Bps / 1e9);
+    out += line;
+  }
+  return out;
+}
+
+const char* kCollectivesHeader = "  %-11s %-13s %-15s %-12s %12s %10s %11s %11s\n";
+
+std::string whole_step_text(const analysis::WholeModel& m, const sim::StepResult& r) {
+  char line[512];
+  const int rows = r.scenario.rows();
+  std::snprintf(line, sizeof line,
+                "  decode step (%d layers + non-attention): %.3f ms = %d x %.3f us + %.1f us\n"
+                "    non-attention time: %s\n",
+                m.layers(), m.decode_step_s(r.step_latency_s, rows) * 1e3, m.layers(), r.step_latency_s * 1e6,
+                m.non_attention_s(rows) * 1e6, m.non_attention_basis().c_str());
+  return line;
+}
+
+std::string memory_text(const analysis::WholeModel& m, const models::Scenario& s,
+                        std::int64_t busiest_tokens) {
+  const std::int64_t capacity = m.kv_capacity_tokens(s);
+  char line[512];
+  std::snprintf(
+      line, sizeof line,
+      "  memory per GPU: HBM %s, weights %s, KV budget %s (%s)\n"
+      "    KV capacity %lld tokens per GPU (%d layers), %lld in the DCP group; this batch's busiest rank "
+      "holds %lld: %s\n",
+      analysis::gigabytes(m.hbm_bytes()).c_str(), analysis::gigabytes(m.weight_bytes_per_gpu()).c_str(),
+      analysis::gigabytes(std::max(0.0, m.kv_budget_bytes())).c_str(), m.kv_budget_basis().c_str(),
+      static_cast<long long>(capacity), m.layers(), static_cast<long long>(capacity * s.dcp),
+      static_cast<long long>(busiest_tokens), busiest_tokens <= capacity ? "fits" : "does NOT fit");
+  return line;
+}
+
+std::int64_t busiest_tokens(const sim::StepResult& r) {
+  std::int64_t tokens = 0;
+  for (const sim::RankTimeline& t : r.ranks) tokens = std::max(tokens, t.kv_tokens);
+  return tokens;
+}
+
+nlohmann::json json_of(const sim::StepResult& r, const analysis::WholeModel& m, const std::string& model) {
+  nlohmann::json j = sim::summary_json(r);
+  j["per"] = "step_latency_us, attention_end_us, merge_latency_us: one attention layer";
+  const double comm = analysis::communication_s(r);
+  j["comm_us"] = comm * 1e6;
+  j["comm_share"] = comm / r.step_latency_s;
+  j["merge_share"] = r.merge_latency_s / r.step_latency_s;
+  for (const analysis::CollectiveBandwidth& b : analysis::collective_bandwidths(r)) {
+    j["collective_bandwidths"].push_back({{"phase", b.phase},
+                                          {"collective", b.collective},
+                                          {"plan", b.plan},
+                                          {"size_bytes", b.size_bytes},
+                                          {"time_us", b.time_s * 1e6},
+                                          {"algbw_GBps", b.algbw_Bps / 1e9},
+                                          {"busbw_GBps", b.busbw_Bps / 1e9}});
+  }
+  const int rows = r.scenario.rows();
+  j["decode_step"] = {{"model", model},
+                      {"tp", m.tp()},
+                      {"layers", m.layers()},
+                      {"non_attention_us", m.non_attention_s(rows) * 1e6},
+                      {"non_attention_basis", m.non_attention_basis()},
+                      {"decode_step_us", m.decode_step_s(r.step_latency_s, rows) * 1e6}};
+  const std::int64_t capacity = m.kv_capacity_tokens(r.scenario);
+  j["memory"] = {{"hbm_bytes", m.hbm_bytes()},
+                 {"weight_bytes_per_gpu", m.weight_bytes_per_gpu()},
+                 {"kv_budget_bytes", m.kv_budget_bytes()},
+                 {"kv_budget_basis", m.kv_budget_basis()},
+                 {"kv_capacity_tokens_per_gpu", capacity},
+                 {"kv_capacity_tokens_group", capacity * r.scenario.dcp},
+                 {"kv_fits", busiest_tokens(r) <= capacity}};
+  return j;
+}
+
+void print_one(const sim::StepResult& r, const analysis::WholeModel& m, const std::string& model_line) {
+  std::string text = sim::format_summary(r);
+  text.insert(text.find('\n') + 1, model_line);
+  std::cout << text;
+  const double comm = analysis::communication_s(r);
+  char line[256];
+  std::snprintf(
+      line, sizeof line,
+      "  per layer: merge share %.1f %% (after attention), communication share %.1f %% (%.3f us, query "
+      "all-gather included)\n",
+      100 * r.merge_latency_s / r.step_latency_s, 100 * comm / r.step_latency_s, comm * 1e6);
+  std::cout << "\n" << line;
+  if (!r.collectives.empty()) {
+    std::printf(
+        "\n  collectives as nccl-tests reports them (size: nccl-tests' size; time: longest over ranks)\n");
+    std::printf(kCollectivesHeader, "", "phase", "collective", "plan", "size B", "time us", "algbw GB/s",
+                "busbw GB/s");
+    std::cout << collectives_text(r, "");
+  }
+  std::cout << "\n" << whole_step_text(m, r) << memory_text(m, r.scenario, busiest_tokens(r));
+}
+
+void print_side_by_side(const std::vector<sim::StepResult>& results, const analysis::WholeModel& m,
+                        const std::string& model_line) {
+  const sim::StepResult& first = results.front();
+  models::Scenario s = first.scenario;
+  std::string label = s.label();
+  label = label.substr(0, label.rfind(' ', label.rfind(' ') - 1));  // without strategy and launch
+  std::printf("dcpsim simulate: %s, %s %s, %zu strategies side by side\n", first.profile.c_str(),
+              label.c_str(), std::string(models::to_string(s.launch)).c_str(), results.size());
+  std::cout << model_line;
+  std::printf("  %-11s %14s %13s %9s %8s %9s %7s %13s %15s\n", "strategy", "layer step us", "attention us",
+              "merge us", "merge %", "comm us", "comm %", "q-gather us", "decode step ms");
+  const sim::StepResult* best = &first;
+  for (const sim::StepResult& r : results) {
+    const double comm = analysis::communication_s(r);
+    std::printf("  %-11s %14.3f %13.3f %9.3f %7.1f%% %9.3f %6.1f%% %13.3f %15.3f\n",
+                std::string(models::to_string(r.scenario.strategy)).c_str(), r.step_latency_s * 1e6,
+                r.attention_end_s * 1e6, r.merge_latency_s * 1e6, 100 * r.merge_latency_s / r.step_latency_s,
+                comm * 1e6, 100 * comm / r.step_latency_s,
+                analysis::phase_longest_s(r, sim::kPhaseQueryGather) * 1e6,
+                m.decode_step_s(r.step_latency_s, r.scenario.rows()) * 1e3);
+    if (r.step_latency_s < best->step_latency_s) best = &r;
+  }
+  std::printf("  fastest: %s\n", std::string(models::to_string(best->scenario.strategy)).c_str());
+  std::printf(
+      "\n  collectives as nccl-tests reports them (size: nccl-tests' size; time: longest over ranks)\n");
+  std::printf(kCollectivesHeader, "strategy", "phase", "collective", "plan", "size B", "time us",
+              "algbw GB/s", "busbw GB/s");
+  for (const sim::StepResult& r : results)
+    std::cout << collectives_text(r, std::string(models::to_string(r.scenario.strategy)));
+  std::cout << "\n" << whole_step_text(m, first) << memory_text(m, s, busiest_tokens(first));
+}
+
 void run_simulate(const SimulateOptions& o) {
   traces::check_output_paths({{"--profile", o.profile}, {"--contexts-file", o.flags.contexts_file}},
                              {{"--out", o.out}, {"--chrome", o.chrome}, {"--json", o.json}});
-  const models::Scenario scenario = analysis::to_scenario(o.flags);
+  const std::vector<models::Scenario> scenarios = analysis::to_scenarios(o.flags);
   const models::HardwareProfile profile = models::load_profile(o.profile);
-  const sim::Simulator simulator(profile, sim_options(o, scenario.dcp));
+  const int dcp = scenarios.front().dcp;
+  const analysis::WholeModel model(analysis::model_of(o.flags), profile, analysis::tp_of(o.flags, dcp),
+                                   o.whole);
+  const sim::Simulator simulator(profile, sim_options(o, dcp));
 
   std::optional<traces::ProtobufTraceWriter> pb;
   std::optional<traces::ChromeTraceWriter> chrome;
@@ -65,11 +209,31 @@ void run_simulate(const SimulateOptions& o) {
   traces::TeeTraceSink tee(sinks);
   if (!sinks.empty()) tee.on_header(sim::sim_trace_header(profile));
 
-  const sim::StepResult result = simulator.run(scenario, sinks.empty() ? nullptr : &tee);
+  std::vector<sim::StepResult> results;
+  for (const models::Scenario& s : scenarios)
+    results.push_back(simulator.run(s, sinks.empty() ? nullptr : &tee));
   if (!sinks.empty()) tee.finish();
-  if (!o.json.empty()) traces::write_file_atomically(o.json, sim::summary_json(result).dump(2) + "\n");
+  const std::string model_name = analysis::model_label(o.flags);
+  if (!o.json.empty()) {
+    nlohmann::json j;
+    if (results.size() == 1) {
+      j = json_of(results.front(), model, model_name);
+    } else {
+      for (const sim::StepResult& r : results) j["strategies"].push_back(json_of(r, model, model_name));
+    }
+    traces::write_file_atomically(o.json, j.dump(2) + "\n");
+  }
 
-  std::cout << sim::format_summary(result);
+  char model_line[256];
+  std::snprintf(model_line, sizeof model_line,
+                "  model %s, TP %d: %d query heads per rank after the query all-gather%s\n",
+                model_name.c_str(), model.tp(), scenarios.front().heads,
+                model.model() && o.flags.heads.empty() ? " (the model's heads x DCP / TP)" : "");
+  if (results.size() == 1) {
+    print_one(results.front(), model, model_line);
+  } else {
+    print_side_by_side(results, model, model_line);
+  }
   if (!o.out.empty()) std::cout << "  trace: " << o.out << "\n";
   if (!o.chrome.empty()) std::cout << "  chrome trace: " << o.chrome << "\n";
   if (!o.json.empty()) std::cout << "  summary: " << o.json << "\n";
@@ -80,7 +244,14 @@ void run_simulate(const SimulateOptions& o) {
 void add_simulate_command(CLI::App& app) {
   auto opts = std::make_shared<SimulateOptions>();
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate one DCP decode step on SimGrid");
+  cmd->footer(
+      "Figures are per attention layer (query all-gather, attention, merge) unless they say 'decode step' "
+      "(every "
+      "layer plus the non-attention time: --model's roofline estimate or --non-attention-us). --strategy all "
+      "(or "
+      "a list) prints the strategies side by side.");
   analysis::add_scenario_flags(*cmd, opts->flags, false);
+  analysis::add_whole_model_flags(*cmd, opts->whole);
   cmd->add_option("--profile", opts->profile, "hardware profile: a built-in name or a JSON file")
       ->capture_default_str();
   cmd->add_option("--out", opts->out, "write the trace (dcpsim.trace.v1 .pb)");

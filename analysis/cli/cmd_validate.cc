@@ -18,7 +18,7 @@ namespace {
 
 struct ValidateArgs {
   std::vector<std::string> measured;
-  std::string profile;
+  std::string profile = "h200-sxm";  // the default profile of every command
   std::string calibration;
   std::string report;
   std::string csv;
@@ -100,7 +100,8 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--measured", args->measured, "Measured (or simulated) .pb traces")
       ->required()
       ->expected(1, -1);
-  cmd->add_option("--profile", args->profile, "Profile: a built-in name or a JSON file")->required();
+  cmd->add_option("--profile", args->profile, "Profile: a built-in name or a JSON file")
+      ->capture_default_str();
   cmd->add_option(
       "--calibration", args->calibration,
       "Calibration sidecar for prediction intervals (default: <profile>.calibration.json when present)");

@@ -20,6 +20,13 @@ void add_merge_command(CLI::App& app);                               // cmd_merg
 void add_import_command(CLI::App& app);
 void add_tables_command(CLI::App& app, int argc, char** argv);  // cmd_tables.cc
 
+// One message for every hw command on a machine without a usable GPU (RuntimeError); call it after the
+// arguments are checked and before any device is touched.
+void require_gpu();  // cmd_hw.cc
+
+// Worker processes by default for scan and replay: the machine's cores (at most 16).
+int default_jobs();
+
 // Registers a subcommand that exists in the CLI contract but is not built yet (or not in this build, e.g.
 // simulate without SimGrid): running it prints one line naming why and exits 2.
 CLI::App* add_unavailable_command(CLI::App& app, const std::string& name, const std::string& description,

@@ -1,10 +1,12 @@
 // dcpsim: the command-line entry point. Parses once, runs one subcommand, maps errors to exit codes:
 // 0 success, 2 usage or input error (one line on stderr), 1 runtime failure.
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -22,6 +24,11 @@ CLI::App* add_unavailable_command(CLI::App& app, const std::string& name, const 
   sub->allow_extras();
   sub->callback([name, why] { throw InputError("dcpsim " + name + ": " + why); });
   return sub;
+}
+
+int default_jobs() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp(cores == 0 ? 1u : cores, 1u, 16u));
 }
 
 namespace {

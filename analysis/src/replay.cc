@@ -1,55 +1,39 @@
+// dcpsim replay: the schedule, the reuse of timed compositions, the worker processes (replay_workers.h) and
+// the outputs (replay_output.cc).
 #include "dcpsim/analysis/replay.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <iomanip>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
 #include "dcpsim/error.h"
 #include "dcpsim/models/cost_kernels.h"
-#include "dcpsim/traces/output_file.h"
+#include "replay_stats.h"
+#include "replay_workers.h"
 
 namespace dcpsim::analysis {
 namespace {
 
-// Bounded so that a replay of millions of distinct batches does not keep them all; clearing loses only speed.
-constexpr std::size_t kMemoLimit = 1 << 16;
+// Compositions kept for reuse; past this the cache starts over (reuse is lost, never correctness).
+constexpr std::size_t kCacheLimit = std::size_t{1} << 20;
 
-class TimingMemo {
- public:
-  explicit TimingMemo(bool enabled) : enabled_(enabled) {}
-
-  template <typename Compute>
-  StepTiming get(const models::Scenario& s, Compute&& compute, ReplayResult& counts) {
-    if (!enabled_) {
-      ++counts.simulations;
-      return compute();
-    }
-    std::string key(1, static_cast<char>(s.strategy));
-    key.append(reinterpret_cast<const char*>(s.contexts.data()), s.contexts.size() * sizeof(std::int64_t));
-    if (const auto it = memo_.find(key); it != memo_.end()) {
-      ++counts.memo_hits;
-      return it->second;
-    }
-    ++counts.simulations;
-    const StepTiming t = compute();
-    if (memo_.size() >= kMemoLimit) memo_.clear();
-    memo_.emplace(std::move(key), t);
-    return t;
+struct ContextsHash {
+  std::size_t operator()(const std::vector<std::int64_t>& v) const {
+    std::uint64_t h = 1469598103934665603ull;
+    for (const std::int64_t x : v) h = (h ^ static_cast<std::uint64_t>(x)) * 1099511628211ull;
+    return static_cast<std::size_t>(h ^ (h >> 29));
   }
-
- private:
-  bool enabled_;
-  std::unordered_map<std::string, StepTiming> memo_;
 };
 
 void check_timing(const StepTiming& t, const models::Scenario& s) {
-  if (!(t.step_s > 0.0) || !std::isfinite(t.step_s) || !(t.merge_s >= 0.0) || !(t.merge_s <= t.step_s)) {
+  if (!(t.step_s > 0.0) || !std::isfinite(t.step_s) || !(t.merge_s >= 0.0) || !(t.merge_s <= t.step_s) ||
+      !(t.comm_s >= 0.0) || !std::isfinite(t.comm_s)) {
     std::ostringstream what;
-    what << "timing of " << s.label() << " is step " << t.step_s << " s, merge " << t.merge_s
-         << " s; it needs 0 < step and 0 <= merge <= step";
+    what << "timing of " << s.label() << " is step " << t.step_s << " s, merge " << t.merge_s << " s, comm "
+         << t.comm_s << " s; it needs 0 < step, 0 <= merge <= step and 0 <= comm";
     throw RuntimeError(what.str());
   }
 }
@@ -57,6 +41,11 @@ void check_timing(const StepTiming& t, const models::Scenario& s) {
 void validate_config(const ReplayConfig& c) {
   if (c.strategies.empty()) throw InputError("no strategy to replay; give at least one");
   if (c.layers < 1) throw InputError("layers = " + std::to_string(c.layers) + "; it must be >= 1");
+  if (c.bucket_tokens < 1)
+    throw InputError("bucket = " + std::to_string(c.bucket_tokens) + " tokens; it must be >= 1 (1: exact)");
+  if (c.jobs < 1 || c.jobs > 1024)
+    throw InputError("jobs = " + std::to_string(c.jobs) + "; it must be in [1, 1024]");
+  if (c.check_every < 0) throw InputError("check_every must be >= 0");
   validate(c.batcher);
   for (const models::Strategy s : c.strategies) {
     models::Scenario probe = c.batcher.geometry;
@@ -66,37 +55,216 @@ void validate_config(const ReplayConfig& c) {
   }
 }
 
-ReplayStep describe_step(const Step& step, std::vector<StepTiming> timing) {
-  ReplayStep r;
-  r.step = step.index;
-  r.time_s = step.start_s;
-  r.rows = step.scenario.rows();
-  r.admitted = step.admitted;
-  for (const auto c : step.scenario.contexts) {
-    r.sum_context += c;
-    r.max_context = std::max(r.max_context, c);
+// The schedule and every timing it needs; one object per replay.
+class Replayer {
+ public:
+  Replayer(const ReplayConfig& config, const ScenarioTiming& timing)
+      : c_(config), timing_(timing), k_(config.strategies.size()) {
+    if (c_.jobs > 1 && k_ > 1) {
+      pool_.emplace(c_.jobs - 1, c_.batcher.geometry, timing_);
+      // This process times the clock strategy and, to even the load, its share of the others.
+      parent_share_ = std::max(0.0, double(k_) / c_.jobs - 1.0) / double(k_ - 1);
+    }
   }
-  r.kv_tokens_max = *std::max_element(step.kv_tokens_per_rank.begin(), step.kv_tokens_per_rank.end());
-  r.timing = std::move(timing);
+
+  ReplayResult run(std::vector<Request> requests, const ReplayProgressFn& progress);
+
+ private:
+  std::int32_t time_composition(const std::vector<std::int64_t>& contexts);
+  std::int32_t composition_of(const Step& step);
+  double non_attention(int rows);
+  void store(std::int64_t slot, const StepTiming& t);
+  void finish(ReplayResult& r);
+
+  const ReplayConfig& c_;
+  const ScenarioTiming& timing_;
+  const std::size_t k_;
+  std::optional<detail::WorkerPool> pool_;
+  std::vector<StepTiming> timings_;
+  std::vector<char> have_;
+  std::unordered_map<std::vector<std::int64_t>, std::int32_t, ContextsHash> cache_;
+  std::vector<double> non_attention_;  // by rows; NaN until computed
+  // The current batch (same requests since `age` steps) and the composition its current window uses.
+  std::vector<std::int64_t> batch_ids_, anchor_, timed_;
+  std::int64_t age_ = 0, window_ = -1;
+  std::int32_t current_ = -1;
+  std::int64_t new_compositions_ = 0;
+  std::int64_t simulations_ = 0;
+  struct Check {
+    std::int32_t bucketed, exact;
+    int rows;
+  };
+  std::vector<Check> checks_;
+  bool fresh_ = false;                        // a composition was queued since the last pump
+  double parent_share_ = 0.0, credit_ = 0.0;  // of the non-clock timings, the share this process takes
+};
+
+void Replayer::store(std::int64_t slot, const StepTiming& t) {
+  const auto k = static_cast<std::size_t>(slot) % k_;
+  models::Scenario s = c_.batcher.geometry;
+  s.strategy = c_.strategies[k];
+  s.contexts = {1};
+  check_timing(t, s);
+  timings_[static_cast<std::size_t>(slot)] = t;
+  have_[static_cast<std::size_t>(slot)] = 1;
+}
+
+std::int32_t Replayer::time_composition(const std::vector<std::int64_t>& contexts) {
+  const auto c = static_cast<std::int32_t>(timings_.size() / k_);
+  timings_.resize(timings_.size() + k_);
+  have_.resize(have_.size() + k_, 0);
+  models::Scenario s = c_.batcher.geometry;
+  s.contexts = contexts;
+  for (std::size_t k = 0; k < k_; ++k) {
+    const std::int64_t slot =
+        static_cast<std::int64_t>(c) * static_cast<std::int64_t>(k_) + static_cast<std::int64_t>(k);
+    ++simulations_;
+    if (k > 0 && pool_) {  // the clock strategy is needed now; the others can come later
+      credit_ += parent_share_;
+      if (credit_ < 1.0) {
+        pool_->submit({slot, c_.strategies[k], contexts});
+        fresh_ = true;
+        continue;
+      }
+      credit_ -= 1.0;
+    }
+    s.strategy = c_.strategies[k];
+    const StepTiming t = timing_(s);
+    check_timing(t, s);
+    store(slot, t);
+  }
+  return c;
+}
+
+std::int32_t Replayer::composition_of(const Step& step) {
+  const std::vector<std::int64_t>& contexts = step.scenario.contexts;
+  if (!c_.memoise) return time_composition(contexts);
+  const std::int64_t w = c_.bucket_tokens;
+  if (step.request_ids != batch_ids_) {  // a request joined or left: the batch starts over
+    batch_ids_ = step.request_ids;
+    anchor_ = contexts;
+    age_ = 0;
+    window_ = -1;
+  }
+  const std::int64_t window = age_++ / w;
+  if (window == window_) return current_;
+  window_ = window;
+  // Every row at the contexts it has in the middle of this window's w steps.
+  timed_ = anchor_;
+  for (std::int64_t& x : timed_) x += window * w + (w - 1) / 2;
+  if (const auto it = cache_.find(timed_); it != cache_.end()) return current_ = it->second;
+  if (cache_.size() >= kCacheLimit) cache_.clear();
+  current_ = time_composition(timed_);
+  cache_.emplace(timed_, current_);
+  ++new_compositions_;
+  if (w > 1 && c_.check_every > 0 && new_compositions_ % c_.check_every == 0) {
+    checks_.push_back({current_, time_composition(contexts), step.scenario.rows()});
+  }
+  return current_;
+}
+
+double Replayer::non_attention(int rows) {
+  if (!c_.non_attention) return 0.0;
+  const auto r = static_cast<std::size_t>(rows);
+  if (r >= non_attention_.size()) non_attention_.resize(r + 1, std::nan(""));
+  if (std::isnan(non_attention_[r])) {
+    const double t = c_.non_attention(rows);
+    if (!(t >= 0.0) || !std::isfinite(t))
+      throw RuntimeError("non-attention time of " + std::to_string(rows) + " rows is " + std::to_string(t) +
+                         " s");
+    non_attention_[r] = t;
+  }
+  return non_attention_[r];
+}
+
+ReplayResult Replayer::run(std::vector<Request> requests, const ReplayProgressFn& progress) {
+  const auto started = std::chrono::steady_clock::now();
+  ReplayResult r;
+  r.strategies = c_.strategies;
+  r.kv_capacity_tokens = c_.batcher.kv_capacity_tokens;
+  r.max_rows = c_.batcher.max_rows;
+  r.layers = c_.layers;
+  r.bucket_tokens = c_.memoise ? c_.bucket_tokens : 1;
+  r.jobs = pool_ ? c_.jobs : 1;
+  ContinuousBatcher batcher(std::move(requests), c_.batcher);
+  const auto report = [&](bool draining) {
+    if (!progress) return;
+    ReplayProgress p;
+    const BatcherStats& b = batcher.stats();
+    p.fraction = b.requests > 0 ? double(b.finished + b.rejected) / double(b.requests) : 1.0;
+    p.clock_s = batcher.clock_s();
+    p.steps = b.steps;
+    p.compositions = static_cast<std::int64_t>(timings_.size() / k_);
+    p.pending = pool_ ? pool_->pending() : 0;
+    p.draining = draining;
+    progress(p);
+  };
+  const auto stored = [this](std::int64_t slot, const StepTiming& t) { store(slot, t); };
+  while (auto step = batcher.next_step()) {
+    ReplayStep s;
+    s.step = step->index;
+    s.time_s = step->start_s;
+    s.rows = step->scenario.rows();
+    s.admitted = step->admitted;
+    for (const auto ctx : step->scenario.contexts) {
+      s.sum_context += ctx;
+      s.max_context = std::max(s.max_context, ctx);
+    }
+    s.kv_tokens_max = *std::max_element(step->kv_tokens_per_rank.begin(), step->kv_tokens_per_rank.end());
+    s.composition = composition_of(*step);
+    s.non_attention_s = non_attention(s.rows);
+    const double clock =
+        c_.layers * timings_[static_cast<std::size_t>(s.composition) * k_].step_s + s.non_attention_s;
+    r.steps.push_back(s);
+    batcher.finish_step(clock);
+    if (pool_ && (fresh_ || (s.step & 255) == 0)) {
+      pool_->pump(false, stored);
+      fresh_ = false;
+    }
+    if ((s.step & 4095) == 4095) report(false);
+  }
+  if (pool_) {
+    while (pool_->pending() > 0) {
+      pool_->pump(true, stored);
+      report(true);
+    }
+  }
+  if (std::find(have_.begin(), have_.end(), 0) != have_.end())
+    throw RuntimeError("replay: a timing never came back from the worker processes");
+  r.batcher = batcher.stats();
+  r.timings = std::move(timings_);
+  r.compositions =
+      static_cast<std::int64_t>(r.timings.size() / k_) - static_cast<std::int64_t>(checks_.size());
+  r.simulations = simulations_;
+  finish(r);
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return r;
 }
 
-std::vector<StrategySummary> summarise(const ReplayResult& result) {
-  std::vector<StrategySummary> out;
-  if (result.steps.empty()) return out;
-  for (std::size_t k = 0; k < result.strategies.size(); ++k) {
-    std::vector<double> merge, step;
-    double merge_sum = 0.0, step_sum = 0.0;
-    for (const auto& s : result.steps) {
-      merge.push_back(s.timing[k].merge_s);
-      step.push_back(s.timing[k].step_s);
-      merge_sum += s.timing[k].merge_s;
-      step_sum += s.timing[k].step_s;
+void Replayer::finish(ReplayResult& r) {
+  r.summaries = detail::summarise(r);
+  BucketingError& e = r.bucketing;
+  double layer_sum = 0.0, decode_sum = 0.0;
+  std::int64_t n = 0;
+  for (const Check& check : checks_) {
+    const double na = non_attention(check.rows);
+    for (std::size_t k = 0; k < k_; ++k) {
+      const double b = r.timings[static_cast<std::size_t>(check.bucketed) * k_ + k].step_s;
+      const double x = r.timings[static_cast<std::size_t>(check.exact) * k_ + k].step_s;
+      const double layer = std::abs(b - x) / x;
+      const double decode = std::abs(r.layers * (b - x)) / (r.layers * x + na);
+      e.layer_step_max = std::max(e.layer_step_max, layer);
+      e.decode_step_max = std::max(e.decode_step_max, decode);
+      layer_sum += layer;
+      decode_sum += decode;
+      ++n;
     }
-    out.push_back({result.strategies[k], percentile(merge, 50), percentile(merge, 99), percentile(step, 50),
-                   percentile(step, 99), merge_sum / step_sum});
   }
-  return out;
+  e.samples = static_cast<std::int64_t>(checks_.size());
+  if (n > 0) {
+    e.layer_step_mean = layer_sum / double(n);
+    e.decode_step_mean = decode_sum / double(n);
+  }
 }
 
 }  // namespace
@@ -116,85 +284,17 @@ std::int64_t kv_capacity_tokens(const models::Scenario& geometry, double capacit
   if (!(tokens >= 1.0)) {
     std::ostringstream what;
     what << "KV capacity " << capacity_bytes << " B per GPU holds no token of " << per_token << " B ("
-         << layers << " layers); give a larger --kv-capacity-gb";
+         << layers << " layers); give a larger --kv-capacity-gb or a smaller --weight-reserve-gib";
     throw InputError(what.str());
   }
   return static_cast<std::int64_t>(tokens);
 }
 
 ReplayResult replay_requests(std::vector<Request> requests, const ReplayConfig& config,
-                             const ScenarioTiming& timing, const ReplayProgress& progress) {
+                             const ScenarioTiming& timing, const ReplayProgressFn& progress) {
   validate_config(config);
-  ReplayResult result;
-  result.strategies = config.strategies;
-  result.kv_capacity_tokens = config.batcher.kv_capacity_tokens;
-  result.max_rows = config.batcher.max_rows;
-  result.layers = config.layers;
-  TimingMemo memo(config.memoise);
-  std::vector<StepTiming> current;
-
-  const StepLatency clock = [&](const models::Scenario& scenario) {
-    current.clear();
-    for (const models::Strategy s : config.strategies) {
-      models::Scenario each = scenario;
-      each.strategy = s;
-      const StepTiming t = memo.get(
-          each, [&] { return timing(each); }, result);
-      check_timing(t, each);
-      current.push_back(t);
-    }
-    return current.front().step_s * config.layers;
-  };
-  const StepObserver observe = [&](const Step& step, double) {
-    result.steps.push_back(describe_step(step, current));
-    if (progress) progress(result.steps.back());
-  };
-  result.batcher = run_batcher(std::move(requests), config.batcher, clock, observe);
-  result.summaries = summarise(result);
-  return result;
-}
-
-void write_steps_csv(const ReplayResult& result, const std::filesystem::path& path) {
-  traces::write_file_atomically(path, steps_csv(result));
-}
-
-std::string steps_csv(const ReplayResult& result) {
-  std::ostringstream out;
-  out << "step,time_s,rows,admitted,sum_context,max_context,kv_tokens_max";
-  for (const auto s : result.strategies) {
-    out << ",step_latency_us_" << models::to_string(s) << ",merge_latency_us_" << models::to_string(s);
-  }
-  out << "\n" << std::setprecision(12);
-  for (const auto& r : result.steps) {
-    out << r.step << ',' << r.time_s << ',' << r.rows << ',' << r.admitted << ',' << r.sum_context << ','
-        << r.max_context << ',' << r.kv_tokens_max;
-    for (const auto& t : r.timing) out << ',' << t.step_s * 1e6 << ',' << t.merge_s * 1e6;
-    out << '\n';
-  }
-  return out.str();
-}
-
-std::string replay_summary(const ReplayResult& r) {
-  std::ostringstream out;
-  const BatcherStats& b = r.batcher;
-  out << std::fixed << std::setprecision(3);
-  out << "replay: " << b.steps << " steps over " << b.end_s << " s simulated; requests: " << b.requests
-      << " considered, " << b.admitted << " admitted, " << b.finished << " finished, " << b.rejected
-      << " rejected (larger than a GPU's KV), " << b.unfinished << " unfinished\n";
-  out << "load: peak " << b.peak_rows << " of " << r.max_rows << " rows; peak " << b.peak_kv_tokens << " of "
-      << r.kv_capacity_tokens << " KV tokens per GPU (" << r.layers << " layers); " << r.simulations
-      << " simulations, " << r.memo_hits << " memo hits\n";
-  if (r.summaries.empty()) return out.str() + "no step ran\n";
-  out << "per layer, over all steps (µs)        merge p50   merge p99    step p50    step p99  merge share";
-  if (r.strategies.size() > 1) out << "  (clock: " << models::to_string(r.strategies.front()) << ")";
-  out << "\n";
-  for (const auto& s : r.summaries) {
-    out << "  " << std::left << std::setw(34) << models::to_string(s.strategy) << std::right
-        << std::setprecision(2) << std::setw(11) << s.merge_p50_s * 1e6 << std::setw(12)
-        << s.merge_p99_s * 1e6 << std::setw(12) << s.step_p50_s * 1e6 << std::setw(12) << s.step_p99_s * 1e6
-        << std::setw(12) << std::setprecision(1) << s.merge_share * 100.0 << " %\n";
-  }
-  return out.str();
+  Replayer replayer(config, timing);
+  return replayer.run(std::move(requests), progress);
 }
 
 }  // namespace dcpsim::analysis

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "dcpsim/sim/report.h"
@@ -62,6 +63,9 @@ struct Work {
   models::HardwareProfile profile;
   sim::SimOptions sim;
   std::vector<models::Scenario> scenarios;
+  std::vector<int> tp;  // per scenario
+  std::optional<models::ModelPreset> model;
+  std::string model_name;
 };
 
 // Runs in the worker process: simulates the chunk and writes its rows to the part file.
@@ -70,9 +74,14 @@ struct Work {
   std::string error;
   try {
     const sim::Simulator simulator(work.profile, work.sim);
+    std::map<int, WholeModel> models;  // per TP
     std::ofstream out(chunk.part, std::ios::binary | std::ios::trunc);
     for (std::size_t i = chunk.begin; i < chunk.end; ++i) {
-      out << scan_csv_row(work.options, work.profile, simulator.run(work.scenarios[i])) << '\n';
+      auto it = models.find(work.tp[i]);
+      if (it == models.end())
+        it = models.try_emplace(work.tp[i], work.model, work.profile, work.tp[i], work.options.whole).first;
+      out << scan_csv_row(it->second, work.model_name, work.profile, simulator.run(work.scenarios[i]))
+          << '\n';
     }
     out.close();
     if (!out) throw RuntimeError("cannot write '" + chunk.part.string() + "'");
@@ -154,11 +163,6 @@ std::vector<Chunk> make_chunks(const ScanOptions& o, std::size_t count, const st
 
 void check_options(const ScanOptions& o) {
   if (o.jobs < 1) throw InputError("--jobs " + std::to_string(o.jobs) + " is not an integer >= 1");
-  if (o.layers < 1) throw InputError("--layers " + std::to_string(o.layers) + " is not an integer >= 1");
-  if (!(o.weight_reserve_gib >= 0)) {
-    throw InputError("--weight-reserve-gib " + std::to_string(o.weight_reserve_gib) +
-                     " is not a number >= 0");
-  }
   if (o.peers_in_flight < 1) {
     throw InputError("--peers-in-flight " + std::to_string(o.peers_in_flight) + " is not an integer >= 1");
   }
@@ -171,7 +175,8 @@ void check_options(const ScanOptions& o) {
 
 }  // namespace
 
-ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std::ostream& log) {
+ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std::ostream& log,
+                    bool list_skipped) {
   check_options(o);
   const std::filesystem::path dir = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
   std::error_code ec;
@@ -179,7 +184,9 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
     throw InputError("--out '" + out.string() + "': directory '" + dir.string() + "' does not exist");
   }
   const auto start = std::chrono::steady_clock::now();
-  Work work{o, models::load_profile(o.profile), {}, {}};
+  Work work{o, models::load_profile(o.profile), {}, {}, {}, model_of(o.flags), ""};
+  if (work.model) work.model_name = work.model->name;
+  (void)WholeModel(work.model, work.profile, 1, o.whole);  // flag values checked before any work
   if (o.nccl_algo) work.sim.collective.algorithm = o.nccl_algo;
   if (o.nccl_proto) work.sim.collective.protocol = o.nccl_proto;
   work.sim.peers_in_flight = o.peers_in_flight;
@@ -188,7 +195,9 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
   ScanGrid grid = expand_scan(o.flags);
   const int domain = static_cast<int>(work.profile.topology.gpus_per_nvlink_domain.si());
   std::vector<models::Scenario> valid;
-  for (models::Scenario& s : grid.scenarios) {
+  std::vector<int> valid_tp;
+  for (std::size_t i = 0; i < grid.scenarios.size(); ++i) {
+    models::Scenario& s = grid.scenarios[i];
     if (s.dcp > domain && !(work.profile.internode.bandwidth.si() > 0)) {
       grid.skipped.push_back(s.label() + ": dcp exceeds one NVLink domain of " + work.profile.name +
                              " and the profile has no inter-node fabric");
@@ -196,16 +205,31 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
     }
     work.sim.max_gpus = std::max(work.sim.max_gpus, s.dcp);
     valid.push_back(std::move(s));
+    valid_tp.push_back(grid.tp[i]);
+  }
+  if (valid.empty()) {
+    throw InputError("scan: nothing to simulate: " + skipped_line(grid.skipped, grid.skipped.size()));
   }
   const auto [begin, end] = shard_range(valid.size(), o.shard_index, o.shard_count);
   work.scenarios.assign(valid.begin() + begin, valid.begin() + end);
+  work.tp.assign(valid_tp.begin() + begin, valid_tp.begin() + end);
 
   log << "scan: " << work.scenarios.size() << " scenarios";
   if (o.shard_count > 1)
     log << " (shard " << o.shard_index << "/" << o.shard_count << " of " << valid.size() << ")";
-  log << " on " << work.profile.name << ", " << o.jobs << " job(s); KV capacity assumes " << o.layers
-      << " layers and " << o.weight_reserve_gib << " GiB of HBM reserved for weights\n";
-  for (const std::string& why : grid.skipped) log << "scan: skipped " << why << "\n";
+  const WholeModel first(work.model, work.profile, work.tp.empty() ? 1 : work.tp.front(), o.whole);
+  log << " on " << work.profile.name << ", " << o.jobs << " job(s); model " << model_label(o.flags) << ", "
+      << first.layers() << " layers; KV budget per GPU: " << first.kv_budget_basis();
+  if (work.model && o.flags.tp.empty())
+    log << " at the first size; TP = DCP size, so the weights per GPU shrink with N";
+  log << "\n";
+  const std::size_t combinations = valid.size() + grid.skipped.size();
+  if (!grid.skipped.empty()) {
+    log << "scan: " << skipped_line(grid.skipped, combinations)
+        << (list_skipped ? "" : " (--list-skipped lists them)") << "\n";
+  }
+  if (list_skipped)
+    for (const std::string& why : grid.skipped) log << "scan: skipped " << why << "\n";
 
   const std::vector<Chunk> chunks = make_chunks(o, work.scenarios.size(), out);
   // Workers are forked from here: building the platforms once now spares every worker doing it.
@@ -223,6 +247,7 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
   ScanReport report;
   report.scenarios = work.scenarios.size();
   report.skipped = grid.skipped;
+  report.combinations = combinations;
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dcpsim/analysis/scan.h"
+#include "dcpsim/analysis/step_figures.h"
 #include "dcpsim/models/cost_kernels.h"
 
 namespace dcpsim::analysis {
@@ -67,16 +68,19 @@ std::string extrapolated(const sim::StepResult& r) {
 
 std::string scan_csv_header() {
   std::string h =
-      "profile,dcp,heads,kv_heads,head_dim,qk_dim,batch,context,strategy,launch,kv_dtype,out_dtype,"
+      "profile,model,tp,dcp,heads,kv_heads,head_dim,qk_dim,batch,context,strategy,launch,kv_dtype,out_dtype,"
       "interleave,"
-      "step_latency_us,attention_end_us,merge_latency_us,merge_share";
+      "step_latency_us,attention_end_us,merge_latency_us,merge_share,comm_us,comm_share,layers,non_attention_"
+      "us,"
+      "decode_step_us";
   for (std::string_view p : kPhases) h += ",phase_" + std::string(p) + "_us";
-  h += ",kv_tokens_per_rank,kv_bytes_per_rank,layers,weight_reserve_gib,kv_capacity_tokens_per_gpu,"
+  h += ",kv_tokens_per_rank,kv_bytes_per_rank,hbm_gb,weights_gb,kv_budget_gb,kv_capacity_tokens_per_gpu,"
        "kv_capacity_tokens_group,kv_fits,plans,kernels_table,kernels_analytic,kernels_extrapolated";
   return h;
 }
 
-std::string scan_csv_row(const ScanOptions& o, const models::HardwareProfile& p, const sim::StepResult& r) {
+std::string scan_csv_row(const WholeModel& m, const std::string& model_name, const models::HardwareProfile& p,
+                         const sim::StepResult& r) {
   const models::Scenario& s = r.scenario;
   std::int64_t tokens = 0;
   std::int64_t bytes = 0;
@@ -84,23 +88,28 @@ std::string scan_csv_row(const ScanOptions& o, const models::HardwareProfile& p,
     tokens = std::max(tokens, t.kv_tokens);
     bytes = std::max(bytes, t.kv_bytes);
   }
-  const double per_token = models::kv_bytes_per_token(models::attention_shape(s)) * o.layers;
-  const double budget = p.gpu.hbm_capacity.si() - o.weight_reserve_gib * 1073741824.0;
-  const auto capacity = static_cast<std::int64_t>(budget > 0 ? std::floor(budget / per_token) : 0.0);
+  const std::int64_t capacity = m.kv_capacity_tokens(s);
+  const double comm = communication_s(r);
+  const double non_attention = m.non_attention_s(s.rows());
 
   std::string row =
-      p.name + "," + std::to_string(s.dcp) + "," + std::to_string(s.heads) + "," +
-      std::to_string(s.kv_heads) + "," + std::to_string(s.head_dim) + "," + std::to_string(s.qk_dim) + "," +
-      std::to_string(s.rows()) + "," + context_text(s) + "," + std::string(models::to_string(s.strategy)) +
-      "," + std::string(models::to_string(s.launch)) + "," + std::string(models::to_string(s.kv_dtype)) +
-      "," + std::string(models::to_string(s.out_dtype)) + "," + std::to_string(s.interleave);
-  row += "," + fixed(r.step_latency_s * 1e6, 6) + "," + fixed(r.attention_end_s * 1e6, 6) + "," +
-         fixed(r.merge_latency_s * 1e6, 6) + "," +
-         fixed(r.step_latency_s > 0 ? r.merge_latency_s / r.step_latency_s : 0.0, 6);
+      p.name + "," + (model_name.empty() ? "none" : model_name) + "," + std::to_string(m.tp()) + "," +
+      std::to_string(s.dcp) + "," + std::to_string(s.heads) + "," + std::to_string(s.kv_heads) + "," +
+      std::to_string(s.head_dim) + "," + std::to_string(s.qk_dim) + "," + std::to_string(s.rows()) + "," +
+      context_text(s) + "," + std::string(models::to_string(s.strategy)) + "," +
+      std::string(models::to_string(s.launch)) + "," + std::string(models::to_string(s.kv_dtype)) + "," +
+      std::string(models::to_string(s.out_dtype)) + "," + std::to_string(s.interleave);
+  const double step = r.step_latency_s;
+  row += "," + fixed(step * 1e6, 6) + "," + fixed(r.attention_end_s * 1e6, 6) + "," +
+         fixed(r.merge_latency_s * 1e6, 6) + "," + fixed(step > 0 ? r.merge_latency_s / step : 0.0, 6) + "," +
+         fixed(comm * 1e6, 6) + "," + fixed(step > 0 ? comm / step : 0.0, 6) + "," +
+         std::to_string(m.layers()) + "," + fixed(non_attention * 1e6, 6) + "," +
+         fixed(m.decode_step_s(step, s.rows()) * 1e6, 6);
   for (std::string_view phase : kPhases) row += "," + phase_us(r, phase);
-  row += "," + std::to_string(tokens) + "," + std::to_string(bytes) + "," + std::to_string(o.layers) + "," +
-         fixed(o.weight_reserve_gib, 3) + "," + std::to_string(capacity) + "," +
-         std::to_string(capacity * s.dcp) + "," + (tokens <= capacity ? "true" : "false") + "," + plans(r);
+  row += "," + std::to_string(tokens) + "," + std::to_string(bytes) + "," + fixed(m.hbm_bytes() / 1e9, 3) +
+         "," + fixed(m.weight_bytes_per_gpu() / 1e9, 3) + "," + fixed(m.kv_budget_bytes() / 1e9, 3) + "," +
+         std::to_string(capacity) + "," + std::to_string(capacity * s.dcp) + "," +
+         (tokens <= capacity ? "true" : "false") + "," + plans(r);
   row += "," + std::to_string(r.kernel_figures_from(models::FigureSource::kTable)) + "," +
          std::to_string(r.kernel_figures_from(models::FigureSource::kAnalytic)) + "," + extrapolated(r);
   return row;

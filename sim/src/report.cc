@@ -53,8 +53,8 @@ Spread spread(std::vector<double> values) {
 
 std::string format_summary(const StepResult& r) {
   std::string out = "dcpsim simulate: " + r.profile + ", " + r.scenario.label() + "\n";
-  out += "  step latency " + us(r.step_latency_s) + " us   attention done at" + us(r.attention_end_s) +
-         " us   merge adds" + us(r.merge_latency_s) + " us\n";
+  out += "  one attention layer: step latency " + us(r.step_latency_s) + " us   attention done at" +
+         us(r.attention_end_s) + " us   merge adds" + us(r.merge_latency_s) + " us\n";
   for (const PlannedCollective& c : r.collectives) out += "  " + c.phase + ": " + plan_text(c.plan) + "\n";
   if (r.bundled_flows) {
     out +=

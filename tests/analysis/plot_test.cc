@@ -1,5 +1,6 @@
-// PNG plots through scripts/plot.py: each kind draws a real image from a CSV in its documented columns, and
-// bad requests fail with the right error. Needs python3 with matplotlib (Debian: python3-matplotlib).
+// PNG plots through scripts/plot.py: each kind draws a real image from its documented input (a CSV, or the
+// replay summary JSON), and bad requests fail with the right error. Needs python3 with matplotlib (Debian:
+// python3-matplotlib).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "dcpsim/analysis/plot.h"
+#include "dcpsim/analysis/replay.h"
 #include "dcpsim/error.h"
 
 namespace dcpsim::analysis {
@@ -43,18 +45,26 @@ class PlotTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(PlotTest, ReplayStepsBecomeAPng) {
-  std::string csv =
-      "step,time_s,rows,admitted,sum_context,max_context,kv_tokens_max,step_latency_us_ag-rs,merge_latency_"
-      "us_ag-rs,"
-      "step_latency_us_a2a,merge_latency_us_a2a\n";
-  for (int i = 0; i < 200; ++i) {
-    csv += std::to_string(i) + "," + std::to_string(0.01 * i) + "," + std::to_string(1 + i % 30) +
-           ",0,1000,900,500," + std::to_string(80 + i % 7) + "," + std::to_string(20 + i % 5) + "," +
-           std::to_string(75 + i % 7) + "," + std::to_string(12 + i % 3) + "\n";
-  }
-  plot_csv("replay", write("steps.csv", csv), dir_ / "steps.png");
-  expect_png(dir_ / "steps.png");
+TEST_F(PlotTest, ReplaySummaryBecomesAPng) {
+  // A real replay (an analytic timing) and its compact summary: what `dcpsim replay --plot` draws.
+  std::vector<Request> requests;
+  for (int i = 0; i < 60; ++i) requests.push_back({i, i * 40'000'000LL, 1000 + 300 * i, 20 + i % 13});
+  ReplayConfig c;
+  c.batcher.geometry.dcp = 4;
+  c.batcher.kv_capacity_tokens = 1 << 24;
+  c.strategies = {models::Strategy::kAgRs, models::Strategy::kA2a};
+  c.layers = 61;
+  c.non_attention = [](int rows) { return 1e-3 + 5e-5 * rows; };
+  const auto timing = [](const models::Scenario& s) {
+    double tokens = 0;
+    for (auto ctx : s.contexts) tokens += double(ctx) / s.dcp;
+    const double merge = s.strategy == models::Strategy::kA2a ? 8e-6 : 15e-6;
+    return StepTiming{2e-5 + 1e-9 * tokens + merge, merge, merge};
+  };
+  const ReplayResult r = replay_requests(requests, c, timing);
+  plot_csv("replay", write("summary.json", summary_json(r, R"({"trace": "t.jsonl", "profile": "p"})")),
+           dir_ / "replay.png");
+  expect_png(dir_ / "replay.png");
 }
 
 TEST_F(PlotTest, ScanPanelsBecomeAPng) {
@@ -96,8 +106,9 @@ TEST_F(PlotTest, BadRequestsFailClearly) {
   EXPECT_THROW(plot_csv("histogram", write("a.csv", "x\n1\n"), dir_ / "a.png"), InputError);
   EXPECT_THROW(plot_csv("replay", dir_ / "absent.csv", dir_ / "a.png"), InputError);
   EXPECT_THROW(plot_csv("replay", write("b.csv", "x\n1\n"), dir_ / "missing_dir" / "b.png"), InputError);
-  // Columns the script needs are missing: the script exits 2, which is a failed plot.
+  // Not a replay summary: the script exits 2, which is a failed plot.
   EXPECT_THROW(plot_csv("replay", write("c.csv", "x,y\n1,2\n"), dir_ / "c.png"), RuntimeError);
+  EXPECT_THROW(plot_csv("replay", write("d.json", R"({"format": "other"})"), dir_ / "d.png"), RuntimeError);
   EXPECT_FALSE(fs::exists(dir_ / "c.png"));
   EXPECT_TRUE(fs::is_regular_file(plot_script()));
   EXPECT_FALSE(python_with_matplotlib().empty());

@@ -4,11 +4,14 @@
 
 #ifdef DCPSIM_WITH_SIMGRID
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "dcpsim/analysis/scan.h"
+#include "dcpsim/analysis/whole_model.h"
 #include "dcpsim/error.h"
 #include "dcpsim/sim/simulator.h"
 
@@ -106,7 +109,7 @@ TEST_F(Scan, JobsDoNotChangeTheCsvAndRowsMatchTheSimulator) {
   s.strategy = models::Strategy::kAgRs;
   const models::HardwareProfile p = models::load_profile("h200-sxm");
   const sim::StepResult r = sim::Simulator(p).run(s);
-  EXPECT_EQ(one[1], scan_csv_row(o, p, r));
+  EXPECT_EQ(one[1], scan_csv_row(WholeModel(std::nullopt, p, 4, o.whole), "", p, r));
   const auto f = fields(one[1]);
   const auto h = fields(one[0]);
   const auto col = [&](const std::string& name) {
@@ -120,6 +123,78 @@ TEST_F(Scan, JobsDoNotChangeTheCsvAndRowsMatchTheSimulator) {
   const auto per_gpu = static_cast<std::int64_t>((141e9 - 60.0 * 1073741824.0) / (576.0 * 2 * 61));
   EXPECT_EQ(col("kv_capacity_tokens_per_gpu"), std::to_string(per_gpu));
   EXPECT_EQ(col("kv_capacity_tokens_group"), std::to_string(4 * per_gpu));
+  EXPECT_EQ(col("model"), "none");  // geometry flags given: the attention alone
+  EXPECT_NEAR(std::stod(col("decode_step_us")), 61 * r.step_latency_s * 1e6, 1e-5);  // no non-attention time
+}
+
+TEST_F(Scan, ModelPresetsSetTheGeometryWeightsAndKvBudgetAndSkipInOneLine) {
+  ScanOptions o;
+  o.flags.model = "deepseek-v3";
+  o.flags.tp = "8";
+  o.flags.dcp = "2,4,8,16";  // 16 > TP 8: skipped
+  o.flags.batch = "4";
+  o.flags.context = "8k";
+  o.flags.strategy = "ag-rs,direct";
+  const ScanReport report = run_scan(o, dir / "model.csv", log);
+  EXPECT_EQ(report.scenarios, 6u);
+  EXPECT_EQ(report.skipped.size(), 2u);
+  EXPECT_EQ(report.combinations, 8u);
+  const std::string text = log.str();
+  EXPECT_NE(text.find("skipped 2 of 8 combinations"), std::string::npos) << text;
+  std::istringstream log_lines(text);
+  int skipped_lines = 0;
+  for (std::string l; std::getline(log_lines, l);) skipped_lines += l.find("skipped") != std::string::npos;
+  EXPECT_EQ(skipped_lines, 1) << text;  // one line for all of them
+  const auto rows = lines(read(dir / "model.csv"));
+  const auto h = fields(rows[0]);
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const auto f = fields(rows[i]);
+    const auto col = [&](const std::string& name) {
+      return f[std::find(h.begin(), h.end(), name) - h.begin()];
+    };
+    const int dcp = std::stoi(col("dcp"));
+    EXPECT_EQ(col("model"), "deepseek-v3");
+    EXPECT_EQ(col("tp"), "8");
+    EXPECT_EQ(std::stoi(col("heads")), 128 * dcp / 8);  // heads x DCP / TP after the query all-gather
+    EXPECT_EQ(col("qk_dim"), "576");
+    EXPECT_NEAR(std::stod(col("weights_gb")), 671.0 / 8, 0.5);
+    const double budget = 141e9 * 0.9 - models::weight_bytes_per_gpu(models::load_model("deepseek-v3"), 8);
+    EXPECT_EQ(col("kv_capacity_tokens_per_gpu"),
+              std::to_string(static_cast<std::int64_t>(budget / (1152.0 * 61))));
+    EXPECT_GT(std::stod(col("non_attention_us")), 1000.0);  // the MoE's weights take milliseconds per step
+    EXPECT_NEAR(std::stod(col("decode_step_us")),
+                61 * std::stod(col("step_latency_us")) + std::stod(col("non_attention_us")), 1e-4);
+  }
+  ScanSummaryOptions best;
+  best.best_only = true;
+  best.by_tp = true;
+  const std::string answer = scan_summary(read(dir / "model.csv"), best);
+  EXPECT_EQ(std::count(answer.begin(), answer.end(), '\n'), 1) << answer;
+  EXPECT_NE(answer.find("best N="), std::string::npos) << answer;
+}
+
+TEST(ScanSummary, BestSizeIsTheFastestWhereTheBatchFits) {
+  const std::string head =
+      "profile,model,tp,dcp,heads,kv_heads,head_dim,qk_dim,batch,context,strategy,launch,kv_dtype,out_dtype,"
+      "interleave,decode_step_us,step_latency_us,merge_latency_us,comm_share,kv_capacity_tokens_per_gpu,"
+      "kv_capacity_tokens_group,kv_fits\n";
+  const auto row = [](int dcp, const char* strategy, double decode, bool fits) {
+    return "p,m,8," + std::to_string(dcp) + ",128,1,512,576,64,32768," + strategy + ",graph,bf16,bf16,1," +
+           std::to_string(decode) + ",10,2,0.25,1000,8000," + (fits ? "true" : "false") + "\n";
+  };
+  const std::string csv = head + row(1, "ag-rs", 900, false) + row(2, "ag-rs", 1200, true) +
+                          row(2, "direct", 1100, true) + row(4, "ag-rs", 1000, true) +
+                          row(4, "a2a", 1050, true);
+  const std::string table = scan_summary(csv, {});
+  // One line per size with its best strategy; the best size is 4 (dcp 1 is faster but does not fit).
+  EXPECT_NE(table.find("direct"), std::string::npos) << table;
+  EXPECT_EQ(table.find("a2a"), std::string::npos) << table;
+  EXPECT_TRUE(std::regex_search(table, std::regex("\\*\\s+4\\s+8\\s+128\\s+ag-rs"))) << table;
+  EXPECT_EQ(std::count(table.begin(), table.end(), '*'), 1) << table;
+  ScanSummaryOptions best;
+  best.best_only = true;
+  EXPECT_NE(scan_summary(csv, best).find("best N=4 ag-rs: decode step 1.000 ms"), std::string::npos);
+  EXPECT_THROW(scan_summary("dcp,heads\n1,2\n", {}), InputError);
 }
 
 TEST_F(Scan, BadShardsAndOptionsAreInputErrors) {

@@ -10,20 +10,23 @@
 // range); --jobs N keeps N workers busy. Rows do not depend on which worker ran them, so --jobs never changes
 // the CSV.
 //
-// KV capacity (per GPU, one model): kv_capacity_tokens_per_gpu = floor((HBM capacity − weight reserve) /
-// (KV bytes per token per layer × layers)), HBM capacity from the profile, the reserve and the layer count
-// from the options (stated in every row). With DCP each token lives on one rank, so the group holds N times
-// that: kv_capacity_tokens_group. kv_fits says whether this scenario's busiest rank fits.
+// Model and KV capacity (whole_model.h): with a model (--model, default deepseek-v3 unless geometry flags are
+// given) and --tp (default = dcp), the geometry on a rank, the weights per GPU, the non-attention time and
+// the KV budget per GPU come from the preset; kv_capacity_tokens_per_gpu = floor(KV budget / (KV bytes per
+// token per layer × layers)). With DCP each token lives on one rank, so the group holds N times that:
+// kv_capacity_tokens_group. kv_fits says whether this scenario's busiest rank fits.
 //
-// Columns: the inputs (profile, dcp, heads, kv_heads, head_dim, qk_dim, batch, context — "mixed" for a
-// contexts file with several lengths —, strategy, launch, kv_dtype, out_dtype, interleave); step_latency_us,
-// attention_end_us, merge_latency_us (after the last rank's attention) and merge_share (merge / step);
+// Columns: profile, model, tp, then the inputs (dcp, heads, kv_heads, head_dim, qk_dim, batch, context —
+// "mixed" for a contexts file with several lengths —, strategy, launch, kv_dtype, out_dtype, interleave);
+// per attention layer: step_latency_us, attention_end_us, merge_latency_us (after the last rank's attention),
+// merge_share (merge / step), comm_us (the busiest rank's communication, query all-gather included) and
+// comm_share; per decode step: layers, non_attention_us and decode_step_us (layers × step + non-attention);
 // phase_<name>_us, each phase's longest duration over the ranks (empty when the strategy has no such phase);
-// kv_tokens_per_rank and kv_bytes_per_rank (the busiest rank, one layer); layers, weight_reserve_gib and the
-// capacity columns above; plans, the NCCL algorithm/protocol of each collective ("phase=algo/proto;...");
-// kernels_table and kernels_analytic, how many kernel times came from the profile's measured tables and how
-// many from the analytic model, and kernels_extrapolated, the kernel types priced analytically
-// ("correction;a2a_pack").
+// kv_tokens_per_rank and kv_bytes_per_rank (the busiest rank, one layer); hbm_gb, weights_gb (per GPU),
+// kv_budget_gb and the capacity columns above; plans, the NCCL algorithm/protocol of each collective
+// ("phase=algo/proto;..."); kernels_table and kernels_analytic, how many kernel times came from the profile's
+// measured tables and how many from the analytic model, and kernels_extrapolated, the kernel types priced
+// analytically ("correction;a2a_pack").
 // Times are printed with 6 decimals (picoseconds) so that rows are exact and reproducible.
 #include <cstddef>
 #include <filesystem>
@@ -35,6 +38,7 @@
 #include <vector>
 
 #include "dcpsim/analysis/scenario_flags.h"
+#include "dcpsim/analysis/whole_model.h"
 #include "dcpsim/models/profile.h"
 #ifdef DCPSIM_WITH_SIMGRID
 #include "dcpsim/sim/step_result.h"
@@ -43,14 +47,13 @@
 namespace dcpsim::analysis {
 
 struct ScanOptions {
-  std::string profile = "gb200-nvl72";
+  std::string profile = "h200-sxm";
   ScenarioFlags flags;
+  WholeModelFlags whole;  // layers, non-attention time, KV budget
   int jobs = 1;
   int shard_index = 0;
   int shard_count = 1;
   bool header = true;  // false: no header line at all (--no-header); shards other than 0 never write one
-  int layers = 61;     // attention layers holding KV (61: DeepSeek-V3 / Kimi K2)
-  double weight_reserve_gib = 60.0;  // HBM kept for weights, activations and workspace
   std::optional<models::Algorithm> nccl_algo;
   std::optional<models::Protocol> nccl_proto;
   int peers_in_flight = 16;
@@ -66,23 +69,36 @@ std::pair<std::size_t, std::size_t> shard_range(std::size_t total, int index, in
 #ifdef DCPSIM_WITH_SIMGRID
 // The CSV header line (no newline), columns as listed above.
 std::string scan_csv_header();
-// One scenario's row (no newline): inputs, latencies (us), each phase's longest duration over ranks (us,
-// empty when the strategy has no such phase), KV held and KV capacity, the NCCL plans used.
-std::string scan_csv_row(const ScanOptions& options, const models::HardwareProfile& profile,
-                         const sim::StepResult& result);
+// One scenario's row (no newline); `model` is the whole-model setting of the row's TP.
+std::string scan_csv_row(const WholeModel& model, const std::string& model_name,
+                         const models::HardwareProfile& profile, const sim::StepResult& result);
 #endif
 
 struct ScanReport {
   std::size_t scenarios = 0;         // rows written
+  std::size_t combinations = 0;      // rows + skipped
   std::vector<std::string> skipped;  // combinations left out, with the reason
   double wall_s = 0.0;
 };
 
+// The answer table of a scan CSV (its header included): per geometry, batch and context, the best strategy at
+// each DCP size — decode step, layer step, merge, communication share, KV per GPU and in the group, whether
+// the batch fits — with the best size marked '*' (the shortest decode step among the sizes where the batch
+// fits); with `best_only`, only that line per group. InputError for a CSV without the columns it needs.
+struct ScanSummaryOptions {
+  bool best_only = false;
+  bool by_heads =
+      false;           // heads and KV heads tell groups apart (given by flags, not derived from model and TP)
+  bool by_tp = false;  // TP tells groups apart (given by --tp, not = dcp)
+};
+std::string scan_summary(const std::string& csv, const ScanSummaryOptions& options);
+
 #ifdef DCPSIM_WITH_SIMGRID
-// Runs the scan and writes the CSV to `out` (temporary file + rename). Progress and skipped combinations go
-// to `log`. Throws InputError for bad options or a scenario the simulator rejects, RuntimeError when a worker
-// fails; nothing is left at `out` then.
-ScanReport run_scan(const ScanOptions& options, const std::filesystem::path& out, std::ostream& log);
+// Runs the scan and writes the CSV to `out` (temporary file + rename). Progress and one line for the skipped
+// combinations go to `log` (every one of them with `list_skipped`). Throws InputError for bad options or a
+// scenario the simulator rejects, RuntimeError when a worker fails; nothing is left at `out` then.
+ScanReport run_scan(const ScanOptions& options, const std::filesystem::path& out, std::ostream& log,
+                    bool list_skipped = false);
 #endif
 
 }  // namespace dcpsim::analysis

@@ -1,0 +1,115 @@
+#pragma once
+// Model presets: the figures of a real model that DCP decode depends on — attention geometry, layers, weights
+// — read from its Hugging Face config.json (each preset file in models/presets/ cites the URL), and what
+// dcpsim derives from them for a deployment with DCP size N and tensor parallel size TP:
+//   - the attention geometry on one rank: H = heads × N / TP query heads after the query all-gather (the DCP
+//     group is part of the TP group, as in vLLM), H_kv = max(1, kv_heads × N / TP); MLA models attend over
+//     the latent (D = kv_lora_rank, D_qk = kv_lora_rank + qk_rope_head_dim, one KV head);
+//   - the weight bytes on one GPU (every parameter sharded over TP, experts over TP as expert parallelism);
+//   - the KV budget of one GPU and the time of everything a decode step does besides attention (an estimate,
+//     non_attention_time below).
+// Presets are data: the JSON files are embedded at build time like the hardware profiles; a user's own file
+// in the same format works wherever a preset name does.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dcpsim/models/profile.h"
+
+namespace dcpsim::models {
+
+// The config.json fields used, spelled as Hugging Face spells them (0 where a model has no such part).
+struct ModelConfig {
+  std::int64_t hidden_size = 0;
+  std::int64_t num_hidden_layers = 0;
+  std::int64_t num_attention_heads = 0;
+  std::int64_t num_key_value_heads = 0;  // GQA; MLA models attend over one shared latent
+  std::int64_t head_dim = 0;             // GQA (0: hidden_size / num_attention_heads)
+  std::int64_t q_lora_rank = 0;          // MLA (0: a full-rank query projection)
+  std::int64_t kv_lora_rank = 0;         // MLA: > 0 makes the model an MLA model
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+  std::int64_t intermediate_size = 0;      // the dense MLP
+  std::int64_t moe_intermediate_size = 0;  // one expert
+  std::int64_t n_routed_experts = 0;       // Qwen's config.json calls it num_experts
+  std::int64_t n_shared_experts = 0;
+  std::int64_t num_experts_per_tok = 0;
+  std::int64_t first_k_dense_replace = 0;  // the first layers with a dense MLP instead of MoE
+  std::int64_t vocab_size = 0;
+  bool tie_word_embeddings = false;
+};
+
+struct ModelPreset {
+  std::string name;
+  std::string description;
+  std::string config_source;  // URL of the config.json the figures come from
+  ModelConfig config;
+  double weight_bytes_per_parameter = 2.0;
+  std::string weight_source;
+  double card_total_parameters = 0.0;  // the model card's figures, to check the derived counts against
+  double card_active_parameters = 0.0;
+  std::string card_source;
+
+  bool mla() const { return config.kv_lora_rank > 0; }
+  bool moe() const { return config.n_routed_experts > 0; }
+  int layers() const { return static_cast<int>(config.num_hidden_layers); }
+};
+
+// "deepseek-v3", ... sorted.
+const std::vector<std::string>& builtin_model_names();
+// A built-in name or a path to a JSON file in the same format; InputError naming the file and field, or, for
+// an unknown name, listing the presets.
+ModelPreset load_model(std::string_view name_or_path);
+ModelPreset parse_model(std::string_view json_text, std::string_view origin);
+
+// Parameter counts derived from the config (norms and biases left out: < 0.01% of these models).
+struct ParameterCounts {
+  double attention_projections = 0.0;  // per layer: query, KV and output projections (not the attention core)
+  double dense_mlp = 0.0;              // per dense layer
+  double expert = 0.0;                 // one routed or shared expert (gate, up and down)
+  double router = 0.0;                 // per MoE layer
+  double embedding = 0.0;              // the input embedding
+  double lm_head = 0.0;                // the output head (0 when tied to the embedding)
+  int dense_layers = 0;
+  int moe_layers = 0;
+  std::int64_t routed_experts = 0;
+  std::int64_t shared_experts = 0;
+  std::int64_t experts_per_token = 0;
+
+  double total() const;
+  double active_per_token() const;
+};
+ParameterCounts parameter_counts(const ModelPreset& model);
+
+// The attention geometry one rank of a DCP group of `dcp` ranks runs when the model is served with tensor
+// parallel size `tp`. InputError when TP does not divide heads × N or when N > TP.
+struct RankGeometry {
+  int heads = 0;     // H: query heads after the query all-gather
+  int kv_heads = 0;  // H_kv
+  int head_dim = 0;  // D
+  int qk_dim = 0;    // D_qk
+};
+RankGeometry rank_geometry(const ModelPreset& model, int dcp, int tp);
+
+// Weight bytes one GPU holds at tensor/expert parallel size `tp`.
+double weight_bytes_per_gpu(const ModelPreset& model, int tp);
+
+// Everything a decode step does besides the attention core, on one GPU: the projections, MLP/MoE and output
+// head. An estimate, stated as such wherever it is printed: the roofline of the weights the step reads (dense
+// weights and lm_head every step, the experts the batch's tokens hit — uniform random routing, so
+// E/TP × (1 − (1 − k/E)^rows) experts per GPU and MoE layer) streamed at the profile's measured HBM
+// bandwidth, against their FLOPs at its tensor rate, layer by layer. Not modelled: MoE dispatch/combine and
+// TP all-reduce communication, kernel launch gaps, expert load imbalance — so it is a lower bound.
+struct NonAttentionEstimate {
+  double seconds = 0.0;       // per decode step (all layers)
+  double weight_bytes = 0.0;  // read per step on one GPU
+  double flops = 0.0;         // per step on one GPU
+  double experts_per_gpu = 0.0;
+  double experts_hit_per_gpu = 0.0;  // per MoE layer
+};
+NonAttentionEstimate non_attention_time(const ModelPreset& model, const HardwareProfile& profile, int tp,
+                                        int rows);
+
+}  // namespace dcpsim::models

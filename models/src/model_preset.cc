@@ -1,0 +1,308 @@
+// Model presets (model_preset.h): the dcpsim-model/1 reader, parameter counts from config.json figures, the
+// per-rank geometry of a DCP deployment and the non-attention estimate.
+#include "dcpsim/models/model_preset.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "dcpsim/checked.h"
+#include "dcpsim/error.h"
+#include "dcpsim/json_limits.h"
+#include "profile_embedded.h"
+
+namespace dcpsim::models {
+namespace detail {
+std::span<const EmbeddedProfile> embedded_models();  // generated from models/presets/*.json
+}  // namespace detail
+
+namespace {
+
+using Json = nlohmann::json;
+constexpr std::string_view kModelFormat = "dcpsim-model/1";
+
+// Reads one object, refusing keys it does not know and naming the file and field in every error.
+class Fields {
+ public:
+  Fields(const Json& object, std::string where) : object_(object), where_(std::move(where)) {
+    if (!object_.is_object()) throw InputError(where_ + ": expected a JSON object, got " + object_.dump());
+  }
+
+  const Json* find(const std::string& key) {
+    seen_.insert(key);
+    const auto it = object_.find(key);
+    return it == object_.end() ? nullptr : &*it;
+  }
+  std::string text(const std::string& key, bool required = true) {
+    const Json* v = find(key);
+    if (v == nullptr && !required) return {};
+    if (v == nullptr || !v->is_string() || v->get<std::string>().empty())
+      throw InputError(where_ + ": " + key + ": expected a non-empty string");
+    return v->get<std::string>();
+  }
+  std::int64_t count(const std::string& key, std::int64_t max_value) {
+    const Json* v = find(key);
+    if (v == nullptr) return 0;
+    if (!v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > max_value) {
+      throw InputError(where_ + ": " + key + ": expected an integer in [0, " + std::to_string(max_value) +
+                       "], got " + v->dump());
+    }
+    return v->get<std::int64_t>();
+  }
+  double number(const std::string& key, double lo, double hi) {
+    const Json* v = find(key);
+    if (v == nullptr || !v->is_number() || !(v->get<double>() >= lo) || !(v->get<double>() <= hi)) {
+      throw InputError(where_ + ": " + key + ": expected a number in [" + std::to_string(lo) + ", " +
+                       std::to_string(hi) + "]" + (v ? ", got " + v->dump() : ""));
+    }
+    return v->get<double>();
+  }
+  bool flag(const std::string& key) {
+    const Json* v = find(key);
+    if (v == nullptr) return false;
+    if (!v->is_boolean()) throw InputError(where_ + ": " + key + ": expected true or false");
+    return v->get<bool>();
+  }
+  const std::string& where() const { return where_; }
+  void finish() const {
+    for (auto it = object_.begin(); it != object_.end(); ++it) {
+      if (!seen_.contains(it.key())) throw InputError(where_ + ": " + it.key() + ": unknown field");
+    }
+  }
+
+ private:
+  const Json& object_;
+  std::string where_;
+  std::set<std::string> seen_;
+};
+
+ModelConfig read_config(Fields f) {
+  constexpr std::int64_t kBig = std::int64_t{1} << 24;
+  ModelConfig c;
+  c.hidden_size = f.count("hidden_size", kBig);
+  c.num_hidden_layers = f.count("num_hidden_layers", 100000);
+  c.num_attention_heads = f.count("num_attention_heads", kMaxHeads);
+  c.num_key_value_heads = f.count("num_key_value_heads", kMaxHeads);
+  c.head_dim = f.count("head_dim", kMaxHeadDim);
+  c.q_lora_rank = f.count("q_lora_rank", kBig);
+  c.kv_lora_rank = f.count("kv_lora_rank", kMaxHeadDim);
+  c.qk_nope_head_dim = f.count("qk_nope_head_dim", kMaxHeadDim);
+  c.qk_rope_head_dim = f.count("qk_rope_head_dim", kMaxHeadDim);
+  c.v_head_dim = f.count("v_head_dim", kMaxHeadDim);
+  c.intermediate_size = f.count("intermediate_size", kBig);
+  c.moe_intermediate_size = f.count("moe_intermediate_size", kBig);
+  c.n_routed_experts = std::max(f.count("n_routed_experts", 1 << 20), f.count("num_experts", 1 << 20));
+  c.n_shared_experts = f.count("n_shared_experts", 1 << 20);
+  c.num_experts_per_tok = f.count("num_experts_per_tok", 1 << 20);
+  c.first_k_dense_replace = f.count("first_k_dense_replace", 100000);
+  c.vocab_size = f.count("vocab_size", std::int64_t{1} << 32);
+  c.tie_word_embeddings = f.flag("tie_word_embeddings");
+  f.finish();
+  const std::string& w = f.where();
+  if (c.hidden_size < 1 || c.num_hidden_layers < 1 || c.num_attention_heads < 1 || c.vocab_size < 1)
+    throw InputError(w + ": hidden_size, num_hidden_layers, num_attention_heads and vocab_size are required");
+  if (c.kv_lora_rank > 0 && (c.qk_rope_head_dim < 1 || c.qk_nope_head_dim < 1 || c.v_head_dim < 1))
+    throw InputError(
+        w + ": an MLA model (kv_lora_rank > 0) needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim");
+  if (c.kv_lora_rank == 0 && c.num_key_value_heads < 1)
+    throw InputError(w + ": num_key_value_heads is required (or kv_lora_rank for an MLA model)");
+  if (c.kv_lora_rank == 0 && c.num_attention_heads % c.num_key_value_heads != 0)
+    throw InputError(w + ": num_key_value_heads must divide num_attention_heads");
+  if (c.n_routed_experts > 0 && (c.moe_intermediate_size < 1 || c.num_experts_per_tok < 1 ||
+                                 c.num_experts_per_tok > c.n_routed_experts))
+    throw InputError(w + ": a MoE model needs moe_intermediate_size and 1 <= num_experts_per_tok <= experts");
+  if (c.first_k_dense_replace > c.num_hidden_layers)
+    throw InputError(w + ": first_k_dense_replace exceeds num_hidden_layers");
+  if (c.n_routed_experts == 0 && c.intermediate_size < 1)
+    throw InputError(w + ": a dense model needs intermediate_size");
+  return c;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw InputError(path.string() + ": cannot open model file (not a regular file)");
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) throw InputError(path.string() + ": cannot read model file");
+  return text.str();
+}
+
+std::string preset_list() {
+  std::string out;
+  for (const std::string& n : builtin_model_names()) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+double ParameterCounts::total() const {
+  return attention_projections * (dense_layers + moe_layers) + dense_mlp * dense_layers +
+         (expert * double(routed_experts + shared_experts) + router) * moe_layers + embedding + lm_head;
+}
+
+double ParameterCounts::active_per_token() const {
+  return attention_projections * (dense_layers + moe_layers) + dense_mlp * dense_layers +
+         (expert * double(experts_per_token + shared_experts) + router) * moe_layers +
+         (lm_head > 0 ? lm_head : embedding);  // the input embedding is a lookup, not read whole
+}
+
+const std::vector<std::string>& builtin_model_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const detail::EmbeddedProfile& e : detail::embedded_models()) out.emplace_back(e.name);
+    std::sort(out.begin(), out.end());
+    return out;
+  }();
+  return names;
+}
+
+ModelPreset parse_model(std::string_view json_text, std::string_view origin) {
+  const std::string where(origin);
+  const Json root = parse_json_checked<Json>(json_text, where);
+  Fields top(root, where);
+  if (top.text("format") != kModelFormat)
+    throw InputError(where + ": format: expected \"" + std::string(kModelFormat) + "\"");
+  ModelPreset m;
+  m.name = top.text("name");
+  m.description = top.text("description");
+  m.config_source = top.text("config_source");
+  const Json* config = top.find("config");
+  if (config == nullptr) throw InputError(where + ": config: missing");
+  m.config = read_config(Fields(*config, where + ": config"));
+  const Json* weights = top.find("weight_bytes_per_parameter");
+  if (weights == nullptr) throw InputError(where + ": weight_bytes_per_parameter: missing");
+  Fields w(*weights, where + ": weight_bytes_per_parameter");
+  m.weight_bytes_per_parameter = w.number("value", 0.125, 8.0);
+  m.weight_source = w.text("source");
+  w.finish();
+  const Json* card = top.find("model_card");
+  if (card == nullptr) throw InputError(where + ": model_card: missing");
+  Fields c(*card, where + ": model_card");
+  m.card_total_parameters = c.number("total_parameters", 1.0, 1e15);
+  m.card_active_parameters = c.number("active_parameters", 1.0, 1e15);
+  m.card_source = c.text("source");
+  c.finish();
+  top.finish();
+  return m;
+}
+
+ModelPreset load_model(std::string_view name_or_path) {
+  for (const detail::EmbeddedProfile& e : detail::embedded_models()) {
+    if (e.name == name_or_path) return parse_model(e.json, std::string(e.name) + ".json (built-in model)");
+  }
+  const std::filesystem::path path{std::string(name_or_path)};
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) return parse_model(read_file(path), path.string());
+  if (name_or_path.find('/') != std::string_view::npos || name_or_path.ends_with(".json"))
+    throw InputError(path.string() + ": model file not found");
+  throw InputError("unknown model \"" + std::string(name_or_path) + "\" (presets: " + preset_list() +
+                   "; none for the attention flags alone; or a path to a dcpsim-model/1 JSON file)");
+}
+
+ParameterCounts parameter_counts(const ModelPreset& model) {
+  const ModelConfig& c = model.config;
+  const double h = double(c.hidden_size);
+  const double heads = double(c.num_attention_heads);
+  ParameterCounts p;
+  if (model.mla()) {
+    const double qk = double(c.qk_nope_head_dim + c.qk_rope_head_dim);
+    const double q =
+        c.q_lora_rank > 0 ? h * double(c.q_lora_rank) + double(c.q_lora_rank) * heads * qk : h * heads * qk;
+    const double kv_down = h * double(c.kv_lora_rank + c.qk_rope_head_dim);
+    const double kv_up = double(c.kv_lora_rank) * heads * double(c.qk_nope_head_dim + c.v_head_dim);
+    p.attention_projections = q + kv_down + kv_up + heads * double(c.v_head_dim) * h;
+  } else {
+    const double d = c.head_dim > 0 ? double(c.head_dim) : h / heads;
+    p.attention_projections = 2.0 * h * heads * d + 2.0 * h * double(c.num_key_value_heads) * d;
+  }
+  p.routed_experts = c.n_routed_experts;
+  p.shared_experts = c.n_shared_experts;
+  p.experts_per_token = c.num_experts_per_tok;
+  if (model.moe()) {
+    p.dense_layers = static_cast<int>(c.first_k_dense_replace);
+    p.moe_layers = static_cast<int>(c.num_hidden_layers - c.first_k_dense_replace);
+    p.expert = 3.0 * h * double(c.moe_intermediate_size);
+    p.router = h * double(c.n_routed_experts);
+  } else {
+    p.dense_layers = static_cast<int>(c.num_hidden_layers);
+  }
+  p.dense_mlp = 3.0 * h * double(c.intermediate_size);
+  p.embedding = double(c.vocab_size) * h;
+  p.lm_head = c.tie_word_embeddings ? 0.0 : double(c.vocab_size) * h;
+  return p;
+}
+
+RankGeometry rank_geometry(const ModelPreset& model, int dcp, int tp) {
+  if (dcp < 1 || tp < 1) throw InputError("dcp and tp must be >= 1");
+  if (dcp > tp) {
+    throw InputError("dcp " + std::to_string(dcp) + " > tp " + std::to_string(tp) +
+                     ": the DCP group is part of the tensor parallel group (give --tp >= --dcp)");
+  }
+  const ModelConfig& c = model.config;
+  const std::int64_t gathered = c.num_attention_heads * dcp;
+  if (gathered % tp != 0) {
+    throw InputError("tp " + std::to_string(tp) + " does not divide " + model.name + "'s " +
+                     std::to_string(c.num_attention_heads) + " heads x dcp " + std::to_string(dcp));
+  }
+  RankGeometry g;
+  g.heads = static_cast<int>(gathered / tp);
+  if (model.mla()) {
+    g.kv_heads = 1;
+    g.head_dim = static_cast<int>(c.kv_lora_rank);
+    g.qk_dim = static_cast<int>(c.kv_lora_rank + c.qk_rope_head_dim);
+  } else {
+    const std::int64_t kv = c.num_key_value_heads * dcp;
+    g.kv_heads = static_cast<int>(std::max<std::int64_t>(1, kv / tp));
+    if (kv % tp != 0 && kv > tp) {
+      throw InputError("tp " + std::to_string(tp) + " does not divide " + model.name + "'s " +
+                       std::to_string(c.num_key_value_heads) + " KV heads x dcp " + std::to_string(dcp));
+    }
+    g.head_dim = g.qk_dim =
+        static_cast<int>(c.head_dim > 0 ? c.head_dim : c.hidden_size / c.num_attention_heads);
+  }
+  return g;
+}
+
+double weight_bytes_per_gpu(const ModelPreset& model, int tp) {
+  if (tp < 1) throw InputError("tp must be >= 1");
+  return parameter_counts(model).total() * model.weight_bytes_per_parameter / tp;
+}
+
+NonAttentionEstimate non_attention_time(const ModelPreset& model, const HardwareProfile& profile, int tp,
+                                        int rows) {
+  if (tp < 1 || rows < 0) throw InputError("non-attention estimate: tp >= 1 and rows >= 0 needed");
+  const ParameterCounts p = parameter_counts(model);
+  const double bytes_per_param = model.weight_bytes_per_parameter;
+  const double bandwidth = profile.gpu.hbm_bandwidth_measured.si();
+  const double rate = profile.attention.tensor_rate.si();
+  const double b = rows;
+  NonAttentionEstimate e;
+  // One layer (or the head) reading `params` on this GPU and multiplying `flops`: the slower side.
+  const auto part = [&](double params, double flops, int count) {
+    const double bytes = params * bytes_per_param;
+    e.weight_bytes += bytes * count;
+    e.flops += flops * count;
+    e.seconds += count * std::max(bytes / bandwidth, flops / rate);
+  };
+  const double projections = p.attention_projections / tp;
+  part(projections + p.dense_mlp / tp, 2.0 * b * (projections + p.dense_mlp / tp), p.dense_layers);
+  if (p.moe_layers > 0) {
+    const double experts = double(p.routed_experts);
+    e.experts_per_gpu = experts / tp;
+    const double miss = std::pow(1.0 - double(p.experts_per_token) / experts, b);
+    e.experts_hit_per_gpu = rows == 0 ? 0.0 : e.experts_per_gpu * (1.0 - miss);
+    const double always = projections + (p.expert * double(p.shared_experts) + p.router) / tp;
+    const double routed_flops = 2.0 * b * double(p.experts_per_token) * p.expert / tp;
+    part(always + e.experts_hit_per_gpu * p.expert, 2.0 * b * always + routed_flops, p.moe_layers);
+  }
+  const double head = (p.lm_head > 0 ? p.lm_head : p.embedding) / tp;
+  part(head, 2.0 * b * head, 1);
+  return e;
+}
+
+}  // namespace dcpsim::models
