@@ -39,6 +39,11 @@ SimEngine::SimEngine() {
   // Sharing weight = Σ_route weight-S / bandwidth + latency: large weight-S makes the latency term vanish, so
   // flows with routes of different latency still share a link equally.
   sg4::Engine::set_config("network/weight-S:1e15");
+  // SimGrid ends every network action due within surf/precision of the current date at that date (default
+  // 1e-9 s). Ring steps that pile up on a link then end up to 1 ns early, the next steps start early, and
+  // over a 71-step ring the drift reached 1.3% of a DCP72 step; the clocks here are spaced 2^-40 s apart
+  // (about 0.9 ps), so 10 ps still groups what rounding separates (docs/PERFORMANCE.md).
+  sg4::Engine::set_config("surf/precision:1e-11");
   sg4::Activity::on_completion_cb([this](sg4::Activity const& activity) {
     if (listener_ != nullptr && activity.get_state() == sg4::Activity::State::FINISHED) {
       listener_->on_activity_done(reinterpret_cast<std::intptr_t>(activity.get_data<void>()));

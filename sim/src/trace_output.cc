@@ -50,6 +50,12 @@ v1::Event transfer_event(const ActivityGraph& g, const TransferSpan& t) {
   return e;
 }
 
+std::string flag_name(const Span& s) {
+  if (s.flag_peers <= 1) return "flag to rank " + std::to_string(s.flag_first);
+  return "flags to " + std::to_string(s.flag_peers) + " ranks (" + std::to_string(s.flag_first) + " … " +
+         std::to_string(s.flag_last) + ")";
+}
+
 }  // namespace
 
 void emit_trace(const StepGraph& step, const StepResult& result, traces::TraceSink& sink) {
@@ -64,8 +70,9 @@ void emit_trace(const StepGraph& step, const StepResult& result, traces::TraceSi
   for (const auto& [from, to] : step.flows) linked[from] = linked[to] = true;
   for (std::size_t i = 0; i < step.spans.size(); ++i) {
     const Span& s = step.spans[i];
-    v1::Event e = traces::make_event(s.rank, s.lane, s.kind, s.name, ns(g.start(s.first)), ns(g.end(s.last)),
-                                     std::llround(s.bytes), s.rows_begin, s.rows_end);
+    v1::Event e = traces::make_event(s.rank, s.lane, s.kind, s.name.empty() ? flag_name(s) : s.name,
+                                     ns(g.start(s.first)), ns(g.end(s.last)), std::llround(s.bytes),
+                                     s.rows_begin, s.rows_end);
     if (linked[i]) e.set_id(i + 1);
     sink.on_event(e);
   }
@@ -108,6 +115,7 @@ void emit_trace(const StepGraph& step, const StepResult& result, traces::TraceSi
   for (const RankTimeline& r : result.ranks) summary.add_kv_bytes_per_rank(r.kv_bytes);
   (*summary.mutable_values())["attention_end_ns"] = result.attention_end_s * 1e9;
   (*summary.mutable_values())["simgrid_activities"] = double(result.activities);
+  (*summary.mutable_values())["pipe_transfers"] = double(result.pipe_transfers);
   sink.on_summary(summary);
 }
 
