@@ -79,7 +79,7 @@ void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams, const s
   std::vector<std::vector<Flag>> flags_to(n);
   std::vector<NodeId> push_begin(n), push_end(n);
   for (int r = 0; r < n; ++r) {
-    push_begin[r] = streams[r].begin("direct_push");
+    push_begin[r] = streams[r].begin("direct_write");
     const NodeId epoch = step.graph.after_latency(push_begin[r], models::epoch_handshake_time(p));
     FanOut out(step, r, kPhasePush);
     const std::vector<Flag> flags = push_all(out, r, n, block, epoch, 0, rows);

@@ -1,5 +1,6 @@
 #include "trace_output.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -56,6 +57,47 @@ std::string flag_name(const Span& s) {
          std::to_string(s.flag_last) + ")";
 }
 
+// A rank's phases in the step vocabulary (traces/phases.h), the names the hardware runner writes: the
+// simulator's phase groups (step_result.h) become the kernels they stand for; direct's and row-stream's wait
+// and combine are one kernel, which polls for the flags and then combines.
+std::vector<PhaseSpan> step_phases(const RankTimeline& r, models::Strategy strategy) {
+  using models::Strategy;
+  std::vector<PhaseSpan> out;
+  const bool one_shot = strategy == Strategy::kDirect || strategy == Strategy::kRowStream;
+  for (const PhaseSpan& p : r.phases) {
+    std::string name = p.name;
+    if (p.name == kPhaseQueryGather) {
+      name = "query_all_gather";
+    } else if (p.name == kPhaseLseGather) {
+      name = "lse_all_gather";
+    } else if (p.name == kPhaseCollective) {
+      name = strategy == Strategy::kAgRs   ? "reduce_scatter"
+             : strategy == Strategy::kAgAr ? "all_reduce"
+                                           : "all_to_all";
+    } else if (p.name == kPhasePack) {
+      name = "a2a_pack";
+    } else if (p.name == kPhasePush) {
+      name = strategy == Strategy::kRowStream ? "row_stream_push" : "direct_write";
+    } else if (p.name == kPhaseWait && one_shot) {
+      continue;  // the start of the combine kernel
+    } else if (p.name == kPhaseCombine) {
+      if (!one_shot) {
+        name = "a2a_combine";
+      } else {
+        const PhaseSpan* wait = nullptr;
+        for (const PhaseSpan& q : r.phases) {
+          if (q.name == kPhaseWait) wait = &q;
+        }
+        out.push_back({strategy == Strategy::kDirect ? "direct_combine" : "row_stream_combine",
+                       wait != nullptr ? std::min(wait->begin_s, p.begin_s) : p.begin_s, p.end_s});
+        continue;
+      }
+    }
+    out.push_back({std::move(name), p.begin_s, p.end_s});
+  }
+  return out;
+}
+
 }  // namespace
 
 void emit_trace(const StepGraph& step, const StepResult& result, traces::TraceSink& sink) {
@@ -97,7 +139,7 @@ void emit_trace(const StepGraph& step, const StepResult& result, traces::TraceSi
     }
   }
   for (const RankTimeline& r : result.ranks) {
-    for (const PhaseSpan& p : r.phases) {
+    for (const PhaseSpan& p : step_phases(r, result.scenario.strategy)) {
       v1::PhaseSummary ph;
       ph.set_rank(r.rank);
       ph.set_phase(p.name);
