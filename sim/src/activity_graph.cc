@@ -337,7 +337,8 @@ void ActivityGraph::run(SimEngine& engine) {
       if (nodes_[n].end_s < 0) what = "activity #" + std::to_string(n);
     }
     throw RuntimeError("the simulation ended with " + std::to_string(nodes_.size() - completed_) +
-                       " activities unfinished (" + what + "): some rank did not finish the step");
+                       " activities unfinished (" + what + "): some rank did not finish the step" +
+                       simgrid_said());
   }
 }
 

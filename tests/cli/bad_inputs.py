@@ -115,6 +115,10 @@ case("replay mooncake deep row", ["replay", "--requests", "{d}/r.jsonl", "--out"
      {"r.jsonl": '{"timestamp":' + deep(100000) + "}\n"}, outputs=["o.csv"])
 case("profile launch latency 1e300", SIM + ["--profile", "{d}/p.json"],
      {"p.json": profile(setp(["launch", "gpu_launch_latency", "value"], 1e300))})
+# A valid profile whose step cannot fit the simulator's clock: a runtime failure inside SimGrid's run, one line,
+# exit 1, and no crash in SimGrid's teardown.
+case("profile nvlink 1 B/s (simulator error)", SIM + ["--profile", "{d}/p.json", "--out", "{d}/o.pb", "--chrome", "{d}/o.json"],
+     {"p.json": profile(setp(["nvlink", "measured_bandwidth", "value"], 1e-9))}, code=1, outputs=["o.pb", "o.json"])
 case("profile launch latency 1e300 scan", ["scan", "--dcp", "2", "--batch", "1", "--context", "1k", "--profile", "{d}/p.json",
      "--out", "{d}/o.csv"], {"p.json": profile(setp(["launch", "gpu_launch_latency", "value"], 1e300))}, outputs=["o.csv"])
 
