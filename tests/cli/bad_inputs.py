@@ -119,6 +119,11 @@ case("profile launch latency 1e300", SIM + ["--profile", "{d}/p.json"],
 # exit 1, and no crash in SimGrid's teardown.
 case("profile nvlink 1 B/s (simulator error)", SIM + ["--profile", "{d}/p.json", "--out", "{d}/o.pb", "--chrome", "{d}/o.json"],
      {"p.json": profile(setp(["nvlink", "measured_bandwidth", "value"], 1e-9))}, code=1, outputs=["o.pb", "o.json"])
+# The scan plot's slice is checked before the scan runs.
+case("scan --at without --plot", ["scan", "--dcp", "2", "--batch", "1", "--context", "1k", "--at", "batch=1", "--out",
+     "{d}/o.csv"], outputs=["o.csv"])
+case("scan --at unknown column", ["scan", "--dcp", "2", "--batch", "1", "--context", "1k", "--at", "colour=red", "--out",
+     "{d}/o.csv", "--plot", "{d}/o.png"], outputs=["o.csv", "o.png"])
 case("profile launch latency 1e300 scan", ["scan", "--dcp", "2", "--batch", "1", "--context", "1k", "--profile", "{d}/p.json",
      "--out", "{d}/o.csv"], {"p.json": profile(setp(["launch", "gpu_launch_latency", "value"], 1e300))}, outputs=["o.csv"])
 
