@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Plots for dcpsim's CSV outputs, one subcommand per workflow:
 
-  plot.py scan     scan.csv     out.png   latency vs DCP size per strategy, best step latency over head
-                                          geometry, and step latency vs the KV capacity each DCP size buys
-                                          (Pareto front)
+  plot.py scan     scan.csv     out.png   at one slice (geometry and load; --at batch=64,context=128k picks it,
+                                          the title always says it): step by DCP size per strategy; a heatmap
+                                          where strategies compare (best N and strategy per geometry over
+                                          every N, or step by strategy and N with n/a where a strategy cannot
+                                          run; none for a single point); step vs the group's KV capacity with
+                                          the Pareto front and non-overlapping labels. --describe FILE writes
+                                          what was drawn as JSON
   plot.py replay   summary.json out.png   decode step and merge per layer over time as p10-p90 bands with p50,
                                           their CDFs, and the load (dcpsim replay --summary, analysis/README.md)
   plot.py validate report.csv   out.png   predicted vs measured with the max(3%, 0.5 us) tolerance band
@@ -23,6 +27,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.text  # noqa: E402
 
 STRATEGY_ORDER = ["ag-rs", "ag-ar", "a2a", "direct", "row-stream", "flashinfer-a2a"]
 
@@ -63,7 +68,8 @@ def save(fig, out):
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(out) + ".", suffix=".tmp", dir=directory)
     os.close(fd)
     try:
-        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+        # DCPSIM_PLOT_DPI: a lower resolution for previews and tests (everything drawn is sized in points).
+        fig.savefig(tmp, format="png", dpi=float(os.environ.get("DCPSIM_PLOT_DPI", "120")), bbox_inches="tight")
         os.chmod(tmp, 0o644)
         os.replace(tmp, out)
     finally:
@@ -73,104 +79,283 @@ def save(fig, out):
 
 
 # ---------------------------------------------------------------- scan
-SCAN_GROUP = ["profile", "heads", "head_dim", "qk_dim", "kv_heads", "batch", "context", "launch"]
-SCAN_COLUMNS = SCAN_GROUP + ["dcp", "strategy", "step_latency_us", "merge_latency_us", "kv_capacity_tokens_per_gpu"]
+# A slice is one value of each of these columns (those a CSV has): one geometry, one load, one setting. The
+# panels vary only the DCP size and the strategy within it, and the geometry in the heatmap.
+SCAN_SLICE = ["profile", "model", "tp", "heads", "head_dim", "qk_dim", "kv_heads", "batch", "context", "launch",
+              "kv_dtype", "out_dtype", "interleave"]
+SCAN_REQUIRED = ["profile", "heads", "head_dim", "qk_dim", "kv_heads", "batch", "context", "launch", "dcp",
+                 "strategy", "step_latency_us", "merge_latency_us", "kv_capacity_tokens_per_gpu"]
+GEOMETRY = ["heads", "head_dim"]  # the heatmap's axes; qk_dim and kv_heads follow the geometry
 
 
-def scan_plot(path, out):
-    rows = read_rows(path, SCAN_COLUMNS)
+def parse_at(text, columns):
+    """--at batch=64,context=128k: the slice to draw. Values may carry k/m suffixes (powers of 1024)."""
+    at = {}
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not value.strip():
+            raise InputProblem(f"--at '{item}': expected column=value")
+        if key not in columns:
+            raise InputProblem(f"--at {key}: not a slice column of this CSV (one of {', '.join(columns)})")
+        at[key] = value.strip()
+    return at
+
+
+def same_value(cell, wanted):
+    def num(v):
+        v = v.strip().lower()
+        scale = 1
+        if v[-1:] in ("k", "m", "g"):
+            scale, v = 1024 ** " kmg".index(v[-1]), v[:-1]
+        try:
+            return float(v) * scale
+        except ValueError:
+            return None
+    a, b = num(cell), num(wanted)
+    return a == b if a is not None and b is not None else cell.strip() == wanted.strip()
+
+
+def fmt_value(column, value):
+    if column == "context" and value.isdigit() and int(value) % 1024 == 0:
+        n = int(value) // 1024
+        return f"{n // 1024}m" if n % 1024 == 0 else f"{n}k"
+    return value
+
+
+def describe_slice(slice_values, columns):
+    return ", ".join(f"{c}={fmt_value(c, slice_values[c])}" for c in columns)
+
+
+def scan_plot(path, out, at_text="", describe=None):
+    rows = read_rows(path, SCAN_REQUIRED)
+    slice_cols = [c for c in SCAN_SLICE if c in rows[0]]
+    # The step the user cares about: the whole decode step where the CSV has it, else one attention layer.
+    metric, metric_label = (("decode_step_us", "decode step") if "decode_step_us" in rows[0]
+                            else ("step_latency_us", "step per attention layer"))
     for r in rows:
-        for c in ("dcp", "step_latency_us", "merge_latency_us", "kv_capacity_tokens_per_gpu"):
+        for c in ("dcp", "step_latency_us", "merge_latency_us", "kv_capacity_tokens_per_gpu", metric):
             r[c] = number(r, c, path)
-        # With DCP each token lives on one rank: the group holds N times a GPU's capacity (the context one
-        # request may reach, or the requests that fit). Per GPU alone it would not depend on N.
+        # With DCP each token lives on one rank: the group holds N times a GPU's capacity.
         r["kv_group"] = (number(r, "kv_capacity_tokens_group", path) if "kv_capacity_tokens_group" in r
                          else r["kv_capacity_tokens_per_gpu"] * r["dcp"])
-    key = lambda r: tuple(r[c] for c in SCAN_GROUP)  # noqa: E731
-    group = Counter(key(r) for r in rows).most_common(1)[0][0]
-    chosen = [r for r in rows if key(r) == group]
-    label = dict(zip(SCAN_GROUP, group))
+    at = parse_at(at_text, slice_cols)
+    for key, value in at.items():
+        kept = [r for r in rows if same_value(r[key], value)]
+        if not kept:
+            present = sorted({r[key] for r in rows}, key=lambda v: (len(v), v))
+            raise InputProblem(f"--at {key}={value}: no row has it (the CSV has {', '.join(present)})")
+        rows = kept
+    key = lambda r: tuple(r[c] for c in slice_cols)  # noqa: E731
+    counts = Counter(key(r) for r in rows)
+    # Without --at for every column that varies, the slice with the most points is drawn; the title says which
+    # and how many there were, never silently.
+    chosen_key = sorted(counts, key=lambda k: (-counts[k], k))[0]
+    slice_values = dict(zip(slice_cols, chosen_key))
+    varying = [c for c in slice_cols if len({r[c] for r in rows}) > 1]
+    shown = [c for c in slice_cols if c in varying or c in at or c in ("profile", "heads", "head_dim", "batch",
+                                                                       "context")]
+    slice_text = describe_slice(slice_values, shown)
+    note = (f" — 1 of {len(counts)} slices (the one with most points; pick with --at "
+            f"{','.join(c + '=...' for c in varying)})" if len(counts) > 1 else "")
+    chosen = [r for r in rows if key(r) == chosen_key]
+    unit = "ms" if metric == "decode_step_us" else "µs"
+    scale = 1e-3 if metric == "decode_step_us" else 1.0
 
-    fig, axes = plt.subplots(1, 3, figsize=(18, 5.2))
+    fig, axes = plt.subplots(1, 3, figsize=(19, 5.6))
     ax = axes[0]
     for s in strategies_in({r["strategy"] for r in chosen}):
-        pts = sorted((r["dcp"], r["step_latency_us"], r["merge_latency_us"]) for r in chosen if r["strategy"] == s)
-        line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{s} step")
-        ax.plot([p[0] for p in pts], [p[2] for p in pts], marker="x", linestyle="--", color=line.get_color(),
-                label=f"{s} merge")
+        pts = sorted((r["dcp"], r[metric] * scale, r["merge_latency_us"]) for r in chosen if r["strategy"] == s)
+        line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{s} {metric_label}")
+        if metric == "step_latency_us":
+            ax.plot([p[0] for p in pts], [p[2] for p in pts], marker="x", linestyle="--", color=line.get_color(),
+                    label=f"{s} merge")
     ax.set_xscale("log", base=2)
+    sizes = sorted({int(r["dcp"]) for r in chosen})
+    ax.set_xticks(sizes, [str(n) for n in sizes])
+    ax.minorticks_off()
     ax.set_xlabel("DCP size N")
-    ax.set_ylabel("latency per layer (µs)")
-    ax.set_title("{profile}: H={heads} D={head_dim}/{qk_dim} kv={kv_heads}\nbatch {batch}, context {context}, "
-                 "{launch}".format(**label), fontsize=10)
+    ax.set_ylabel(f"{metric_label} ({unit})")
+    ax.set_title(f"{metric_label} by DCP size and strategy\n{slice_text}", fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
 
-    scan_heatmap(axes[1], rows, label)
-    scan_pareto(axes[2], rows, label)
-    fig.suptitle(f"dcpsim scan — {os.path.basename(path)} ({len(rows)} points)")
+    heat = scan_heatmap(axes[1], rows, slice_values, slice_cols, metric, scale, unit, metric_label)
+    label_points = scan_pareto(axes[2], chosen, metric, scale, unit, metric_label)
+    fig.suptitle(f"dcpsim scan — {os.path.basename(path)}: {slice_text}{note}", fontsize=10)
+    fig.tight_layout()
+    labels = label_pareto(axes[2], label_points)
+    labelled_points = len(label_points)
+    if describe:
+        fig.canvas.draw()  # where the labels ended up, for the record below
+    placed = [label_box(t) for t in labels]
+    overlaps = sum(1 for i in range(len(placed)) for j in range(i) if boxes_overlap(placed[i], placed[j]))
+    if describe:
+        with open(describe, "w") as f:
+            json.dump({"metric": metric, "slice": slice_values, "slices": len(counts), "title": slice_text + note,
+                       "heatmap": heat, "labels": [t.get_text() for t in labels], "label_overlaps": overlaps,
+                       "labels_left_out": labelled_points - len(labels)}, f,
+                      indent=1)
     save(fig, out)
 
 
-def scan_heatmap(ax, rows, label):
-    """Best step latency over strategies for each (heads, head_dim) at the largest DCP of the same load."""
-    same = [r for r in rows if r["profile"] == label["profile"] and r["batch"] == label["batch"]
-            and r["context"] == label["context"] and r["launch"] == label["launch"]]
-    dcp = max(r["dcp"] for r in same)
-    best = {}
-    for r in same:
-        if r["dcp"] != dcp:
-            continue
-        k = (int(r["heads"]), int(r["head_dim"]))
-        if k not in best or r["step_latency_us"] < best[k][0]:
-            best[k] = (r["step_latency_us"], r["strategy"])
-    heads = sorted({k[0] for k in best})
-    dims = sorted({k[1] for k in best})
-    grid = [[best.get((h, d), (math.nan, ""))[0] for d in dims] for h in heads]
-    image = ax.imshow(grid, cmap="viridis", aspect="auto", origin="lower")
-    ax.figure.colorbar(image, ax=ax, label="best step latency (µs)")
-    for i, h in enumerate(heads):
-        for j, d in enumerate(dims):
-            if (h, d) in best:
-                ax.text(j, i, f"{best[(h, d)][0]:.1f}\n{best[(h, d)][1]}", ha="center", va="center",
-                        color="white", fontsize=8)
-    ax.set_xticks(range(len(dims)), [str(d) for d in dims])
-    ax.set_yticks(range(len(heads)), [str(h) for h in heads])
-    ax.set_xlabel("head dim D")
-    ax.set_ylabel("heads H")
-    ax.set_title(f"best strategy at N={int(dcp)}, batch {label['batch']}, context {label['context']}", fontsize=10)
+def ink(image, v):
+    """Black on light cells, white on dark ones."""
+    r, g, b, _ = image.cmap(image.norm(v))
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
 
 
-def scan_pareto(ax, rows, label):
-    """Step latency vs the DCP group's KV capacity for one geometry and load; the front keeps the points that no
-    other point beats on both (lower latency and at least as much capacity)."""
-    same = [r for r in rows if all(r[c] == label[c] for c in SCAN_GROUP)]
-    for s in strategies_in({r["strategy"] for r in same}):
-        pts = [r for r in same if r["strategy"] == s]
-        ax.scatter([p["kv_group"] for p in pts], [p["step_latency_us"] for p in pts], label=s, s=22)
+def best_of(rows, metric):
+    return min(rows, key=lambda r: (r[metric], r["dcp"], r["strategy"]))
+
+
+def scan_heatmap(ax, rows, slice_values, slice_cols, metric, scale, unit, metric_label):
+    """Where strategies compare, and only there. Several geometries: for each, the best DCP size and strategy
+    over every N and strategy of the slice's load (never a fixed N). One geometry: step by strategy and DCP
+    size, with the combinations a strategy cannot run left blank. A single point: no heatmap at all."""
+    load = [c for c in slice_cols if c not in GEOMETRY + ["qk_dim", "kv_heads"]]
+    same_load = [r for r in rows if all(r[c] == slice_values[c] for c in load)]
+    cells = defaultdict(list)
+    for r in same_load:
+        cells[(int(float(r["heads"])), int(float(r["head_dim"])))].append(r)
+    load_text = describe_slice(slice_values, [c for c in ("batch", "context") if c in slice_values])
+    if len(cells) > 1:
+        best = {k: best_of(v, metric) for k, v in cells.items()}
+        heads = sorted({k[0] for k in best})
+        dims = sorted({k[1] for k in best})
+        grid = [[best[(h, d)][metric] * scale if (h, d) in best else math.nan for d in dims] for h in heads]
+        image = ax.imshow(grid, cmap="viridis_r", aspect="auto", origin="lower")
+        ax.figure.colorbar(image, ax=ax, label=f"shortest {metric_label} ({unit})")
+        for i, h in enumerate(heads):
+            for j, d in enumerate(dims):
+                if (h, d) in best:
+                    b = best[(h, d)]
+                    ax.text(j, i, f"N={int(b['dcp'])} {b['strategy']}\n{b[metric] * scale:.4g} {unit}",
+                            ha="center", va="center", color=ink(image, b[metric] * scale), fontsize=7)
+        ax.set_xticks(range(len(dims)), [str(d) for d in dims])
+        ax.set_yticks(range(len(heads)), [str(h) for h in heads])
+        ax.set_xlabel("head dim D")
+        ax.set_ylabel("heads H")
+        ax.set_title(f"best DCP size and strategy per geometry: the shortest {metric_label}\nover every N and "
+                     f"strategy in the scan ({load_text})", fontsize=9)
+        return {"kind": "best_per_geometry",
+                "cells": [{"heads": h, "head_dim": d, "dcp": int(b["dcp"]), "strategy": b["strategy"],
+                           "value": b[metric]} for (h, d), b in sorted(best.items())]}
+    chosen = [r for r in same_load if all(r[c] == slice_values[c] for c in slice_cols)]
+    strategies = strategies_in({r["strategy"] for r in chosen})
+    sizes = sorted({int(r["dcp"]) for r in chosen})
+    if len(chosen) < 2:
+        ax.axis("off")
+        ax.text(0.5, 0.5, "a single point: no strategies or sizes to compare", ha="center", va="center",
+                fontsize=9, transform=ax.transAxes)
+        return {"kind": "none", "cells": []}
+    value = {(r["strategy"], int(r["dcp"])): r[metric] for r in chosen}
+    grid = [[value.get((s, n), math.nan) * scale for n in sizes] for s in strategies]
+    cmap = plt.get_cmap("viridis_r").copy()
+    cmap.set_bad("#dddddd")
+    image = ax.imshow(grid, cmap=cmap, aspect="auto", origin="lower")
+    ax.figure.colorbar(image, ax=ax, label=f"{metric_label} ({unit})")
+    best = best_of(chosen, metric)
+    for i, s in enumerate(strategies):
+        for j, n in enumerate(sizes):
+            if (s, n) not in value:
+                ax.text(j, i, "n/a", ha="center", va="center", color="#777777", fontsize=7)
+                continue
+            mark = best["strategy"] == s and int(best["dcp"]) == n
+            ax.text(j, i, f"{value[(s, n)] * scale:.4g}" + ("\nbest" if mark else ""), ha="center", va="center",
+                    color=ink(image, value[(s, n)] * scale), fontsize=7, fontweight="bold" if mark else "normal")
+    ax.set_xticks(range(len(sizes)), [str(n) for n in sizes])
+    ax.set_yticks(range(len(strategies)), strategies)
+    ax.set_xlabel("DCP size N")
+    ax.set_title(f"{metric_label} by strategy and DCP size; n/a: the strategy cannot run there\nbest: N="
+                 f"{int(best['dcp'])} {best['strategy']} {best[metric] * scale:.4g} {unit}", fontsize=9)
+    return {"kind": "strategy_by_dcp",
+            "cells": [{"strategy": s, "dcp": n, "value": v} for (s, n), v in sorted(value.items())],
+            "best": {"dcp": int(best["dcp"]), "strategy": best["strategy"], "value": best[metric]}}
+
+
+def label_box(text):
+    b = matplotlib.text.Text.get_window_extent(text)  # the text alone, not an annotation's arrow
+    return (b.x0, b.y0, b.x1, b.y1)
+
+
+def boxes_overlap(a, b):
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def place_labels(ax, points):
+    """Labels beside their points without overlapping each other: each takes the first of a ring of offsets
+    (growing outwards) whose box meets no label placed before it and stays inside the axes; a label with no
+    such spot is left out (the caller says how many). Boxes are worked out in display space from one measured
+    text size per label, so only the labels kept are drawn."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer=renderer)
+    px = fig.dpi / 72.0  # display pixels per point
+    offsets = [(dx, dy) for r in (6, 16, 28, 42) for dx, dy in
+               ((r, r), (r, -r - 8), (-r, r), (-r, -r - 8), (0, r + 4), (0, -r - 12))]
+    placed, texts = [], []
+    for x, y, label in points:
+        # The label's box relative to its anchor, measured once.
+        probe = ax.annotate(label, (x, y), xytext=(0, 0), textcoords="offset points", fontsize=7, ha="left")
+        b = probe.get_window_extent(renderer=renderer)
+        probe.remove()
+        ox, oy = ax.transData.transform((x, y))
+        rel = (b.x0 - ox, b.y0 - oy, b.x1 - ox, b.y1 - oy)
+        w = rel[2] - rel[0]
+        for dx, dy in offsets:
+            sx = dx * px - (w if dx < 0 else 0)
+            box = (ox + sx + rel[0], oy + dy * px + rel[1], ox + sx + rel[2], oy + dy * px + rel[3])
+            inside = box[0] >= frame.x0 and box[2] <= frame.x1 and box[1] >= frame.y0 and box[3] <= frame.y1
+            if inside and not any(boxes_overlap(box, p) for p in placed):
+                t = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=7,
+                                ha="left" if dx >= 0 else "right",
+                                arrowprops=dict(arrowstyle="-", color="gray", linewidth=0.5) if abs(dy) > 6 else None)
+                placed.append(box)
+                texts.append(t)
+                break
+    return texts
+
+
+def scan_pareto(ax, chosen, metric, scale, unit, metric_label):
+    """Step vs the DCP group's KV capacity at the slice; the front keeps the points no other point beats on
+    both (lower step and at least as much capacity). Labels name the best strategy at each N."""
+    for s in strategies_in({r["strategy"] for r in chosen}):
+        pts = [r for r in chosen if r["strategy"] == s]
+        ax.scatter([p["kv_group"] for p in pts], [p[metric] * scale for p in pts], label=s, s=22)
     best_per_n = {}
-    for r in same:
-        if r["dcp"] not in best_per_n or r["step_latency_us"] < best_per_n[r["dcp"]]["step_latency_us"]:
+    for r in chosen:
+        if r["dcp"] not in best_per_n or r[metric] < best_per_n[r["dcp"]][metric]:
             best_per_n[r["dcp"]] = r
     line = [best_per_n[n] for n in sorted(best_per_n)]
-    ax.plot([r["kv_group"] for r in line], [r["step_latency_us"] for r in line], color="black", linewidth=0.8,
+    ax.plot([r["kv_group"] for r in line], [r[metric] * scale for r in line], color="black", linewidth=0.8,
             linestyle=":", label="best strategy per N")
     front, best = [], math.inf
-    for r in sorted(same, key=lambda r: (-r["kv_group"], r["step_latency_us"])):
-        if r["step_latency_us"] < best:
-            best = r["step_latency_us"]
+    for r in sorted(chosen, key=lambda r: (-r["kv_group"], r[metric])):
+        if r[metric] < best:
+            best = r[metric]
             front.append(r)
-    ax.scatter([r["kv_group"] for r in front], [r["step_latency_us"] for r in front], s=110, facecolors="none",
+    ax.scatter([r["kv_group"] for r in front], [r[metric] * scale for r in front], s=110, facecolors="none",
                edgecolors="black", linewidths=1.2, label="Pareto front")
-    for r in line:
-        ax.annotate(f"N={int(r['dcp'])} {r['strategy']}", (r["kv_group"], r["step_latency_us"]), fontsize=7,
-                    xytext=(4, -10), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_xlabel("KV capacity of the DCP group (tokens: per GPU × N)")
-    ax.set_ylabel("step latency per layer (µs)")
-    ax.set_title("latency vs KV capacity (same geometry and load)", fontsize=10)
+    ax.set_ylabel(f"{metric_label} ({unit})")
+    ax.set_title("latency vs KV capacity at this slice", fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
+    # The front first, then the other sizes' best; placed once the figure's layout is final (label_pareto).
+    on_front = {id(r) for r in front}
+    ordered = sorted(line, key=lambda r: (id(r) not in on_front, r["dcp"]))
+    return [(r["kv_group"], r[metric] * scale, f"N={int(r['dcp'])} {r['strategy']}") for r in ordered]
+
+
+def label_pareto(ax, points):
+    ax.get_xlim(), ax.get_ylim()  # final limits (the layout is final) before labels go in display space
+    texts = place_labels(ax, points)
+    if len(texts) < len(points):
+        ax.set_title(f"latency vs KV capacity at this slice ({len(points) - len(texts)} of {len(points)} "
+                     "labels left out where they would overlap)", fontsize=9)
+    return texts
 
 
 # ---------------------------------------------------------------- replay
@@ -281,11 +466,23 @@ COMMANDS = {"scan": scan_plot, "replay": replay_plot, "validate": validate_plot}
 
 
 def main(argv):
-    if len(argv) != 4 or argv[1] not in COMMANDS:
-        print(f"usage: plot.py {{{'|'.join(COMMANDS)}}} input.csv output.png", file=sys.stderr)
+    usage = (f"usage: plot.py {{{'|'.join(COMMANDS)}}} input output.png  "
+             "(scan also: [--at column=value,...] [--describe what.json])")
+    if len(argv) < 4 or argv[1] not in COMMANDS:
+        print(usage, file=sys.stderr)
         return 2
+    options, rest = {}, argv[4:]
+    while rest:
+        if rest[0] not in ("--at", "--describe") or len(rest) < 2 or argv[1] != "scan":
+            print(usage, file=sys.stderr)
+            return 2
+        options[rest[0][2:]] = rest[1]
+        rest = rest[2:]
     try:
-        COMMANDS[argv[1]](argv[2], argv[3])
+        if argv[1] == "scan":
+            scan_plot(argv[2], argv[3], options.get("at", ""), options.get("describe"))
+        else:
+            COMMANDS[argv[1]](argv[2], argv[3])
     except InputProblem as e:
         print(f"plot.py: {e}", file=sys.stderr)
         return 2

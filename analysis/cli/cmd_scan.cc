@@ -30,13 +30,17 @@ struct ScanCommand {
   std::string nccl_algo;
   std::string nccl_proto;
   std::string plot;
+  std::string at;  // the plot's slice (analysis/plot.h check_scan_slice)
   bool no_header = false;
   bool best = false;
   bool list_skipped = false;
 };
 
 void check_plot(const ScanCommand& c) {
+  if (!c.at.empty() && c.plot.empty())
+    throw InputError("--at chooses the slice --plot draws: add --plot PNG");
   if (c.plot.empty()) return;
+  analysis::check_scan_slice(c.at);
   if (c.options.shard_count > 1 || c.no_header) {
     throw InputError(
         "--plot draws a whole grid with its header: drop --shard/--no-header, or draw the "
@@ -56,7 +60,9 @@ analysis::ScanReport scan_with_plot(const ScanCommand& c) {
     std::ifstream in(temp, std::ios::binary);
     const std::string csv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::filesystem::remove(temp, ec);
-    analysis::write_with_plot("scan", {{out, csv}}, csv, c.plot);
+    analysis::write_with_plot(
+        "scan", {{out, csv}}, csv, c.plot,
+        c.at.empty() ? std::vector<std::string>{} : std::vector<std::string>{"--at", c.at});
     return report;
   } catch (...) {
     std::filesystem::remove(temp, ec);
@@ -123,6 +129,10 @@ void add_scan_command(CLI::App& app) {
   cmd->add_option("--jobs", o.jobs, "worker processes (default: the machine's cores)")->capture_default_str();
   cmd->add_option("--shard", c->shard, "i/n: simulate only the i-th of n contiguous slices of the grid");
   cmd->add_flag("--no-header", c->no_header, "do not write the CSV header line");
+  cmd->add_option(
+      "--at", c->at,
+      "the slice --plot draws, e.g. batch=64,context=128k (default: the slice with most points; the "
+      "plot's title names it)");
   cmd->add_option("--plot", c->plot,
                   "also draw the CSV into this PNG: latency vs DCP size, geometry heatmap, Pareto front "
                   "(needs python3 with matplotlib)");

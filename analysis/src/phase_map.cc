@@ -1,10 +1,12 @@
-// Measured phase name -> simulator phases. Add a row when a producer writes a new name; never map by pattern.
+// Trace phase name -> simulator phase groups. Add a row when a producer writes a new name; never map by
+// pattern.
 #include "dcpsim/analysis/phase_map.h"
 
 #include <algorithm>
 #include <cctype>
 
 #include "dcpsim/error.h"
+#include "dcpsim/traces/phases.h"
 
 namespace dcpsim::analysis {
 namespace {
@@ -22,20 +24,11 @@ const std::vector<PhaseMapping>& phase_mappings() {
   // Left: what a trace may write. Right: the simulator phases it measures (sim/step_result.h kPhase*, spelled
   // out so that builds without SimGrid still read traces; a test checks the two agree).
   static const std::vector<PhaseMapping> table = {
-      // The simulator's own names.
-      {"query_gather", {"query_gather"}, {}},
+      // The step vocabulary (traces/phases.h): what the hardware runner and the simulator write.
+      {"query_all_gather", {"query_gather"}, {}},
       {"attention", {"attention"}, {}},
-      {"lse_gather", {"lse_gather"}, {}},
+      {"lse_all_gather", {"lse_gather"}, {}},
       {"correction", {"correction"}, {}},
-      {"collective", {"collective"}, {}},
-      {"pack", {"pack"}, {}},
-      {"push", {"push"}, {}},
-      {"wait", {"wait"}, {}},
-      {"combine", {"combine"}, {}},
-      // The hardware runner's names (hw/src/plan.cc phase_name()).
-      {"q_allgather", {"query_gather"}, {}},
-      {"lse_allgather", {"lse_gather"}, {}},
-      {"correct", {"correction"}, {}},
       {"reduce_scatter", {"collective"}, {}},
       {"all_reduce", {"collective"}, {}},
       {"a2a_pack", {"pack"}, {}},
@@ -43,19 +36,29 @@ const std::vector<PhaseMapping>& phase_mappings() {
       {"a2a_combine", {"combine"}, {}},
       // Traces of the two-kernel direct merge (before the one-kernel protocol).
       {"direct_write", {"push"}, {}},
-      // The owner's combine kernel polls the N flags before combining, so on real GPUs it spans the
-      // simulator's wait and combine; emulation writes every logical rank's blocks and flags before any
-      // owner's combine runs, so there it never waits and measures the combine alone.
+      // The owner's combine kernel polls the N flags before combining, so on real GPUs (and in the
+      // simulator) it spans the wait and the combine; emulation writes every logical rank's blocks and flags
+      // before any owner's combine runs, so there it never waits and measures the combine alone.
       {"direct_combine", {"wait", "combine"}, {"combine"}},
-      // Row-stream: the attention pushes from its epilogue (inside "attention"); the owner's combine waits
-      // beside the attention for the rows it merges (in emulation too: there the ranks run concurrently), so
-      // it is never the combine alone.
-      {"row_combine", {"wait", "combine"}, {}},
       // The one-kernel direct merge and FlashInfer's fused merge: stores, flags, wait and combine in one
       // kernel per rank. Emulation runs every logical rank in one launch, which has no simulator
       // counterpart; measures_faithfully() keeps it out of fits and comparisons.
       {"direct_merge", {"push", "wait", "combine"}, {}},
       {"flashinfer_merge", {"push", "wait", "combine"}, {}},
+      // Row-stream: the attention pushes from its epilogue (inside "attention"); the owner's combine waits
+      // beside the attention for the rows it merges (in emulation too: there the ranks run concurrently), so
+      // it is never the combine alone.
+      {"row_stream_push", {"push"}, {}},
+      {"row_stream_combine", {"wait", "combine"}, {}},
+      // The simulator's phase groups themselves: how simulated traces named their phase summaries before the
+      // step vocabulary.
+      {"query_gather", {"query_gather"}, {}},
+      {"lse_gather", {"lse_gather"}, {}},
+      {"collective", {"collective"}, {}},
+      {"pack", {"pack"}, {}},
+      {"push", {"push"}, {}},
+      {"wait", {"wait"}, {}},
+      {"combine", {"combine"}, {}},
       // Aggregates over several phases: known, compared with nothing (the step through the Summary record).
       {"step", {}, {}},
       {"merge", {}, {}},
@@ -66,7 +69,8 @@ const std::vector<PhaseMapping>& phase_mappings() {
 
 std::optional<std::vector<std::string>> map_phase(std::string_view measured, traces::v1::Source source,
                                                   std::string_view where) {
-  const std::string key = normalise(measured);
+  // Older runner traces' names ("q_allgather") as the vocabulary names them now (TraceReader does the same).
+  const std::string key(traces::current_phase_name(normalise(measured)));
   for (const PhaseMapping& m : phase_mappings()) {
     if (m.measured != key) continue;
     const auto& sim =

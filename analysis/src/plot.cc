@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -114,7 +115,8 @@ std::string python_with_matplotlib() {
                      " has it (Debian/Ubuntu: apt-get install python3-matplotlib; or set DCPSIM_PYTHON)");
 }
 
-void plot_csv(std::string_view kind, const fs::path& csv, const fs::path& png) {
+void plot_csv(std::string_view kind, const fs::path& csv, const fs::path& png,
+              const std::vector<std::string>& options) {
   if (kind != "scan" && kind != "replay" && kind != "validate") {
     throw InputError("plot kind '" + std::string(kind) + "' is unknown; allowed: scan, replay, validate");
   }
@@ -130,8 +132,9 @@ void plot_csv(std::string_view kind, const fs::path& csv, const fs::path& png) {
   const std::string python = python_with_matplotlib();
   const fs::path script = plot_script();
   const fs::path errors = temp_beside(png, ".stderr");
-  const auto status =
-      run_program({python, script.string(), std::string(kind), csv.string(), png.string()}, false, errors);
+  std::vector<std::string> argv = {python, script.string(), std::string(kind), csv.string(), png.string()};
+  argv.insert(argv.end(), options.begin(), options.end());
+  const auto status = run_program(argv, false, errors);
   const std::string why = last_line(errors);
   fs::remove(errors, ec);
   if (!status) throw RuntimeError("could not run " + python + " " + script.string());
@@ -142,8 +145,39 @@ void plot_csv(std::string_view kind, const fs::path& csv, const fs::path& png) {
   if (!fs::is_regular_file(png, ec)) throw RuntimeError("plot.py did not write '" + png.string() + "'");
 }
 
+void check_scan_slice(const std::string& at) {
+  static const std::vector<std::string> columns = {
+      "profile", "model",   "tp",     "heads",    "head_dim",  "qk_dim",    "kv_heads",
+      "batch",   "context", "launch", "kv_dtype", "out_dtype", "interleave"};
+  std::vector<std::string> seen;
+  std::size_t begin = 0;
+  while (begin <= at.size()) {
+    std::size_t end = at.find(',', begin);
+    if (end == std::string::npos) end = at.size();
+    const std::string item = at.substr(begin, end - begin);
+    begin = end + 1;
+    if (item.find_first_not_of(' ') == std::string::npos) continue;
+    const auto eq = item.find('=');
+    std::string column = item.substr(0, eq);
+    std::replace(column.begin(), column.end(), '-', '_');
+    column.erase(std::remove(column.begin(), column.end(), ' '), column.end());
+    if (eq == std::string::npos || item.find_first_not_of(' ', eq + 1) == std::string::npos) {
+      throw InputError("--at '" + item + "': expected column=value (e.g. --at batch=64,context=128k)");
+    }
+    if (std::find(columns.begin(), columns.end(), column) == columns.end()) {
+      std::string list;
+      for (const auto& c : columns) list += (list.empty() ? "" : ", ") + c;
+      throw InputError("--at " + column + ": not a slice column (one of " + list + ")");
+    }
+    if (std::find(seen.begin(), seen.end(), column) != seen.end())
+      throw InputError("--at " + column + ": given twice");
+    seen.push_back(column);
+  }
+}
+
 void write_with_plot(std::string_view kind, const std::vector<std::pair<fs::path, std::string>>& files,
-                     const std::string& plot_csv_text, const fs::path& png) {
+                     const std::string& plot_csv_text, const fs::path& png,
+                     const std::vector<std::string>& options) {
   if (png.empty()) {
     traces::write_files_atomically(files);
     return;
@@ -153,7 +187,7 @@ void write_with_plot(std::string_view kind, const std::vector<std::pair<fs::path
   std::error_code ec;
   try {
     traces::write_file_atomically(csv, plot_csv_text);
-    plot_csv(kind, csv, drawn);
+    plot_csv(kind, csv, drawn, options);
     fs::remove(csv, ec);
     traces::write_files_atomically(files);
   } catch (...) {

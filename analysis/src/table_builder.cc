@@ -43,10 +43,10 @@ std::string today() {
 std::optional<std::pair<std::string, double>> collective(const std::string& name, const models::Scenario& s) {
   const double rows = s.rows(), h = s.heads, n = s.dcp, d = s.head_dim;
   const double out = models::dtype_bytes(s.out_dtype);
-  if (name == "q_allgather" || name == "query_gather")
+  if (name == "query_all_gather" || name == "query_gather")
     return std::pair{std::string("all_gather"),
                      rows * std::ceil(h / n) * s.qk_dim * double(models::dtype_bytes(s.kv_dtype))};
-  if (name == "lse_allgather" || name == "lse_gather")
+  if (name == "lse_all_gather" || name == "lse_gather")
     return std::pair{std::string("all_gather"), rows * h * 4.0};
   if (name == "reduce_scatter") return std::pair{std::string("reduce_scatter"), rows * h / n * d * out};
   if (name == "all_reduce") return std::pair{std::string("all_reduce"), rows * h * d * out};
@@ -91,7 +91,7 @@ std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase&
     why = "merge kernels of N = 1";
     return std::nullopt;
   }
-  if (name == "correct" || name == "correction") return Target{TableKernel::kCorrection, merge_key, merge_at};
+  if (name == "correction") return Target{TableKernel::kCorrection, merge_key, merge_at};
   if (name == "a2a_pack" || name == "pack") return Target{TableKernel::kA2aPack, merge_key, merge_at};
   if (name == "a2a_combine" || (name == "combine" && s.strategy == models::Strategy::kA2a))
     return Target{TableKernel::kA2aCombine, merge_key, merge_at};

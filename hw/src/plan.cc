@@ -10,16 +10,17 @@
 
 namespace dcpsim::hw {
 
+// The step vocabulary of traces/phases.h: the simulator writes the same names.
 const char* phase_name(Phase p) {
   switch (p) {
     case Phase::kQAllGather:
-      return "q_allgather";
+      return "query_all_gather";
     case Phase::kAttention:
       return "attention";
     case Phase::kLseAllGather:
-      return "lse_allgather";
+      return "lse_all_gather";
     case Phase::kCorrect:
-      return "correct";
+      return "correction";
     case Phase::kReduceScatter:
       return "reduce_scatter";
     case Phase::kAllReduce:
@@ -35,7 +36,7 @@ const char* phase_name(Phase p) {
     case Phase::kFlashInferMerge:
       return "flashinfer_merge";
     case Phase::kRowCombine:
-      return "row_combine";
+      return "row_stream_combine";
   }
   return "?";
 }

@@ -1,6 +1,8 @@
 #include "activity_graph.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
@@ -31,8 +33,34 @@ NodeId ActivityGraph::latency(double seconds) {
 NodeId ActivityGraph::exec(sg4::Host* host, double seconds) {
   return add(Kind::kExec, seconds, host, nullptr);
 }
-NodeId ActivityGraph::transfer(sg4::Host* from, sg4::Host* to, double bytes) {
-  return add(Kind::kTransfer, bytes, from, to);
+NodeId ActivityGraph::transfer(sg4::Host* from, sg4::Host* to, double bytes, int from_gpu, int to_gpu) {
+  const NodeId n = add(Kind::kTransfer, bytes, from, to);
+  nodes_[n].from_gpu = from_gpu;
+  nodes_[n].to_gpu = to_gpu;
+  return n;
+}
+
+int ActivityGraph::pipe(int from_gpu, bool across, double bandwidth, double latency) {
+  const std::size_t key = 2 * static_cast<std::size_t>(from_gpu) + (across ? 1 : 0);
+  if (pipe_index_.size() <= key) pipe_index_.resize(key + 1, -1);
+  if (pipe_index_[key] >= 0) return pipe_index_[key];
+  Pipe p;
+  p.from_gpu = from_gpu;
+  p.across = across;
+  p.bandwidth = bandwidth;
+  p.latency = latency;
+  pipes_.push_back(std::move(p));
+  pipe_index_[key] = static_cast<int>(pipes_.size() - 1);
+  return pipe_index_[key];
+}
+
+NodeId ActivityGraph::pipe_transfer(int pipe, double bytes, int to_gpu, double delay_s) {
+  // Whole bytes, as SimGrid's payload (start_node's kTransfer).
+  const NodeId n = add(Kind::kPipe, static_cast<double>(std::llround(bytes)), nullptr, nullptr);
+  nodes_[n].from_gpu = pipe;
+  nodes_[n].to_gpu = to_gpu;
+  nodes_[n].delay_s = std::max(0.0, delay_s);
+  return n;
 }
 
 void ActivityGraph::after(NodeId before, NodeId node) {
@@ -65,7 +93,7 @@ void ActivityGraph::start_node(NodeId n) {
   const auto data = reinterpret_cast<void*>(static_cast<std::intptr_t>(n));
   switch (node.kind) {
     case Kind::kLatency:
-      simgrid::kernel::timer::Timer::set(now + node.amount, [this, n] { on_activity_done(n); });
+      schedule(now + node.amount, EventKind::kLatencyDone, n);
       break;
     case Kind::kExec: {
       sg4::ExecPtr exec = sg4::Exec::init();
@@ -78,6 +106,7 @@ void ActivityGraph::start_node(NodeId n) {
       break;
     }
     case Kind::kTransfer: {
+      transfer_started(node);
       sg4::CommPtr comm = sg4::Comm::sendto_init(node.from, node.to);
       comm->set_payload_size(static_cast<std::uint64_t>(std::llround(node.amount)));
       comm->set_data(data);
@@ -86,14 +115,179 @@ void ActivityGraph::start_node(NodeId n) {
       ++activities_;
       break;
     }
+    case Kind::kPipe:
+      if (node.delay_s > 0) {
+        schedule(now + node.delay_s, EventKind::kPipeDelayDone, n);
+      } else {
+        pipe_start(n);
+      }
+      break;
     case Kind::kJoin:
       break;
   }
 }
 
+ActivityGraph::LinkUse& ActivityGraph::use(int gpu) {
+  if (static_cast<int>(link_use_.size()) <= gpu) link_use_.resize(gpu + 1);
+  return link_use_[gpu];
+}
+
+// A pipe is exact while its uplink is all its transfers contend for: no SimGrid transfer leaves its GPU, and
+// a GPU receiving from a pipe receives from that sender's pipes only, never from SimGrid.
+void ActivityGraph::transfer_started(const Node& node) {
+  if (node.kind == Kind::kPipe) {
+    const int from = pipes_[node.from_gpu].from_gpu;
+    use(std::max(from, node.to_gpu));  // sized before taking references
+    LinkUse& out = link_use_[from];
+    if (out.simgrid_out > 0) pipes_exact_ = false;
+    ++out.pipe_out;
+    if (node.to_gpu >= 0) {
+      LinkUse& in = link_use_[node.to_gpu];
+      if (in.simgrid_in > 0 || (in.pipe_in > 0 && in.pipe_from != from)) pipes_exact_ = false;
+      ++in.pipe_in;
+      in.pipe_from = from;
+    }
+    return;
+  }
+  if (node.from_gpu >= 0) {
+    LinkUse& out = use(node.from_gpu);
+    if (out.pipe_out > 0) pipes_exact_ = false;
+    ++out.simgrid_out;
+  }
+  if (node.to_gpu >= 0) {
+    LinkUse& in = use(node.to_gpu);
+    if (in.pipe_in > 0) pipes_exact_ = false;
+    ++in.simgrid_in;
+  }
+}
+
+void ActivityGraph::transfer_done(const Node& node) {
+  if (node.kind == Kind::kPipe) {
+    --link_use_[pipes_[node.from_gpu].from_gpu].pipe_out;
+    if (node.to_gpu >= 0) --link_use_[node.to_gpu].pipe_in;
+    return;
+  }
+  if (node.from_gpu >= 0) --link_use_[node.from_gpu].simgrid_out;
+  if (node.to_gpu >= 0) --link_use_[node.to_gpu].simgrid_in;
+}
+
+void ActivityGraph::pipe_start(NodeId n) {
+  const Node& node = nodes_[n];
+  transfer_started(node);
+  ++pipe_transfers_;
+  const double latency = pipes_[node.from_gpu].latency;
+  if (latency > 0) {
+    schedule(SimEngine::now() + latency, EventKind::kPipeLatencyDone, n);
+  } else {
+    pipe_flowing(n);
+  }
+}
+
+// The transfer's latency is over: from now on it shares the pipe's bandwidth.
+void ActivityGraph::pipe_flowing(NodeId n) {
+  const int id = nodes_[n].from_gpu;
+  Pipe& p = pipes_[id];
+  const double now = SimEngine::now();
+  pipe_advance(p, now);
+  if (nodes_[n].amount <= 0) {
+    ready_.push_back(n);  // no bytes: done once its latency is
+    return;
+  }
+  p.flowing.push_back({n, nodes_[n].amount, 0.0});
+  pipe_schedule(id);
+}
+
+void ActivityGraph::pipe_advance(Pipe& p, double now) {
+  if (!p.flowing.empty() && now > p.updated_s) {
+    const double moved = (now - p.updated_s) * (p.bandwidth / static_cast<double>(p.flowing.size()));
+    for (Flow& f : p.flowing) f.remaining = std::max(0.0, f.remaining - moved);
+  }
+  p.updated_s = now;
+}
+
+// Each flowing transfer's end at the pipe's current share; a timer at the earliest. A later change to the
+// pipe makes the timer stale (its generation no longer matches).
+void ActivityGraph::pipe_schedule(int id) {
+  Pipe& p = pipes_[id];
+  ++p.generation;
+  if (p.flowing.empty()) return;
+  const double rate = p.bandwidth / static_cast<double>(p.flowing.size());
+  double first = std::numeric_limits<double>::infinity();
+  for (Flow& f : p.flowing) {
+    f.due_s = p.updated_s + f.remaining / rate;
+    first = std::min(first, f.due_s);
+  }
+  schedule(first, EventKind::kPipeDue, id, p.generation);
+}
+
+void ActivityGraph::schedule(double date, EventKind kind, int index, std::uint32_t generation) {
+  events_.push(Event{date, index, generation, kind});
+  if (armed_.empty() || date < *armed_.begin()) arm(date);
+}
+
+void ActivityGraph::arm(double date) {
+  armed_.insert(date);
+  simgrid::kernel::timer::Timer::set(date, [this, date] { on_timer(date); });
+}
+
+// Runs every event due by now, then makes sure a SimGrid timer waits for the next one.
+void ActivityGraph::on_timer(double date) {
+  armed_.erase(armed_.find(date));
+  const double now = SimEngine::now();
+  while (!events_.empty() && events_.top().date <= now) {
+    const Event e = events_.top();
+    events_.pop();
+    handle(e);
+    drain_ready();
+  }
+  if (!events_.empty() && (armed_.empty() || events_.top().date < *armed_.begin())) arm(events_.top().date);
+}
+
+void ActivityGraph::handle(const Event& e) {
+  switch (e.kind) {
+    case EventKind::kLatencyDone:
+      complete(e.index);
+      break;
+    case EventKind::kPipeDelayDone:
+      nodes_[e.index].start_s = SimEngine::now() - origin_;
+      pipe_start(e.index);
+      break;
+    case EventKind::kPipeLatencyDone:
+      pipe_flowing(e.index);
+      break;
+    case EventKind::kPipeDue:
+      pipe_event(e.index, e.generation);
+      break;
+  }
+}
+
+void ActivityGraph::pipe_event(int id, std::uint32_t generation) {
+  Pipe& p = pipes_[id];
+  if (generation != p.generation) return;
+  const double now = SimEngine::now();
+  pipe_advance(p, now);
+  // The transfers due by now end (as SimGrid ends an action when its date comes), in the order they started.
+  std::vector<NodeId> done;
+  auto keep = p.flowing.begin();
+  for (auto it = p.flowing.begin(); it != p.flowing.end(); ++it) {
+    if (it->due_s <= now) {
+      done.push_back(it->node);
+    } else {
+      *keep++ = *it;
+    }
+  }
+  p.flowing.erase(keep, p.flowing.end());
+  pipe_schedule(id);
+  for (NodeId n : done) ready_.push_back(n);
+}
+
 void ActivityGraph::on_activity_done(std::intptr_t id) {
   complete(static_cast<NodeId>(id));
-  // Joins and zero-time nodes released by this completion finish at the same instant.
+  drain_ready();
+}
+
+// Joins and zero-time nodes released by a completion finish at the same instant.
+void ActivityGraph::drain_ready() {
   while (!ready_.empty()) {
     const NodeId n = ready_.back();
     ready_.pop_back();
@@ -105,6 +299,7 @@ void ActivityGraph::complete(NodeId n) {
   Node& node = nodes_[n];
   node.end_s = SimEngine::now() - origin_;
   ++completed_;
+  if (node.kind == Kind::kTransfer || node.kind == Kind::kPipe) transfer_done(node);
   for (int i = succ_begin_[n]; i < succ_begin_[n + 1]; ++i) {
     const NodeId s = succ_[i];
     if (--nodes_[s].pending == 0) start_node(s);
@@ -122,14 +317,11 @@ void ActivityGraph::run(SimEngine& engine) {
 
   origin_ = engine.begin_epoch();
   completed_ = 0;
+  for (Pipe& p : pipes_) p.updated_s = origin_;
   for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) {
     if (nodes_[n].pending == 0) start_node(n);
   }
-  while (!ready_.empty()) {
-    const NodeId n = ready_.back();
-    ready_.pop_back();
-    complete(n);
-  }
+  drain_ready();
   engine.run(*this);
 
   if (completed_ != nodes_.size()) {
@@ -145,7 +337,8 @@ void ActivityGraph::run(SimEngine& engine) {
       if (nodes_[n].end_s < 0) what = "activity #" + std::to_string(n);
     }
     throw RuntimeError("the simulation ended with " + std::to_string(nodes_.size() - completed_) +
-                       " activities unfinished (" + what + "): some rank did not finish the step");
+                       " activities unfinished (" + what + "): some rank did not finish the step" +
+                       simgrid_said());
   }
 }
 

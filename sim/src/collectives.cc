@@ -47,11 +47,22 @@ struct Realisation {
     return std::max(0.0, step_latency(a, b) - step.platform.gpu_latency(a, b));
   }
   // Transfer from GPU a to GPU b (b = -1: a's NVSwitch; a = -1: b's NVSwitch to b).
+  // Transfer from GPU a to GPU b over a's pipe (activity_graph.h): how ring and tree steps go when the
+  // simulator uses pipes.
+  NodeId pipe_transfer(int a, int b, double bytes, int index, double delay_s) {
+    Platform& pf = step.platform;
+    const bool across = inter(a, b);
+    const int pipe = step.graph.pipe(a, across, across ? pf.internode_bandwidth() : pf.nvlink_bandwidth(),
+                                     pf.route_latency(across));
+    const NodeId t = step.graph.pipe_transfer(pipe, bytes / efficiency, b, delay_s);
+    step.transfers.push_back({t, a, b, index, what, bytes, across});
+    return t;
+  }
   NodeId transfer(int a, int b, double bytes, int index) {
     Platform& pf = step.platform;
     auto* from = a >= 0 ? pf.gpu(a) : pf.nvswitch(pf.domain_of(b));
     auto* to = b >= 0 ? pf.gpu(b) : pf.nvswitch(pf.domain_of(a));
-    const NodeId t = step.graph.transfer(from, to, bytes / efficiency);
+    const NodeId t = step.graph.transfer(from, to, bytes / efficiency, a, b);
     step.transfers.push_back({t, a, b, index, what, bytes, a >= 0 && b >= 0 && inter(a, b)});
     return t;
   }
@@ -105,9 +116,16 @@ std::vector<NodeId> ring(Realisation& r, const std::vector<NodeId>& begin) {
       // Steps start in order (NCCL's FIFO slots), each once step s − 1 has brought its data; several may be
       // in flight at once, which is how the ring pipelines.
       if (s > 0) gate[a] = g.join_of({gate[a], received[a]});
-      sent[a] = r.transfer(a, b, k * r.plan.bytes_per_step_per_rank, s);
       const double step_s = std::max(r.step_latency(a, b), r.step.platform.gpu_latency(a, b));
-      g.after(g.after_latency(gate[a], r.extra_latency(a, b) + (k - 1) * step_s), sent[a]);
+      const double delay = r.extra_latency(a, b) + (k - 1) * step_s;
+      const double bytes = k * r.plan.bytes_per_step_per_rank;
+      if (r.step.pipes) {
+        sent[a] = r.pipe_transfer(a, b, bytes, s, delay);
+        g.after(gate[a], sent[a]);
+      } else {
+        sent[a] = r.transfer(a, b, bytes, s);
+        g.after(g.after_latency(gate[a], delay), sent[a]);
+      }
       touching[a].push_back(sent[a]);
       touching[b].push_back(sent[a]);
     }

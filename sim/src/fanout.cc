@@ -14,8 +14,16 @@ FanOut::FanOut(StepGraph& step, int from, std::string_view what, int step_index)
 
 NodeId FanOut::transfer(int to, double bytes, double payload, bool inter, int peers) {
   Platform& pf = step_.platform;
-  auto* dst = to >= 0 ? pf.gpu(to) : pf.nvswitch(-1 - to);
-  const NodeId t = step_.graph.transfer(pf.gpu(from_), dst, bytes);
+  NodeId t = -1;
+  if (to < 0 && step_.pipes) {
+    // A bundle into a switch port contends for the sender's uplink alone: a pipe (activity_graph.h).
+    const int pipe = step_.graph.pipe(from_, inter, inter ? pf.internode_bandwidth() : pf.nvlink_bandwidth(),
+                                      pf.route_latency(inter));
+    t = step_.graph.pipe_transfer(pipe, bytes, -1);
+  } else {
+    auto* dst = to >= 0 ? pf.gpu(to) : pf.nvswitch(-1 - to);
+    t = step_.graph.transfer(pf.gpu(from_), dst, bytes, from_, to >= 0 ? to : -1);
+  }
   step_.transfers.push_back({t, from_, to >= 0 ? to : -1, step_index_, what_, payload, inter, peers});
   transfers_.push_back(t);
   return t;
@@ -37,7 +45,7 @@ NodeId FanOut::flag(NodeId data, int to, double bytes, bool inter) {
     return f;
   }
   auto* dst = to >= 0 ? pf.gpu(to) : pf.nvswitch(-1 - to);
-  const NodeId f = g.transfer(pf.gpu(from_), dst, bytes);
+  const NodeId f = g.transfer(pf.gpu(from_), dst, bytes, from_, to >= 0 ? to : -1);
   g.after(g.after_latency(data, fence), f);
   transfers_.push_back(f);
   return f;
@@ -54,16 +62,23 @@ FanOut::Sent FanOut::send(const Send& s) {
     out.flag.assign(count, -1);
     out.flag_span.assign(count, -1);
   }
-  auto add_flag_span = [&](NodeId f, bool inter, std::string name, double bytes) {
-    return step_.add_span({from_, inter ? "net" : "nvlink", traces::v1::EVENT_KIND_SIGNAL, std::move(name), f,
-                           f, bytes, s.rows_begin, s.rows_end});
+  // Flag spans are named when the trace is written (trace_output.cc): most steps are never traced.
+  auto add_flag_span = [&](NodeId f, bool inter, int first, int last, int peers, double bytes) {
+    Span span{
+        from_,     inter ? "net" : "nvlink", traces::v1::EVENT_KIND_SIGNAL, {}, f, f, bytes, s.rows_begin,
+        s.rows_end};
+    span.flag_first = first;
+    span.flag_last = last;
+    span.flag_peers = peers;
+    return step_.add_span(std::move(span));
   };
 
   // Transfer k of this rank (counting every send) waits for transfer k − W.
   const std::size_t base = carried_.size();
   carried_.resize(base + count, -1);
   auto wait_window = [&](NodeId node, const std::vector<std::size_t>& members) {
-    std::vector<NodeId> before;
+    std::vector<NodeId>& before = scratch_before_;
+    before.clear();
     for (std::size_t i : members) {
       const std::size_t k = base + i;
       if (k >= static_cast<std::size_t>(width)) before.push_back(carried_[k - width]);
@@ -79,13 +94,13 @@ FanOut::Sent FanOut::send(const Send& s) {
       const bool inter = !pf.same_domain(from_, to);
       const NodeId data = transfer(to, s.bytes, s.payload, inter, 0);
       g.after(s.gate(to), data);
-      wait_window(data, {i});
+      scratch_one_.assign(1, i);
+      wait_window(data, scratch_one_);
       carried_[base + i] = data;
       out.data[i] = data;
       if (s.flags) {
         out.flag[i] = flag(data, to, kFlagBytes, inter);
-        out.flag_span[i] =
-            add_flag_span(out.flag[i], inter, "flag to rank " + std::to_string(to), kFlagBytes);
+        out.flag_span[i] = add_flag_span(out.flag[i], inter, to, to, 1, kFlagBytes);
       }
     }
     return out;
@@ -96,17 +111,23 @@ FanOut::Sent FanOut::send(const Send& s) {
   for (std::size_t w0 = 0; w0 < count;) {
     const std::size_t k0 = base + w0;
     const std::size_t w1 = std::min(count, w0 + (width - k0 % width));
-    std::vector<std::pair<int, std::vector<std::size_t>>> by_domain;  // in order of first appearance
+    // Peers by destination domain, in order of first appearance (scratch vectors reused across calls).
+    std::size_t domains = 0;
     for (std::size_t i = w0; i < w1; ++i) {
       const int d = pf.domain_of(s.peers[i]);
-      auto it = std::find_if(by_domain.begin(), by_domain.end(), [d](const auto& e) { return e.first == d; });
-      if (it == by_domain.end()) {
-        by_domain.push_back({d, {}});
-        it = by_domain.end() - 1;
+      std::size_t j = 0;
+      while (j < domains && scratch_domains_[j].first != d) ++j;
+      if (j == domains) {
+        if (scratch_domains_.size() == domains) scratch_domains_.emplace_back();
+        scratch_domains_[j].first = d;
+        scratch_domains_[j].second.clear();
+        ++domains;
       }
-      it->second.push_back(i);
+      scratch_domains_[j].second.push_back(i);
     }
-    for (const auto& [domain, members] : by_domain) {
+    for (std::size_t j = 0; j < domains; ++j) {
+      const int domain = scratch_domains_[j].first;
+      const std::vector<std::size_t>& members = scratch_domains_[j].second;
       const int first = s.peers[members.front()];
       const bool inter = !pf.same_domain(from_, first);
       const double k = static_cast<double>(members.size());
@@ -118,12 +139,7 @@ FanOut::Sent FanOut::send(const Send& s) {
       int span = -1;
       if (s.flags) {
         f = flag(data, -1 - domain, k * kFlagBytes, inter);
-        const int last = s.peers[members.back()];
-        span = add_flag_span(f, inter,
-                             members.size() == 1
-                                 ? "flag to rank " + std::to_string(first)
-                                 : "flags to " + std::to_string(members.size()) + " ranks (" +
-                                       std::to_string(first) + " … " + std::to_string(last) + ")",
+        span = add_flag_span(f, inter, first, s.peers[members.back()], static_cast<int>(members.size()),
                              k * kFlagBytes);
       }
       for (std::size_t i : members) {

@@ -63,6 +63,10 @@ class FanOut {
   bool bundle_;
   std::vector<NodeId> carried_;  // per peer sent to, in issue order: the transfer that carried its block
   std::vector<NodeId> transfers_;
+  // Scratch space reused by send() (a DCP72 step sends thousands of windows).
+  std::vector<std::pair<int, std::vector<std::size_t>>> scratch_domains_;
+  std::vector<NodeId> scratch_before_;
+  std::vector<std::size_t> scratch_one_;
 };
 
 }  // namespace dcpsim::sim::detail

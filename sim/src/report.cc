@@ -97,6 +97,7 @@ nlohmann::json summary_json(const StepResult& r) {
   j["attention_end_us"] = r.attention_end_s * 1e6;
   j["merge_latency_us"] = r.merge_latency_s * 1e6;
   j["simgrid_activities"] = r.activities;
+  j["pipe_transfers"] = r.pipe_transfers;
   j["kernel_figures"] = {{"table", r.kernel_figures_from(models::FigureSource::kTable)},
                          {"analytic", r.kernel_figures_from(models::FigureSource::kAnalytic)},
                          {"figures", nlohmann::json::array()}};

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 
 #include "platform.h"
 
@@ -51,5 +52,9 @@ class SimEngine {
   bool built_ = false;
   CompletionListener* listener_ = nullptr;
 };
+
+// " (SimGrid logged: ...)" with what SimGrid logged during the scenario (simgrid_log.h), or "": the tail of
+// a simulator error's message.
+std::string simgrid_said();
 
 }  // namespace dcpsim::sim::detail

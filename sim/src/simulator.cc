@@ -161,6 +161,7 @@ StepResult collect(const StepGraph& step) {
   result.profile = step.profile.name;
   result.collectives = step.collectives;
   result.activities = g.simgrid_activities();
+  result.pipe_transfers = g.pipe_transfers();
   for (int r = 0; r < s.dcp; ++r) {
     const detail::RankNodes& nodes = step.ranks[r];
     RankTimeline t;
@@ -264,14 +265,20 @@ StepResult Simulator::run(const models::Scenario& scenario, traces::TraceSink* s
   check_group(profile_, platform, scenario.dcp);
   platform.configure(profile_, scenario.dcp);
 
-  StepGraph step(profile_, scenario, platform, options_.peers_in_flight);
-  step.bundle_flows = bundles(options_, scenario.dcp);
-  build_step(step, options_);
-  step.graph.run(engine);
-  StepResult result = collect(step);
-  result.bundled_flows = step.bundle_flows;
-  if (sink != nullptr) detail::emit_trace(step, result, *sink);
-  return result;
+  for (bool pipes : {options_.pipes, false}) {
+    StepGraph step(profile_, scenario, platform, options_.peers_in_flight);
+    step.bundle_flows = bundles(options_, scenario.dcp);
+    step.pipes = pipes;
+    build_step(step, options_);
+    step.graph.run(engine);
+    // A pipe's links were shared with a transfer it does not model: simulate the step with SimGrid alone.
+    if (!step.graph.pipes_exact()) continue;
+    StepResult result = collect(step);
+    result.bundled_flows = step.bundle_flows;
+    if (sink != nullptr) detail::emit_trace(step, result, *sink);
+    return result;
+  }
+  throw RuntimeError("a step without pipes reported a shared pipe");  // unreachable: no pipes, no sharing
 }
 
 CollectiveRun Simulator::run_collective(models::Collective collective, int ranks, double bytes_per_rank,
@@ -289,6 +296,7 @@ CollectiveRun Simulator::run_collective(models::Collective collective, int ranks
 
   StepGraph step(profile_, s, platform, options_.peers_in_flight);
   step.bundle_flows = bundles(options_, ranks);
+  step.pipes = options_.pipes;  // one collective alone: nothing else shares its links
   CollectiveRun run;
   run.plan = models::plan_collective(profile_, collective, ranks, bytes_per_rank, options_.collective);
   std::vector<NodeId> begin;
@@ -296,6 +304,7 @@ CollectiveRun Simulator::run_collective(models::Collective collective, int ranks
   const std::vector<NodeId> end =
       detail::add_collective(step, run.plan, begin, models::to_string(collective));
   step.graph.run(engine);
+  if (!step.graph.pipes_exact()) throw RuntimeError("run_collective: a pipe shared its links");
   double first = 0.0;
   for (int r = 0; r < ranks; ++r) {
     run.begin_s.push_back(step.graph.end(begin[r]));

@@ -29,6 +29,11 @@ struct Span {
   double bytes = 0.0;
   int rows_begin = 0;
   int rows_end = 0;
+  // Flags (EVENT_KIND_SIGNAL spans with an empty name): the peers they announce to, named in the trace as
+  // "flag to rank F" or "flags to P ranks (F … L)".
+  int flag_first = -1;
+  int flag_last = -1;
+  int flag_peers = 0;
 };
 
 // A transfer between GPUs (or a GPU and its NVSwitch), kept compact: a step has thousands.
@@ -73,6 +78,7 @@ struct StepGraph {
   Platform& platform;
   int peers_in_flight;
   bool bundle_flows = false;  // all-pairs sends as bundles (fanout.h)
+  bool pipes = true;          // ring steps and bundles as pipe transfers (activity_graph.h)
   ActivityGraph graph;
   std::vector<Span> spans;
   std::vector<TransferSpan> transfers;

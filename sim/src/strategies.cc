@@ -98,7 +98,7 @@ void add_a2a_merge(StepGraph& step, std::vector<RankStream>& streams,
   const CollectiveSpans a2a = collective_kernel(step, streams, kPhaseCollective, "all_to_all",
                                                 Collective::kAllToAll, send_bytes, options);
   for (int r = 0; r < n; ++r) {
-    combine[r] = streams[r].kernel("unpack_combine", step.price(r, models::MemoryKernel::kA2aCombine, m),
+    combine[r] = streams[r].kernel("a2a_combine", step.price(r, models::MemoryKernel::kA2aCombine, m),
                                    models::unpack_combine_bytes(m));
     RankNodes& rank = step.ranks[r];
     rank.phases.push_back({kPhasePack, pack[r], pack[r]});

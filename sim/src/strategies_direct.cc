@@ -149,7 +149,7 @@ void add_flashinfer_merge(StepGraph& step, std::vector<RankStream>& streams) {
 
   std::vector<NodeId> start(n), gate(n);
   for (int r = 0; r < n; ++r) {
-    start[r] = streams[r].begin("flashinfer_dcp_merge");
+    start[r] = streams[r].begin("flashinfer_merge");
     gate[r] = g.after_latency(start[r], barrier);  // block 0 picks the epoch; grid barrier
   }
   const KernelPushes pushes = push_from_kernels(step, gate, block_bytes(s, rows));

@@ -1,5 +1,6 @@
 #include "trace_output.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -50,6 +51,71 @@ v1::Event transfer_event(const ActivityGraph& g, const TransferSpan& t) {
   return e;
 }
 
+std::string flag_name(const Span& s) {
+  if (s.flag_peers <= 1) return "flag to rank " + std::to_string(s.flag_first);
+  return "flags to " + std::to_string(s.flag_peers) + " ranks (" + std::to_string(s.flag_first) + " … " +
+         std::to_string(s.flag_last) + ")";
+}
+
+// A rank's phases in the step vocabulary (traces/phases.h), the names the hardware runner writes: the
+// simulator's phase groups (step_result.h) become the kernels they stand for; direct's and flashinfer-a2a's
+// push, wait and combine are one kernel; row-stream's wait and combine are one kernel, which polls for the
+// flags and then combines.
+std::vector<PhaseSpan> step_phases(const RankTimeline& r, models::Strategy strategy) {
+  using models::Strategy;
+  std::vector<PhaseSpan> out;
+  // The one-kernel merges: stores, flags, wait and combine are one kernel per rank.
+  if (strategy == Strategy::kDirect || strategy == Strategy::kFlashInferA2a) {
+    double begin = 0.0, end = 0.0;
+    bool any = false;
+    for (const PhaseSpan& p : r.phases) {
+      if (p.name == kPhasePush || p.name == kPhaseWait || p.name == kPhaseCombine) {
+        begin = any ? std::min(begin, p.begin_s) : p.begin_s;
+        end = any ? std::max(end, p.end_s) : p.end_s;
+        any = true;
+      } else {
+        std::string name = p.name == kPhaseQueryGather ? "query_all_gather" : p.name;
+        out.push_back({std::move(name), p.begin_s, p.end_s});
+      }
+    }
+    if (any) out.push_back({strategy == Strategy::kDirect ? "direct_merge" : "flashinfer_merge", begin, end});
+    return out;
+  }
+  const bool one_shot = strategy == Strategy::kRowStream;
+  for (const PhaseSpan& p : r.phases) {
+    std::string name = p.name;
+    if (p.name == kPhaseQueryGather) {
+      name = "query_all_gather";
+    } else if (p.name == kPhaseLseGather) {
+      name = "lse_all_gather";
+    } else if (p.name == kPhaseCollective) {
+      name = strategy == Strategy::kAgRs   ? "reduce_scatter"
+             : strategy == Strategy::kAgAr ? "all_reduce"
+                                           : "all_to_all";
+    } else if (p.name == kPhasePack) {
+      name = "a2a_pack";
+    } else if (p.name == kPhasePush) {
+      name = "row_stream_push";
+    } else if (p.name == kPhaseWait && one_shot) {
+      continue;  // the start of the combine kernel
+    } else if (p.name == kPhaseCombine) {
+      if (!one_shot) {
+        name = "a2a_combine";
+      } else {
+        const PhaseSpan* wait = nullptr;
+        for (const PhaseSpan& q : r.phases) {
+          if (q.name == kPhaseWait) wait = &q;
+        }
+        out.push_back({"row_stream_combine",
+                       wait != nullptr ? std::min(wait->begin_s, p.begin_s) : p.begin_s, p.end_s});
+        continue;
+      }
+    }
+    out.push_back({std::move(name), p.begin_s, p.end_s});
+  }
+  return out;
+}
+
 }  // namespace
 
 void emit_trace(const StepGraph& step, const StepResult& result, traces::TraceSink& sink) {
@@ -64,8 +130,9 @@ void emit_trace(const StepGraph& step, const StepResult& result, traces::TraceSi
   for (const auto& [from, to] : step.flows) linked[from] = linked[to] = true;
   for (std::size_t i = 0; i < step.spans.size(); ++i) {
     const Span& s = step.spans[i];
-    v1::Event e = traces::make_event(s.rank, s.lane, s.kind, s.name, ns(g.start(s.first)), ns(g.end(s.last)),
-                                     std::llround(s.bytes), s.rows_begin, s.rows_end);
+    v1::Event e = traces::make_event(s.rank, s.lane, s.kind, s.name.empty() ? flag_name(s) : s.name,
+                                     ns(g.start(s.first)), ns(g.end(s.last)), std::llround(s.bytes),
+                                     s.rows_begin, s.rows_end);
     if (linked[i]) e.set_id(i + 1);
     sink.on_event(e);
   }
@@ -90,7 +157,7 @@ void emit_trace(const StepGraph& step, const StepResult& result, traces::TraceSi
     }
   }
   for (const RankTimeline& r : result.ranks) {
-    for (const PhaseSpan& p : r.phases) {
+    for (const PhaseSpan& p : step_phases(r, result.scenario.strategy)) {
       v1::PhaseSummary ph;
       ph.set_rank(r.rank);
       ph.set_phase(p.name);
@@ -108,6 +175,7 @@ void emit_trace(const StepGraph& step, const StepResult& result, traces::TraceSi
   for (const RankTimeline& r : result.ranks) summary.add_kv_bytes_per_rank(r.kv_bytes);
   (*summary.mutable_values())["attention_end_ns"] = result.attention_end_s * 1e9;
   (*summary.mutable_values())["simgrid_activities"] = double(result.activities);
+  (*summary.mutable_values())["pipe_transfers"] = double(result.pipe_transfers);
   sink.on_summary(summary);
 }
 

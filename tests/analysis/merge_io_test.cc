@@ -54,6 +54,13 @@ TEST(MergeIo, FileErrors) {
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr("invalid JSON"));
   }
+  std::ofstream(path) << R"({"lse": [[[0, 1]], [[2, 1e999]]], "out": []})";
+  try {
+    read_partials(path);
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(path + ": invalid JSON at lse[1][0][1]: number overflow"));
+  }
   std::filesystem::remove(path);
   EXPECT_THROW(write_json_file("/nonexistent-dir/out.json", json::object()), InputError);
 }

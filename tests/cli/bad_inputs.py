@@ -98,16 +98,19 @@ def nsys_db(path, sql):
 
 
 SIM = ["simulate", "--batch", "2", "--context", "1k"]
+# import states the scenario the profile ran, in full (no default is assumed).
+IMPORT_SCENARIO = ["--dcp", "2", "--heads", "16", "--head-dim", "512", "--kv-heads", "1", "--batch", "1", "--context",
+                   "1k", "--strategy", "ag-rs"]
 
 # --- crashes: deep JSON ------------------------------------------------------------------------------------
 case("profiles --show deep profile", ["profiles", "--show", "{d}/deep.json"], {"deep.json": deep(100000)})
 case("validate --profile deep profile", ["validate", "--measured", MEASURED, "--profile", "{d}/deep.json"],
      {"deep.json": deep(100000)})
 case("simulate --profile deep object", SIM + ["--profile", "{d}/deep.json"], {"deep.json": '{"a":' * 100000 + "1" + "}" * 100000})
-case("import kineto deep args", ["import", "--kineto", "{d}/k.json", "--dcp", "2", "--out", "{d}/o.pb"],
+case("import kineto deep args", ["import", "--kineto", "{d}/k.json"] + IMPORT_SCENARIO + ["--out", "{d}/o.pb"],
      {"k.json": '{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"args":' + deep(100000) + "}]}"},
      outputs=["o.pb"])
-case("import kineto deep top", ["import", "--kineto", "{d}/k.json", "--dcp", "2", "--out", "{d}/o.pb"],
+case("import kineto deep top", ["import", "--kineto", "{d}/k.json"] + IMPORT_SCENARIO + ["--out", "{d}/o.pb"],
      {"k.json": '{"traceEvents":[],"x":' + deep(100000) + "}"}, outputs=["o.pb"])
 case("merge deep partials", ["merge", "--input", "{d}/p.json", "--out", "{d}/o.json"], {"p.json": deep(100000)},
      outputs=["o.json"])
@@ -115,6 +118,15 @@ case("replay mooncake deep row", ["replay", "--requests", "{d}/r.jsonl", "--out"
      {"r.jsonl": '{"timestamp":' + deep(100000) + "}\n"}, outputs=["o.csv"])
 case("profile launch latency 1e300", SIM + ["--profile", "{d}/p.json"],
      {"p.json": profile(setp(["launch", "gpu_launch_latency", "value"], 1e300))})
+# A valid profile whose step cannot fit the simulator's clock: a runtime failure inside SimGrid's run, one line,
+# exit 1, and no crash in SimGrid's teardown.
+case("profile nvlink 1 B/s (simulator error)", SIM + ["--profile", "{d}/p.json", "--out", "{d}/o.pb", "--chrome", "{d}/o.json"],
+     {"p.json": profile(setp(["nvlink", "measured_bandwidth", "value"], 1e-9))}, code=1, outputs=["o.pb", "o.json"])
+# The scan plot's slice is checked before the scan runs.
+case("scan --at without --plot", ["scan", "--dcp", "2", "--batch", "1", "--context", "1k", "--at", "batch=1", "--out",
+     "{d}/o.csv"], outputs=["o.csv"])
+case("scan --at unknown column", ["scan", "--dcp", "2", "--batch", "1", "--context", "1k", "--at", "colour=red", "--out",
+     "{d}/o.csv", "--plot", "{d}/o.png"], outputs=["o.csv", "o.png"])
 case("profile launch latency 1e300 scan", ["scan", "--dcp", "2", "--batch", "1", "--context", "1k", "--profile", "{d}/p.json",
      "--out", "{d}/o.csv"], {"p.json": profile(setp(["launch", "gpu_launch_latency", "value"], 1e300))}, outputs=["o.csv"])
 
@@ -180,7 +192,7 @@ case("replay --kv-capacity-gb -1", ["replay", "--requests", os.path.join(DATA, "
      "--kv-capacity-gb", "-1", "--out", "{d}/o.csv"], outputs=["o.csv"])
 
 # --- Kineto ------------------------------------------------------------------------------------------------
-K = ["import", "--kineto", "{d}/k.json", "--dcp", "2", "--out", "{d}/o.pb"]
+K = ["import", "--kineto", "{d}/k.json"] + IMPORT_SCENARIO + ["--out", "{d}/o.pb"]
 for label, doc in [("ts near INT64_MAX", kineto([kernel_event(ts=INT64_MAX)])),
                    ("ts 9.2e15 us", kineto([kernel_event(ts=9.2e15)])),
                    ("ts -9e18", kineto([kernel_event(ts=-9e18)])),
@@ -209,11 +221,11 @@ for label, doc in [("ts near INT64_MAX", kineto([kernel_event(ts=INT64_MAX)])),
                    ("truncated", kineto()[:-5]),
                    ("number overflow", '{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":1e999,"dur":1}]}')]:
     case(f"kineto {label}", K, {"k.json": doc}, outputs=["o.pb"])
-case("kineto truncated gzip", ["import", "--kineto", "{d}/k.json.gz", "--dcp", "2", "--out", "{d}/o.pb"],
+case("kineto truncated gzip", ["import", "--kineto", "{d}/k.json.gz"] + IMPORT_SCENARIO + ["--out", "{d}/o.pb"],
      {"k.json.gz": gzip.compress(kineto().encode())[:-10]}, outputs=["o.pb"])
 
 # --- nsys --------------------------------------------------------------------------------------------------
-N = ["import", "--nsys", "{d}/n.sqlite", "--dcp", "2", "--out", "{d}/o.pb"]
+N = ["import", "--nsys", "{d}/n.sqlite"] + IMPORT_SCENARIO + ["--out", "{d}/o.pb"]
 for label, sql in [("start +9e18", "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 9000000000000000000, end = 9100000000000000000;"),
                    ("start -9e18", "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = -9000000000000000000;"),
                    ("end +9.2e18", "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = 9200000000000000000;"),
@@ -314,8 +326,24 @@ case("calibrate sidecar = --profile", ["calibrate", "--measured", MEASURED, "--p
 case("calibrate sidecar unwritable", ["calibrate", "--measured", MEASURED, "--profile", "h200-sxm", "--out", "{d}/o.json"],
      {"o.calibration.json/x": ""}, outputs=["o.json"])
 case("export --chrome = input", ["export", "--chrome", "{d}/t.pb", "{d}/t.pb"], {"t.pb": ("copy", MEASURED)})
-case("import --out = --kineto", ["import", "--kineto", "{d}/k.json", "--dcp", "2", "--out", "{d}/k.json"], {"k.json": kineto()})
-case("import --out = --nsys", ["import", "--nsys", "{d}/n.sqlite", "--dcp", "2", "--out", "{d}/n.sqlite"], {"n.sqlite": ("nsys", "")})
+case("import without the scenario", ["import", "--kineto", "{d}/k.json", "--out", "{d}/o.pb"], {"k.json": kineto()},
+     outputs=["o.pb"])
+case("import with part of the scenario", ["import", "--kineto", "{d}/k.json", "--dcp", "2", "--out", "{d}/o.pb"],
+     {"k.json": kineto()}, outputs=["o.pb"])
+case("import --scenario and flags", ["import", "--kineto", "{d}/k.json", "--scenario", "{d}/s.json", "--dcp", "2", "--out",
+     "{d}/o.pb"], {"k.json": kineto(), "s.json": "{}"}, outputs=["o.pb"])
+for label, text in [("not JSON", "{"), ("missing fields", '{"dcp": 2}'), ("unknown field", '{"dcp": 2, "colour": 1}'),
+                    ("bad contexts", '{"dcp": 2, "heads": 16, "head_dim": 512, "kv_heads": 1, "contexts": [-1], "strategy": "ag-rs"}'),
+                    ("bad heads", '{"dcp": 2, "heads": 15, "head_dim": 512, "kv_heads": 1, "batch": 1, "context": 8, "strategy": "ag-rs"}'),
+                    ("deep", deep(100000))]:
+    case(f"import --scenario {label}", ["import", "--kineto", "{d}/k.json", "--scenario", "{d}/s.json", "--out", "{d}/o.pb"],
+         {"k.json": kineto(), "s.json": text}, outputs=["o.pb"])
+for label, text in [("not an object", '["attention"]'), ("unknown phase", '{"gemm": "mlp"}'), ("aggregate", '{"gemm": "step"}'),
+                    ("empty text", '{"": "attention"}'), ("number", '{"gemm": 3}')]:
+    case(f"import --phase-map {label}", ["import", "--kineto", "{d}/k.json"] + IMPORT_SCENARIO +
+         ["--phase-map", "{d}/m.json", "--out", "{d}/o.pb"], {"k.json": kineto(), "m.json": text}, outputs=["o.pb"])
+case("import --out = --kineto", ["import", "--kineto", "{d}/k.json"] + IMPORT_SCENARIO + ["--out", "{d}/k.json"], {"k.json": kineto()})
+case("import --out = --nsys", ["import", "--nsys", "{d}/n.sqlite"] + IMPORT_SCENARIO + ["--out", "{d}/n.sqlite"], {"n.sqlite": ("nsys", "")})
 case("merge --out = --input", ["merge", "--input", "{d}/p.json", "--out", "{d}/p.json"],
      {"p.json": json.dumps({"lse": [[[0.0]]], "out": [[[[1.0]]]]})})
 case("validate --report = --measured", ["validate", "--measured", "{d}/m.pb", "--profile", "h200-sxm", "--report", "{d}/m.pb"],
@@ -344,7 +372,7 @@ case("replay --plot directory", ["replay", "--requests", os.path.join(DATA, "moo
      "--out", "{d}/o.csv", "--plot", "{d}/pd"], {"pd/x": ""}, outputs=["o.csv"])
 case("merge --out directory", ["merge", "--input", "{d}/p.json", "--out", "{d}/dir"],
      {"p.json": json.dumps({"lse": [[[0.0]]], "out": [[[[1.0]]]]}), "dir/x": ""})
-case("import --out missing dir", ["import", "--kineto", "{d}/k.json", "--dcp", "2", "--out", "{d}/no/o.pb"], {"k.json": kineto()})
+case("import --out missing dir", ["import", "--kineto", "{d}/k.json"] + IMPORT_SCENARIO + ["--out", "{d}/no/o.pb"], {"k.json": kineto()})
 case("hw run --out directory", ["hw", "run", "--out", "{d}/dir"], {"dir/x": ""})
 
 # --- models, whole-model steps, ranges and consistency -------------------------------------------------------

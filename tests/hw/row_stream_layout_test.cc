@@ -138,7 +138,7 @@ TEST(RowStreamPlan, EmulationRunsAttentionWithItsPushThenTheCombine) {
   EXPECT_EQ(p.phases[0], Phase::kQAllGather);
   EXPECT_EQ(p.phases[1], Phase::kAttention);
   EXPECT_EQ(p.phases[2], Phase::kRowCombine);
-  EXPECT_STREQ(phase_name(Phase::kRowCombine), "row_combine");
+  EXPECT_STREQ(phase_name(Phase::kRowCombine), "row_stream_combine");
   EXPECT_EQ(p.attention, AttentionImpl::kDcpsim);  // auto: FlashInfer has no epilogue to push from
   EXPECT_TRUE(p.row_stamps);                       // its figures are per row
   EXPECT_EQ(p.J, 16);

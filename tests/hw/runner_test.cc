@@ -312,7 +312,7 @@ TEST(Runner, RowStreamIsExactInEmulation) {
       EXPECT_GE(row.output_ready_ns(), row.lse_ready_ns()) << "rank " << row.rank() << " row " << row.row();
     }
     int combines = 0;
-    for (const auto& p : r.phases) combines += p.phase == "row_combine";
+    for (const auto& p : r.phases) combines += p.phase == "row_stream_combine";
     EXPECT_EQ(combines, k.s.dcp);
   }
 }

@@ -217,6 +217,9 @@ TEST_F(ProfileFileTest, RangesPerField) {
 TEST_F(ProfileFileTest, SyntaxAndFormatErrorsNameTheFile) {
   EXPECT_THAT(load_error_text("{\"name\": "), HasSubstr(path_.string() + ": invalid JSON"));
   EXPECT_THAT(load_error_text("[1, 2]"), HasSubstr(path_.string() + ": expected a JSON object"));
+  // A number the parser cannot hold is named by its place in the document.
+  EXPECT_THAT(load_error_text(R"({"name": "x", "gpu": {"sm_count": {"value": 1e999}}})"),
+              HasSubstr(path_.string() + ": invalid JSON at gpu.sm_count.value: number overflow"));
   base_["format"] = "dcpsim-profile/99";
   EXPECT_THAT(load_error(base_), HasSubstr(path_.string() + ": format: expected \"dcpsim-profile/1\""));
   base_.erase("format");  // optional

@@ -2,11 +2,17 @@
 // RuntimeError, never a hang or a silently short result.
 #include <gtest/gtest.h>
 
+#include <xbt/log.h>
+
 #include <string>
 
 #include "../../sim/src/activity_graph.h"
+#include "../../sim/src/sim_engine.h"
 #include "dcpsim/error.h"
+#include "dcpsim/sim/simgrid_log.h"
 #include "sim_test_support.h"
+
+XBT_LOG_NEW_DEFAULT_CATEGORY(dcpsim_errors_test, "messages the simulator tests log through SimGrid");
 
 namespace dcpsim::sim {
 namespace {
@@ -82,6 +88,46 @@ TEST(Errors, AGraphThatCannotFinishIsARuntimeError) {
   EXPECT_GE(g.end(a), 1e-6 * (1 - 1e-9));  // what could run did run
   // The engine is still usable afterwards.
   EXPECT_GT(Simulator(builtin("b200")).run(mla(2, 8, 1, 1024, Strategy::kAgRs)).step_latency_s, 0.0);
+}
+
+// SimGrid's log lines are dcpsim's to report: nothing reaches stderr, a simulator error carries them, and a
+// SimGrid failure that aborts says what it was in one line.
+TEST(Errors, SimGridLogLinesAreKeptNotPrinted) {
+  detail::SimEngine::instance();  // SimGrid's engine exists, its logging routed
+  ::testing::internal::CaptureStderr();
+  XBT_CRITICAL("link %s has no bandwidth", "nvlink7");
+  XBT_WARN("a warning");
+  XBT_INFO("an info line (below the threshold)");
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(printed, "");
+  const std::string kept = take_simgrid_log();
+  EXPECT_NE(kept.find("link nvlink7 has no bandwidth"), std::string::npos) << kept;
+  EXPECT_NE(kept.find("a warning"), std::string::npos) << kept;
+  EXPECT_EQ(kept.find("info line"), std::string::npos) << kept;
+  EXPECT_EQ(take_simgrid_log(), "");  // taken
+
+  XBT_CRITICAL("the scenario's links are gone");
+  detail::ActivityGraph g;
+  const detail::NodeId b = g.join();
+  const detail::NodeId c = g.join();
+  g.after(b, c);
+  g.after(c, b);
+  try {
+    g.run(detail::SimEngine::instance());  // a new scenario: earlier lines are forgotten
+    FAIL() << "expected a RuntimeError";
+  } catch (const RuntimeError& e) {
+    EXPECT_EQ(std::string(e.what()).find("links are gone"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ErrorsDeathTest, SimGridAbortIsOneLine) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        detail::SimEngine::instance();
+        xbt_die("platform %s is broken", "d8");
+      },
+      "^dcpsim: error: SimGrid: .*platform d8 is broken\n$");
 }
 
 }  // namespace

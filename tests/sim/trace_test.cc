@@ -7,7 +7,10 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
+#include "dcpsim/traces/phases.h"
 #include "dcpsim/traces/trace_collector.h"
 #include "sim_test_support.h"
 
@@ -81,6 +84,44 @@ TEST(Trace, EveryFlagFlowsToTheWaitItReleases) {
       flagged.insert(f.from_event());
     }
     EXPECT_EQ(flagged.size(), static_cast<std::size_t>(flags)) << models::to_string(st);
+  }
+}
+
+// Simulated traces speak the step vocabulary (traces/phases.h) the hardware runner writes: phase summaries
+// per kernel, with the runner's names for each strategy (hw/src/plan.cc), and kernel, collective and launch
+// events named the same way.
+TEST(Trace, PhasesAreNamedInTheStepVocabulary) {
+  const std::map<Strategy, std::vector<std::string>> expected = {
+      {Strategy::kAgRs, {"query_all_gather", "attention", "lse_all_gather", "correction", "reduce_scatter"}},
+      {Strategy::kAgAr, {"query_all_gather", "attention", "lse_all_gather", "correction", "all_reduce"}},
+      {Strategy::kA2a, {"query_all_gather", "attention", "a2a_pack", "all_to_all", "a2a_combine"}},
+      {Strategy::kDirect, {"query_all_gather", "attention", "direct_merge"}},
+      {Strategy::kFlashInferA2a, {"query_all_gather", "attention", "flashinfer_merge"}},
+      {Strategy::kRowStream, {"query_all_gather", "attention", "row_stream_push", "row_stream_combine"}}};
+  for (const auto& [strategy, names] : expected) {
+    SCOPED_TRACE(std::string(models::to_string(strategy)));
+    StepResult r;
+    const traces::TraceSection sec = simulate(mla(4, 128, 8, 4096, strategy), &r);
+    std::vector<std::string> rank0;
+    for (const auto& ps : sec.phase_summaries) {
+      EXPECT_TRUE(traces::is_step_phase(ps.phase())) << ps.phase();
+      if (ps.rank() == 0) rank0.push_back(ps.phase());
+    }
+    EXPECT_EQ(rank0, names);
+    for (const auto& e : sec.events) {
+      const auto k = e.kind();
+      if (k == traces::v1::EVENT_KIND_KERNEL || k == traces::v1::EVENT_KIND_COLLECTIVE ||
+          k == traces::v1::EVENT_KIND_LAUNCH) {
+        EXPECT_TRUE(traces::is_step_phase(e.name())) << e.name();
+      }
+    }
+    // The one-shot strategies' combine kernel spans the simulator's wait and combine.
+    if (strategy == Strategy::kDirect) {
+      const PhaseSpan* wait = r.phase(0, kPhaseWait);
+      const PhaseSpan* combine = r.phase(0, kPhaseCombine);
+      ASSERT_TRUE(wait && combine);
+      EXPECT_DOUBLE_EQ(sec.phase_summaries[3].median_ns(), (combine->end_s - wait->begin_s) * 1e9);
+    }
   }
 }
 

@@ -268,6 +268,8 @@ TEST(KinetoImport, RejectsMissingCorruptAndMalformedFiles) {
   expect_input_error(dir.file("broken.json", R"({"traceEvents": [{"ph": "X", "ts": )"), "malformed JSON");
   expect_input_error(dir.file("none.json", R"({"schemaVersion": 1})"), "no \"traceEvents\" array");
   expect_input_error(dir.file("empty.json", ""), "malformed JSON");
+  expect_input_error(dir.file("deep.json", R"({"traceEvents": [{"ph": "X"}, {"args": {"a": [1, 2, tru]}}]})"),
+                     "(at traceEvents[1].args.a[2])");
   expect_input_error(
       dir.file("ts.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": "x"}]})"),
       "ts is 'x'; a number is needed");

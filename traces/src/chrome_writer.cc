@@ -71,19 +71,26 @@ void ChromeTraceWriter::emit(const json& event) {
   std::fwrite(text.data(), 1, text.size(), file_);
 }
 
-int ChromeTraceWriter::tid_for(int rank, const std::string& lane) {
-  auto [rank_it, new_rank] = tids_.try_emplace(rank);
+// Threads of a rank in lane order, each lane's extra tracks right after it.
+int ChromeTraceWriter::tid_for(int rank, const std::string& lane, int track) {
+  auto [rank_it, new_rank] = lanes_.try_emplace(rank);
   if (new_rank) {
     emit(metadata("process_name", rank, -1, {{"name", "rank " + std::to_string(rank)}}));
     emit(metadata("process_sort_index", rank, -1, {{"sort_index", rank}}));
   }
   auto& lanes = rank_it->second;
-  auto [lane_it, new_lane] = lanes.try_emplace(lane, static_cast<int>(lanes.size()) + 1);
-  if (new_lane) {
-    emit(metadata("thread_name", rank, lane_it->second, {{"name", lane}}));
-    emit(metadata("thread_sort_index", rank, lane_it->second, {{"sort_index", lane_it->second}}));
+  auto [lane_it, new_lane] = lanes.try_emplace(lane);
+  Lane& l = lane_it->second;
+  if (new_lane) l.order = static_cast<int>(lanes.size()) - 1;
+  while (static_cast<int>(l.tids.size()) <= track) {
+    const int k = static_cast<int>(l.tids.size());
+    const int tid = ++next_tid_[rank];
+    l.tids.push_back(tid);
+    const std::string name = k == 0 ? lane : lane + " (" + std::to_string(k + 1) + ")";
+    emit(metadata("thread_name", rank, tid, {{"name", name}}));
+    emit(metadata("thread_sort_index", rank, tid, {{"sort_index", l.order * 1000 + k}}));
   }
-  return lane_it->second;
+  return l.tids[track];
 }
 
 double ChromeTraceWriter::us(std::int64_t section_ns) const {
@@ -109,13 +116,61 @@ void ChromeTraceWriter::on_scenario(const v1::Scenario& scenario) {
       shown_repetition_ = 0;
     }
   }
-  slices_by_id_.clear();
   tid_for(0, kScenarioLane);  // first lane of rank 0, so the section markers sit on top
   other_data_["sections"].push_back(
       {{"label", section_label_}, {"offset_us", us(0)}, {"scenario", to_json(scenario)}});
 }
 
+void ChromeTraceWriter::add_slice(int rank, const std::string& lane, std::int64_t start_ns,
+                                  std::int64_t end_ns, json event, const std::uint64_t* id) {
+  tid_for(rank, lane);  // lanes are ordered by first appearance
+  if (id != nullptr) slices_by_id_[*id] = slices_.size();
+  slices_.push_back(Slice{rank, lane, start_ns, end_ns, std::move(event), 0});
+  section_end_ns_ = std::max(section_end_ns_, end_ns);
+}
+
+// Lays the section's slices on threads: per lane, in order of start (the longer first at equal starts), each
+// on the first track whose open slices it nests in once those that ended by its start are closed.
+void ChromeTraceWriter::place_slices() {
+  std::vector<std::size_t> order(slices_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const Slice& x = slices_[a];
+    const Slice& y = slices_[b];
+    if (x.rank != y.rank) return x.rank < y.rank;
+    if (x.lane != y.lane) return x.lane < y.lane;
+    if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+    return x.end_ns > y.end_ns;
+  });
+  std::vector<std::vector<std::int64_t>> open;  // per track of the current lane: ends of the nested slices
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    Slice& sl = slices_[order[k]];
+    if (k == 0 || sl.rank != slices_[order[k - 1]].rank || sl.lane != slices_[order[k - 1]].lane)
+      open.clear();
+    std::size_t track = 0;
+    for (; track < open.size(); ++track) {
+      std::vector<std::int64_t>& ends = open[track];
+      while (!ends.empty() && ends.back() <= sl.start_ns) ends.pop_back();
+      if (ends.empty() || sl.end_ns <= ends.back()) break;
+    }
+    if (track == open.size()) open.emplace_back();
+    open[track].push_back(sl.end_ns);
+    sl.tid = tid_for(sl.rank, sl.lane, static_cast<int>(track));
+  }
+  for (std::size_t i : order) {
+    Slice& sl = slices_[i];
+    sl.event["pid"] = sl.rank;
+    sl.event["tid"] = sl.tid;
+    emit(sl.event);
+  }
+}
+
 void ChromeTraceWriter::close_section() {
+  place_slices();
+  for (const v1::Flow& f : flows_) emit_flow(f);
+  slices_.clear();
+  slices_by_id_.clear();
+  flows_.clear();
   if (!in_section_) return;
   emit({{"ph", "X"},
         {"name", section_label_},
@@ -132,7 +187,6 @@ void ChromeTraceWriter::close_section() {
 
 void ChromeTraceWriter::on_event(const v1::Event& e) {
   require(checker_->event(e), path_);
-  const int tid = tid_for(e.rank(), e.lane());
   json args = {{"kind", to_string(e.kind())}, {"bytes", e.bytes()}};
   if (e.has_rows()) args["rows"] = {{"begin", e.rows().begin()}, {"end", e.rows().end()}};
   if (e.has_id()) args["id"] = e.id();
@@ -140,22 +194,19 @@ void ChromeTraceWriter::on_event(const v1::Event& e) {
   for (const auto& [key, value] : e.args()) args.emplace(key, value);  // never overrides the typed fields
   std::string category(to_string(e.kind()));
   if (e.emulated()) category += ",emulated";
-  emit({{"ph", "X"},
-        {"name", e.name()},
-        {"cat", category},
-        {"pid", e.rank()},
-        {"tid", tid},
-        {"ts", us(e.start_ns())},
-        {"dur", static_cast<double>(e.end_ns() - e.start_ns()) / 1000.0},
-        {"args", std::move(args)}});
-  section_end_ns_ = std::max(section_end_ns_, e.end_ns());
-  if (e.has_id()) slices_by_id_[e.id()] = Slice{e.rank(), tid, e.start_ns(), e.end_ns()};
+  json x = {{"ph", "X"},
+            {"name", e.name()},
+            {"cat", category},
+            {"ts", us(e.start_ns())},
+            {"dur", static_cast<double>(e.end_ns() - e.start_ns()) / 1000.0},
+            {"args", std::move(args)}};
+  const std::uint64_t id = e.id();
+  add_slice(e.rank(), e.lane(), e.start_ns(), e.end_ns(), std::move(x), e.has_id() ? &id : nullptr);
 }
 
 void ChromeTraceWriter::on_gpu_activity(const v1::GpuActivity& a) {
   require(checker_->gpu_activity(a), path_);
   if (a.repetition() != shown_repetition_) return;
-  const int tid = tid_for(a.rank(), "gpu stream " + std::to_string(a.stream()));
   json args = {{"phase", a.phase()}, {"device", a.device()}, {"correlation_id", a.correlation_id()}};
   if (a.kind() == v1::GpuActivity::KIND_KERNEL && a.grid_size() == 3 && a.block_size() == 3) {
     args["grid"] = {a.grid(0), a.grid(1), a.grid(2)};
@@ -165,23 +216,26 @@ void ChromeTraceWriter::on_gpu_activity(const v1::GpuActivity& a) {
   }
   if (a.bytes() > 0) args["bytes"] = a.bytes();
   if (a.graph_node_id() != 0) args["graph_node_id"] = a.graph_node_id();
-  emit({{"ph", "X"},
-        {"name", a.name()},
-        {"cat", "gpu"},
-        {"pid", a.rank()},
-        {"tid", tid},
-        {"ts", us(a.start_ns())},
-        {"dur", static_cast<double>(a.end_ns() - a.start_ns()) / 1000.0},
-        {"args", std::move(args)}});
-  section_end_ns_ = std::max(section_end_ns_, a.end_ns());
+  json x = {{"ph", "X"},
+            {"name", a.name()},
+            {"cat", "gpu"},
+            {"ts", us(a.start_ns())},
+            {"dur", static_cast<double>(a.end_ns() - a.start_ns()) / 1000.0},
+            {"args", std::move(args)}};
+  add_slice(a.rank(), "gpu stream " + std::to_string(a.stream()), a.start_ns(), a.end_ns(), std::move(x),
+            nullptr);
 }
 
 // The arrow leaves from the middle of the source slice and lands inside the target slice, no earlier than it
 // left: "s" and "f" (with binding point "e") bind to the slices that enclose them.
 void ChromeTraceWriter::on_flow(const v1::Flow& flow) {
   require(checker_->flow(flow), path_);
-  const Slice& from = slices_by_id_.at(flow.from_event());
-  const Slice& to = slices_by_id_.at(flow.to_event());
+  flows_.push_back(flow);
+}
+
+void ChromeTraceWriter::emit_flow(const v1::Flow& flow) {
+  const Slice& from = slices_.at(slices_by_id_.at(flow.from_event()));
+  const Slice& to = slices_.at(slices_by_id_.at(flow.to_event()));
   const std::int64_t leave = from.start_ns + (from.end_ns - from.start_ns) / 2;
   const std::int64_t land = std::max(leave, std::clamp(leave, to.start_ns, to.end_ns));
   const std::uint64_t id = next_flow_id_++;
@@ -191,7 +245,7 @@ void ChromeTraceWriter::on_flow(const v1::Flow& flow) {
         {"id", id},
         {"name", name},
         {"cat", "flow"},
-        {"pid", from.pid},
+        {"pid", from.rank},
         {"tid", from.tid},
         {"ts", us(leave)},
         {"args", args}});
@@ -200,7 +254,7 @@ void ChromeTraceWriter::on_flow(const v1::Flow& flow) {
         {"id", id},
         {"name", name},
         {"cat", "flow"},
-        {"pid", to.pid},
+        {"pid", to.rank},
         {"tid", to.tid},
         {"ts", us(land)},
         {"args", args}});

@@ -19,6 +19,34 @@ std::string describe(const ImportStats& s) {
   return out.str();
 }
 
+std::string describe_phases(const ImportStats& s) {
+  std::ostringstream out;
+  if (s.phases.empty()) {
+    out << "phases: no kernel belongs to a DCP step phase (see `dcpsim import --help` for the kernel table; "
+           "--phase-map adds rules)";
+  } else {
+    out << "phases:";
+    for (std::size_t i = 0; i < s.phases.size(); ++i)
+      out << (i ? ", " : " ") << s.phases[i].first << " x" << s.phases[i].second;
+  }
+  std::int64_t other = 0;
+  std::vector<std::pair<std::int64_t, std::string>> most;
+  for (const auto& [name, count] : s.unphased) {
+    other += count;
+    most.emplace_back(count, name);
+  }
+  if (other > 0) {
+    std::sort(most.begin(), most.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    out << "; " << other << " kernels of no DCP phase (most:";
+    for (std::size_t i = 0; i < std::min<std::size_t>(3, most.size()); ++i) {
+      std::string name = most[i].second.substr(0, 60);
+      out << (i ? ", " : " ") << name << " x" << most[i].first;
+    }
+    out << ")";
+  }
+  return out.str();
+}
+
 namespace import_common {
 
 void check_scenario(const ImportOptions& options, int rank, const std::filesystem::path& path) {
@@ -59,6 +87,13 @@ void emit(Collected collected, v1::Header header, const ImportOptions& options, 
     if (id_of[i] != 0) id_of[i] = next_id++;
   }
 
+  // Step phases of the rank's kernels, in time order (import_phases.h).
+  std::vector<v1::Event*> timeline;
+  for (std::size_t i : order) timeline.push_back(&events[i]);
+  PhaseClassification phases = classify_phases(timeline, options.scenario, stats.rank, options.phase_rules);
+  for (const v1::PhaseSummary& p : phases.summaries) stats.phases.emplace_back(p.phase(), p.repetitions());
+  stats.unphased = std::move(phases.unmapped);
+
   header.set_time_origin_ns(
       checked_add(clock_base_ns, origin, "'" + path.string() + "': clock base + first event"));
   stats.time_origin_ns = header.time_origin_ns();
@@ -82,6 +117,7 @@ void emit(Collected collected, v1::Header header, const ImportOptions& options, 
     sink.on_flow(f);
   }
   stats.flows = static_cast<std::int64_t>(collected.links.size());
+  for (const v1::PhaseSummary& p : phases.summaries) sink.on_phase_summary(p);
   sink.finish();
 }
 

@@ -36,17 +36,23 @@ class StreamingHandler final : public nlohmann::json_sax<Json> {
 
   bool start_object(std::size_t) override {
     if (stack_.size() >= kMaxJsonDepth) throw json_too_deep(origin_);
+    path_.object_start();
     stack_.push_back(put(Json::object()));
     return true;
   }
   bool key(string_t& k) override {
+    path_.key(k);
     key_ = std::move(k);
     return true;
   }
-  bool end_object() override { return close(); }
+  bool end_object() override {
+    path_.end();
+    return close();
+  }
 
   bool start_array(std::size_t) override {
     if (stack_.size() >= kMaxJsonDepth) throw json_too_deep(origin_);
+    path_.array_start();
     const bool is_stream = !streamed_ && stack_.size() == 1 && stack_.back() != nullptr &&
                            stack_.back()->is_object() && key_ == stream_key_;
     if (is_stream) {
@@ -58,6 +64,7 @@ class StreamingHandler final : public nlohmann::json_sax<Json> {
     return true;
   }
   bool end_array() override {
+    path_.end();
     if (!stack_.empty() && stack_.back() == nullptr) {
       stack_.pop_back();
       return true;
@@ -70,8 +77,9 @@ class StreamingHandler final : public nlohmann::json_sax<Json> {
     // nlohmann prefixes "[json.exception.parse_error.101] parse error at line 1, column 2: ": keep the
     // reason.
     if (auto colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
-    throw InputError(std::string(origin_) + ": malformed JSON near byte " + std::to_string(position) + ": " +
-                     what);
+    const std::string at = path_.path();
+    throw InputError(std::string(origin_) + ": malformed JSON near byte " + std::to_string(position) +
+                     (at.empty() ? "" : " (at " + at + ")") + ": " + what);
   }
 
  private:
@@ -95,6 +103,7 @@ class StreamingHandler final : public nlohmann::json_sax<Json> {
   }
 
   bool scalar(Json&& v) {
+    path_.element_done();
     put(std::move(v));
     deliver_if_complete();
     return true;
@@ -117,6 +126,7 @@ class StreamingHandler final : public nlohmann::json_sax<Json> {
   Json element_;
   std::vector<Json*> stack_;
   std::string key_;
+  JsonPathTracker path_;  // where the parser is, for its errors
   bool streamed_ = false;
 };
 

@@ -99,10 +99,9 @@ std::string_view to_string(v1::LaunchMode v) {
 }
 
 std::string describe(const v1::Scenario& s) {
-  std::string label = s.name().empty() ? std::string() : s.name() + ": ";
-  label += "dcp" + std::to_string(s.dcp()) + " h" + std::to_string(s.heads()) + " d" +
-           std::to_string(s.head_dim()) + "/" + std::to_string(s.qk_dim()) + " kv" +
-           std::to_string(s.kv_heads()) + " b" + std::to_string(s.contexts_size());
+  std::string label = "dcp" + std::to_string(s.dcp()) + " h" + std::to_string(s.heads()) + " d" +
+                      std::to_string(s.head_dim()) + "/" + std::to_string(s.qk_dim()) + " kv" +
+                      std::to_string(s.kv_heads()) + " b" + std::to_string(s.contexts_size());
   // Show the context when every row shares it: the common case of a scan point.
   if (s.contexts_size() > 0) {
     bool uniform = true;
@@ -115,7 +114,9 @@ std::string describe(const v1::Scenario& s) {
   label += to_string(s.launch_mode());
   label += " lse-";
   label += to_string(s.lse_base());
-  return label;
+  // A name that the geometry already says (the simulator names sections by it) is not written twice.
+  if (s.name().empty() || label.rfind(s.name(), 0) == 0) return label;
+  return s.name() + ": " + label;
 }
 
 v1::Event make_event(int rank, std::string_view lane, v1::EventKind kind, std::string_view name,

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "dcpsim/error.h"
+#include "dcpsim/traces/phases.h"
 #include "dcpsim/traces/protobuf_writer.h"
 #include "trace_checker.h"
 
@@ -122,6 +123,7 @@ bool TraceReader::next(v1::Record& record) {
                       (said.empty() ? std::string(")") : "; Protobuf: " + said + ")"));
   }
   if (auto why = checker_->check(record); !why.empty()) fail(offset_, record_name + ": " + why);
+  rename_legacy_phases(record);  // older traces' phase names, as the step vocabulary names them now
   offset_ = body_at + length + trailer;
   ++records_;
   return true;

@@ -2,13 +2,14 @@
 // The one table that says which simulator phase (sim/step_result.h) a measured phase name stands for, and
 // which phases a trace of a given source measures faithfully.
 //
-// Measured traces (`dcpsim hw run`) and simulated ones name phases independently; every name a trace may
-// carry is listed in phase_map.cc with the simulator phase it is compared with. Aggregates that span several
-// phases
-// ("step", "merge", "total") are known but compared with nothing (the step is compared through the Summary
-// record). Any other name is an InputError: a phase that cannot be mapped is never silently dropped. A
-// measured phase may span several simulator phases (the hardware runner's direct_combine kernel polls the
-// flags, so it measures the simulator's wait + combine); it is then compared with their sum.
+// Traces name a step's phases in the step vocabulary (traces/phases.h: one name per kernel or collective,
+// the same for `dcpsim hw run` and the simulator; older names are renamed on read); the simulator's
+// StepResult groups them (query_gather, collective, push, wait, combine, ...). Every name a trace may carry
+// is listed in phase_map.cc with the groups it is compared with. Aggregates that span several phases ("step",
+// "merge", "total") are known but compared with nothing (the step is compared through the Summary record).
+// Any other name is an InputError: a phase that cannot be mapped is never silently dropped. A phase may span
+// several groups (the direct_combine kernel polls the flags, so it measures the simulator's wait + combine);
+// it is then compared with their sum.
 #include <optional>
 #include <string>
 #include <string_view>

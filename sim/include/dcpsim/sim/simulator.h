@@ -46,6 +46,11 @@ struct SimOptions {
   // at all.
   int peers_in_flight = 16;
   FlowGrain flows = FlowGrain::kAuto;
+  // Ring and tree steps timed by dcpsim's own model of their two links instead of SimGrid transfers: the same
+  // times (to rounding) at a fraction of the cost; a step in which another transfer shared those links is
+  // re-run without (sim/src/activity_graph.h "Pipes"). Off: every transfer is SimGrid's (tests compare the
+  // two).
+  bool pipes = true;
 };
 
 // One collective on its own, from every rank entering it to every rank leaving it (golden examples, tests).

@@ -72,10 +72,11 @@ struct StepResult {
   std::string profile;
   std::vector<RankTimeline> ranks;
   std::vector<PlannedCollective> collectives;
-  double step_latency_s = 0.0;   // the last rank's last kernel
-  double attention_end_s = 0.0;  // the last rank's attention
-  double merge_latency_s = 0.0;  // step_latency_s − attention_end_s: what the merge adds after attention
-  std::int64_t activities = 0;   // SimGrid activities (communications and executions) the step used
+  double step_latency_s = 0.0;      // the last rank's last kernel
+  double attention_end_s = 0.0;     // the last rank's attention
+  double merge_latency_s = 0.0;     // step_latency_s − attention_end_s: what the merge adds after attention
+  std::int64_t activities = 0;      // SimGrid activities (communications and executions) the step used
+  std::int64_t pipe_transfers = 0;  // transfers timed as pipe transfers instead (SimOptions::pipes)
   bool bundled_flows = false;  // all-pairs sends and single-domain rings went as bundles (SimOptions::flows)
 
   std::vector<KernelFigure> kernel_figures;  // one per kernel time the step used, rank by rank

@@ -8,8 +8,14 @@
 // Sections (scenarios) are laid one after another on the time axis, each marked by a slice on a "scenario"
 // lane of rank 0; header, scenarios and summaries go into "otherData".
 //
-// The file is streamed: events are written as they arrive, so memory stays bounded by the current section's
-// flow-linked events. Like ProtobufTraceWriter it writes a temporary file and renames it at finish().
+// Slices on one thread always nest or are disjoint, as the viewers require: where a lane's slices overlap
+// without nesting (a ring's steps pipelined on one link, a wait beside the kernel it waits in), the later
+// ones go to further threads of the lane, "nvlink (2)", "nvlink (3)", ..., sorted right after it: each slice
+// on the first thread of the lane where it nests in or follows what is there (by start time, longest first).
+//
+// The file is streamed section by section: a section's slices are held until the next section starts (to lay
+// them on threads), so memory stays bounded by one section. Like ProtobufTraceWriter it writes a temporary
+// file and renames it at finish().
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -50,16 +56,28 @@ class ChromeTraceWriter final : public TraceSink {
   void finish() override;
 
  private:
+  // A slice of the current section, waiting for its thread (close_section()).
   struct Slice {
-    int pid = 0;
-    int tid = 0;
+    int rank = 0;
+    std::string lane;
     std::int64_t start_ns = 0;
     std::int64_t end_ns = 0;
+    nlohmann::json event;  // the "X" event without pid and tid
+    int tid = 0;
+  };
+  // A lane of a rank: the threads it has, in order (track 0 keeps the lane's name).
+  struct Lane {
+    int order = 0;          // first appearance among the rank's lanes
+    std::vector<int> tids;  // per track
   };
 
   void emit(const nlohmann::json& event);
-  int tid_for(int rank, const std::string& lane);
+  int tid_for(int rank, const std::string& lane, int track = 0);
   double us(std::int64_t section_ns) const;
+  void add_slice(int rank, const std::string& lane, std::int64_t start_ns, std::int64_t end_ns,
+                 nlohmann::json event, const std::uint64_t* id);
+  void place_slices();
+  void emit_flow(const v1::Flow& flow);
   void close_section();
   void discard() noexcept;
 
@@ -68,10 +86,13 @@ class ChromeTraceWriter final : public TraceSink {
   std::FILE* file_ = nullptr;
   std::unique_ptr<TraceChecker> checker_;
   bool first_event_ = true;
-  std::map<int, std::map<std::string, int>> tids_;  // rank -> lane -> tid
-  std::map<std::uint64_t, Slice> slices_by_id_;     // this section's events that carry an id
-  std::int64_t section_offset_ns_ = 0;              // where the current section starts on the time axis
-  std::int64_t section_end_ns_ = 0;                 // latest time seen in the current section
+  std::map<int, std::map<std::string, Lane>> lanes_;   // rank -> lane -> its threads
+  std::map<int, int> next_tid_;                        // rank -> tids handed out
+  std::vector<Slice> slices_;                          // this section's, in arrival order
+  std::map<std::uint64_t, std::size_t> slices_by_id_;  // this section's events that carry an id
+  std::vector<v1::Flow> flows_;                        // this section's, emitted once slices have threads
+  std::int64_t section_offset_ns_ = 0;                 // where the current section starts on the time axis
+  std::int64_t section_end_ns_ = 0;                    // latest time seen in the current section
   std::string section_label_;
   int shown_repetition_ = 0;  // GPU activities of this repetition are drawn
   bool in_section_ = false;

@@ -20,8 +20,8 @@ std::string_view to_string(v1::LseBase v);
 std::string_view to_string(v1::Strategy v);
 std::string_view to_string(v1::LaunchMode v);
 
-// A short label for a section, e.g. "dcp8 h128 d512/576 kv1 b64 ag-rs graph lse-e" (with the name first when
-// set).
+// A short label for a section, e.g. "dcp8 h128 d512/576 kv1 b64 ag-rs graph lse-e", with the name first
+// ("name: ...") when it is set and not already the start of that label.
 std::string describe(const v1::Scenario& s);
 
 // Convenience constructor for the common event shape; rows are [rows_begin, rows_end) when rows_end >
