@@ -2,10 +2,11 @@
 # The kernel tables the h200-sxm profile carries (models/tables/), made with `dcpsim hw sweep` over full grids
 # and timed on the GPU timeline; run on the GPU machine. Rows and tokens step by 2x (log-log interpolation
 # between them, kernel_table.h); merge heads are multiples of 24 above 16 so that every N of the grid divides
-# them (A2A needs N | H). Two files, so that one can be re-made alone:
+# them (A2A needs N | H). One file per kernel family, so that one can be re-made alone:
 #   OUT_DIR/<prefix>-attention.json  attention: MLA and GQA (1, 4, 8, 16 query heads per KV head)
 #   OUT_DIR/<prefix>-attention-dcpsim.json  MLA on dcpsim's own kernel (row stamps, row-stream)
 #   OUT_DIR/<prefix>-merge.json      correction, A2A pack and unpack-combine at value head dims 128 and 512
+#   OUT_DIR/<prefix>-merge-cold.json the merge kernels with L2 flushed before each call (--merge-inputs cold)
 #   scripts/hw_tables.sh DCPSIM_BINARY OUT_DIR [attention|merge|all] [prefix] [extra hw sweep flags]
 set -uo pipefail
 bin=${1:?dcpsim binary}
@@ -31,5 +32,9 @@ if [ "$which" = all ] || [ "$which" = merge ]; then
   "$bin" hw sweep --out "$out/$prefix-merge.json" --kernels correction,a2a_pack,a2a_combine \
     --merge-dcp 2,3,4,6,8 --merge-batch 1,2,4,8,16,32,64,128,256 --merge-heads 8,16,24,48,96,192 \
     --merge-head-dims 128,512 --reps 10 --warmup 3 "$@" || status=1
+  # The same grid with L2 flushed before each call: what an emulated step's first merge kernel reads.
+  "$bin" hw sweep --out "$out/$prefix-merge-cold.json" --kernels correction,a2a_pack,a2a_combine \
+    --merge-dcp 2,3,4,6,8 --merge-batch 1,2,4,8,16,32,64,128,256 --merge-heads 8,16,24,48,96,192 \
+    --merge-head-dims 128,512 --merge-inputs cold --reps 10 --warmup 3 "$@" || status=1
 fi
 exit $status

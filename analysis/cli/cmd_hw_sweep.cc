@@ -28,6 +28,7 @@ struct SweepFlags {
   std::string merge_dims = "128,512";
   double max_kv_gb = 48;
   std::string attention = "auto";
+  std::string merge_inputs = "warm";
   int warmup = 5, reps = 20, device = 0;
   std::string date, out;
   bool dry_run = false;
@@ -61,6 +62,7 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
   c.merge_rows = int_list(f.merge_rows, "--merge-batch");
   c.merge_heads = int_list(f.merge_heads, "--merge-heads");
   c.merge_dims = int_list(f.merge_dims, "--merge-head-dims");
+  c.cold_merge_inputs = f.merge_inputs == "cold";
   if (!(f.max_kv_gb > 0) || f.max_kv_gb > 1e4) throw InputError("--max-kv-gb must be in (0, 10000]");
   c.max_kv_bytes = f.max_kv_gb * 1e9;
   c.attention = hw::parse_attention_impl(f.attention);
@@ -118,6 +120,11 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
   s->add_option("--merge-dcp", f->merge_dcp, "merge kernels: N (list)")->capture_default_str();
   s->add_option("--merge-batch", f->merge_rows, "merge kernels: rows (list)")->capture_default_str();
   s->add_option("--merge-heads", f->merge_heads, "merge kernels: heads on the rank (list)")
+      ->capture_default_str();
+  s->add_option("--merge-inputs", f->merge_inputs,
+                "merge kernels' inputs: warm (one set, in L2 as after the kernel that wrote them) or cold "
+                "(L2 flushed before each call, as in an emulated step; tables keyed \"... cold\")")
+      ->check(CLI::IsMember({"warm", "cold"}))
       ->capture_default_str();
   s->add_option("--merge-head-dims", f->merge_dims, "merge kernels: value head dims (128, 512)")
       ->capture_default_str();

@@ -88,6 +88,7 @@ std::vector<SweepPoint> grid_points(const KernelSweepConfig& c, std::vector<std:
             m.rows = b;
             m.heads = h;
             m.head_dim = d;
+            m.cold_inputs = c.cold_merge_inputs;
             p.key = models::merge_table_key(m);
             p.label = std::string(models::to_string(k)) + " d" + std::to_string(d) +
                       " N=" + std::to_string(n) + " B=" + std::to_string(b) + " H=" + std::to_string(h);

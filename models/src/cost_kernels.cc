@@ -63,7 +63,7 @@ std::string_view to_string(FigureSource s) {
 }
 
 MergeShape merge_shape(const Scenario& s) {
-  return {s.dcp, s.rows(), s.heads, s.head_dim, s.out_dtype};
+  return {s.dcp, s.rows(), s.heads, s.head_dim, s.out_dtype, false};
 }
 
 int packed_lse_lanes(DType out_dtype) {
@@ -121,7 +121,8 @@ double direct_combine_time(const HardwareProfile& p, const MergeShape& m) {
 }
 
 std::string merge_table_key(const MergeShape& m) {
-  return "d" + std::to_string(m.head_dim) + " " + std::string(to_string(m.out_dtype));
+  return "d" + std::to_string(m.head_dim) + " " + std::string(to_string(m.out_dtype)) +
+         (m.cold_inputs ? " cold" : "");
 }
 
 KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const MergeShape& m) {
@@ -148,6 +149,12 @@ KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const M
   const double at[] = {double(m.dcp), double(m.rows), double(m.heads)};
   if (auto t = lookup_kernel_time_s(p.tables, table, merge_table_key(m), at))
     return {*t, FigureSource::kTable};
+  if (m.cold_inputs) {
+    MergeShape warm = m;
+    warm.cold_inputs = false;
+    if (auto t = lookup_kernel_time_s(p.tables, table, merge_table_key(warm), at))
+      return {*t, FigureSource::kTable};
+  }
   return {analytic, FigureSource::kAnalytic};
 }
 

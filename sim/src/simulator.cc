@@ -83,6 +83,8 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   att.end = step.graph.exec(step.platform.gpu(r), att.timing.kernel_end_s);
   step.graph.after(att.start, att.end);
   stream.finish(att.end, traces::v1::EVENT_KIND_KERNEL, att.timing.total_bytes);
+  step.attention_bytes.resize(std::max<std::size_t>(step.attention_bytes.size(), r + 1), 0.0);
+  step.attention_bytes[r] = att.timing.total_bytes;
   if (att.timing.needs_combine) {
     att.combine_end = stream.kernel("split_kv_combine", att.timing.combine_s, att.timing.combine_bytes);
     att.end = att.combine_end;
@@ -269,6 +271,7 @@ StepResult Simulator::run(const models::Scenario& scenario, traces::TraceSink* s
     StepGraph step(profile_, scenario, platform, options_.peers_in_flight);
     step.bundle_flows = bundles(options_, scenario.dcp);
     step.pipes = pipes;
+    step.emulated_ranks = options_.emulated_ranks;
     build_step(step, options_);
     step.graph.run(engine);
     // A pipe's links were shared with a transfer it does not model: simulate the step with SimGrid alone.

@@ -87,8 +87,18 @@ struct StepGraph {
   std::vector<PlannedCollective> collectives;
   std::vector<KernelFigure> figures;
 
+  bool emulated_ranks = false;              // SimOptions::emulated_ranks
+  std::vector<double> attention_bytes;     // per rank, once its attention is added
+
   // A merge kernel's time (table or analytic), recorded as a figure of `rank`.
-  double price(int rank, models::MemoryKernel k, const models::MergeShape& m) {
+  double price(int rank, models::MemoryKernel k, models::MergeShape m) {
+    if (emulated_ranks &&
+        (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack)) {
+      double later = 0.0;  // bytes the later ranks' attention streamed after this rank's output was written
+      for (std::size_t s = static_cast<std::size_t>(rank) + 1; s < attention_bytes.size(); ++s)
+        later += attention_bytes[s];
+      m.cold_inputs = later > profile.gpu.l2_size.si();
+    }
     const models::KernelPrice price = models::merge_kernel_price(profile, k, m);
     figures.push_back({rank, std::string(models::to_string(k)), price.source});
     return price.seconds;

@@ -71,7 +71,7 @@ TEST(CostKernels, MemoryKernelMonotonicInBytesAndBandwidth) {
 
 TEST(CostKernels, CorrectionHandExample) {
   const HardwareProfile p = round_profile();
-  const MergeShape m{4, 2, 8, 16, DType::kBF16};
+  const MergeShape m{4, 2, 8, 16, DType::kBF16, false};
   // 4 B × N·B·H LSEs + read and write of O_r: 4·4·2·8 + 2·2·8·16·2 = 256 + 1024 = 1280 bytes.
   EXPECT_EQ(correction_bytes(m), 1280.0);
   // 1 us + (1280 + 1e6) / (1e12 · 0.5) = 1 us + 2.00256 us.
@@ -79,7 +79,7 @@ TEST(CostKernels, CorrectionHandExample) {
 }
 
 TEST(CostKernels, MergeKernelByteCounts) {
-  const MergeShape m{4, 2, 8, 16, DType::kBF16};  // H/N = 2 heads per block, P = 2 lanes
+  const MergeShape m{4, 2, 8, 16, DType::kBF16, false};  // H/N = 2 heads per block, P = 2 lanes
   EXPECT_EQ(packed_lse_lanes(DType::kBF16), 2);
   EXPECT_EQ(packed_lse_lanes(DType::kF32), 1);
   // read O 2·8·16·2 = 512, read L 2·8·4 = 64, write [4][2][2][18]·2 = 576
@@ -88,13 +88,13 @@ TEST(CostKernels, MergeKernelByteCounts) {
   EXPECT_EQ(unpack_combine_bytes(m), 704.0);
   // read 4·2·2·(16·2 + 4) = 576, 4 flags · 8 = 32, write 128
   EXPECT_EQ(direct_combine_bytes(m), 736.0);
-  const MergeShape f32{4, 2, 8, 16, DType::kF32};
+  const MergeShape f32{4, 2, 8, 16, DType::kF32, false};
   EXPECT_EQ(a2a_pack_bytes(f32), 2 * 8 * 16 * 4 + 2 * 8 * 4 + 2 * 8 * 17 * 4);
 }
 
 TEST(CostKernels, MergeKernelsCostNothingForOneRank) {
   const HardwareProfile p = load_profile("h200-sxm");
-  const MergeShape m{1, 64, 128, 512, DType::kBF16};
+  const MergeShape m{1, 64, 128, 512, DType::kBF16, false};
   EXPECT_EQ(correction_time(p, m), 0.0);
   EXPECT_EQ(a2a_pack_time(p, m), 0.0);
   EXPECT_EQ(unpack_combine_time(p, m), 0.0);
@@ -103,7 +103,7 @@ TEST(CostKernels, MergeKernelsCostNothingForOneRank) {
 
 TEST(CostKernels, HeadScatteringKernelsNeedNDividingH) {
   const HardwareProfile p = load_profile("h200-sxm");
-  const MergeShape m{3, 4, 128, 512, DType::kBF16};
+  const MergeShape m{3, 4, 128, 512, DType::kBF16, false};
   EXPECT_THROW(a2a_pack_time(p, m), InputError);
   EXPECT_THROW(unpack_combine_time(p, m), InputError);
   EXPECT_THROW(direct_combine_time(p, m), InputError);
@@ -116,7 +116,7 @@ TEST(CostKernels, MergeCostsGrowWithRowsAndShrinkWithBandwidth) {
   faster.gpu.hbm_bandwidth_measured.value *= 2;
   double previous = 0;
   for (int rows = 1; rows <= 512; rows *= 2) {
-    const MergeShape m{8, rows, 128, 512, DType::kBF16};
+    const MergeShape m{8, rows, 128, 512, DType::kBF16, false};
     const double t =
         correction_time(p, m) + a2a_pack_time(p, m) + unpack_combine_time(p, m) + direct_combine_time(p, m);
     EXPECT_GT(t, previous);

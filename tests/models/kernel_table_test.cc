@@ -190,10 +190,37 @@ class ProfileTablesTest : public ::testing::Test {
 TEST_F(ProfileTablesTest, ProfileWithoutTablesPricesEverythingAnalytically) {
   const HardwareProfile p = load_profile(write("p.json", profile_).string());
   EXPECT_TRUE(p.tables.empty());
-  const MergeShape m{2, 16, 32, 512, DType::kBF16};
+  const MergeShape m{2, 16, 32, 512, DType::kBF16, false};
   const KernelPrice price = merge_kernel_price(p, MemoryKernel::kCorrection, m);
   EXPECT_EQ(price.source, FigureSource::kAnalytic);
   EXPECT_DOUBLE_EQ(price.seconds, correction_time(p, m));
+}
+
+// Cold inputs (an emulated step's merge kernels) are priced from the " cold" table where there is one, else
+// from the warm one; warm inputs never from the cold table.
+TEST_F(ProfileTablesTest, ColdInputsPreferTheColdTable) {
+  ordered_json t = correction_tables();
+  write("tables/warm.json", t);
+  ordered_json cold = t["tables"][0];
+  cold["key"] = "d512 bf16 cold";
+  for (auto& pt : cold["points"])
+    for (const char* f : {"median_ns", "min_ns", "max_ns"}) pt[f] = pt[f].get<double>() * 2;
+  t["tables"] = ordered_json::array({cold});
+  write("tables/cold.json", t);
+  MergeShape m{2, 16, 32, 512, DType::kBF16, false};
+  EXPECT_EQ(merge_table_key(m), "d512 bf16");
+  profile_["tables"] = {"tables/warm.json"};
+  const HardwareProfile warm_only = load_profile(write("w.json", profile_).string());
+  m.cold_inputs = true;
+  EXPECT_EQ(merge_table_key(m), "d512 bf16 cold");
+  EXPECT_DOUBLE_EQ(merge_kernel_price(warm_only, MemoryKernel::kCorrection, m).seconds, 5552e-9);
+  profile_["tables"] = {"tables/warm.json", "tables/cold.json"};
+  const HardwareProfile both = load_profile(write("b.json", profile_).string());
+  const KernelPrice c = merge_kernel_price(both, MemoryKernel::kCorrection, m);
+  EXPECT_EQ(c.source, FigureSource::kTable);
+  EXPECT_DOUBLE_EQ(c.seconds, 2 * 5552e-9);
+  m.cold_inputs = false;
+  EXPECT_DOUBLE_EQ(merge_kernel_price(both, MemoryKernel::kCorrection, m).seconds, 5552e-9);
 }
 
 TEST_F(ProfileTablesTest, ProfileWithATablePricesInsideItAndFlagsOutside) {
@@ -202,10 +229,10 @@ TEST_F(ProfileTablesTest, ProfileWithATablePricesInsideItAndFlagsOutside) {
   const HardwareProfile p = load_profile(write("p.json", profile_).string());
   ASSERT_EQ(p.tables.size(), 1u);
   EXPECT_EQ(p.tables[0].origin, "tables/corr.json");
-  const KernelPrice inside = merge_kernel_price(p, MemoryKernel::kCorrection, {2, 16, 32, 512, DType::kBF16});
+  const KernelPrice inside = merge_kernel_price(p, MemoryKernel::kCorrection, {2, 16, 32, 512, DType::kBF16, false});
   EXPECT_EQ(inside.source, FigureSource::kTable);
   EXPECT_DOUBLE_EQ(inside.seconds, 5552e-9);
-  const MergeShape outside{8, 16, 32, 512, DType::kBF16};
+  const MergeShape outside{8, 16, 32, 512, DType::kBF16, false};
   const KernelPrice extrapolated = merge_kernel_price(p, MemoryKernel::kCorrection, outside);
   EXPECT_EQ(extrapolated.source, FigureSource::kAnalytic);
   EXPECT_DOUBLE_EQ(extrapolated.seconds, correction_time(p, outside));
@@ -316,7 +343,7 @@ TEST(KernelCosts, MlaDecodeAtManyHeadsIsComputeBound) {
 
 TEST(KernelCosts, EachMergeKernelTypeMayHaveItsOwnNumbers) {
   HardwareProfile p = load_profile("h200-sxm");
-  const MergeShape m{4, 64, 64, 512, DType::kBF16};
+  const MergeShape m{4, 64, 64, 512, DType::kBF16, false};
   const double pack = a2a_pack_time(p, m);
   const double corr = correction_time(p, m);
   MemoryKernelSpec own = p.kernel;

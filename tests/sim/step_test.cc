@@ -132,6 +132,42 @@ TEST(Step, KvHeldPerRankFollowsTheSharding) {
   }
 }
 
+// Emulated (the runner's --emulate): every rank's attention runs before any merge kernel, so a rank whose
+// later ranks' attention streams more than the L2 reads its output cold (the " cold" table); the last rank's
+// is still warm. On real GPUs every rank's correction follows its own attention: warm.
+TEST(Step, EmulatedRanksReadTheirOutputsColdWhenLaterAttentionFlushedTheL2) {
+  models::HardwareProfile p = builtin("h200-sxm");
+  p.tables.clear();
+  models::KernelTables t;
+  for (const auto& [key, ns] : {std::pair<std::string, double>{"d512 bf16", 5000.0}, {"d512 bf16 cold", 9000.0}}) {
+    models::KernelTable k{models::TableKernel::kCorrection, key, {}, {}, {}};
+    for (double n : {2.0, 8.0})
+      for (double b : {4.0, 16.0})
+        for (double h : {64.0, 256.0}) k.points.push_back({{n, b, h}, ns, 5, ns, ns});
+    k.finalize("test");
+    t.tables.push_back(k);
+  }
+  p.tables.push_back(t);
+  SimOptions emulated;
+  emulated.emulated_ranks = true;
+  const models::Scenario s = mla(4, 128, 8, 4 * 32768, Strategy::kAgRs);  // 8 x 32k tokens per rank: ~300 MB
+  const StepResult real = Simulator(p).run(s);
+  const StepResult emu = Simulator(p, emulated).run(s);
+  const auto correction = [](const StepResult& r, int rank) {
+    for (const PhaseSpan& ph : r.ranks[rank].phases)
+      if (ph.name == "correction") return ph.duration_s();
+    return -1.0;
+  };
+  for (int rank = 0; rank < 3; ++rank)
+    EXPECT_NEAR(correction(emu, rank) - correction(real, rank), 4e-6, 1e-12) << rank;
+  EXPECT_NEAR(correction(emu, 3), correction(real, 3), 1e-12);
+  // A batch whose KV fits in L2 leaves every output warm.
+  const models::Scenario small = mla(4, 128, 8, 4 * 256, Strategy::kAgRs);
+  const StepResult real_small = Simulator(p).run(small), emu_small = Simulator(p, emulated).run(small);
+  for (int rank = 0; rank < 4; ++rank)
+    EXPECT_NEAR(correction(emu_small, rank), correction(real_small, rank), 1e-12) << rank;
+}
+
 TEST(Step, EagerLaunchesAreSlowerThanAGraph) {
   const Simulator sim(builtin("h200-sxm"));
   const StepResult graph = sim.run(mla(8, 128, 4, 2048, Strategy::kAgRs, models::LaunchMode::kGraph));

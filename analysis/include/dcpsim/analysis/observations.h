@@ -35,7 +35,8 @@ class Predictor {
   explicit Predictor(const models::HardwareProfile& profile);
   ~Predictor();
   Predictor(Predictor&&) noexcept;
-  Prediction predict(const models::Scenario& scenario) const;
+  // `emulated`: as the runner's --emulate measured it (sim::SimOptions::emulated_ranks).
+  Prediction predict(const models::Scenario& scenario, bool emulated = false) const;
 
  private:
   struct Impl;

@@ -6,7 +6,7 @@
 // span a step's phase has), or with CUDA events around the replay where CUPTI cannot load (recorded in the
 // provenance). Attention's inputs rotate over enough buffer sets to defeat L2 (a step's KV cache is cold);
 // a merge kernel reads one set, which stays in L2 when it fits (in a step its inputs were just written by the
-// kernel before it).
+// kernel before it), or, with cold_merge_inputs, is evicted from L2 before each call.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -45,6 +45,11 @@ struct KernelSweepConfig {
   std::vector<int> merge_rows = {1, 4, 16, 64, 256};
   std::vector<int> merge_heads = {8, 16, 32, 64, 128};
   std::vector<int> merge_dims = {128, 512};
+  // Merge kernels read inputs that are no longer in L2 (a memset over twice the L2 before each call, outside
+  // the call's span; rotating a few small input sets would not do: they fit in L2 together): the tables then
+  // carry the " cold" key (models::MergeShape::cold_inputs), which prices an emulated step's
+  // merge kernels. Default: one input set, warm, as in a step on real GPUs.
+  bool cold_merge_inputs = false;
   int warmup = 5;
   int reps = 20;
   int device = 0;

@@ -118,6 +118,10 @@ struct MergeShape {
   int heads = 128;
   int head_dim = 512;
   DType out_dtype = DType::kBF16;
+  // The kernel's inputs are no longer in L2 (in a step they were just written by the kernel before it, so
+  // they are; in an emulated step the later ranks' attention ran in between): priced from the table measured
+  // with cold inputs when the profile has one.
+  bool cold_inputs = false;
 };
 MergeShape merge_shape(const Scenario& s);
 
@@ -134,7 +138,8 @@ double unpack_combine_time(const HardwareProfile& p, const MergeShape& m);
 double direct_combine_bytes(const MergeShape& m);
 double direct_combine_time(const HardwareProfile& p, const MergeShape& m);
 // A merge kernel priced from the profile's tables at (dcp, rows, heads) when one covers the shape, else by
-// its byte count (kernel.<type> numbers). 0 s (analytic) for N = 1.
+// its byte count (kernel.<type> numbers). 0 s (analytic) for N = 1. Cold inputs look up the " cold" table
+// first ("d512 bf16 cold", measured by `hw sweep --merge-inputs cold`), then the warm one.
 std::string merge_table_key(const MergeShape& m);
 KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const MergeShape& m);
 

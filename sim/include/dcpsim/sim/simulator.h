@@ -51,6 +51,12 @@ struct SimOptions {
   // re-run without (sim/src/activity_graph.h "Pipes"). Off: every transfer is SimGrid's (tests compare the
   // two).
   bool pipes = true;
+  // Price the step as the runner's `hw run --emulate` runs it: the N ranks' kernels one after another on one
+  // GPU, every rank's attention before any merge kernel. A rank's first merge kernel (correction, A2A pack)
+  // then reads an output that the later ranks' attention may have pushed out of L2: when their KV bytes
+  // exceed the profile's L2 size its inputs are cold (models::MergeShape::cold_inputs). Validation and
+  // calibration set this for emulated traces; on real GPUs the kernel follows its own attention.
+  bool emulated_ranks = false;
 };
 
 // One collective on its own, from every rank entering it to every rank leaving it (golden examples, tests).
