@@ -169,7 +169,8 @@ void add_run(CLI::App& hw_cmd) {
   auto f = std::make_shared<HwRunFlags>();
   CLI::App* run =
       hw_cmd.add_subcommand("run", "Run one DCP decode step on GPUs, check it, write a measured trace");
-  analysis::add_scenario_flags(*run, f->scenario, false);  // --strategy also takes a list or all (hardware_scenarios)
+  analysis::add_scenario_flags(*run, f->scenario,
+                               false);  // --strategy also takes a list or all (hardware_scenarios)
   run->add_flag("--emulate", f->emulate,
                 "N logical ranks on one GPU; collectives become device-local stand-ins");
   run->add_flag("--mpi", f->mpi, "one process per GPU under mpirun/srun (MPI builds)");

@@ -60,7 +60,7 @@ std::string collectives_text(const sim::StepResult& r, const std::string& strate
   std::string out;
   char line[256];
   for (const analysis::CollectiveBandwidth& b : analysis::collective_bandwidths(r)) {
-    std::snprintf(line, sizeof line, "  %-11s %-13s %-15s %-12s %12.0f %10.3f %11.1f %11.1f\n",
+    std::snprintf(line, sizeof line, "  %-14s %-13s %-15s %-12s %12.0f %10.3f %11.1f %11.1f\n",
                   strategy_column.c_str(), b.phase.c_str(), b.collective.c_str(), b.plan.c_str(),
                   b.size_bytes, b.time_s * 1e6, b.algbw_Bps / 1e9, b.busbw_Bps / 1e9);
     out += line;
@@ -68,7 +68,7 @@ std::string collectives_text(const sim::StepResult& r, const std::string& strate
   return out;
 }
 
-const char* kCollectivesHeader = "  %-11s %-13s %-15s %-12s %12s %10s %11s %11s\n";
+const char* kCollectivesHeader = "  %-14s %-13s %-15s %-12s %12s %10s %11s %11s\n";
 
 std::string whole_step_text(const analysis::WholeModel& m, const sim::StepResult& r) {
   char line[512];
@@ -168,12 +168,12 @@ void print_side_by_side(const std::vector<sim::StepResult>& results, const analy
   std::printf("dcpsim simulate: %s, %s %s, %zu strategies side by side\n", first.profile.c_str(),
               label.c_str(), std::string(models::to_string(s.launch)).c_str(), results.size());
   std::cout << model_line;
-  std::printf("  %-11s %14s %13s %9s %8s %9s %7s %13s %15s\n", "strategy", "layer step us", "attention us",
+  std::printf("  %-14s %14s %13s %9s %8s %9s %7s %13s %15s\n", "strategy", "layer step us", "attention us",
               "merge us", "merge %", "comm us", "comm %", "q-gather us", "decode step ms");
   const sim::StepResult* best = &first;
   for (const sim::StepResult& r : results) {
     const double comm = analysis::communication_s(r);
-    std::printf("  %-11s %14.3f %13.3f %9.3f %7.1f%% %9.3f %6.1f%% %13.3f %15.3f\n",
+    std::printf("  %-14s %14.3f %13.3f %9.3f %7.1f%% %9.3f %6.1f%% %13.3f %15.3f\n",
                 std::string(models::to_string(r.scenario.strategy)).c_str(), r.step_latency_s * 1e6,
                 r.attention_end_s * 1e6, r.merge_latency_s * 1e6, 100 * r.merge_latency_s / r.step_latency_s,
                 comm * 1e6, 100 * comm / r.step_latency_s,

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -152,8 +153,18 @@ void WorkerPool::dispatch() {
                        static_cast<std::int32_t>(t.contexts.size())};
     std::string buffer(reinterpret_cast<const char*>(&h), sizeof h);
     buffer.append(reinterpret_cast<const char*>(t.contexts.data()), sizeof(std::int64_t) * t.contexts.size());
-    if (!write_all(best->to_worker, buffer.data(), buffer.size()))
+    if (!write_all(best->to_worker, buffer.data(), buffer.size())) {
+      // A worker ends after answering a task with an error; that answer may still be in its pipe, unread
+      // while the schedule kept sending: report the worker's error, not the closed pipe.
+      AnswerHeader a{};
+      while (read_all(best->from_worker, &a, sizeof a)) {
+        std::string message(static_cast<std::size_t>(std::max(0, a.message_bytes)), '\0');
+        if (!read_all(best->from_worker, message.data(), message.size())) break;
+        if (a.status == 2) throw InputError(message);
+        if (a.status != 0) throw RuntimeError(message);
+      }
       throw RuntimeError("replay: a worker process stopped answering");
+    }
     ++best->outstanding;
     ++outstanding_;
     queue_.pop_front();

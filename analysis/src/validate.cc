@@ -154,8 +154,9 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
     auto it = cache.find(o.section);
     if (it == cache.end())
       it = cache
-               .emplace(o.section, predictor.predict(sections[o.section].scenario,
-                                                     sections[o.section].source == traces::v1::SOURCE_EMULATED))
+               .emplace(o.section,
+                        predictor.predict(sections[o.section].scenario,
+                                          sections[o.section].source == traces::v1::SOURCE_EMULATED))
                .first;
     const double p = predicted(it->second, o);
     if (!std::isfinite(p)) {

@@ -219,14 +219,13 @@ const std::vector<std::string>& combine_variants() {
 }
 
 int combine_auto_variant(const CombineArgs& a) {
-  // By the bytes of the N partials, from the decode sweep on one H200 (docs/PERFORMANCE.md, 2026-12-01, bf16,
-  // graph-replayed): one vector per lane and source up to 2 MiB, two above (four past 16 MiB when rows are
-  // D = 512 long). The short-path variants (f1, f2) are not chosen until they have been measured.
+  // By the bytes of the N partials, from the decode sweep with every variant on one H200
+  // (docs/PERFORMANCE.md, 2026-12-01, 1,380 shapes x bf16/fp16 x graph/eager): the short-path kernels win
+  // everywhere, one vector per lane up to 2 MiB and two above (on average within 0.5 % of the per-shape
+  // best). Where their layout does not allow them they fall back to the lane-group kernel with as many
+  // vectors.
   const std::int64_t bytes = std::int64_t(a.dcp) * a.rows * a.heads * a.dim * std::int64_t(elem_bytes(a.in));
-  const bool short_rows = std::int64_t(a.dim) * std::int64_t(elem_bytes(a.in)) <= 256;
-  if (bytes <= (std::int64_t{2} << 20)) return 1;                 // g1
-  if (short_rows || bytes <= (std::int64_t{16} << 20)) return 2;  // g2
-  return 3;                                                       // g4
+  return bytes <= (std::int64_t{2} << 20) ? 4 : 5;  // f1 : f2
 }
 
 void launch_combine(const CombineArgs& a, cudaStream_t stream) {

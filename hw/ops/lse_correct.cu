@@ -10,8 +10,9 @@
 //   every lane forms the weight, scales and stores. No shared memory, no barrier, no integer division on the
 //   data path (the grid is [head blocks] × [rows]). Many lanes with one vector each suit latency-bound calls,
 //   fewer with four (streaming hints) bandwidth-bound ones.
-// - "legacy" (lse_correct_legacy.cu), the kernels before 2026-12; the fastest measured below 512 KiB.
-// - "f*", "s*" (lse_correct_fast.cu): the same work with the shortest per-thread instruction chain.
+// - "legacy" (lse_correct_legacy.cu), the kernels before 2026-12; past 16 MiB of short rows the fastest.
+// - "f*", "s*" (lse_correct_fast.cu): the same work with the shortest per-thread instruction chain; "f*"
+//   is what auto picks below 8 MiB.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -163,18 +164,19 @@ const std::vector<std::string>& correct_variants() {
 }
 
 int correct_auto_variant(const CorrectArgs& a) {
-  // By the bytes of O and the 16-byte vectors per (row, head), from the decode sweep on one H200
-  // (docs/PERFORMANCE.md, 2026-12-01, every variant at 541 shapes, bf16, graph-replayed): up to 512 KiB the
-  // legacy small kernel (one vector per thread, weights per thread) is fastest by 3-7 %; then two vectors per
-  // lane (to 1 MiB, or 2 MiB for short rows); then four with streaming hints, except for short rows (D = 128)
-  // past 16 MiB, where the legacy block kernel's eight loads in flight win (19.4 against 22.3 µs at 32 MiB).
-  // The short-path variants (f*, s*) are not chosen until they have been measured.
+  // By the bytes of O, from the decode sweep with every variant on one H200 (docs/PERFORMANCE.md,
+  // 2026-12-01, 1,442 shapes x bf16/fp16 x graph/eager): the short-path kernels win below 8 MiB — one vector
+  // per thread up to 256 KiB, two to 1 MiB, four with streaming hints to 8 MiB — and this choice is within
+  // 1 % of the per-shape best there. Above, four vectors per lane with streaming hints, except for short
+  // rows (D = 128) past 16 MiB, where the legacy block kernel's eight loads in flight win (19.4 against
+  // 22.3 µs at 32 MiB).
   const std::int64_t bytes = std::int64_t(a.rows) * a.heads * a.dim * std::int64_t(elem_bytes(a.elem));
   const bool short_rows = std::int64_t(a.dim) * std::int64_t(elem_bytes(a.elem)) <= 256;
-  if (bytes <= (std::int64_t{512} << 10)) return 0;                 // legacy
-  if (bytes <= (std::int64_t{short_rows ? 2 : 1} << 20)) return 2;  // g2
-  if (short_rows && bytes > (std::int64_t{16} << 20)) return 0;     // legacy
-  return 5;                                                         // g4s
+  if (bytes <= (std::int64_t{256} << 10)) return 7;              // f1
+  if (bytes <= (std::int64_t{1} << 20)) return 8;                // f2
+  if (bytes <= (std::int64_t{8} << 20)) return 9;                // f4
+  if (short_rows && bytes > (std::int64_t{16} << 20)) return 0;  // legacy
+  return 5;                                                      // g4s
 }
 
 void launch_correct(const CorrectArgs& a, cudaStream_t stream) {

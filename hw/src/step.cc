@@ -50,7 +50,6 @@ ops::AttentionArgs attention_args(const StepPlan& p, RankState& r) {
   return a;
 }
 
-
 void enqueue_collective_done(RankState& r) {
   if (r.stamps.get() != nullptr) ops::launch_stamp(stamp_slot(r, 1), r.stream);
 }

@@ -17,8 +17,8 @@ ops::AttentionArgs attention_args(const StepPlan& p, RankState& r);
 // After every rank of this process exists and before the first step: the strategy's connection.
 void connect_ranks(const StepPlan& p, const RunConfig& c, Ranks& ranks, const StrategyLink& link);
 
-// Emulation: a strategy whose ranks run concurrently enqueues the whole step of every rank itself (row-stream);
-// false when the step is enqueued phase by phase.
+// Emulation: a strategy whose ranks run concurrently enqueues the whole step of every rank itself
+// (row-stream); false when the step is enqueued phase by phase.
 bool enqueue_whole_step(const StepPlan& p, const RunConfig& c, Ranks& ranks, Exchange& ex, bool capturing);
 
 void enqueue_prologue(const StepPlan& p, const RunConfig& c, RankState& r, bool capturing);

@@ -15,10 +15,10 @@
 
 #include "bench_op.h"
 #include "cuda_check.h"
-#include "device_buffer.h"
 #include "dcpsim/error.h"
 #include "dcpsim/hw/device.h"
 #include "dcpsim/models/cost_kernels.h"
+#include "device_buffer.h"
 #include "gpu_timeline.h"
 #include "sweep_grid.h"
 #include "timing.h"
@@ -41,9 +41,9 @@ struct Graph {
   }
 };
 
-// Evicts the inputs of the next call from L2: a memset over twice the L2, enqueued before a replay and outside
-// its timeline tag (so not part of its time). Small inputs rotated over a few sets still fit in L2 together
-// (8 sets of a 1 MB correction input are 8 MB of a 63 MB L2); this does not.
+// Evicts the inputs of the next call from L2: a memset over twice the L2, enqueued before a replay and
+// outside its timeline tag (so not part of its time). Small inputs rotated over a few sets still fit in L2
+// together (8 sets of a 1 MB correction input are 8 MB of a 63 MB L2); this does not.
 struct L2Flush {
   DeviceBuffer scratch;
   int value = 0;

@@ -2,6 +2,7 @@
 // One decode step as an activity graph plus what is needed to report it: kernel and launch spans per rank and
 // lane, transfers, flag-to-wait flows, phases and per-row readiness, all as references to graph nodes whose
 // times are known once the graph has run.
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -69,6 +70,10 @@ struct RankNodes {
   std::vector<RowRef> output_ready;
 };
 
+// Hopper's L2 is two partitions, each caching for the SMs of the GPCs attached to it (NVIDIA H100 Tensor
+// Core GPU Architecture whitepaper, "H100 L2 cache"): a line an SM reads back competes for about half of it.
+inline constexpr double kL2Share = 0.5;
+
 struct StepGraph {
   StepGraph(const models::HardwareProfile& p, const models::Scenario& s, Platform& pf, int peers)
       : profile(p), scenario(s), platform(pf), peers_in_flight(peers) {}
@@ -87,19 +92,31 @@ struct StepGraph {
   std::vector<PlannedCollective> collectives;
   std::vector<KernelFigure> figures;
 
-  bool emulated_ranks = false;              // SimOptions::emulated_ranks
-  std::vector<double> attention_bytes;     // per rank, once its attention is added
+  bool emulated_ranks = false;          // SimOptions::emulated_ranks
+  std::vector<double> attention_bytes;  // per rank, once its attention is added
 
   // A merge kernel's time (table or analytic), recorded as a figure of `rank`.
-  double price(int rank, models::MemoryKernel k, models::MergeShape m) {
-    if (emulated_ranks &&
-        (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack)) {
-      double later = 0.0;  // bytes the later ranks' attention streamed after this rank's output was written
+  double price(int rank, models::MemoryKernel k, const models::MergeShape& m) {
+    models::KernelPrice price = models::merge_kernel_price(profile, k, m);
+    if (emulated_ranks && (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack)) {
+      // Bytes through the L2 between this rank's attention writing its output and this kernel reading it:
+      // the later ranks' attention, then the earlier ranks' kernels of this phase (each reads and writes
+      // about the output's size). A line survives them with probability exp(−bytes / L2) (random
+      // replacement, over the share of the L2 one SM's lines compete for); the kernel's time moves from the
+      // cold table's towards the warm one's with it.
+      double through = 0.0;
       for (std::size_t s = static_cast<std::size_t>(rank) + 1; s < attention_bytes.size(); ++s)
-        later += attention_bytes[s];
-      m.cold_inputs = later > profile.gpu.l2_size.si();
+        through += attention_bytes[s];
+      through += rank * (k == models::MemoryKernel::kCorrection ? models::correction_bytes(m)
+                                                                : models::a2a_pack_bytes(m));
+      const double l2 = profile.gpu.l2_size.si() * kL2Share;
+      const double resident = l2 > 0 ? std::exp(-through / l2) : 0.0;
+      models::MergeShape cold_shape = m;
+      cold_shape.cold_inputs = true;
+      const models::KernelPrice cold = models::merge_kernel_price(profile, k, cold_shape);
+      price.seconds = cold.seconds - (cold.seconds - price.seconds) * resident;
+      if (cold.source != price.source) price.source = models::FigureSource::kAnalytic;
     }
-    const models::KernelPrice price = models::merge_kernel_price(profile, k, m);
     figures.push_back({rank, std::string(models::to_string(k)), price.source});
     return price.seconds;
   }

@@ -106,8 +106,8 @@ std::vector<PhaseSpan> step_phases(const RankTimeline& r, models::Strategy strat
         for (const PhaseSpan& q : r.phases) {
           if (q.name == kPhaseWait) wait = &q;
         }
-        out.push_back({"row_stream_combine",
-                       wait != nullptr ? std::min(wait->begin_s, p.begin_s) : p.begin_s, p.end_s});
+        out.push_back({"row_stream_combine", wait != nullptr ? std::min(wait->begin_s, p.begin_s) : p.begin_s,
+                       p.end_s});
         continue;
       }
     }

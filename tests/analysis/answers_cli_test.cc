@@ -53,13 +53,14 @@ class AnswersCli : public ::testing::Test {
 TEST_F(AnswersCli, SimulateEveryStrategySideBySideWithCollectiveBandwidths) {
   ASSERT_EQ(run("simulate --batch 4 --context 8k --strategy all --json " + (dir_ / "s.json").string()), 0)
       << err_;
-  for (const char* s : {"ag-rs", "ag-ar", "a2a", "direct", "row-stream"}) EXPECT_THAT(out_, HasSubstr(s));
-  EXPECT_THAT(out_, HasSubstr("5 strategies side by side"));
+  for (const char* s : {"ag-rs", "ag-ar", "a2a", "direct", "row-stream", "flashinfer-a2a"})
+    EXPECT_THAT(out_, HasSubstr(s));
+  EXPECT_THAT(out_, HasSubstr("6 strategies side by side"));
   EXPECT_THAT(out_, HasSubstr("algbw GB/s"));
   EXPECT_THAT(out_, HasSubstr("decode step (61 layers + non-attention)"));
   EXPECT_THAT(out_, HasSubstr("KV capacity"));
   const auto j = nlohmann::json::parse(read(dir_ / "s.json"));
-  ASSERT_EQ(j["strategies"].size(), 5u);
+  ASSERT_EQ(j["strategies"].size(), 6u);
   for (const auto& s : j["strategies"]) {
     ASSERT_TRUE(s.contains("collective_bandwidths"));
     for (const auto& c : s["collective_bandwidths"]) {

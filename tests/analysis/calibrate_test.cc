@@ -163,10 +163,10 @@ TEST(CalibrateClosedLoop, RecoversPerKernelTypeNumbersAndTheTensorRate) {
   models::HardwareProfile base = models::load_profile("h200-sxm");
   base.tables.clear();
   const CalibrationResult r = calibrate(base, load_measured(dir / "truth.pb").sections, {});
-  for (const char* name : {"kernel.correction.floor", "kernel.correction.hbm_efficiency_max",
-                           "kernel.a2a_pack.floor", "kernel.a2a_pack.hbm_efficiency_max",
-                           "kernel.a2a_combine.floor", "kernel.a2a_combine.hbm_efficiency_max",
-                           "attention.tensor_rate", "kernel.hbm_efficiency_max"}) {
+  for (const char* name :
+       {"kernel.correction.floor", "kernel.correction.hbm_efficiency_max", "kernel.a2a_pack.floor",
+        "kernel.a2a_pack.hbm_efficiency_max", "kernel.a2a_combine.floor",
+        "kernel.a2a_combine.hbm_efficiency_max", "attention.tensor_rate", "kernel.hbm_efficiency_max"}) {
     const ParameterResult& p = param(r, name);
     ASSERT_TRUE(p.fitted) << name << ": " << p.status;
     EXPECT_NEAR(si(r.profile, name) / si(truth, name), 1.0, tolerance(p))

@@ -90,8 +90,8 @@ TEST(Validate, TheTrueProfileReproducesItsTraces) {
   // phases of these scenarios are 0 ns: every flag is up before its owner looks).
   std::set<std::string> figures;
   for (const ErrorSummary& s : r.per_figure) figures.insert(s.key);
-  for (const char* f : {"attention", "correction", "collective", "pack", "push", "combine", "query_gather",
-                        "lse_gather", "step", "row_lse", "row_output"}) {
+  for (const char* f : {"attention", "correction", "collective", "pack", "push+wait+combine", "combine",
+                        "query_gather", "lse_gather", "step", "row_lse", "row_output"}) {
     EXPECT_TRUE(figures.count(f)) << f;
   }
   EXPECT_FALSE(r.has_intervals);
@@ -249,16 +249,19 @@ TEST(MeasuredTraces, EmulatedH200RunnerTracesMapToKernelPhases) {
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not in this tree";
   const MeasuredTrace t = load_measured(path);
   EXPECT_EQ(t.header.source(), traces::v1::SOURCE_EMULATED);
-  ASSERT_EQ(t.sections.size(), 4u);  // ag-rs, ag-ar, a2a, direct
+  ASSERT_EQ(t.sections.size(), 5u);  // ag-rs, ag-ar, a2a, direct, row-stream
   std::set<std::string> figures;
   for (const MeasuredSection& s : t.sections) {
     for (const MeasuredPhase& p : s.phases) figures.insert(p.phase);
     for (const MeasuredRow& r : s.rows) EXPECT_LT(r.row, s.scenario.rows());  // padding rows are left out
   }
   EXPECT_TRUE(figures.count("attention") && figures.count("correction") && figures.count("pack"));
-  EXPECT_TRUE(figures.count("combine"));  // direct_combine: the combine alone under emulation
+  EXPECT_TRUE(figures.count("combine"));            // a2a_combine
+  EXPECT_TRUE(figures.count("push+wait+combine"));  // direct_merge: stores, flags, wait and combine
   const ObservationSet set = build_observations(t.sections);
   for (const Observation& o : set.observations) {
+    // The one-kernel direct merge runs every logical rank in one launch under emulation: not one rank's.
+    EXPECT_NE(o.phase, "push+wait+combine");
     EXPECT_TRUE(is_kernel_phase(o.phase)) << o.phase;
   }
 }

@@ -229,7 +229,8 @@ TEST_F(ProfileTablesTest, ProfileWithATablePricesInsideItAndFlagsOutside) {
   const HardwareProfile p = load_profile(write("p.json", profile_).string());
   ASSERT_EQ(p.tables.size(), 1u);
   EXPECT_EQ(p.tables[0].origin, "tables/corr.json");
-  const KernelPrice inside = merge_kernel_price(p, MemoryKernel::kCorrection, {2, 16, 32, 512, DType::kBF16, false});
+  const KernelPrice inside =
+      merge_kernel_price(p, MemoryKernel::kCorrection, {2, 16, 32, 512, DType::kBF16, false});
   EXPECT_EQ(inside.source, FigureSource::kTable);
   EXPECT_DOUBLE_EQ(inside.seconds, 5552e-9);
   const MergeShape outside{8, 16, 32, 512, DType::kBF16, false};

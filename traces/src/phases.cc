@@ -8,12 +8,12 @@ namespace {
 
 // Old name -> current name. Only exact names: "query_gather step 3 to rank 1" (a transfer) is not renamed.
 constexpr std::pair<std::string_view, std::string_view> kLegacy[] = {
-    {"q_allgather", "query_all_gather"},  // hardware runner before the common vocabulary
-    {"lse_allgather", "lse_all_gather"},  // hardware runner
-    {"correct", "correction"},            // hardware runner
-    {"direct_push", "direct_write"},      // simulator
-    {"unpack_combine", "a2a_combine"},    // simulator
-    {"row_combine", "row_stream_combine"},  // hardware runner
+    {"q_allgather", "query_all_gather"},           // hardware runner before the common vocabulary
+    {"lse_allgather", "lse_all_gather"},           // hardware runner
+    {"correct", "correction"},                     // hardware runner
+    {"direct_push", "direct_write"},               // simulator
+    {"unpack_combine", "a2a_combine"},             // simulator
+    {"row_combine", "row_stream_combine"},         // hardware runner
     {"flashinfer_dcp_merge", "flashinfer_merge"},  // simulator
 };
 

@@ -26,7 +26,7 @@ struct OpShape {
   AttentionImpl attention = AttentionImpl::kAuto;   // attention: FlashInfer where it runs, else dcpsim
   models::DType dtype = models::DType::kBF16;       // O's type (correct, combine, merge-states: bf16 or fp16)
   int variant = -1;  // correct, combine, a2a-combine: kernel variant (op_variants), -1: chosen by size
-  int blocks = 0;                                   // direct: blocks per rank (0: as many as stay resident)
+  int blocks = 0;    // direct: blocks per rank (0: as many as stay resident)
 };
 
 struct OpBenchConfig {
