@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "dcpsim/analysis/phase_map.h"
@@ -18,23 +19,21 @@ namespace dcpsim::analysis {
 #if DCPSIM_WITH_SIMGRID
 struct Predictor::Impl {
   sim::Simulator simulator;
-  sim::Simulator emulated;
+  // As the runner's --emulate ran it; made on the first emulated section (a profile copy each: fits build a
+  // Predictor per residual evaluation).
+  std::optional<sim::Simulator> emulated;
 };
 
-namespace {
-sim::SimOptions emulated_options() {
-  sim::SimOptions o;
-  o.emulated_ranks = true;
-  return o;
-}
-}  // namespace
-
 Predictor::Predictor(const models::HardwareProfile& profile)
-    : impl_(std::make_unique<Impl>(
-          Impl{sim::Simulator(profile), sim::Simulator(profile, emulated_options())})) {}
+    : impl_(std::make_unique<Impl>(Impl{sim::Simulator(profile), std::nullopt})) {}
 
 Prediction Predictor::predict(const models::Scenario& scenario, bool emulated) const {
-  const sim::StepResult r = (emulated ? impl_->emulated : impl_->simulator).run(scenario);
+  if (emulated && !impl_->emulated) {
+    sim::SimOptions o;
+    o.emulated_ranks = true;
+    impl_->emulated.emplace(impl_->simulator.profile(), o);
+  }
+  const sim::StepResult r = (emulated ? *impl_->emulated : impl_->simulator).run(scenario);
   Prediction p;
   p.step_s = r.step_latency_s;
   for (const sim::RankTimeline& rank : r.ranks) {
