@@ -55,9 +55,16 @@ ScanOptions small_grid() {
 
 class Scan : public ::testing::Test {
  protected:
-  std::filesystem::path dir = std::filesystem::path(DCPSIM_BINARY_DIR) / "scan_test";
+  // One folder per test: ctest runs the Scan tests at once, and one test's part files must not be seen by
+  // another's "no part files left behind" check.
+  std::filesystem::path dir;
   std::ostringstream log;
-  void SetUp() override { std::filesystem::create_directories(dir); }
+  void SetUp() override {
+    dir = std::filesystem::path(DCPSIM_BINARY_DIR) / "scan_test" /
+          ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+  }
 };
 
 TEST_F(Scan, ShardsConcatenateToTheUnshardedCsv) {
