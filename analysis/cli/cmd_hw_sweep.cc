@@ -25,6 +25,7 @@ struct SweepFlags {
   std::string merge_dcp = "2,3,4,6,8";
   std::string merge_rows = "1,4,16,64,256";
   std::string merge_heads = "8,16,32,64,128";
+  std::string merge_heads_per_rank = "1,2,4,8,16,32";
   std::string merge_dims = "128,512";
   double max_kv_gb = 48;
   std::string attention = "auto";
@@ -61,6 +62,7 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
   c.merge_dcp = int_list(f.merge_dcp, "--merge-dcp");
   c.merge_rows = int_list(f.merge_rows, "--merge-batch");
   c.merge_heads = int_list(f.merge_heads, "--merge-heads");
+  c.merge_heads_per_rank = int_list(f.merge_heads_per_rank, "--merge-heads-per-rank");
   c.merge_dims = int_list(f.merge_dims, "--merge-head-dims");
   c.cold_merge_inputs = f.merge_inputs == "cold";
   if (!(f.max_kv_gb > 0) || f.max_kv_gb > 1e4) throw InputError("--max-kv-gb must be in (0, 10000]");
@@ -119,7 +121,10 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
       ->capture_default_str();
   s->add_option("--merge-dcp", f->merge_dcp, "merge kernels: N (list)")->capture_default_str();
   s->add_option("--merge-batch", f->merge_rows, "merge kernels: rows (list)")->capture_default_str();
-  s->add_option("--merge-heads", f->merge_heads, "merge kernels: heads on the rank (list)")
+  s->add_option("--merge-heads", f->merge_heads, "correction: heads on the rank, H (list)")
+      ->capture_default_str();
+  s->add_option("--merge-heads-per-rank", f->merge_heads_per_rank,
+                "a2a_pack, a2a_combine: heads of one owner's slice, H / N (list; measured at H = N x each)")
       ->capture_default_str();
   s->add_option("--merge-inputs", f->merge_inputs,
                 "merge kernels' inputs: warm (one set, in L2 as after the kernel that wrote them) or cold "

@@ -91,16 +91,18 @@ std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase&
     why = "merge kernels of N = 1";
     return std::nullopt;
   }
+  // The kernels on one owner's slice of the heads are tabulated by H / N (models::table_axes).
+  const std::vector<double> owner_at = {double(s.dcp), double(s.rows()), double(s.heads) / double(s.dcp)};
   if (name == "correction") return Target{TableKernel::kCorrection, merge_key, merge_at};
-  if (name == "a2a_pack" || name == "pack") return Target{TableKernel::kA2aPack, merge_key, merge_at};
+  if (name == "a2a_pack" || name == "pack") return Target{TableKernel::kA2aPack, merge_key, owner_at};
   if (name == "a2a_combine" || (name == "combine" && s.strategy == models::Strategy::kA2a))
-    return Target{TableKernel::kA2aCombine, merge_key, merge_at};
+    return Target{TableKernel::kA2aCombine, merge_key, owner_at};
   if (name == "direct_combine" || (name == "combine" && s.strategy == models::Strategy::kDirect)) {
     if (name == "direct_combine" && !emulated) {
       why = "direct_combine of real runs (it also waits for the peers' flags)";
       return std::nullopt;
     }
-    return Target{TableKernel::kDirectCombine, merge_key, merge_at};
+    return Target{TableKernel::kDirectCombine, merge_key, owner_at};
   }
   if (name == "direct_merge" || name == "flashinfer_merge") {
     why = name + " (stores, flags, wait and combine in one kernel; no table kernel type)";
@@ -110,7 +112,7 @@ std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase&
     why = "emulated collectives and direct writes (device-local stand-ins)";
     return std::nullopt;
   }
-  if (name == "direct_write" || name == "push") return Target{TableKernel::kDirectWrite, merge_key, merge_at};
+  if (name == "direct_write" || name == "push") return Target{TableKernel::kDirectWrite, merge_key, owner_at};
   if (auto c = collective(name, s))
     return Target{TableKernel::kCollective, c->first, {double(s.dcp), c->second}};
   why = "phases that are no kernel of a table (" + name + ")";
@@ -195,7 +197,7 @@ TableBuildResult build_kernel_tables(const std::vector<MeasuredTrace>& traces,
         out.tables.tables.begin(), out.tables.tables.end(),
         [&](const models::KernelTable& k) { return k.kernel == want_kernel && k.key == want_name; });
     if (it == out.tables.tables.end()) {
-      out.tables.tables.push_back({kernel, name, {}, {}, {}});
+      out.tables.tables.push_back({kernel, name, {}, {}, {}, {}});
       it = std::prev(out.tables.tables.end());
     }
     // Nanoseconds to 0.001 ns: far below the timers' resolution, and the file stays readable.

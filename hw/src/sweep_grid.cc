@@ -77,8 +77,10 @@ std::vector<SweepPoint> grid_points(const KernelSweepConfig& c, std::vector<std:
     for (int d : c.merge_dims) {
       for (int n : c.merge_dcp) {
         for (int b : c.merge_rows) {
-          for (int h : c.merge_heads) {
-            SweepPoint p{k, op, {}, "", {double(n), double(b), double(h)}, ""};
+          const bool per_owner = models::heads_per_rank_axis(k);
+          for (int v : per_owner ? c.merge_heads_per_rank : c.merge_heads) {
+            const int h = per_owner ? n * v : v;  // H
+            SweepPoint p{k, op, {}, "", {double(n), double(b), double(v)}, ""};
             p.shape.dcp = n;
             p.shape.rows = b;
             p.shape.heads = h;
@@ -92,10 +94,6 @@ std::vector<SweepPoint> grid_points(const KernelSweepConfig& c, std::vector<std:
             p.key = models::merge_table_key(m);
             p.label = std::string(models::to_string(k)) + " d" + std::to_string(d) +
                       " N=" + std::to_string(n) + " B=" + std::to_string(b) + " H=" + std::to_string(h);
-            if ((k == TableKernel::kA2aPack || k == TableKernel::kA2aCombine) && h % n != 0) {
-              if (skipped) skipped->push_back(p.label + ": N does not divide H");
-              continue;
-            }
             out.push_back(std::move(p));
           }
         }
@@ -118,6 +116,7 @@ void check_grid(const KernelSweepConfig& c) {
   positive(c.merge_dcp, "merge N");
   positive(c.merge_rows, "merge rows");
   positive(c.merge_heads, "merge heads");
+  positive(c.merge_heads_per_rank, "merge heads per rank");
   for (int n : c.merge_dcp)
     if (n < 2) throw InputError("kernel sweep: merge N must be >= 2 (a group of one merges nothing)");
   for (int d : c.merge_dims)

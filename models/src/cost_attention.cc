@@ -191,24 +191,29 @@ AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionS
   std::vector<double> wave_max_bytes;  // of the wave's largest unit (its FLOPs scale with the same tokens)
   std::vector<int> wave_units;
   int64_t unit = 0;
+  // `count` consecutive units of `bytes` each, a wave at a time.
+  auto add_units = [&](int64_t count, double bytes) {
+    while (count > 0) {
+      const auto wave = static_cast<std::size_t>(unit / t.slots);
+      const int64_t here = std::min(count, t.slots - unit % t.slots);
+      if (wave >= wave_max_bytes.size()) {
+        wave_max_bytes.push_back(0.0);
+        wave_units.push_back(0);
+      }
+      wave_max_bytes[wave] = std::max(wave_max_bytes[wave], bytes);
+      wave_units[wave] += static_cast<int>(here);
+      for (int64_t i = 0; i < here; ++i) t.total_bytes += bytes;  // unit by unit: the same sum as before
+      unit += here;
+      count -= here;
+    }
+  };
   for (int b = 0; b < rows; ++b) {
     const int splits = static_cast<int>(ceil_div(local_tokens[b], t.split_tokens));
     t.row_splits[b] = splits;
-    for (int s = 0; s < splits; ++s) {
-      const int64_t tokens = std::min(t.split_tokens, local_tokens[b] - s * t.split_tokens);
-      const double bytes = kv_per_token * double(tokens);
-      for (int g = 0; g < groups; ++g, ++unit) {
-        const auto wave = static_cast<std::size_t>(unit / t.slots);
-        if (wave >= wave_max_bytes.size()) {
-          wave_max_bytes.push_back(0.0);
-          wave_units.push_back(0);
-        }
-        wave_max_bytes[wave] = std::max(wave_max_bytes[wave], bytes);
-        ++wave_units[wave];
-        t.total_bytes += bytes;
-      }
-    }
     if (splits == 0) continue;
+    // Every split but the last is split_tokens long.
+    add_units(int64_t(splits - 1) * groups, kv_per_token * double(t.split_tokens));
+    add_units(groups, kv_per_token * double(local_tokens[b] - int64_t(splits - 1) * t.split_tokens));
     t.row_last_wave[b] = static_cast<int>((unit - 1) / t.slots);
     t.total_bytes += row_io_bytes(a);
   }

@@ -146,7 +146,9 @@ KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const M
       break;
   }
   if (m.dcp == 1 || p.tables.empty() || m.rows == 0) return {analytic, FigureSource::kAnalytic};
-  const double at[] = {double(m.dcp), double(m.rows), double(m.heads)};
+  // Correction works on all H heads of the rank; the others on one owner's slice of H / N heads.
+  const double heads = heads_per_rank_axis(table) ? double(m.heads) / double(m.dcp) : double(m.heads);
+  const double at[] = {double(m.dcp), double(m.rows), heads};
   if (auto t = lookup_kernel_time_s(p.tables, table, merge_table_key(m), at))
     return {*t, FigureSource::kTable};
   if (m.cold_inputs) {

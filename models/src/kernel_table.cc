@@ -2,6 +2,7 @@
 #include "dcpsim/models/kernel_table.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -123,15 +124,18 @@ KernelTable read_table(const Cursor& c, const Json& j, const std::string& path, 
   t.key = c.text(j, path, "key", true);
   const Json& axes = c.member(j, path, "axes");
   const std::vector<std::string>& expected = table_axes(t.kernel);
-  if (axes != Json(expected)) {
+  const bool total_heads = heads_per_rank_axis(t.kernel) && axes == Json(table_axes(TableKernel::kCorrection));
+  if (axes != Json(expected) && !total_heads) {
     c.fail(path + ".axes", "expected " + Json(expected).dump() + " for " + kernel + ", got " + axes.dump());
   }
   const Json& points = c.member(j, path, "points");
   if (!points.is_array() || points.empty())
     c.fail(path + ".points", "expected a non-empty array of points, got " + points.dump().substr(0, 80));
-  for (std::size_t i = 0; i < points.size(); ++i)
+  for (std::size_t i = 0; i < points.size(); ++i) {
     t.points.push_back(
         read_point(c, points[i], path + ".points[" + std::to_string(i) + "]", expected.size()));
+    if (total_heads) t.points.back().at[2] /= t.points.back().at[0];  // H -> H / N
+  }
   t.finalize(where + ": " + path);
   return t;
 }
@@ -171,14 +175,33 @@ TableKernel parse_table_kernel(std::string_view s) {
 const std::vector<std::string>& table_axes(TableKernel k) {
   static const std::vector<std::string> attention = {"heads", "rows", "tokens"};
   static const std::vector<std::string> merge = {"dcp", "rows", "heads"};
+  static const std::vector<std::string> per_owner = {"dcp", "rows", "heads_per_rank"};
   static const std::vector<std::string> collective = {"dcp", "bytes_per_rank"};
-  if (k == TableKernel::kAttention) return attention;
-  if (k == TableKernel::kCollective) return collective;
-  return merge;
+  switch (k) {
+    case TableKernel::kAttention:
+      return attention;
+    case TableKernel::kCollective:
+      return collective;
+    case TableKernel::kCorrection:
+      return merge;
+    case TableKernel::kA2aPack:
+    case TableKernel::kA2aCombine:
+    case TableKernel::kDirectWrite:
+    case TableKernel::kDirectCombine:
+      break;
+  }
+  return per_owner;
+}
+
+bool heads_per_rank_axis(TableKernel k) {
+  return table_axes(k).back() == "heads_per_rank";
 }
 
 void KernelTable::finalize(const std::string& where) {
-  const std::size_t axes = table_axes(kernel).size();
+  finalize(where, table_axes(kernel).size());
+}
+
+void KernelTable::finalize(const std::string& where, std::size_t axes) {
   grid.assign(axes, {});
   for (const TablePoint& p : points) {
     if (p.at.size() != axes)
@@ -211,6 +234,21 @@ void KernelTable::finalize(const std::string& where) {
     }
     cell_point[cell] = static_cast<int>(i);
   }
+  slices.clear();
+  if (axes < 2 || std::find(cell_point.begin(), cell_point.end(), -1) == cell_point.end()) return;
+  // An incomplete grid: one table per value of the first axis, over the rest.
+  slices.resize(grid[0].size());
+  for (KernelTable& slice : slices) {
+    slice.kernel = kernel;
+    slice.key = key;
+  }
+  for (const TablePoint& p : points) {
+    const auto i = std::lower_bound(grid[0].begin(), grid[0].end(), p.at[0]) - grid[0].begin();
+    TablePoint rest = p;
+    rest.at.erase(rest.at.begin());
+    slices[static_cast<std::size_t>(i)].points.push_back(std::move(rest));
+  }
+  for (KernelTable& slice : slices) slice.finalize(where, axes - 1);
 }
 
 KernelTables parse_kernel_tables(std::string_view json_text, std::string_view where) {
@@ -298,12 +336,32 @@ std::string describe_kernel_tables(const KernelTables& t) {
   return out.str();
 }
 
+namespace {
+
+// Where the whole grid misses a corner: interpolate along the first axis between the two slices around
+// `at` (or take the one it lies on), each priced over its own grid (exact at its measured points).
+std::optional<double> slice_time_s(const KernelTable& table, std::span<const double> at) {
+  if (table.slices.empty()) return std::nullopt;
+  const std::vector<double>& g = table.grid[0];
+  const auto i = static_cast<std::size_t>(std::lower_bound(g.begin(), g.end(), at[0]) - g.begin());
+  const auto rest = at.subspan(1);
+  if (g[i] == at[0]) return table_time_s(table.slices[i], rest);
+  const auto lo = table_time_s(table.slices[i - 1], rest);
+  const auto hi = lo ? table_time_s(table.slices[i], rest) : std::nullopt;
+  if (!lo || !hi) return std::nullopt;
+  const double w = (std::log(at[0]) - std::log(g[i - 1])) / (std::log(g[i]) - std::log(g[i - 1]));
+  return std::exp((1.0 - w) * std::log(*lo) + w * std::log(*hi));
+}
+
+}  // namespace
+
 std::optional<double> table_time_s(const KernelTable& table, std::span<const double> at) {
   const std::size_t axes = table.grid.size();
-  if (at.size() != axes || axes == 0) return std::nullopt;
+  constexpr std::size_t kMaxAxes = 8;  // tables have 2 or 3 (table_axes)
+  if (at.size() != axes || axes == 0 || axes > kMaxAxes) return std::nullopt;
   // Per axis: the lower grid index and the weight of the upper one (0 when `at` is on a grid value).
-  std::vector<std::size_t> lo(axes);
-  std::vector<double> w(axes);
+  std::array<std::size_t, kMaxAxes> lo{};
+  std::array<double, kMaxAxes> w{};
   for (std::size_t a = 0; a < axes; ++a) {
     const std::vector<double>& g = table.grid[a];
     const double x = at[a];
@@ -337,7 +395,7 @@ std::optional<double> table_time_s(const KernelTable& table, std::span<const dou
     }
     if (weight == 0.0) continue;
     const int point = table.cell_point[cell];
-    if (point < 0) return std::nullopt;  // a corner that was not measured
+    if (point < 0) return slice_time_s(table, at);  // a corner that was not measured
     only = table.points[static_cast<std::size_t>(point)].median_ns;
     log_sum += weight * std::log(only);
     ++corners;

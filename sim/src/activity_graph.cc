@@ -20,8 +20,15 @@ NodeId ActivityGraph::add(Kind kind, double amount, sg4::Host* from, sg4::Host* 
   node.amount = amount;
   node.from = from;
   node.to = to;
-  nodes_.push_back(std::move(node));
+  nodes_.push_back(node);
+  pending_.push_back(0);
   return static_cast<NodeId>(nodes_.size() - 1);
+}
+
+void ActivityGraph::reserve(std::size_t nodes, std::size_t edges) {
+  nodes_.reserve(nodes);
+  pending_.reserve(nodes);
+  edges_.reserve(edges);
 }
 
 NodeId ActivityGraph::join() {
@@ -65,7 +72,7 @@ NodeId ActivityGraph::pipe_transfer(int pipe, double bytes, int to_gpu, double d
 
 void ActivityGraph::after(NodeId before, NodeId node) {
   edges_.emplace_back(before, node);
-  ++nodes_[node].pending;
+  ++pending_[node];
 }
 
 NodeId ActivityGraph::join_of(const std::vector<NodeId>& nodes) {
@@ -81,48 +88,67 @@ NodeId ActivityGraph::after_latency(NodeId before, double seconds) {
   return n;
 }
 
+ActivityGraph::~ActivityGraph() {
+  if (timer_ != nullptr) timer_->remove();  // a run that threw may leave one set
+}
+
 void ActivityGraph::start_node(NodeId n) {
   Node& node = nodes_[n];
-  const double now = SimEngine::now();
+  const double now = now_;
   node.start_s = now - origin_;
   const bool instant = node.kind == Kind::kJoin || (node.kind != Kind::kTransfer && node.amount <= 0);
   if (instant) {
     ready_.push_back(n);
     return;
   }
+  if ((node.kind == Kind::kExec || node.kind == Kind::kTransfer) && now > simgrid_now_) {
+    // Reached while running ahead of SimGrid's clock (on_timer): SimGrid starts it when its clock gets here.
+    if (node.kind == Kind::kTransfer) transfer_started(node);  // at this date, as any pipe started beside it
+    deferred_.push_back(n);
+    return;
+  }
+  start_simgrid(n);
+  if (node.kind == Kind::kTransfer) transfer_started(node);
+  if (node.kind == Kind::kLatency) schedule(now + node.amount, EventKind::kLatencyDone, n);
+  if (node.kind == Kind::kPipe) {
+    if (node.delay_s > 0) {
+      schedule(now + node.delay_s, EventKind::kPipeDelayDone, n);
+    } else {
+      pipe_start(n);
+    }
+  }
+}
+
+// A SimGrid activity for an execution or transfer node, started at SimGrid's current date (= now_).
+void ActivityGraph::start_simgrid(NodeId n) {
+  Node& node = nodes_[n];
   const auto data = reinterpret_cast<void*>(static_cast<std::intptr_t>(n));
   switch (node.kind) {
-    case Kind::kLatency:
-      schedule(now + node.amount, EventKind::kLatencyDone, n);
-      break;
     case Kind::kExec: {
+      // On a host of its own it ends `amount` seconds from now; sharing the host it ends later, never
+      // sooner (less SimGrid's timing precision, well under the margin).
+      node.bound_s = now_ + node.amount - kBoundMargin;
+      exec_bounds_.insert(node.bound_s);
       sg4::ExecPtr exec = sg4::Exec::init();
       exec->set_flops_amount(node.amount * kHostSpeed);
       exec->set_host(node.from);
       exec->set_data(data);
       exec->start();
-      node.activity = exec;
+      held_.push_back(exec);
       ++activities_;
       break;
     }
     case Kind::kTransfer: {
-      transfer_started(node);
+      ++comms_in_flight_;
       sg4::CommPtr comm = sg4::Comm::sendto_init(node.from, node.to);
       comm->set_payload_size(static_cast<std::uint64_t>(std::llround(node.amount)));
       comm->set_data(data);
       comm->start();
-      node.activity = comm;
+      held_.push_back(comm);
       ++activities_;
       break;
     }
-    case Kind::kPipe:
-      if (node.delay_s > 0) {
-        schedule(now + node.delay_s, EventKind::kPipeDelayDone, n);
-      } else {
-        pipe_start(n);
-      }
-      break;
-    case Kind::kJoin:
+    default:
       break;
   }
 }
@@ -177,7 +203,7 @@ void ActivityGraph::pipe_start(NodeId n) {
   ++pipe_transfers_;
   const double latency = pipes_[node.from_gpu].latency;
   if (latency > 0) {
-    schedule(SimEngine::now() + latency, EventKind::kPipeLatencyDone, n);
+    schedule(now_ + latency, EventKind::kPipeLatencyDone, n);
   } else {
     pipe_flowing(n);
   }
@@ -187,7 +213,7 @@ void ActivityGraph::pipe_start(NodeId n) {
 void ActivityGraph::pipe_flowing(NodeId n) {
   const int id = nodes_[n].from_gpu;
   Pipe& p = pipes_[id];
-  const double now = SimEngine::now();
+  const double now = now_;
   pipe_advance(p, now);
   if (nodes_[n].amount <= 0) {
     ready_.push_back(n);  // no bytes: done once its latency is
@@ -222,25 +248,52 @@ void ActivityGraph::pipe_schedule(int id) {
 
 void ActivityGraph::schedule(double date, EventKind kind, int index, std::uint32_t generation) {
   events_.push(Event{date, index, generation, kind});
-  if (armed_.empty() || date < *armed_.begin()) arm(date);
+  if (!in_timer_ && (timer_ == nullptr || date < timer_date_)) arm(date);
 }
 
+// The one SimGrid timer, moved to `date`.
 void ActivityGraph::arm(double date) {
-  armed_.insert(date);
-  simgrid::kernel::timer::Timer::set(date, [this, date] { on_timer(date); });
+  if (timer_ != nullptr) {
+    if (timer_date_ == date) return;
+    timer_->remove();
+  }
+  timer_date_ = date;
+  timer_ = simgrid::kernel::timer::Timer::set(date, [this] { on_timer(); });
 }
 
-// Runs every event due by now, then makes sure a SimGrid timer waits for the next one.
-void ActivityGraph::on_timer(double date) {
-  armed_.erase(armed_.find(date));
-  const double now = SimEngine::now();
-  while (!events_.empty() && events_.top().date <= now) {
-    const Event e = events_.top();
-    events_.pop();
-    handle(e);
-    drain_ready();
+// True when nothing SimGrid runs can end before `date`: no transfer of its in flight, and every execution
+// in flight ends after it.
+bool ActivityGraph::simgrid_quiet_before(double date) const {
+  return comms_in_flight_ == 0 && (exec_bounds_.empty() || date < *exec_bounds_.begin());
+}
+
+// Runs every event due by now, and on through later dates while SimGrid has nothing that could happen first
+// (a ring of pipe transfers then costs SimGrid no timer per step); then sets the timer for what is next: the
+// activities that wait for SimGrid's clock, or the next event.
+void ActivityGraph::on_timer() {
+  timer_ = nullptr;  // SimGrid deletes the timer that fired
+  in_timer_ = true;
+  now_ = simgrid_now_ = SimEngine::now();
+  std::vector<NodeId> waiting;
+  waiting.swap(deferred_);
+  for (NodeId n : waiting) start_simgrid(n);
+  drain_ready();
+  for (;;) {
+    while (!events_.empty() && events_.top().date <= now_) {
+      const Event e = events_.top();
+      events_.pop();
+      handle(e);
+      drain_ready();
+    }
+    if (!deferred_.empty() || events_.empty() || !simgrid_quiet_before(events_.top().date)) break;
+    now_ = events_.top().date;
   }
-  if (!events_.empty() && (armed_.empty() || events_.top().date < *armed_.begin())) arm(events_.top().date);
+  in_timer_ = false;
+  if (!deferred_.empty()) {
+    arm(now_);
+  } else if (!events_.empty()) {
+    arm(events_.top().date);
+  }
 }
 
 void ActivityGraph::handle(const Event& e) {
@@ -249,7 +302,7 @@ void ActivityGraph::handle(const Event& e) {
       complete(e.index);
       break;
     case EventKind::kPipeDelayDone:
-      nodes_[e.index].start_s = SimEngine::now() - origin_;
+      nodes_[e.index].start_s = now_ - origin_;
       pipe_start(e.index);
       break;
     case EventKind::kPipeLatencyDone:
@@ -264,7 +317,7 @@ void ActivityGraph::handle(const Event& e) {
 void ActivityGraph::pipe_event(int id, std::uint32_t generation) {
   Pipe& p = pipes_[id];
   if (generation != p.generation) return;
-  const double now = SimEngine::now();
+  const double now = now_;
   pipe_advance(p, now);
   // The transfers due by now end (as SimGrid ends an action when its date comes), in the order they started.
   std::vector<NodeId> done;
@@ -282,6 +335,7 @@ void ActivityGraph::pipe_event(int id, std::uint32_t generation) {
 }
 
 void ActivityGraph::on_activity_done(std::intptr_t id) {
+  now_ = simgrid_now_ = SimEngine::now();
   complete(static_cast<NodeId>(id));
   drain_ready();
 }
@@ -297,12 +351,14 @@ void ActivityGraph::drain_ready() {
 
 void ActivityGraph::complete(NodeId n) {
   Node& node = nodes_[n];
-  node.end_s = SimEngine::now() - origin_;
+  node.end_s = now_ - origin_;
   ++completed_;
   if (node.kind == Kind::kTransfer || node.kind == Kind::kPipe) transfer_done(node);
+  if (node.kind == Kind::kTransfer) --comms_in_flight_;
+  if (node.kind == Kind::kExec && node.amount > 0) exec_bounds_.erase(exec_bounds_.find(node.bound_s));
   for (int i = succ_begin_[n]; i < succ_begin_[n + 1]; ++i) {
     const NodeId s = succ_[i];
-    if (--nodes_[s].pending == 0) start_node(s);
+    if (--pending_[s] == 0) start_node(s);
   }
 }
 
@@ -316,10 +372,11 @@ void ActivityGraph::run(SimEngine& engine) {
   for (const auto& [from, to] : edges_) succ_[fill[from]++] = to;
 
   origin_ = engine.begin_epoch();
+  now_ = simgrid_now_ = origin_;
   completed_ = 0;
   for (Pipe& p : pipes_) p.updated_s = origin_;
   for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) {
-    if (nodes_[n].pending == 0) start_node(n);
+    if (pending_[n] == 0) start_node(n);
   }
   drain_ready();
   engine.run(*this);

@@ -37,6 +37,14 @@ using NodeId = int;
 
 class ActivityGraph final : public CompletionListener {
  public:
+  ActivityGraph() = default;
+  ActivityGraph(const ActivityGraph&) = delete;
+  ActivityGraph& operator=(const ActivityGraph&) = delete;
+  ~ActivityGraph() override;
+
+  // Room for about `nodes` nodes and `edges` dependencies (saves the regrowth of a large step's graph).
+  void reserve(std::size_t nodes, std::size_t edges);
+
   NodeId join();
   NodeId latency(double seconds);
   NodeId exec(simgrid::s4u::Host* host, double seconds);
@@ -78,16 +86,15 @@ class ActivityGraph final : public CompletionListener {
   enum class Kind : std::uint8_t { kJoin, kLatency, kExec, kTransfer, kPipe };
   struct Node {
     Kind kind = Kind::kJoin;
-    int pending = 0;
     double amount = 0.0;  // seconds or bytes
     simgrid::s4u::Host* from = nullptr;
     simgrid::s4u::Host* to = nullptr;
     int from_gpu = -1;     // transfers: the GPUs whose links they use; pipe transfers: from_gpu is the pipe
     int to_gpu = -1;       // (and to_gpu the receiving GPU, -1 for a switch port)
     double delay_s = 0.0;  // pipe transfers: from the predecessors to the start
+    double bound_s = 0.0;  // executions in flight: the earliest date SimGrid could end them
     double start_s = -1.0;
     double end_s = -1.0;
-    simgrid::s4u::ActivityPtr activity;  // held until it completes
   };
 
   struct Flow {
@@ -126,11 +133,13 @@ class ActivityGraph final : public CompletionListener {
   };
   void schedule(double date, EventKind kind, int index, std::uint32_t generation = 0);
   void arm(double date);
-  void on_timer(double date);
+  void on_timer();
+  bool simgrid_quiet_before(double date) const;
   void handle(const Event& e);
 
   NodeId add(Kind kind, double amount, simgrid::s4u::Host* from, simgrid::s4u::Host* to);
   void start_node(NodeId n);
+  void start_simgrid(NodeId n);
   void complete(NodeId n);
   void drain_ready();
   LinkUse& use(int gpu);
@@ -143,13 +152,26 @@ class ActivityGraph final : public CompletionListener {
   void pipe_event(int pipe, std::uint32_t generation);
 
   std::vector<Node> nodes_;
+  std::vector<int> pending_;  // per node: predecessors not yet complete
+  std::vector<simgrid::s4u::ActivityPtr> held_;  // the SimGrid activities started, held until the graph goes
   std::vector<std::pair<NodeId, NodeId>> edges_;
   std::vector<int> succ_begin_;  // CSR successors, built by run()
   std::vector<NodeId> succ_;
   std::vector<NodeId> ready_;  // scratch stack for zero-time cascades
   std::vector<std::pair<NodeId, std::string>> labels_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
-  std::multiset<double> armed_;  // dates of the SimGrid timers set and not yet fired
+  // The graph's clock (absolute, SimGrid's scale). It runs ahead of SimGrid's inside on_timer() while
+  // SimGrid has nothing that could happen first; activities SimGrid must run wait in deferred_ until its
+  // clock catches up.
+  double now_ = 0.0;
+  double simgrid_now_ = 0.0;  // SimGrid's clock when it last called the graph
+  std::vector<NodeId> deferred_;
+  simgrid::kernel::timer::Timer* timer_ = nullptr;  // the one timer set, at timer_date_
+  double timer_date_ = 0.0;
+  bool in_timer_ = false;
+  std::multiset<double> exec_bounds_;  // bound_s of the executions in flight
+  int comms_in_flight_ = 0;
+  static constexpr double kBoundMargin = 1e-9;  // s; SimGrid's timing precision here is 1e-11 s
   std::vector<Pipe> pipes_;
   std::vector<int> pipe_index_;  // [2 × from_gpu + across] -> pipe, -1 until made
   std::vector<LinkUse> link_use_;

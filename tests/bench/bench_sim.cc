@@ -33,6 +33,8 @@ void run_step(benchmark::State& state, const std::string& profile, int dcp, int 
   state.SetItemsProcessed(state.iterations());
   state.counters["activities"] = static_cast<double>(r.activities);
   state.counters["pipe_transfers"] = static_cast<double>(r.pipe_transfers);
+  state.counters["nodes"] = static_cast<double>(r.graph_nodes);
+  state.counters["edges"] = static_cast<double>(r.graph_edges);
   state.counters["step_us"] = r.step_latency_s * 1e6;
 }
 
@@ -62,7 +64,7 @@ BENCHMARK(BM_StepH200)
     ->ArgsProduct({{8}, {64}, {0, 1, 2, 3, 4}, {0}})
     ->ArgsProduct({{8}, {1, 16, 256}, {0}, {0}})
     ->ArgsProduct({{2, 4, 16, 32}, {64}, {0}, {0}})
-    ->ArgsProduct({{72}, {256}, {0, 1, 2, 3, 4}, {0, 1}})
+    ->ArgsProduct({{72}, {256}, {0, 1, 2, 3, 4, 5}, {0, 1}})
     ->ComputeStatistics("min", least)
     ->Unit(benchmark::kMillisecond);
 
@@ -85,7 +87,7 @@ void BM_StepGb200(benchmark::State& state) {
 }
 
 BENCHMARK(BM_StepGb200)
-    ->ArgsProduct({{72}, {256}, {0, 1, 2, 3, 4}, {0}})
+    ->ArgsProduct({{72}, {256}, {0, 1, 2, 3, 4, 5}, {0}})
     ->ArgsProduct({{72}, {256}, {2, 3}, {1}})
     ->ArgsProduct({{72}, {256}, {0, 1}, {2}})
     ->ArgsProduct({{8, 16, 36, 72}, {64}, {0}, {0}})

@@ -23,6 +23,7 @@ KernelSweepConfig small_config() {
   c.merge_dcp = {2, 3};
   c.merge_rows = {1, 8};
   c.merge_heads = {6, 8};
+  c.merge_heads_per_rank = {1, 3};
   c.merge_dims = {128};
   c.warmup = 1;
   c.reps = 5;
@@ -41,8 +42,8 @@ TEST(SweepGrid, GeometriesParseAndNameBack) {
 
 TEST(SweepGrid, CountsEveryRunnablePoint) {
   // Attention: 2 geometries × 2 heads × 2 rows × 2 tokens = 16 (gqa:4 divides 8 and 16); correction: 2 N ×
-  // 2 rows × 2 heads = 8; A2A pack needs N | H: (2,6), (2,8), (3,6) → 3 heads-N pairs × 2 rows = 6.
-  EXPECT_EQ(kernel_sweep_points(small_config()), 16 + 8 + 6);
+  // 2 rows × 2 heads = 8; A2A pack at H = N × (1, 3): 2 N × 2 rows × 2 = 8, every N the same slices.
+  EXPECT_EQ(kernel_sweep_points(small_config()), 16 + 8 + 8);
   KernelSweepConfig c = small_config();
   c.geometries = {parse_sweep_geometry("gqa:16")};  // divides neither 8 nor 16 → only 16
   c.kernels = {"attention"};

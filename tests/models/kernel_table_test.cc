@@ -88,7 +88,7 @@ TEST(KernelTable, MonotoneAndBetweenNeighboursAlongEachAxis) {
 // A kernel whose time is a power of its size (here linear in the rows) is interpolated exactly between
 // measured points, where a straight line in log(size) would overshoot.
 TEST(KernelTable, PowerLawsInterpolateExactly) {
-  KernelTable k{TableKernel::kCorrection, "d128 bf16", {}, {}, {}};
+  KernelTable k{TableKernel::kCorrection, "d128 bf16", {}, {}, {}, {}};
   for (double b : {4.0, 16.0})
     for (double h : {8.0, 32.0}) k.points.push_back({{2.0, b, h}, 100.0 * b * std::sqrt(h), 5, 1, 1e9});
   k.finalize("test");
@@ -97,6 +97,41 @@ TEST(KernelTable, PowerLawsInterpolateExactly) {
       const double at[] = {2.0, b, h};
       EXPECT_NEAR(*table_time_s(k, at), 100e-9 * b * std::sqrt(h), 1e-12 * b * std::sqrt(h)) << b << " " << h;
     }
+}
+
+// Each N measured at its own slices of the heads (a2a_pack's heads_per_rank at H = N x each, say): the grid
+// of all values misses corners, so a lookup interpolates each N's slice over its own grid, then along N.
+TEST(KernelTable, IncompleteGridsInterpolateSliceBySlice) {
+  KernelTable k{TableKernel::kA2aPack, "d512 bf16", {}, {}, {}, {}};
+  auto time_ns = [](double n, double b, double h) { return 1000.0 + 50 * n + 10 * b + 30 * h; };
+  for (double b : {1.0, 16.0}) {
+    for (double h : {4.0, 16.0}) k.points.push_back({{2.0, b, h}, time_ns(2, b, h), 5, 1, 1e9});
+    for (double h : {8.0, 32.0}) k.points.push_back({{4.0, b, h}, time_ns(4, b, h), 5, 1, 1e9});
+  }
+  k.finalize("test");
+  ASSERT_EQ(k.slices.size(), 2u);  // N = 2 and N = 4
+  for (const TablePoint& p : k.points) EXPECT_DOUBLE_EQ(*table_time_s(k, p.at), p.median_ns * 1e-9);
+  // N = 3, B = 1, h = 8: N = 2's slice halfway (in log) between h = 4 and 16, N = 4's measured point; then
+  // log(3/2) / log(2) of the way (in log N) from N = 2 to N = 4.
+  const double at[] = {3.0, 1.0, 8.0};
+  const double n2 = std::sqrt(time_ns(2, 1, 4) * time_ns(2, 1, 16));
+  const double n4 = time_ns(4, 1, 8);
+  const double w = std::log(1.5) / std::log(2.0);
+  EXPECT_NEAR(*table_time_s(k, at), std::exp((1 - w) * std::log(n2) + w * std::log(n4)) * 1e-9, 1e-15);
+  // Between the neighbours, as every interpolated time.
+  EXPECT_GT(*table_time_s(k, at), std::min(n2, n4) * 1e-9);
+  EXPECT_LT(*table_time_s(k, at), std::max(n2, n4) * 1e-9);
+  // h = 4 lies inside N = 2's slice but below N = 4's: not priced between them; at N = 2 it is measured.
+  const double below[] = {3.0, 1.0, 4.0};
+  EXPECT_FALSE(table_time_s(k, below));
+  const double on_slice[] = {2.0, 16.0, 4.0};
+  EXPECT_DOUBLE_EQ(*table_time_s(k, on_slice), time_ns(2, 16, 4) * 1e-9);
+  // A complete grid needs no slices.
+  KernelTable full{TableKernel::kA2aPack, "d512 bf16", {}, {}, {}, {}};
+  for (double n : {2.0, 4.0})
+    for (double h : {4.0, 8.0}) full.points.push_back({{n, 1.0, h}, time_ns(n, 1, h), 5, 1, 1e9});
+  full.finalize("test");
+  EXPECT_TRUE(full.slices.empty());
 }
 
 TEST(KernelTable, NothingOutsideTheHullOrWithoutItsCorners) {
@@ -241,6 +276,31 @@ TEST_F(ProfileTablesTest, ProfileWithATablePricesInsideItAndFlagsOutside) {
   EXPECT_EQ(parse_profile(to_json(p), (dir_ / "p.json").string()), p);
 }
 
+// The kernels that work on one owner's slice are looked up by H / N: N = 5 with H = 20 (h = 4) lies between
+// N = 4 (H = 16) and N = 6 (H = 24) at the same h. Tables written with the older H axis load as H / N.
+TEST_F(ProfileTablesTest, OwnerSliceKernelsAreLookedUpByHeadsPerRank) {
+  ordered_json points = ordered_json::array();
+  for (double n : {4.0, 6.0})
+    for (double b : {1.0, 16.0})
+      for (double h : {4.0, 8.0}) points.push_back(point({n, b, n * h}, 2000 + 100 * n + 10 * b + h));
+  ordered_json t = correction_tables();
+  t["tables"] = ordered_json::array(
+      {{{"kernel", "a2a_pack"}, {"key", "d512 bf16"}, {"axes", {"dcp", "rows", "heads"}}, {"points", points}}});
+  write("tables/pack.json", t);
+  profile_["tables"] = {"tables/pack.json"};
+  const HardwareProfile p = load_profile(write("p.json", profile_).string());
+  ASSERT_EQ(p.tables.size(), 1u);
+  EXPECT_EQ(p.tables[0].tables[0].points[1].at, (std::vector<double>{4.0, 1.0, 8.0}));  // H 32 -> 8
+  EXPECT_THAT(kernel_tables_json(p.tables[0]), HasSubstr("\"axes\": [\"dcp\",\"rows\",\"heads_per_rank\"]"));
+  const KernelPrice price = merge_kernel_price(p, MemoryKernel::kA2aPack, {5, 1, 20, 512, DType::kBF16, false});
+  EXPECT_EQ(price.source, FigureSource::kTable);
+  const double w = std::log(5.0 / 4.0) / std::log(6.0 / 4.0);
+  EXPECT_NEAR(price.seconds, std::exp((1 - w) * std::log(2414.0) + w * std::log(2614.0)) * 1e-9, 1e-15);
+  // Correction keeps H: the same shape is not in this table's kernel.
+  EXPECT_EQ(merge_kernel_price(p, MemoryKernel::kCorrection, {5, 1, 20, 512, DType::kBF16, false}).source,
+            FigureSource::kAnalytic);
+}
+
 TEST_F(ProfileTablesTest, InlineTablesLoadAndRoundTrip) {
   profile_["tables"] = ordered_json::array({correction_tables()});
   const HardwareProfile p = load_profile(write("p.json", profile_).string());
@@ -280,7 +340,7 @@ TEST(KernelCosts, AttentionTableScalesTheWavesAndFlagsItsSource) {
 
   KernelTables t;
   t.provenance.device = "NVIDIA H200";
-  KernelTable k{TableKernel::kAttention, attention_table_key(a), {}, {}, {}};
+  KernelTable k{TableKernel::kAttention, attention_table_key(a), {}, {}, {}, {}};
   for (double tokens : {2048.0, 8192.0})
     k.points.push_back({{32.0, 16.0, tokens}, 30000.0 * tokens / 4096, 5, 1, 1e9});
   k.finalize("test");
@@ -308,7 +368,7 @@ TEST(KernelCosts, AttentionTablesOfEachImplementation) {
   KernelTables t;
   t.provenance.device = "NVIDIA H200";
   for (const auto& [impl, ns] : {std::pair{"flashinfer", 20000.0}, std::pair{"dcpsim", 50000.0}}) {
-    KernelTable k{TableKernel::kAttention, attention_table_key(a) + " " + impl, {}, {}, {}};
+    KernelTable k{TableKernel::kAttention, attention_table_key(a) + " " + impl, {}, {}, {}, {}};
     for (double tokens : {2048.0, 8192.0}) k.points.push_back({{32.0, 16.0, tokens}, ns, 5, 1, 1e9});
     k.finalize("test");
     t.tables.push_back(k);

@@ -143,7 +143,7 @@ TEST(Step, EmulatedRanksReadTheirOutputsColderTheMoreWentThroughTheL2) {
   models::KernelTables t;
   for (const auto& [key, ns] :
        {std::pair<std::string, double>{"d512 bf16", 5000.0}, {"d512 bf16 cold", 9000.0}}) {
-    models::KernelTable k{models::TableKernel::kCorrection, key, {}, {}, {}};
+    models::KernelTable k{models::TableKernel::kCorrection, key, {}, {}, {}, {}};
     for (double n : {2.0, 8.0}) {
       for (double b : {4.0, 16.0}) {
         for (double h : {64.0, 256.0}) k.points.push_back({{n, b, h}, ns, 5, ns, ns});

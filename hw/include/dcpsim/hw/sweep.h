@@ -39,11 +39,13 @@ struct KernelSweepConfig {
   // simulator prices shapes that need it analytically).
   double max_kv_bytes = 48e9;
   AttentionImpl attention = AttentionImpl::kAuto;
-  // Merge-kernel grid: N × rows × heads on the rank, per value head dim. A2A needs N to divide H; other
-  // points are skipped.
+  // Merge-kernel grid, per head dim: correction over N × rows × H (heads on the rank); the kernels that
+  // work on one owner's slice (a2a_pack, a2a_combine) over N × rows × H / N, measured at H = N × each
+  // merge_heads_per_rank, so every N has the same slices (models::table_axes).
   std::vector<int> merge_dcp = {2, 3, 4, 6, 8};
   std::vector<int> merge_rows = {1, 4, 16, 64, 256};
   std::vector<int> merge_heads = {8, 16, 32, 64, 128};
+  std::vector<int> merge_heads_per_rank = {1, 2, 4, 8, 16, 32};
   std::vector<int> merge_dims = {128, 512};
   // Merge kernels read inputs that are no longer in L2 (a memset over twice the L2 before each call, outside
   // the call's span; rotating a few small input sets would not do: they fit in L2 together): the tables then

@@ -32,9 +32,13 @@ std::string_view to_string(TableKernel k);
 // "collective"; InputError listing them otherwise.
 TableKernel parse_table_kernel(std::string_view s);
 // The axes every table of a kernel type has, in order: attention: heads, rows, tokens (mean local tokens of
-// the rank's non-empty rows); merge kernels: dcp, rows, heads (heads on the rank); collectives: dcp,
-// bytes_per_rank.
+// the rank's non-empty rows); correction: dcp, rows, heads (heads on the rank); the kernels that work on
+// one owner's slice of the heads (a2a_pack, a2a_combine, direct_write, direct_combine): dcp, rows,
+// heads_per_rank (H / N); collectives: dcp, bytes_per_rank.
 const std::vector<std::string>& table_axes(TableKernel k);
+// True for the kernels whose last axis is heads_per_rank. Tables written before that axis (["dcp", "rows",
+// "heads"] for these kernels) still load: their H becomes H / N.
+bool heads_per_rank_axis(TableKernel k);
 
 struct TableProvenance {
   std::string device;   // e.g. "NVIDIA H200" (compared with the profile's gpu.name)
@@ -65,11 +69,18 @@ struct KernelTable {
   // row-major order, the index of its point or -1.
   std::vector<std::vector<double>> grid;
   std::vector<int> cell_point;
+  // When some grid cells were not measured (each N measured at its own head counts, say): per value of the
+  // first axis, the table of the points there over the remaining axes (grid[0][i] -> slices[i]). Lookups
+  // that miss a corner of the whole grid interpolate slice by slice instead.
+  std::vector<KernelTable> slices;
   bool operator==(const KernelTable& o) const {
     return kernel == o.kernel && key == o.key && points == o.points;
   }
-  // Builds grid and cell_point; InputError (prefixed by `where`) for NaNs, non-positive values or duplicates.
+  // Builds grid, cell_point and slices; InputError (prefixed by `where`) for NaNs, non-positive values or
+  // duplicates.
   void finalize(const std::string& where);
+  // The same over `axes` coordinates per point (finalize() uses table_axes(kernel)).
+  void finalize(const std::string& where, std::size_t axes);
 };
 
 // One table file (or inline object) of a profile.

@@ -77,6 +77,8 @@ struct StepResult {
   double merge_latency_s = 0.0;     // step_latency_s − attention_end_s: what the merge adds after attention
   std::int64_t activities = 0;      // SimGrid activities (communications and executions) the step used
   std::int64_t pipe_transfers = 0;  // transfers timed as pipe transfers instead (SimOptions::pipes)
+  std::int64_t graph_nodes = 0;     // nodes of the step's activity graph (every kind, joins included)
+  std::int64_t graph_edges = 0;     // their dependencies
   bool bundled_flows = false;  // all-pairs sends and single-domain rings went as bundles (SimOptions::flows)
 
   std::vector<KernelFigure> kernel_figures;  // one per kernel time the step used, rank by rank
