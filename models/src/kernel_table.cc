@@ -124,7 +124,8 @@ KernelTable read_table(const Cursor& c, const Json& j, const std::string& path, 
   t.key = c.text(j, path, "key", true);
   const Json& axes = c.member(j, path, "axes");
   const std::vector<std::string>& expected = table_axes(t.kernel);
-  const bool total_heads = heads_per_rank_axis(t.kernel) && axes == Json(table_axes(TableKernel::kCorrection));
+  const bool total_heads =
+      heads_per_rank_axis(t.kernel) && axes == Json(table_axes(TableKernel::kCorrection));
   if (axes != Json(expected) && !total_heads) {
     c.fail(path + ".axes", "expected " + Json(expected).dump() + " for " + kernel + ", got " + axes.dump());
   }

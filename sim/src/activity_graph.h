@@ -152,7 +152,7 @@ class ActivityGraph final : public CompletionListener {
   void pipe_event(int pipe, std::uint32_t generation);
 
   std::vector<Node> nodes_;
-  std::vector<int> pending_;  // per node: predecessors not yet complete
+  std::vector<int> pending_;                     // per node: predecessors not yet complete
   std::vector<simgrid::s4u::ActivityPtr> held_;  // the SimGrid activities started, held until the graph goes
   std::vector<std::pair<NodeId, NodeId>> edges_;
   std::vector<int> succ_begin_;  // CSR successors, built by run()

@@ -284,15 +284,18 @@ TEST_F(ProfileTablesTest, OwnerSliceKernelsAreLookedUpByHeadsPerRank) {
     for (double b : {1.0, 16.0})
       for (double h : {4.0, 8.0}) points.push_back(point({n, b, n * h}, 2000 + 100 * n + 10 * b + h));
   ordered_json t = correction_tables();
-  t["tables"] = ordered_json::array(
-      {{{"kernel", "a2a_pack"}, {"key", "d512 bf16"}, {"axes", {"dcp", "rows", "heads"}}, {"points", points}}});
+  t["tables"] = ordered_json::array({{{"kernel", "a2a_pack"},
+                                      {"key", "d512 bf16"},
+                                      {"axes", {"dcp", "rows", "heads"}},
+                                      {"points", points}}});
   write("tables/pack.json", t);
   profile_["tables"] = {"tables/pack.json"};
   const HardwareProfile p = load_profile(write("p.json", profile_).string());
   ASSERT_EQ(p.tables.size(), 1u);
   EXPECT_EQ(p.tables[0].tables[0].points[1].at, (std::vector<double>{4.0, 1.0, 8.0}));  // H 32 -> 8
   EXPECT_THAT(kernel_tables_json(p.tables[0]), HasSubstr("\"axes\": [\"dcp\",\"rows\",\"heads_per_rank\"]"));
-  const KernelPrice price = merge_kernel_price(p, MemoryKernel::kA2aPack, {5, 1, 20, 512, DType::kBF16, false});
+  const KernelPrice price =
+      merge_kernel_price(p, MemoryKernel::kA2aPack, {5, 1, 20, 512, DType::kBF16, false});
   EXPECT_EQ(price.source, FigureSource::kTable);
   const double w = std::log(5.0 / 4.0) / std::log(6.0 / 4.0);
   EXPECT_NEAR(price.seconds, std::exp((1 - w) * std::log(2414.0) + w * std::log(2614.0)) * 1e-9, 1e-15);
