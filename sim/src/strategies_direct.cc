@@ -187,17 +187,28 @@ struct RowGroups {
 };
 
 RowGroups group_rows(const AttentionOut& att) {
-  std::map<std::tuple<bool, double, NodeId>, std::vector<int>> by_time;
+  // Rows by (done after the kernel, offset, node), ties in row order: a sort, not a map (a DCP72 step groups
+  // 72 x B rows).
+  using Key = std::tuple<bool, double, NodeId, int>;
+  std::vector<Key> keys;
+  keys.reserve(att.rows.size());
   for (int b = 0; b < static_cast<int>(att.rows.size()); ++b) {
     const RowRef& ref = att.rows[b];
-    by_time[{ref.node != att.start, ref.offset_s, ref.node}].push_back(b);
+    keys.emplace_back(ref.node != att.start, ref.offset_s, ref.node, b);
   }
+  std::sort(keys.begin(), keys.end());
   RowGroups groups;
   groups.group_of.assign(att.rows.size(), 0);
-  for (auto& [key, rows] : by_time) {
-    for (int b : rows) groups.group_of[b] = static_cast<int>(groups.rows.size());
-    groups.when.push_back(att.rows[rows.front()]);
-    groups.rows.push_back(std::move(rows));
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto& [after, offset, node, b] = keys[i];
+    if (i == 0 ||
+        std::tie(after, offset, node) !=
+            std::tie(std::get<0>(keys[i - 1]), std::get<1>(keys[i - 1]), std::get<2>(keys[i - 1]))) {
+      groups.when.push_back(att.rows[b]);
+      groups.rows.emplace_back();
+    }
+    groups.group_of[b] = static_cast<int>(groups.rows.size()) - 1;
+    groups.rows.back().push_back(b);
   }
   return groups;
 }
