@@ -20,6 +20,7 @@
 // of which the route's own latency is part of the flag transfer. The owner sees the last flag half a polling
 // interval after it lands (models/cost_signals.h), but never before its kernel polls at all.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -105,27 +106,45 @@ KernelPushes push_from_kernels(StepGraph& step, const std::vector<NodeId>& gate,
 
 }  // namespace
 
-void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams, const std::vector<AttentionOut>&) {
+namespace {
+
+// The one-kernel merges (direct, flashinfer-a2a): each rank's kernel starts, passes `gate_s`, stores its
+// slices into every owner's window with a flag after each, waits for the peers' flags and combines.
+struct OneKernelMerge {
+  std::string_view kernel;      // the kernel's name on the rank's stream
+  double gate_s = 0.0;          // from the kernel's start to its first store (the epoch handshake)
+  double flag_barrier_s = 0.0;  // a grid barrier between the stores and the flags they publish
+  double after_wait_s = 0.0;    // a grid barrier after the flags are seen, before the combine
+};
+
+void add_one_kernel_merge(StepGraph& step, std::vector<RankStream>& streams, const OneKernelMerge& k,
+                          const std::function<double(int owner)>& combine_s) {
   const models::Scenario& s = step.scenario;
-  const models::HardwareProfile& p = step.profile;
+  ActivityGraph& g = step.graph;
   const int n = s.dcp;
   const int rows = s.rows();
   const models::MergeShape m = models::merge_shape(s);
 
   std::vector<NodeId> start(n), gate(n);
   for (int r = 0; r < n; ++r) {
-    start[r] = streams[r].begin("direct_merge");
-    gate[r] = step.graph.after_latency(start[r], models::epoch_handshake_time(p));
+    start[r] = streams[r].begin(k.kernel);
+    gate[r] = g.after_latency(start[r], k.gate_s);
   }
   const KernelPushes pushes = push_from_kernels(step, gate, block_bytes(s, rows));
   for (int o = 0; o < n; ++o) {
+    // A barrier before the flags are published delays what the owner sees by as much.
+    std::vector<Flag> flags = pushes.flags_to[o];
+    for (Flag& f : flags) f.node = g.after_latency(f.node, k.flag_barrier_s);
     // A block combines once its own stores are out and every peer's flag is seen.
-    const NodeId pushed = pushes.stored[o];
-    const NodeId seen = wait_for_flags(step, o, "stream0", pushed, pushes.flags_to[o], -1, 0, rows);
-    const NodeId body =
-        step.graph.exec(step.platform.gpu(o), step.price(o, models::MemoryKernel::kDirectCombine, m));
-    step.graph.after(seen, body);
-    const NodeId end = step.graph.join_of({body, pushes.drained[o]});  // its own flags out too
+    // (A join after the barrier: the push phase ends, and the wait begins, once the barrier is passed.)
+    const NodeId pushed = k.flag_barrier_s > 0
+                              ? g.join_of({g.after_latency(pushes.stored[o], k.flag_barrier_s)})
+                              : pushes.stored[o];
+    const NodeId seen =
+        g.after_latency(wait_for_flags(step, o, "stream0", pushed, flags, -1, 0, rows), k.after_wait_s);
+    const NodeId body = g.exec(step.platform.gpu(o), combine_s(o));
+    g.after(seen, body);
+    const NodeId end = g.join_of({body, pushes.drained[o]});  // its own flags out too
     streams[o].finish(end, traces::v1::EVENT_KIND_KERNEL,
                       (n - 1) * block_bytes(s, rows) + models::direct_combine_bytes(m));
     RankNodes& rank = step.ranks[o];
@@ -138,42 +157,23 @@ void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams, const s
   }
 }
 
-void add_flashinfer_merge(StepGraph& step, std::vector<RankStream>& streams) {
-  const models::Scenario& s = step.scenario;
-  const models::HardwareProfile& p = step.profile;
-  ActivityGraph& g = step.graph;
-  const int n = s.dcp;
-  const int rows = s.rows();
-  const models::MergeShape m = models::merge_shape(s);
-  const double barrier = models::grid_barrier_time(p);
+}  // namespace
 
-  std::vector<NodeId> start(n), gate(n);
-  for (int r = 0; r < n; ++r) {
-    start[r] = streams[r].begin("flashinfer_merge");
-    gate[r] = g.after_latency(start[r], barrier);  // block 0 picks the epoch; grid barrier
-  }
-  const KernelPushes pushes = push_from_kernels(step, gate, block_bytes(s, rows));
-  for (int o = 0; o < n; ++o) {
-    // The barrier before the flags are published delays what the owner sees by one more barrier.
-    std::vector<Flag> flags = pushes.flags_to[o];
-    for (Flag& f : flags) f.node = g.after_latency(f.node, barrier);
-    const NodeId pushed = g.join_of({g.after_latency(pushes.stored[o], barrier)});
-    const NodeId seen = wait_for_flags(step, o, "stream0", pushed, flags, -1, 0, rows);
-    const NodeId synced = g.after_latency(seen, barrier);  // the unconditional grid barrier after the wait
+void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams, const std::vector<AttentionOut>&) {
+  const models::MergeShape m = models::merge_shape(step.scenario);
+  add_one_kernel_merge(step, streams, {"direct_merge", models::epoch_handshake_time(step.profile), 0.0, 0.0},
+                       [&](int o) { return step.price(o, models::MemoryKernel::kDirectCombine, m); });
+}
+
+void add_flashinfer_merge(StepGraph& step, std::vector<RankStream>& streams) {
+  const models::MergeShape m = models::merge_shape(step.scenario);
+  // Block 0 picks the epoch behind a grid barrier; another before the flags are published and one after the
+  // wait. No table holds FlashInfer's kernel: the merge is priced with the direct combine's numbers.
+  const double barrier = models::grid_barrier_time(step.profile);
+  add_one_kernel_merge(step, streams, {"flashinfer_merge", barrier, barrier, barrier}, [&](int o) {
     step.figures.push_back({o, "flashinfer_combine", models::FigureSource::kAnalytic});
-    const NodeId body = g.exec(step.platform.gpu(o), models::direct_combine_time(p, m));
-    g.after(synced, body);
-    const NodeId end = g.join_of({body, pushes.drained[o]});  // its own flags out too
-    streams[o].finish(end, traces::v1::EVENT_KIND_KERNEL,
-                      (n - 1) * block_bytes(s, rows) + models::direct_combine_bytes(m));
-    RankNodes& rank = step.ranks[o];
-    rank.phases.push_back({kPhasePush, start[o], pushed});
-    rank.phases.push_back({kPhaseWait, pushed, synced});
-    rank.phases.push_back({kPhaseCombine, body, body});
-    rank.lse_ready.assign(rows, RowRef{synced, 0.0});
-    rank.output_ready.assign(rows, RowRef{body, 0.0});
-    rank.done = end;
-  }
+    return models::direct_combine_time(step.profile, m);
+  });
 }
 
 namespace {
