@@ -10,21 +10,28 @@
 #   4. clang-format check of every C++/CUDA source.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+stage() { echo "== test.sh: $1 (at ${SECONDS} s)"; }
+stage "setup"
 scripts/setup.sh
 jobs=$(nproc)
 
+stage "release build and tests"
 DCPSIM_BUILD_DIR=build scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDCPSIM_WERROR=ON
 (cd build && ctest --output-on-failure -j "$jobs")
 
+stage "ASan+UBSan build and tests"
 DCPSIM_BUILD_DIR=build-asan scripts/build.sh -DCMAKE_BUILD_TYPE=Debug -DDCPSIM_WITH_CUDA=OFF \
   -DDCPSIM_SANITIZE=ON -DDCPSIM_WERROR=ON -DDCPSIM_BUILD_BENCHMARKS=OFF
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$jobs" -E '^CalibrateClosedLoop\.')
 
+stage "fuzzers"
 fuzz_seconds=${DCPSIM_FUZZ_SECONDS:-30}
 CC=clang-14 CXX=clang++-14 DCPSIM_BUILD_DIR=build-fuzz DCPSIM_BUILD_TARGETS=dcpsim_fuzzers scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DDCPSIM_WITH_CUDA=OFF -DDCPSIM_WITH_SIMGRID=OFF -DDCPSIM_SANITIZE=ON -DDCPSIM_BUILD_FUZZERS=ON \
   -DDCPSIM_BUILD_TESTS=OFF -DDCPSIM_BUILD_BENCHMARKS=OFF -DDCPSIM_FUZZ_SECONDS="$fuzz_seconds"
 (cd build-fuzz && ctest -L fuzz --output-on-failure -V -j "$jobs" | grep -E "Test +#|executed_units|Done [0-9]+ runs|Passed|Failed")
 
+stage "format"
 scripts/check-format.sh
+stage "done"
