@@ -353,9 +353,10 @@ std::string replay_summary(const ReplayResult& r) {
   std::snprintf(line, sizeof line, "per decode step (%d layers + non-attention), ms%s\n", r.layers,
                 r.strategies.size() > 1 ? ("   (clock: " + name(r.strategies.front()) + ")").c_str() : "");
   out += line;
-  out += "  strategy           p10      p50      p90      p99      max   attention share\n";
+  // Strategy names up to 14 characters (flashinfer-a2a).
+  out += "  strategy             p10      p50      p90      p99      max   attention share\n";
   for (const StrategySummary& s : r.summaries) {
-    std::snprintf(line, sizeof line, "  %-12s %8.3f %8.3f %8.3f %8.3f %8.3f   %6.1f %%\n",
+    std::snprintf(line, sizeof line, "  %-14s %8.3f %8.3f %8.3f %8.3f %8.3f   %6.1f %%\n",
                   name(s.strategy).c_str(), s.decode_step.p10 * 1e3, s.decode_step.p50 * 1e3,
                   s.decode_step.p90 * 1e3, s.decode_step.p99 * 1e3, s.decode_step.max * 1e3,
                   100 * s.attention_share);
@@ -363,11 +364,11 @@ std::string replay_summary(const ReplayResult& r) {
   }
   out += "per attention layer, us\n";
   out +=
-      "  strategy      step p50  step p99   merge p10  merge p50  merge p90  merge p99  merge max   merge "
+      "  strategy        step p50  step p99   merge p10  merge p50  merge p90  merge p99  merge max   merge "
       "share  comm share\n";
   for (const StrategySummary& s : r.summaries) {
     std::snprintf(line, sizeof line,
-                  "  %-12s %9.2f %9.2f  %10.2f %10.2f %10.2f %10.2f %10.2f   %8.1f %%  %8.1f %%\n",
+                  "  %-14s %9.2f %9.2f  %10.2f %10.2f %10.2f %10.2f %10.2f   %8.1f %%  %8.1f %%\n",
                   name(s.strategy).c_str(), s.layer_step.p50 * 1e6, s.layer_step.p99 * 1e6,
                   s.layer_merge.p10 * 1e6, s.layer_merge.p50 * 1e6, s.layer_merge.p90 * 1e6,
                   s.layer_merge.p99 * 1e6, s.layer_merge.max * 1e6, 100 * s.merge_share, 100 * s.comm_share);
