@@ -65,8 +65,9 @@ std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase&
     why = "summaries over all ranks (no rank's shape)";
     return std::nullopt;
   }
-  const std::vector<double> merge_at = {double(s.dcp), double(s.rows()), double(s.heads)};
-  const std::string merge_key = models::merge_table_key(models::merge_shape(s));
+  const models::MergeShape merge_shape = models::merge_shape(s);
+  const std::string merge_key = models::merge_table_key(merge_shape);
+  auto merge = [&](TableKernel k) { return Target{k, merge_key, models::merge_table_at(k, merge_shape)}; };
   if (name == "attention") {
     int64_t tokens = 0, nonempty = 0;
     for (int64_t c : s.contexts) {
@@ -91,18 +92,16 @@ std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase&
     why = "merge kernels of N = 1";
     return std::nullopt;
   }
-  // The kernels on one owner's slice of the heads are tabulated by H / N (models::table_axes).
-  const std::vector<double> owner_at = {double(s.dcp), double(s.rows()), double(s.heads) / double(s.dcp)};
-  if (name == "correction") return Target{TableKernel::kCorrection, merge_key, merge_at};
-  if (name == "a2a_pack" || name == "pack") return Target{TableKernel::kA2aPack, merge_key, owner_at};
+  if (name == "correction") return merge(TableKernel::kCorrection);
+  if (name == "a2a_pack" || name == "pack") return merge(TableKernel::kA2aPack);
   if (name == "a2a_combine" || (name == "combine" && s.strategy == models::Strategy::kA2a))
-    return Target{TableKernel::kA2aCombine, merge_key, owner_at};
+    return merge(TableKernel::kA2aCombine);
   if (name == "direct_combine" || (name == "combine" && s.strategy == models::Strategy::kDirect)) {
     if (name == "direct_combine" && !emulated) {
       why = "direct_combine of real runs (it also waits for the peers' flags)";
       return std::nullopt;
     }
-    return Target{TableKernel::kDirectCombine, merge_key, owner_at};
+    return merge(TableKernel::kDirectCombine);
   }
   if (name == "direct_merge" || name == "flashinfer_merge") {
     why = name + " (stores, flags, wait and combine in one kernel; no table kernel type)";
@@ -112,7 +111,7 @@ std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase&
     why = "emulated collectives and direct writes (device-local stand-ins)";
     return std::nullopt;
   }
-  if (name == "direct_write" || name == "push") return Target{TableKernel::kDirectWrite, merge_key, owner_at};
+  if (name == "direct_write" || name == "push") return merge(TableKernel::kDirectWrite);
   if (auto c = collective(name, s))
     return Target{TableKernel::kCollective, c->first, {double(s.dcp), c->second}};
   why = "phases that are no kernel of a table (" + name + ")";

@@ -125,6 +125,12 @@ std::string merge_table_key(const MergeShape& m) {
          (m.cold_inputs ? " cold" : "");
 }
 
+std::vector<double> merge_table_at(TableKernel k, const MergeShape& m) {
+  // Correction works on all H heads of the rank; the others on one owner's slice of H / N heads.
+  const double heads = heads_per_rank_axis(k) ? double(m.heads) / double(m.dcp) : double(m.heads);
+  return {double(m.dcp), double(m.rows), heads};
+}
+
 KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const MergeShape& m) {
   double analytic = 0.0;
   TableKernel table = TableKernel::kCorrection;
@@ -146,9 +152,7 @@ KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const M
       break;
   }
   if (m.dcp == 1 || p.tables.empty() || m.rows == 0) return {analytic, FigureSource::kAnalytic};
-  // Correction works on all H heads of the rank; the others on one owner's slice of H / N heads.
-  const double heads = heads_per_rank_axis(table) ? double(m.heads) / double(m.dcp) : double(m.heads);
-  const double at[] = {double(m.dcp), double(m.rows), heads};
+  const std::vector<double> at = merge_table_at(table, m);
   if (auto t = lookup_kernel_time_s(p.tables, table, merge_table_key(m), at))
     return {*t, FigureSource::kTable};
   if (m.cold_inputs) {

@@ -178,24 +178,24 @@ const std::vector<std::string>& table_axes(TableKernel k) {
   static const std::vector<std::string> merge = {"dcp", "rows", "heads"};
   static const std::vector<std::string> per_owner = {"dcp", "rows", "heads_per_rank"};
   static const std::vector<std::string> collective = {"dcp", "bytes_per_rank"};
+  if (k == TableKernel::kAttention) return attention;
+  if (k == TableKernel::kCollective) return collective;
+  return heads_per_rank_axis(k) ? per_owner : merge;
+}
+
+bool heads_per_rank_axis(TableKernel k) {
   switch (k) {
-    case TableKernel::kAttention:
-      return attention;
-    case TableKernel::kCollective:
-      return collective;
-    case TableKernel::kCorrection:
-      return merge;
     case TableKernel::kA2aPack:
     case TableKernel::kA2aCombine:
     case TableKernel::kDirectWrite:
     case TableKernel::kDirectCombine:
+      return true;
+    case TableKernel::kAttention:
+    case TableKernel::kCorrection:
+    case TableKernel::kCollective:
       break;
   }
-  return per_owner;
-}
-
-bool heads_per_rank_axis(TableKernel k) {
-  return table_axes(k).back() == "heads_per_rank";
+  return false;
 }
 
 void KernelTable::finalize(const std::string& where) {

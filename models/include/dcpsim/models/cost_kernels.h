@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dcpsim/models/kernel_table.h"
 #include "dcpsim/models/profile.h"
 #include "dcpsim/models/scenario.h"
 #include "dcpsim/models/types.h"
@@ -141,6 +142,9 @@ double direct_combine_time(const HardwareProfile& p, const MergeShape& m);
 // its byte count (kernel.<type> numbers). 0 s (analytic) for N = 1. Cold inputs look up the " cold" table
 // first ("d512 bf16 cold", measured by `hw sweep --merge-inputs cold`), then the warm one.
 std::string merge_table_key(const MergeShape& m);
+// Where a merge kernel of type `k` (not attention, not a collective) looks `m` up in its table: dcp, rows and
+// H, or H / N for the kernels on one owner's slice (models::table_axes).
+std::vector<double> merge_table_at(TableKernel k, const MergeShape& m);
 KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const MergeShape& m);
 
 // P of the packed layout: 2 lanes for 16-bit outputs, 1 for fp32.
