@@ -21,3 +21,12 @@ endif()
 if(DCPSIM_STATIC_RUNTIME)
   target_link_options(dcpsim_flags INTERFACE -static-libstdc++ -static-libgcc)
 endif()
+
+# dcpsim_unity(<target> <sources per batch>): with DCPSIM_UNITY_BUILD, the target's C++ sources compile as
+# batches that include several files each, so headers such as CLI11, GoogleTest and nlohmann/json are parsed
+# and their inline functions emitted once per batch instead of once per file (what scripts/test.sh uses).
+function(dcpsim_unity target batch)
+  if(DCPSIM_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${batch})
+  endif()
+endfunction()

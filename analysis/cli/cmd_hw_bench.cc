@@ -17,6 +17,7 @@
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/error.h"
 #include "dcpsim/hw/bench.h"
+#include "dcpsim/models/types.h"
 #include "dcpsim/traces/output_file.h"
 
 namespace dcpsim::cli {
@@ -25,7 +26,7 @@ namespace {
 struct BenchFlags {
   hw::OpBenchConfig c;
   std::string json, attention = "auto", dtype = "bf16", variant = "auto", sweep, modes = "graph,eager";
-  std::string context = "32k", copy_bytes = "1g";
+  std::string context = "32k", copy_bytes = "1g", lse_base = "e";
   double min_fraction = 0;
   CLI::Option* reps = nullptr;
   CLI::Option* warmup = nullptr;
@@ -57,6 +58,7 @@ void check_flags(BenchFlags& f) {
   f.c.shape.context = models::parse_token_count(f.context);
   f.c.shape.copy_bytes = parse_byte_count(f.copy_bytes, "--copy-bytes");
   f.c.shape.attention = hw::parse_attention_impl(f.attention);
+  f.c.shape.lse_base2 = models::parse_lse_base(f.lse_base) == models::LseBase::k2;
   const auto ops = hw::bench_ops();
   if (std::find(ops.begin(), ops.end(), f.c.op) == ops.end()) {
     std::string names;
@@ -67,6 +69,9 @@ void check_flags(BenchFlags& f) {
   const hw::OpShape& s = f.c.shape;
   if (s.dcp < 1 || s.rows < 1 || s.heads < 1 || s.kv_heads < 1 || s.dim < 1 || s.qk_dim < 1 || f.c.device < 0)
     throw InputError("--dcp, --batch, --heads, --kv-heads, --head-dim, --qk-dim must be >= 1, --device >= 0");
+  if (s.q_blocks < 1 || s.heads % s.q_blocks != 0)
+    throw InputError("--q-blocks " + std::to_string(s.q_blocks) + " must be >= 1 and divide --heads " +
+                     std::to_string(s.heads));
 }
 
 // "auto" → {-1}; "all" → every variant; else names from op_variants (comma-separated).
@@ -226,6 +231,10 @@ void add_hw_bench(CLI::App& hw_cmd) {
   b->add_option("--blocks", c.shape.blocks, "blocks per rank (direct; 0: as many as stay resident)")
       ->capture_default_str();
   b->add_option("--attention", f->attention, "attention: flashinfer, dcpsim or auto")->capture_default_str();
+  b->add_option("--q-blocks", c.shape.q_blocks,
+                "attention: Q in this many head blocks, as a step's query all-gather leaves it (1: dense)")
+      ->capture_default_str();
+  b->add_option("--lse-base", f->lse_base, "attention: the LSE's base, e or 2")->capture_default_str();
   b->add_option("--dtype", f->dtype, "O's type for correct and the combines: bf16 or fp16 (--sweep: a list)")
       ->capture_default_str();
   b->add_option(

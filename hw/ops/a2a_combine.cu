@@ -22,6 +22,7 @@
 #include "dcpsim/error.h"
 #include "device_buffer.h"
 #include "device_common.cuh"
+#include "elem_dispatch.cuh"
 #include "ops.h"
 #include "vec.cuh"
 
@@ -224,7 +225,8 @@ int combine_auto_variant(const CombineArgs& a) {
   // everywhere, one vector per lane up to 2 MiB and two above (on average within 0.5 % of the per-shape
   // best). Where their layout does not allow them they fall back to the lane-group kernel with as many
   // vectors.
-  const std::int64_t bytes = std::int64_t(a.dcp) * a.rows * a.heads * a.dim * std::int64_t(elem_bytes(a.in));
+  const std::int64_t bytes =
+      std::int64_t(a.dcp) * a.rows * a.heads * a.dim * std::int64_t(elem_bytes(a.elem));
   return bytes <= (std::int64_t{2} << 20) ? 4 : 5;  // f1 : f2
 }
 
@@ -238,21 +240,11 @@ void launch_combine(const CombineArgs& a, cudaStream_t stream) {
                      std::to_string(kVariantCount) + ")");
   if (a.rows == 0 || a.heads == 0) return;
   const int variant = a.variant < 0 ? combine_auto_variant(a) : a.variant;
-  if (variant == 0 || a.in != a.out) {
+  if (variant == 0 || a.elem != a.out) {
     launch_combine_legacy(a, stream);
     return;
   }
-  switch (a.in) {
-    case Elem::kF32:
-      launch_typed<float>(a, variant, stream);
-      break;
-    case Elem::kBF16:
-      launch_typed<__nv_bfloat16>(a, variant, stream);
-      break;
-    case Elem::kF16:
-      launch_typed<__half>(a, variant, stream);
-      break;
-  }
+  with_elem(a.elem, [&](auto tag) { launch_typed<typename decltype(tag)::type>(a, variant, stream); });
   DCPSIM_CUDA_LAUNCHED("combine_group_kernel");
 }
 
@@ -304,12 +296,8 @@ class CombineBench final : public BenchOp {
   }
   void set_variant(int v) override { s_.variant = v; }
   void launch(int call, cudaStream_t stream) override {
-    CombineArgs a;
-    a.dcp = s_.dcp;
-    a.rows = a.valid_rows = s_.rows;
-    a.heads = j_;
-    a.dim = s_.dim;
-    a.in = a.out = elem_;
+    auto a = with_dims<CombineArgs>({s_.dcp, s_.rows, s_.rows, j_, s_.dim, false, elem_});
+    a.out = elem_;
     a.variant = s_.variant;
     a.o = o_[call % sets_].get();
     a.o_lanes = lanes_;

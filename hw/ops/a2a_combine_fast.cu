@@ -145,7 +145,7 @@ bool fits(std::int64_t x) {
 }  // namespace
 
 bool launch_combine_fast(const CombineArgs& a, int vpt, cudaStream_t stream) {
-  if (a.in == Elem::kF32 || a.in != a.out || a.lse == nullptr || a.dcp > 8 || a.rows > 65535 ||
+  if (a.elem == Elem::kF32 || a.elem != a.out || a.lse == nullptr || a.dcp > 8 || a.rows > 65535 ||
       a.stamps.stamps != nullptr)
     return false;
   constexpr std::int64_t kVec = 8;
@@ -193,7 +193,7 @@ bool launch_combine_fast(const CombineArgs& a, int vpt, cudaStream_t stream) {
   p.pdl = pdl_enabled() ? 1 : 0;
   const int np = a.dcp <= 2 ? 2 : a.dcp <= 4 ? 4 : 8;
   const dim3 grid(ceil_div(a.heads, g.heads_per_block), a.rows);
-  if (a.in == Elem::kBF16) {
+  if (a.elem == Elem::kBF16) {
     if (vpt == 1)
       launch_np<__nv_bfloat16, 1>(p, np, grid, g.threads, stream);
     else

@@ -8,6 +8,7 @@
 #include "combine_common.cuh"
 #include "cuda_check.h"
 #include "device_common.cuh"
+#include "elem_dispatch.cuh"
 #include "ops.h"
 
 namespace dcpsim::hw::ops {
@@ -79,17 +80,10 @@ void launch_out(const CombineArgs& a, cudaStream_t stream) {
 }  // namespace
 
 void launch_combine_legacy(const CombineArgs& a, cudaStream_t stream) {
-  switch (a.in) {
-    case Elem::kF32:
-      launch_out<float>(a, stream);
-      break;
-    case Elem::kBF16:
-      launch_out<__nv_bfloat16>(a, stream);
-      break;
-    case Elem::kF16:
-      launch_out<__half>(a, stream);
-      break;
-  }
+  with_elem(a.elem, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_out<T>(a, stream);
+  });
 }
 
 }  // namespace dcpsim::hw::ops

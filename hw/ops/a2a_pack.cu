@@ -86,11 +86,7 @@ class PackBench final : public BenchOp {
   }
   double bytes() const override { return double(s_.rows) * s_.heads * (2.0 * s_.dim * 2 + 4 + 4); }
   void launch(int, cudaStream_t stream) override {
-    PackArgs a;
-    a.dcp = s_.dcp;
-    a.rows = a.valid_rows = s_.rows;
-    a.heads = s_.heads;
-    a.dim = s_.dim;
+    auto a = with_dims<PackArgs>({s_.dcp, s_.rows, s_.rows, s_.heads, s_.dim, false, Elem::kBF16});
     a.o = o_.get();
     a.o_row_stride = std::int64_t(s_.heads) * s_.dim;
     a.o_head_stride = s_.dim;

@@ -618,6 +618,8 @@ class AttentionBench final : public BenchOp {
     mla_ = s.qk_dim == 576;
     if (!(mla_ && s.dim == 512 && s.kv_heads == 1) && !(s.qk_dim == 128 && s.dim == 128))
       throw InputError("attention bench: D_qk/D must be 576/512 (MLA, H_kv = 1) or 128/128 (GQA)");
+    if (s.q_blocks < 1 || s.heads % s.q_blocks != 0)
+      throw InputError("attention bench: the Q head blocks must divide H");
     const FlashInferGeometry g{s.heads, s.kv_heads, s.qk_dim, s.dim, true, false};
     std::string notice;
     impl_ = resolve_attention_impl(s.attention, g, &notice);
@@ -666,6 +668,8 @@ class AttentionBench final : public BenchOp {
     return std::string(mla_ ? "mla" : "gqa") + " B=" + std::to_string(s_.rows) +
            " H=" + std::to_string(s_.heads) + " Hkv=" + std::to_string(s_.kv_heads) +
            " ctx=" + std::to_string(s_.context) +
+           (s_.q_blocks > 1 ? " qblocks=" + std::to_string(s_.q_blocks) : std::string()) +
+           (s_.lse_base2 ? " base2" : "") +
            (flashinfer_ ? std::string(" flashinfer") : " dcpsim splits=" + std::to_string(splits_));
   }
   // Unique bytes: every KV element once (MLA: the 576-wide latent serves K and V), Q, O and LSE once.
@@ -694,8 +698,9 @@ class AttentionBench final : public BenchOp {
     a.heads = s_.heads;
     a.kv_heads = s_.kv_heads;
     a.q = q_.get();
-    a.q_block_heads = s_.heads;
-    a.q_row_stride = std::int64_t(s_.heads) * s_.qk_dim;
+    a.q_block_heads = s_.heads / s_.q_blocks;
+    a.q_block_stride = std::int64_t(s_.rows) * a.q_block_heads * s_.qk_dim;
+    a.q_row_stride = std::int64_t(a.q_block_heads) * s_.qk_dim;
     a.k = kv_[0].get();
     a.v = a.k;
     a.k_token_stride = kv_width_;  // GQA: K and V of a token side by side
@@ -708,6 +713,7 @@ class AttentionBench final : public BenchOp {
     a.o_row_stride = std::int64_t(s_.heads) * s_.dim;
     a.o_head_stride = s_.dim;
     a.lse = {lse_.as<float>(), s_.heads, 1};
+    a.base2 = s_.lse_base2;
     a.empty_lse = -INFINITY;
     return a;
   }

@@ -362,11 +362,7 @@ class DirectBench final : public BenchOp {
     return s_.dcp * (o + l) * 3 + s_.dcp * double(s_.rows) * (s_.heads / s_.dcp) * s_.dim * 2;
   }
   void launch(int, cudaStream_t stream) override {
-    DirectMergeArgs a;
-    a.dcp = s_.dcp;
-    a.rows = a.valid_rows = s_.rows;
-    a.heads = s_.heads;
-    a.dim = s_.dim;
+    auto a = with_dims<DirectMergeArgs>({s_.dcp, s_.rows, s_.rows, s_.heads, s_.dim, false, Elem::kBF16});
     a.ranks = ranks_.as<const DirectRank>();
     a.launch_ranks = s_.dcp;
     a.blocks_per_rank = s_.blocks;

@@ -68,6 +68,14 @@ __global__ void fixup_kernel(FixupParams p) {
     p.o[b * p.o_row_stride + (i / p.dim) * p.o_head_stride + i % p.dim] = fill;
 }
 
+// Whether Q must be repacked for FlashInfer, which addresses (b, h) as b·stride_n + h·stride_h: not when the
+// head-block layout is one block, nor for a batch of one row whose blocks lie back to back (row 0's head h is
+// then at h·D_qk).
+bool needs_q_repack(const AttentionArgs& a, int dqk) {
+  if (a.q_block_heads == a.heads) return false;
+  return !(a.valid_rows == 1 && a.q_block_stride == std::int64_t(a.q_block_heads) * dqk);
+}
+
 void require(bool ok, const std::string& what) {
   if (!ok) throw InputError("FlashInfer attention: " + what);
 }
@@ -151,7 +159,7 @@ FlashInferAttention::FlashInferAttention(const AttentionArgs& a, const std::vect
                              m.int_ws.bytes(), t.indptr.data(), n, a.heads, a.kv_heads, m.page, nullptr);
     DCPSIM_CUDA(cudaDeviceSynchronize());
   }
-  if (a.q_block_heads != a.heads) m.q_dense = DeviceBuffer(std::size_t(n) * a.heads * m.dqk * 2);
+  if (needs_q_repack(a, m.dqk)) m.q_dense = DeviceBuffer(std::size_t(n) * a.heads * m.dqk * 2);
   const bool dense_lse = a.lse.row_stride == a.heads && a.lse.head_stride == 1;
   if (!dense_lse) m.lse_scratch = DeviceBuffer(std::size_t(n) * a.heads * sizeof(float));
 }
@@ -168,7 +176,7 @@ void FlashInferAttention::launch(const AttentionArgs& a, cudaStream_t stream) {
   const float lse_scale = (m.mla || a.base2) ? 1.f : static_cast<float>(std::log(2.0));
   if (n > 0) {
     const auto* q = static_cast<const __nv_bfloat16*>(a.q);
-    std::int64_t q_row_stride = a.q_row_stride;
+    std::int64_t q_row_stride = a.q_row_stride;  // one row when the head blocks are not repacked
     if (m.q_dense.get()) {
       RepackParams rp{q,
                       a.q_row_stride,

@@ -25,6 +25,7 @@
 #include "dcpsim/error.h"
 #include "device_buffer.h"
 #include "device_common.cuh"
+#include "elem_dispatch.cuh"
 #include "ops.h"
 #include "vec.cuh"
 
@@ -193,17 +194,7 @@ void launch_correct(const CorrectArgs& a, cudaStream_t stream) {
     launch_correct_legacy(a, stream);
     return;
   }
-  switch (a.elem) {
-    case Elem::kF32:
-      launch_typed<float>(a, variant, stream);
-      break;
-    case Elem::kBF16:
-      launch_typed<__nv_bfloat16>(a, variant, stream);
-      break;
-    case Elem::kF16:
-      launch_typed<__half>(a, variant, stream);
-      break;
-  }
+  with_elem(a.elem, [&](auto tag) { launch_typed<typename decltype(tag)::type>(a, variant, stream); });
   DCPSIM_CUDA_LAUNCHED("correct_group_kernel");
 }
 
@@ -245,13 +236,7 @@ class CorrectBench final : public BenchOp {
   }
   void set_variant(int v) override { s_.variant = v; }
   void launch(int call, cudaStream_t stream) override {
-    CorrectArgs a;
-    a.dcp = s_.dcp;
-    a.rank = 0;
-    a.rows = a.valid_rows = s_.rows;
-    a.heads = s_.heads;
-    a.dim = s_.dim;
-    a.elem = elem_;
+    auto a = with_dims<CorrectArgs>({s_.dcp, s_.rows, s_.rows, s_.heads, s_.dim, false, elem_});
     a.variant = s_.variant;
     const std::int64_t rs = s_.transposed_lse ? 1 : s_.heads, hs = s_.transposed_lse ? s_.rows : 1;
     a.lse = {lse_.as<float>(), std::int64_t(s_.rows) * s_.heads, rs, hs};

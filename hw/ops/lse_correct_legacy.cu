@@ -11,6 +11,7 @@
 #include "cuda_check.h"
 #include "dcpsim/error.h"
 #include "device_common.cuh"
+#include "elem_dispatch.cuh"
 #include "ops.h"
 #include "vec.cuh"
 
@@ -211,17 +212,10 @@ void launch_typed(const CorrectArgs& a, cudaStream_t stream) {
 }  // namespace
 
 void launch_correct_legacy(const CorrectArgs& a, cudaStream_t stream) {
-  switch (a.elem) {
-    case Elem::kF32:
-      launch_typed<float>(a, stream);
-      break;
-    case Elem::kBF16:
-      launch_typed<__nv_bfloat16>(a, stream);
-      break;
-    case Elem::kF16:
-      launch_typed<__half>(a, stream);
-      break;
-  }
+  with_elem(a.elem, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_typed<T>(a, stream);
+  });
 }
 
 }  // namespace dcpsim::hw::ops

@@ -108,10 +108,24 @@ struct LseIn {
   std::int64_t rank_stride = 0, row_stride = 0, head_stride = 0;
 };
 
-struct CorrectArgs {
-  int dcp = 1, rank = 0, rows = 0, valid_rows = 0, heads = 0, dim = 0;
+// What every merge kernel is sized by: N partials of `rows` rows (B'; rows at or past valid_rows are
+// CUDA-graph padding), `heads` heads each (H, or H/N where a kernel sees one owner's slice), D lanes, the
+// LSE's base and the partials' element type. Each merge's arguments extend it.
+struct MergeDims {
+  int dcp = 1, rows = 0, valid_rows = 0, heads = 0, dim = 0;
   bool base2 = false;
   Elem elem = Elem::kBF16;
+};
+// A merge's arguments with their sizes set: with_dims<CorrectArgs>({N, B', B, H, D, base2, elem}).
+template <class Args>
+Args with_dims(const MergeDims& d) {
+  Args a;
+  static_cast<MergeDims&>(a) = d;
+  return a;
+}
+
+struct CorrectArgs : MergeDims {
+  int rank = 0;
   LseIn lse;
   const void* in = nullptr;  // O_rank (b, h, d) at in[b·in_row_stride + h·in_head_stride + d]
   std::int64_t in_row_stride = 0, in_head_stride = 0;
@@ -137,9 +151,7 @@ void launch_correct_legacy(const CorrectArgs& a, cudaStream_t stream);
 bool launch_correct_fast(const CorrectArgs& a, int vpt, bool solo, cudaStream_t stream);
 
 // ---- packed all-to-all (ops/a2a_pack.cu, ops/a2a_combine.cu) ----
-struct PackArgs {
-  int dcp = 1, rows = 0, valid_rows = 0, heads = 0, dim = 0;
-  Elem elem = Elem::kBF16;  // O's type and the packed type
+struct PackArgs : MergeDims {  // elem: O's type and the packed type; the base is not used
   const void* o = nullptr;
   std::int64_t o_row_stride = 0, o_head_stride = 0;
   const float* lse = nullptr;
@@ -151,10 +163,7 @@ void launch_a2a_pack(const PackArgs& a, cudaStream_t stream);
 
 // The shared N-way combine of partial blocks, read either from a received A2A buffer or from direct-merge
 // slots.
-struct CombineArgs {
-  int dcp = 1, rows = 0, valid_rows = 0, heads = 0 /* H/N */, dim = 0;
-  bool base2 = false;
-  Elem in = Elem::kBF16;
+struct CombineArgs : MergeDims {  // heads: H/N; elem: the partials' type
   // Source s's O (b, j, d) at o[s·src_stride + (b·heads + j)·o_lanes + d]; its LSE either packed in lanes D,
   // D+1 of the same rows (lse == nullptr) or at lse[s·lse_src_stride + b·heads + j].
   const void* o = nullptr;
@@ -210,10 +219,7 @@ struct DirectRank {
   RowStamps stamps;
 };
 
-struct DirectMergeArgs {
-  int dcp = 1, rows = 0, valid_rows = 0, heads = 0 /* H */, dim = 0;
-  bool base2 = false;
-  Elem elem = Elem::kBF16;               // O, the slots and the output
+struct DirectMergeArgs : MergeDims {     // heads: H; elem: O's, the slots' and the output's type
   const DirectRank* ranks = nullptr;     // device array, one entry per rank of this launch
   int launch_ranks = 1;                  // blockIdx.y picks the entry
   long long timeout_ns = 2'000'000'000;  // per wait for the peers' flags
@@ -241,10 +247,8 @@ int nccl_lsa_team_size(ncclComm_t comm);
 // (cooperative, 128 threads, grid = min(entries or N, co-resident blocks), the row-distributed send from 16
 // entries on). O [B][H][D] and L [B][H] dense, read as [B][H/N][N][D]: owner r gets heads r, r + N, ...
 // into `out` [B][H/N][D]; no merged LSE.
-struct FlashInferDcpArgs {
-  int dcp = 1, rank = 0, rows = 0, heads = 0 /* H */, dim = 0;
-  bool base2 = false;
-  Elem elem = Elem::kBF16;  // bf16 or fp16
+struct FlashInferDcpArgs : MergeDims {  // heads: H; elem: bf16 or fp16; every row merged (no valid_rows)
+  int rank = 0;
   const void* o = nullptr;
   const float* lse = nullptr;
   void* window = nullptr;              // ncclWindow_t of this rank's workspace
@@ -295,10 +299,7 @@ void launch_row_push(const RowPushArgs& a, cudaStream_t stream);
 // producers; all ranks' together hold at most 1/16 of the device) and, after the producers, the tail grid
 // (tail = true: up to the device's size divided among the ranks). A flag missing for timeout_ns sets
 // error = {1 + rank, row} (first timeout wins) and ends the warp without writing that row.
-struct RowCombineArgs {
-  int dcp = 1, rows = 0, valid_rows = 0, heads = 0 /* J */, dim = 0;
-  bool base2 = false;
-  Elem elem = Elem::kBF16;  // the window's and the output's type
+struct RowCombineArgs : MergeDims {  // heads: J; elem: the window's and the output's type
   // This rank's window; parity p's O, LSE and flags start p·o_elems, p·lse_elems, p·flag_elems further.
   const void* o = nullptr;
   const float* lse = nullptr;

@@ -7,6 +7,7 @@
 #include "cuda_check.h"
 #include "dcpsim/error.h"
 #include "device_common.cuh"
+#include "elem_dispatch.cuh"
 #include "ops.h"
 
 namespace dcpsim::hw::ops {
@@ -28,17 +29,10 @@ __global__ void reduce_sum_kernel(ReduceArgs a) {
 void launch_reduce_sum(const ReduceArgs& a, cudaStream_t stream) {
   if (a.count == 0) return;
   const int blocks = static_cast<int>(std::min<std::int64_t>(ceil_div(a.count, 256), 132 * 16));
-  switch (a.elem) {
-    case Elem::kF32:
-      launch_kernel("reduce_sum_kernel", reduce_sum_kernel<float>, blocks, 256, 0, stream, a);
-      break;
-    case Elem::kBF16:
-      launch_kernel("reduce_sum_kernel", reduce_sum_kernel<__nv_bfloat16>, blocks, 256, 0, stream, a);
-      break;
-    case Elem::kF16:
-      launch_kernel("reduce_sum_kernel", reduce_sum_kernel<__half>, blocks, 256, 0, stream, a);
-      break;
-  }
+  with_elem(a.elem, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_kernel("reduce_sum_kernel", reduce_sum_kernel<T>, blocks, 256, 0, stream, a);
+  });
   DCPSIM_CUDA_LAUNCHED("reduce_sum_kernel");
 }
 

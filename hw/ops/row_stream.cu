@@ -19,6 +19,7 @@
 #include "cuda_check.h"
 #include "dcpsim/error.h"
 #include "device_common.cuh"
+#include "elem_dispatch.cuh"
 #include "mma.cuh"
 #include "ops.h"
 #include "row_push.cuh"
@@ -271,17 +272,10 @@ void launch_row_push(const RowPushArgs& a, cudaStream_t stream) {
     throw InputError("row push: O rows and heads must start on 16-byte boundaries");
   if (a.rows == 0) return;
   const dim3 grid(a.push.dcp, a.rows);
-  switch (a.elem) {
-    case Elem::kF32:
-      launch_kernel("row_push_kernel", row_push_kernel<float>, grid, kPushThreads, 0, stream, a);
-      break;
-    case Elem::kBF16:
-      launch_kernel("row_push_kernel", row_push_kernel<__nv_bfloat16>, grid, kPushThreads, 0, stream, a);
-      break;
-    case Elem::kF16:
-      launch_kernel("row_push_kernel", row_push_kernel<__half>, grid, kPushThreads, 0, stream, a);
-      break;
-  }
+  with_elem(a.elem, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_kernel("row_push_kernel", row_push_kernel<T>, grid, kPushThreads, 0, stream, a);
+  });
   DCPSIM_CUDA_LAUNCHED("row_push_kernel");
 }
 
@@ -323,17 +317,10 @@ void launch_row_combine(const RowCombineArgs& a, cudaStream_t stream) {
     DCPSIM_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     launch_at("row_combine_kernel", kernel, blocks, 32 * warps, smem, stream, !a.tail, p);
   };
-  switch (a.elem) {
-    case Elem::kF32:
-      run(row_combine_kernel<float>);
-      break;
-    case Elem::kBF16:
-      run(row_combine_kernel<__nv_bfloat16>);
-      break;
-    case Elem::kF16:
-      run(row_combine_kernel<__half>);
-      break;
-  }
+  with_elem(a.elem, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    run(row_combine_kernel<T>);
+  });
   DCPSIM_CUDA_LAUNCHED("row_combine_kernel");
 }
 

@@ -7,6 +7,7 @@
 #include "cuda_check.h"
 #include "dcpsim/error.h"
 #include "device_common.cuh"
+#include "elem_dispatch.cuh"
 #include "fill_hash.h"
 #include "ops.h"
 
@@ -128,17 +129,10 @@ void launch_fill_uniform(void* ptr, std::int64_t n, Elem e, float a, std::uint64
 void launch_fill_kv_shard(const KvFillArgs& a, cudaStream_t stream) {
   if (a.rows == 0 || a.max_len == 0 || a.width == 0) return;
   const dim3 grid(std::min(ceil_div(a.max_len * a.width, 256), 4096), a.rows);
-  switch (a.elem) {
-    case Elem::kF32:
-      fill_kv_kernel<float><<<grid, 256, 0, stream>>>(a);
-      break;
-    case Elem::kBF16:
-      fill_kv_kernel<__nv_bfloat16><<<grid, 256, 0, stream>>>(a);
-      break;
-    case Elem::kF16:
-      fill_kv_kernel<__half><<<grid, 256, 0, stream>>>(a);
-      break;
-  }
+  with_elem(a.elem, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_kv_kernel<T><<<grid, 256, 0, stream>>>(a);
+  });
   DCPSIM_CUDA_LAUNCHED("fill_kv_kernel");
 }
 

@@ -75,14 +75,8 @@ struct RankBuffers {
 
 ops::DirectMergeArgs merge_args(const Shape& s, const GpuDirectOptions& o, ops::Elem e,
                                 std::span<const models::Partial> partials) {
-  ops::DirectMergeArgs a;
-  a.dcp = s.N;
-  a.rows = s.B;
-  a.valid_rows = s.valid;
-  a.heads = s.H;
-  a.dim = s.D;
-  a.base2 = o.base == models::LseBase::k2;
-  a.elem = e;
+  auto a =
+      ops::with_dims<ops::DirectMergeArgs>({s.N, s.B, s.valid, s.H, s.D, o.base == models::LseBase::k2, e});
   a.timeout_ns = o.timeout_ns;
   const std::size_t eb = ops::elem_bytes(e);
   for (const auto& p : partials)
@@ -227,14 +221,9 @@ std::vector<GpuMergedBlock> gpu_flashinfer_dcp_merge(std::span<const models::Par
   for (int step = 0; step < o.steps; ++step) {
     for (int r = 0; r < s.N; ++r) {
       DCPSIM_CUDA(cudaSetDevice(o.devices[r]));
-      ops::FlashInferDcpArgs a;
-      a.dcp = s.N;
+      auto a =
+          ops::with_dims<ops::FlashInferDcpArgs>({s.N, s.B, s.B, s.H, s.D, o.base == models::LseBase::k2, e});
       a.rank = r;
-      a.rows = s.B;
-      a.heads = s.H;
-      a.dim = s.D;
-      a.base2 = o.base == models::LseBase::k2;
-      a.elem = e;
       a.o = in_o[r].get();
       a.lse = in_l[r].as<float>();
       a.window = windows.at(r).win;

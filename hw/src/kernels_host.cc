@@ -155,15 +155,9 @@ GpuCorrectResult gpu_lse_correct(std::span<const models::Partial> partials, int 
   const int hpb = o.head_blocks ? H / N : H;
   DeviceBuffer dout(o.head_blocks ? std::size_t(B) * H * D * ops::elem_bytes(e) : 0);
 
-  ops::CorrectArgs a;
-  a.dcp = N;
+  auto a = ops::with_dims<ops::CorrectArgs>(
+      {N, B, valid_rows_of(o.valid_rows, B), H, D, o.base == models::LseBase::k2, e});
   a.rank = rank;
-  a.rows = B;
-  a.valid_rows = valid_rows_of(o.valid_rows, B);
-  a.heads = H;
-  a.dim = D;
-  a.base2 = o.base == models::LseBase::k2;
-  a.elem = e;
   a.lse = {dl.as<float>(), static_cast<std::int64_t>(ll.storage_size()), ll.row_stride, ll.head_stride};
   a.in = din.get();
   a.in_row_stride = mine.out_layout.row_stride;
@@ -205,13 +199,7 @@ models::A2aBuffer gpu_a2a_pack(const models::Partial& partial, int dcp, models::
   buf.dim = D;
   const std::size_t bytes = std::size_t(dcp) * B * buf.heads_per_block * buf.lanes() * ops::elem_bytes(e);
   DeviceBuffer dout = upload_as(e, partial.out), dl = upload(to_floats(partial.lse)), dsend(bytes);
-  ops::PackArgs a;
-  a.dcp = dcp;
-  a.rows = B;
-  a.valid_rows = valid_rows_of(valid_rows, B);
-  a.heads = H;
-  a.dim = D;
-  a.elem = e;
+  auto a = ops::with_dims<ops::PackArgs>({dcp, B, valid_rows_of(valid_rows, B), H, D, false, e});
   a.o = dout.get();
   a.o_row_stride = partial.out_layout.row_stride;
   a.o_head_stride = partial.out_layout.head_stride;
@@ -231,14 +219,8 @@ GpuMergedBlock gpu_a2a_combine(const models::A2aBuffer& received, models::LseBas
   const int B = received.rows, J = received.heads_per_block, D = received.dim, lanes = received.lanes();
   DeviceBuffer drecv = upload(received.bytes), ddst(std::size_t(B) * J * D * ops::elem_bytes(out));
   DeviceBuffer dl(std::size_t(B) * J * sizeof(float));
-  ops::CombineArgs a;
-  a.dcp = received.blocks;
-  a.rows = B;
-  a.valid_rows = valid_rows_of(valid_rows, B);
-  a.heads = J;
-  a.dim = D;
-  a.base2 = base == models::LseBase::k2;
-  a.in = in;
+  auto a = ops::with_dims<ops::CombineArgs>(
+      {received.blocks, B, valid_rows_of(valid_rows, B), J, D, base == models::LseBase::k2, in});
   a.o = drecv.get();
   a.src_stride = std::int64_t(B) * J * lanes;
   a.o_lanes = lanes;
@@ -280,14 +262,9 @@ GpuMergedBlock gpu_combine_slots(std::span<const models::Partial> partials, int 
   DeviceBuffer dslots = upload_as(e, slots), dl = upload(lses),
                ddst(std::size_t(B) * J * D * ops::elem_bytes(e));
   DeviceBuffer dm(std::size_t(B) * J * sizeof(float));
-  ops::CombineArgs a;
-  a.dcp = N;
-  a.rows = B;
-  a.valid_rows = valid_rows_of(o.valid_rows, B);
-  a.heads = J;
-  a.dim = D;
-  a.base2 = o.base == models::LseBase::k2;
-  a.in = a.out = e;
+  auto a = ops::with_dims<ops::CombineArgs>(
+      {N, B, valid_rows_of(o.valid_rows, B), J, D, o.base == models::LseBase::k2, e});
+  a.out = e;
   a.o = dslots.get();
   a.o_lanes = D;
   a.src_stride = std::int64_t(B) * J * D;

@@ -53,6 +53,11 @@ struct StepPlan {
   std::int64_t q_index(int row, int head, int d) const;  // in the layout rank-local Q blocks are filled
   std::int64_t k_width() const { return std::int64_t(Hkv) * Dqk; }
   std::int64_t v_width() const { return std::int64_t(Hkv) * D; }
+  // The merge kernels' sizes in this step: N partials of B' rows (B real) of `heads` heads (H, or J for an
+  // owner's slice) of D lanes, the LSE base and the output type.
+  ops::MergeDims merge_dims(int heads) const {
+    return {N, rows_total, B, heads, D, s.lse_base == models::LseBase::k2, out};
+  }
 };
 
 // Validates what the hardware runner can run (InputError naming the value otherwise) and derives the plan.

@@ -70,8 +70,10 @@ void alloc_rank(const StepPlan& p, RankState& r) {
     rs->attention_done.push_back(ev);
   }
   DCPSIM_CUDA(cudaStreamCreateWithPriority(&rs->combine_stream, cudaStreamNonBlocking, greatest));
+  DCPSIM_CUDA(cudaStreamCreateWithPriority(&rs->tail_stream, cudaStreamNonBlocking, greatest));
   DCPSIM_CUDA(cudaEventCreateWithFlags(&rs->fork, cudaEventDisableTiming));
   DCPSIM_CUDA(cudaEventCreateWithFlags(&rs->combine_done, cudaEventDisableTiming));
+  DCPSIM_CUDA(cudaEventCreateWithFlags(&rs->tail_done, cudaEventDisableTiming));
   r.row_stream = std::move(rs);
 }
 
@@ -98,14 +100,7 @@ ops::AttentionArgs chunk_args(const StepPlan& p, RankState& r, int b0, int b1, c
 
 ops::RowCombineArgs combine_args(const StepPlan& p, const RunConfig& c, RankState& r) {
   RowStreamRank& rs = *r.row_stream;
-  ops::RowCombineArgs a;
-  a.dcp = p.N;
-  a.rows = p.rows_total;
-  a.valid_rows = p.B;
-  a.heads = p.J;
-  a.dim = p.D;
-  a.base2 = p.s.lse_base == models::LseBase::k2;
-  a.elem = p.out;
+  auto a = ops::with_dims<ops::RowCombineArgs>(p.merge_dims(p.J));
   a.o = rs.win_o.get();
   a.lse = rs.win_lse.as<float>();
   a.flags = rs.win_flags.as<unsigned long long>();
@@ -131,7 +126,9 @@ RowStreamRank::~RowStreamRank() {
   for (auto s : attention_streams) cudaStreamDestroy(s);
   if (fork) cudaEventDestroy(fork);
   if (combine_done) cudaEventDestroy(combine_done);
+  if (tail_done) cudaEventDestroy(tail_done);
   if (combine_stream) cudaStreamDestroy(combine_stream);
+  if (tail_stream) cudaStreamDestroy(tail_stream);
 }
 
 bool is_row_stream(const StepPlan& p) {
@@ -228,9 +225,10 @@ void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks
     DCPSIM_CUDA(cudaEventRecord(rs.attention_done[0], rs.attention_streams[0]));
   }
   // The owners' streaming combines, after the producers (a device that runs kernels one at a time still
-  // finishes) and at the greatest priority (their few blocks start as soon as there is room); then, on the
-  // same stream once every rank's attention is done, the tail combines over the same item counter. (Being on
-  // the same stream, a tail grid starts only when its streaming grid has ended: docs/PERFORMANCE.md.)
+  // finishes) and at the greatest priority (their few blocks start as soon as there is room). The tail
+  // combines run on streams of their own, from the moment every rank's attention is done, beside whatever
+  // the streaming grids still hold; both grids claim items from the same counter, so each item is merged
+  // once. The combine phase ends when both grids have.
   for (auto& r : ranks) {
     RowStreamRank& rs = *r->row_stream;
     if (events) record(r->ev_begin[ic], rs.combine_stream, capturing);
@@ -239,14 +237,17 @@ void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks
   }
   for (auto& r : ranks) {
     RowStreamRank& rs = *r->row_stream;
+    DCPSIM_CUDA(cudaStreamWaitEvent(rs.tail_stream, rs.fork, 0));
     for (auto& q : ranks)
-      DCPSIM_CUDA(cudaStreamWaitEvent(rs.combine_stream, q->row_stream->attention_done[0], 0));
+      DCPSIM_CUDA(cudaStreamWaitEvent(rs.tail_stream, q->row_stream->attention_done[0], 0));
     {
       TimelineTag tag(r->timeline, timeline_tag(rep, r->rank, static_cast<int>(ic) + 1));
       ops::RowCombineArgs tail = combine_args(p, c, *r);
       tail.tail = true;
-      ops::launch_row_combine(tail, rs.combine_stream);
+      ops::launch_row_combine(tail, rs.tail_stream);
     }
+    DCPSIM_CUDA(cudaEventRecord(rs.tail_done, rs.tail_stream));
+    DCPSIM_CUDA(cudaStreamWaitEvent(rs.combine_stream, rs.tail_done, 0));
     if (events) record(r->ev_end[ic], rs.combine_stream, capturing);
     DCPSIM_CUDA(cudaEventRecord(rs.combine_done, rs.combine_stream));
   }

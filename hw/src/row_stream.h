@@ -37,9 +37,10 @@ struct RowStreamRank {
   std::vector<std::pair<int, int>> chunks;  // row ranges of its attention launches
   int device = 0;
   std::vector<cudaStream_t> attention_streams;
-  cudaStream_t combine_stream = nullptr;
+  cudaStream_t combine_stream = nullptr;    // the streaming combine grid
+  cudaStream_t tail_stream = nullptr;       // the tail grid, started when every rank's attention has ended
   std::vector<cudaEvent_t> attention_done;  // one per attention stream
-  cudaEvent_t fork = nullptr, combine_done = nullptr;
+  cudaEvent_t fork = nullptr, combine_done = nullptr, tail_done = nullptr;
 
   RowStreamRank() = default;
   RowStreamRank(const RowStreamRank&) = delete;

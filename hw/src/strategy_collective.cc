@@ -7,15 +7,8 @@ namespace dcpsim::hw {
 namespace {
 
 ops::CorrectArgs correct_args(const StepPlan& p, RankState& r) {
-  ops::CorrectArgs a;
-  a.dcp = p.N;
+  auto a = ops::with_dims<ops::CorrectArgs>(p.merge_dims(p.H));
   a.rank = r.rank;
-  a.rows = p.rows_total;
-  a.valid_rows = p.B;
-  a.heads = p.H;
-  a.dim = p.D;
-  a.base2 = p.s.lse_base == models::LseBase::k2;
-  a.elem = p.out;
   a.lse = {r.lse_all.as<float>(), std::int64_t(p.rows_total) * p.H, p.H, 1};
   a.in = r.o.get();
   a.in_row_stride = std::int64_t(p.H) * p.D;
@@ -100,13 +93,7 @@ class A2aStrategy final : public HwStrategy {
     const std::size_t B = p.rows_total, lanes = p.D + ops::lse_lanes(p.out);
     switch (phase) {
       case Phase::kA2aPack: {
-        ops::PackArgs a;
-        a.dcp = p.N;
-        a.rows = p.rows_total;
-        a.valid_rows = p.B;
-        a.heads = p.H;
-        a.dim = p.D;
-        a.elem = p.out;
+        auto a = ops::with_dims<ops::PackArgs>(p.merge_dims(p.H));
         a.o = r.o.get();
         a.o_row_stride = std::int64_t(p.H) * p.D;
         a.o_head_stride = p.D;
@@ -121,14 +108,7 @@ class A2aStrategy final : public HwStrategy {
         ex.all_to_all(r, Buf::kA2aSend, Buf::kA2aRecv, B * p.J * lanes * ops::elem_bytes(p.out));
         break;
       case Phase::kA2aCombine: {
-        ops::CombineArgs a;
-        a.dcp = p.N;
-        a.rows = p.rows_total;
-        a.valid_rows = p.B;
-        a.heads = p.J;
-        a.dim = p.D;
-        a.base2 = p.s.lse_base == models::LseBase::k2;
-        a.in = p.out;
+        auto a = ops::with_dims<ops::CombineArgs>(p.merge_dims(p.J));
         a.out = p.out;
         a.o = r.a2a_recv.get();
         a.o_lanes = static_cast<int>(lanes);

@@ -99,14 +99,7 @@ class DirectStrategy final : public HwStrategy {
   void enqueue(Phase, const StepPlan& p, const RunConfig& c, RankState& r, Exchange&) const override {
     const DirectState& st = state(r);
     if (st.launch_ranks == 0) return;  // emulation: merged by rank 0's launch
-    ops::DirectMergeArgs a;
-    a.dcp = p.N;
-    a.rows = p.rows_total;
-    a.valid_rows = p.B;
-    a.heads = p.H;
-    a.dim = p.D;
-    a.base2 = p.s.lse_base == models::LseBase::k2;
-    a.elem = p.out;
+    auto a = ops::with_dims<ops::DirectMergeArgs>(p.merge_dims(p.H));
     a.ranks = st.launch.as<const ops::DirectRank>();
     a.launch_ranks = st.launch_ranks;
     a.timeout_ns = c.direct_timeout_ms * 1000000LL;

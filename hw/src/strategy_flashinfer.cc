@@ -54,14 +54,8 @@ class FlashInferStrategy final : public HwStrategy {
 
   void enqueue(Phase, const StepPlan& p, const RunConfig&, RankState& r, Exchange&) const override {
     const auto& st = static_cast<const FlashInferState&>(*r.merge);
-    ops::FlashInferDcpArgs a;
-    a.dcp = p.N;
+    auto a = ops::with_dims<ops::FlashInferDcpArgs>(p.merge_dims(p.H));
     a.rank = r.rank;
-    a.rows = p.rows_total;
-    a.heads = p.H;
-    a.dim = p.D;
-    a.base2 = p.s.lse_base == models::LseBase::k2;
-    a.elem = p.out;
     a.o = r.o.get();
     a.lse = r.lse.as<float>();
     a.window = st.window;

@@ -29,7 +29,7 @@ namespace {
 using testing::TempDir;
 
 // A few scenarios of each strategy: enough for every kind of figure, quick to simulate.
-std::vector<models::Scenario> small_grid() {
+std::vector<models::Scenario> validate_grid() {
   std::vector<models::Scenario> out;
   const auto grid = testing::calibration_grid();
   for (std::size_t i = 0; i < grid.size(); i += 3) out.push_back(grid[i]);
@@ -39,7 +39,7 @@ std::vector<models::Scenario> small_grid() {
 struct Traces {
   TempDir dir;
   std::filesystem::path path = dir / "truth.pb";
-  Traces() { testing::write_sim_trace(path, testing::true_profile(), small_grid()); }
+  Traces() { testing::write_sim_trace(path, testing::true_profile(), validate_grid()); }
 };
 
 const Traces& truth_traces() {
@@ -47,7 +47,7 @@ const Traces& truth_traces() {
   return t;
 }
 
-std::string read(const std::filesystem::path& p) {
+std::string read_text(const std::filesystem::path& p) {
   std::ifstream in(p);
   std::stringstream s;
   s << in.rdbuf();
@@ -61,7 +61,7 @@ int run_dcpsim(const std::string& args, std::string* err = nullptr) {
   const std::string cmd =
       exe.string() + " " + args + " >" + (tmp / "out").string() + " 2>" + (tmp / "err").string();
   const int status = std::system(cmd.c_str());
-  if (err) *err = read(tmp / "err");
+  if (err) *err = read_text(tmp / "err");
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -191,7 +191,7 @@ TEST(Validate, KernelPhasesSayWhereTheirPriceCameFrom) {
 
 TEST(Validate, EmulatedTracesCompareKernelPhasesOnly) {
   TempDir dir;
-  testing::write_sim_trace(dir / "emu.pb", testing::true_profile(), small_grid(),
+  testing::write_sim_trace(dir / "emu.pb", testing::true_profile(), validate_grid(),
                            traces::v1::SOURCE_EMULATED);
   const ValidationReport r =
       validate(testing::true_profile(), std::nullopt, load_measured(dir / "emu.pb").sections);
@@ -207,7 +207,7 @@ TEST(Validate, EmulatedTracesCompareKernelPhasesOnly) {
 
 TEST(BadTraces, TruncatedNotATraceNoSummariesAreOneLineErrors) {
   TempDir dir;
-  const std::string full = read(truth_traces().path);
+  const std::string full = read_text(truth_traces().path);
   // One byte short: the last record is always cut (half the file could end on a record boundary, and the
   // header's provenance makes the size differ from build to build).
   std::ofstream(dir / "cut.pb", std::ios::binary) << full.substr(0, full.size() - 1);
@@ -215,13 +215,13 @@ TEST(BadTraces, TruncatedNotATraceNoSummariesAreOneLineErrors) {
   {
     traces::ProtobufTraceWriter w(dir / "bare.pb");
     w.on_header(traces::make_header(traces::v1::SOURCE_HW));
-    w.on_scenario(models::to_proto(small_grid().front()));
+    w.on_scenario(models::to_proto(validate_grid().front()));
     w.finish();
   }
   {
     traces::ProtobufTraceWriter w(dir / "odd.pb");
     w.on_header(traces::make_header(traces::v1::SOURCE_HW));
-    w.on_scenario(models::to_proto(small_grid().front()));
+    w.on_scenario(models::to_proto(validate_grid().front()));
     traces::v1::PhaseSummary ph;
     ph.set_phase("warp_drive");
     ph.set_median_ns(1000);
@@ -316,7 +316,7 @@ TEST(Cli, CalibrateThenValidateExitCodes) {
             0)
       << err;
   EXPECT_TRUE(std::filesystem::exists(dir / "cal.calibration.json"));
-  EXPECT_NE(read(dir / "cal.calibration.json").find("holdout_residuals"), std::string::npos);
+  EXPECT_NE(read_text(dir / "cal.calibration.json").find("holdout_residuals"), std::string::npos);
   // The fitted profile reproduces the traces; its sidecar gives intervals.
   const std::string report = (dir / "report.md").string(), csv = (dir / "report.csv").string();
   EXPECT_EQ(run_dcpsim("validate --measured " + truth + " --profile " + out + " --report " + report +
@@ -324,7 +324,7 @@ TEST(Cli, CalibrateThenValidateExitCodes) {
                        &err),
             0)
       << err;
-  EXPECT_NE(read(report).find("inside 95% interval"), std::string::npos);
+  EXPECT_NE(read_text(report).find("inside 95% interval"), std::string::npos);
   // The uncalibrated profile misses by more than 1%: exit 1, one line naming the limit.
   EXPECT_EQ(run_dcpsim("validate --measured " + truth + " --profile h200-sxm --max-median-err 0.01", &err),
             1);

@@ -17,7 +17,7 @@ namespace {
 
 using models::DType;
 
-struct Case {
+struct AttentionCase {
   int heads, kv_heads, qk_dim, dim, dcp, interleave;
   std::vector<std::int64_t> contexts;
   models::LseBase base = models::LseBase::kE;
@@ -31,7 +31,7 @@ struct Case {
 // Checks every rank's GPU partial against fp64 attention over the same shard. Tolerance per element: P is
 // rounded to the input type for the P·V product (4·u_in of Σ p|v|), O to the output type once (2·u_out), plus
 // fp32 accumulation.
-void check_case(const Case& c, std::uint64_t seed) {
+void check_case(const AttentionCase& c, std::uint64_t seed) {
   models::GenerateOptions g;
   g.seed = seed;
   g.input_dtype = c.kv;
@@ -105,7 +105,7 @@ TEST(Attention, GqaRandomShapes) {
   const std::vector<std::pair<int, int>> heads = {{8, 1}, {16, 2}, {32, 8}, {12, 4}, {64, 8}, {40, 5}};
   for (int i = 0; i < 12; ++i) {
     const auto [H, Hkv] = heads[i % heads.size()];
-    Case c{H, Hkv, 128, 128, 1 + int(rng() % 5), std::vector<int>{1, 2, 16}[rng() % 3], {}};
+    AttentionCase c{H, Hkv, 128, 128, 1 + int(rng() % 5), std::vector<int>{1, 2, 16}[rng() % 3], {}};
     const int B = 1 + int(rng() % 4);
     for (int b = 0; b < B; ++b) c.contexts.push_back(std::vector<int>{0, 1, 3, 37, 300, 1500}[rng() % 6]);
     c.base = i % 2 ? models::LseBase::k2 : models::LseBase::kE;
@@ -121,7 +121,7 @@ TEST(Attention, MlaRandomShapes) {
   std::mt19937 rng(11);
   for (int i = 0; i < 6; ++i) {
     const int H = std::vector<int>{16, 128, 20, 64, 8, 72}[i];
-    Case c{H, 1, 576, 512, std::vector<int>{1, 2, 3, 5, 8, 4}[i], std::vector<int>{1, 1, 16, 2, 1, 64}[i],
+    AttentionCase c{H, 1, 576, 512, std::vector<int>{1, 2, 3, 5, 8, 4}[i], std::vector<int>{1, 1, 16, 2, 1, 64}[i],
            {}};
     const int B = 1 + int(rng() % 3);
     for (int b = 0; b < B; ++b) c.contexts.push_back(std::vector<int>{0, 2, 33, 700, 2100}[rng() % 5]);
@@ -134,14 +134,14 @@ TEST(Attention, MlaRandomShapes) {
 
 TEST(Attention, StridedOutputTransposedLsePaddingAndMarkers) {
   DCPSIM_REQUIRE_GPU(attention_geometry(128, 128, 4));
-  Case c{32, 4, 128, 128, 3, 2, {5, 0, 900, 64}};
+  AttentionCase c{32, 4, 128, 128, 3, 2, {5, 0, 900, 64}};
   c.transposed = true;
   c.pad = 40;
   c.valid_rows = 3;  // row 3 is CUDA-graph padding: masked although it has KV
   check_case(c, 301);
   c.empty = models::EmptyRowMarker::kPosInfZero;
   check_case(c, 302);
-  Case m{128, 1, 576, 512, 2, 1, {1, 0, 1200}};
+  AttentionCase m{128, 1, 576, 512, 2, 1, {1, 0, 1200}};
   m.transposed = true;
   m.pad = 512;
   m.empty = models::EmptyRowMarker::kNegInfZero;
@@ -151,11 +151,11 @@ TEST(Attention, StridedOutputTransposedLsePaddingAndMarkers) {
 TEST(Attention, SplitCountDoesNotChangeTheResult) {
   DCPSIM_REQUIRE_GPU(attention_geometry(576, 512, 1));
   for (int splits : {1, 3, 7, 64}) {
-    Case c{64, 1, 576, 512, 1, 1, {2000, 31}};
+    AttentionCase c{64, 1, 576, 512, 1, 1, {2000, 31}};
     c.splits = splits;
     SCOPED_TRACE("splits " + std::to_string(splits));
     check_case(c, 400);
-    Case g{16, 2, 128, 128, 1, 1, {2500}};
+    AttentionCase g{16, 2, 128, 128, 1, 1, {2500}};
     g.splits = splits;
     check_case(g, 401);
   }

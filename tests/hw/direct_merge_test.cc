@@ -19,7 +19,7 @@ namespace {
 
 using models::DType;
 
-struct Case {
+struct DirectCase {
   int dcp = 2, heads = 8, dim = 128;
   std::vector<std::int64_t> contexts;
   models::LseBase base = models::LseBase::kE;
@@ -38,7 +38,7 @@ std::vector<std::int64_t> rows_17() {
 
 // Every rank's partial from the reference, relaid out, with sentinels planted on row 1 (when there is one):
 // NaN, +inf and −inf LSEs over NaN outputs on the last rank (none of them may be read).
-std::vector<models::Partial> partials(const Case& c, std::uint64_t seed) {
+std::vector<models::Partial> partials(const DirectCase& c, std::uint64_t seed) {
   models::GenerateOptions g;
   g.seed = seed;
   const models::Problem p = models::generate_problem(c.heads, 1, c.dim, c.dim, c.contexts, g);
@@ -63,7 +63,7 @@ std::vector<models::Partial> partials(const Case& c, std::uint64_t seed) {
   return parts;
 }
 
-models::MergeResult reference(const std::vector<models::Partial>& parts, const Case& c, models::Strategy s) {
+models::MergeResult direct_reference(const std::vector<models::Partial>& parts, const DirectCase& c, models::Strategy s) {
   models::MergeOptions mo;
   mo.strategy = s;
   mo.base = c.base;
@@ -92,7 +92,7 @@ void expect_block(const GpuMergedBlock& g, const models::RankOutput& ref, DType 
 
 TEST(DirectMerge, EmulatedMatchesTheReferenceAtOddShapes) {
   DCPSIM_REQUIRE_GPU(gpu_direct_merge({}, {}));
-  std::vector<Case> cases;
+  std::vector<DirectCase> cases;
   cases.push_back({3, 96, 512, rows_17(), models::LseBase::kE, DType::kBF16});
   cases.push_back({5, 100, 128, rows_17(), models::LseBase::k2, DType::kBF16, true});  // 5 ∤ 96
   cases.push_back({6, 96, 512, rows_17(), models::LseBase::k2, DType::kF16, false, 0, 15});
@@ -100,7 +100,7 @@ TEST(DirectMerge, EmulatedMatchesTheReferenceAtOddShapes) {
   cases.push_back({6, 96, 100, rows_17(), models::LseBase::kE, DType::kBF16, false, 3});  // element-wise
   cases.push_back({3, 96, 512, std::vector<std::int64_t>(17, 0), models::LseBase::kE, DType::kBF16});
   for (std::size_t i = 0; i < cases.size(); ++i) {
-    const Case& c = cases[i];
+    const DirectCase& c = cases[i];
     SCOPED_TRACE("case " + std::to_string(i) + ": N=" + std::to_string(c.dcp) +
                  " H=" + std::to_string(c.heads) + " D=" + std::to_string(c.dim));
     const auto parts = partials(c, 700 + i);
@@ -110,7 +110,7 @@ TEST(DirectMerge, EmulatedMatchesTheReferenceAtOddShapes) {
     o.valid_rows = c.valid_rows;
     o.steps = 3;
     const auto got = gpu_direct_merge(parts, o);
-    const auto ref = reference(parts, c, models::Strategy::kDirect);
+    const auto ref = direct_reference(parts, c, models::Strategy::kDirect);
     ASSERT_EQ(got.size(), std::size_t(c.dcp));
     for (int r = 0; r < c.dcp; ++r) expect_block(got[r], ref.ranks[r], c.out, "owner " + std::to_string(r));
   }
@@ -118,7 +118,7 @@ TEST(DirectMerge, EmulatedMatchesTheReferenceAtOddShapes) {
 
 TEST(DirectMerge, TimeoutErrorNamesTheMissingRank) {
   DCPSIM_REQUIRE_GPU(gpu_direct_merge({}, {}));
-  Case c{5, 10, 128, {7, 30}};
+  DirectCase c{5, 10, 128, {7, 30}};
   const auto parts = partials(c, 3);
   GpuDirectOptions o;
   o.skip_writer = 3;
@@ -136,7 +136,7 @@ TEST(DirectMerge, TimeoutErrorNamesTheMissingRank) {
 
 TEST(DirectMerge, RejectsHeadsNotDivisibleByN) {
   DCPSIM_REQUIRE_GPU(gpu_direct_merge({}, {}));
-  Case c{3, 4, 128, {10}};
+  DirectCase c{3, 4, 128, {10}};
   auto parts = partials(c, 1);
   EXPECT_THROW(gpu_direct_merge(parts, {}), InputError);
 }
@@ -149,7 +149,7 @@ TEST(DirectMerge, OverNcclWindows) {
   const int gpus = std::min(device_count(), 8);
   for (int n : {1, gpus}) {
     if (n == 1 && gpus > 1) continue;
-    Case c{n, 12 * n, 512, rows_17(), models::LseBase::k2, DType::kBF16, true, 0, 16};
+    DirectCase c{n, 12 * n, 512, rows_17(), models::LseBase::k2, DType::kBF16, true, 0, 16};
     SCOPED_TRACE("ranks " + std::to_string(n));
     const auto parts = partials(c, 40 + n);
     GpuDirectOptions o;
@@ -166,7 +166,7 @@ TEST(DirectMerge, OverNcclWindows) {
         GTEST_SKIP() << e.what();
       throw;
     }
-    const auto ref = reference(parts, c, models::Strategy::kDirect);
+    const auto ref = direct_reference(parts, c, models::Strategy::kDirect);
     for (int r = 0; r < n; ++r) expect_block(got[r], ref.ranks[r], c.out, "owner " + std::to_string(r));
   }
 }
@@ -178,7 +178,7 @@ TEST(FlashInferMerge, OverNcclWindowsMatchesTheReference) {
   DCPSIM_REQUIRE_GPU(gpu_flashinfer_dcp_merge({}, {}));
   const int gpus = std::min(device_count(), 8);
   for (models::LseBase base : {models::LseBase::kE, models::LseBase::k2}) {
-    Case c{gpus, 16 * gpus, 512, rows_17(), base, DType::kBF16};
+    DirectCase c{gpus, 16 * gpus, 512, rows_17(), base, DType::kBF16};
     SCOPED_TRACE("ranks " + std::to_string(gpus) + (base == models::LseBase::k2 ? " base 2" : " base e"));
     auto parts = partials(c, 90 + gpus);
     for (auto& p : parts)
@@ -198,7 +198,7 @@ TEST(FlashInferMerge, OverNcclWindowsMatchesTheReference) {
         GTEST_SKIP() << e.what();
       throw;
     }
-    const auto ref = reference(parts, c, models::Strategy::kFlashInferA2a);
+    const auto ref = direct_reference(parts, c, models::Strategy::kFlashInferA2a);
     for (int r = 0; r < gpus; ++r) {
       ASSERT_EQ(ref.ranks[r].head_stride, gpus);
       models::RankOutput out_only = ref.ranks[r];

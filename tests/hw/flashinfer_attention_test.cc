@@ -102,7 +102,7 @@ bool flashinfer_here() {
     if (!flashinfer_here()) GTEST_SKIP() << "needs a FlashInfer build and an H100/H200"; \
   } while (0)
 
-struct Case {
+struct FlashInferCase {
   int heads, kv_heads, qk_dim, dim, dcp;
   std::vector<std::int64_t> contexts;
   models::LseBase base = models::LseBase::kE;
@@ -112,7 +112,7 @@ struct Case {
 
 // Every rank's FlashInfer partial against fp64 attention over its shard. Bound per element: inputs, P and the
 // split-KV partials are bf16 (FlashInfer keeps partial outputs in the output type), O is rounded once more.
-void check_case(const Case& c, std::uint64_t seed) {
+void check_flashinfer_case(const FlashInferCase& c, std::uint64_t seed) {
   models::GenerateOptions g;
   g.seed = seed;
   g.input_dtype = DType::kBF16;
@@ -159,31 +159,31 @@ void check_case(const Case& c, std::uint64_t seed) {
 
 TEST(FlashInferAttention, MlaMatchesTheReference) {
   REQUIRE_FLASHINFER();
-  Case c{128, 1, 576, 512, 2, {2100, 0, 1, 700}};  // rank 1 gets an empty shard of row 2
-  c.valid_rows = 3;                                // row 3 is CUDA-graph padding although it has KV
-  check_case(c, 501);
-  Case h16{16, 1, 576, 512, 1, {5000, 64, 0}};
+  FlashInferCase c{128, 1, 576, 512, 2, {2100, 0, 1, 700}};  // rank 1 gets an empty shard of row 2
+  c.valid_rows = 3;                                          // row 3 is CUDA-graph padding although it has KV
+  check_flashinfer_case(c, 501);
+  FlashInferCase h16{16, 1, 576, 512, 1, {5000, 64, 0}};
   h16.base = models::LseBase::k2;
   h16.transposed = true;
-  check_case(h16, 502);
+  check_flashinfer_case(h16, 502);
 }
 
 TEST(FlashInferAttention, GqaMatchesTheReference) {
   REQUIRE_FLASHINFER();
-  Case c{64, 8, 128, 128, 2, {3000, 0, 17, 1}};
+  FlashInferCase c{64, 8, 128, 128, 2, {3000, 0, 17, 1}};
   c.valid_rows = 3;
-  check_case(c, 601);
+  check_flashinfer_case(c, 601);
   for (auto [H, Hkv] : std::vector<std::pair<int, int>>{{8, 8}, {12, 4}, {24, 4}, {32, 2}}) {
-    Case g{H, Hkv, 128, 128, 1, {900, 15}};
+    FlashInferCase g{H, Hkv, 128, 128, 1, {900, 15}};
     g.base = models::LseBase::k2;
     g.transposed = H == 12;
     SCOPED_TRACE("H " + std::to_string(H) + " Hkv " + std::to_string(Hkv));
-    check_case(g, 602 + H);
+    check_flashinfer_case(g, 602 + H);
   }
 }
 
-models::Scenario scenario(int dcp, int heads, int kv_heads, int dim, int qk_dim, models::Strategy strategy,
-                          std::vector<std::int64_t> contexts) {
+models::Scenario flashinfer_scenario(int dcp, int heads, int kv_heads, int dim, int qk_dim,
+                                     models::Strategy strategy, std::vector<std::int64_t> contexts) {
   models::Scenario s;
   s.dcp = dcp;
   s.heads = heads;
@@ -200,8 +200,8 @@ TEST(FlashInferAttention, RunnerEndToEnd) {
   int i = 0;
   for (auto strategy : {models::Strategy::kAgRs, models::Strategy::kA2a, models::Strategy::kDirect}) {
     for (bool mla : {true, false}) {
-      models::Scenario s = mla ? scenario(4, 64, 1, 512, 576, strategy, {3000, 0, 2, 700})
-                               : scenario(2, 32, 4, 128, 128, strategy, {1500, 1, 0, 33});
+      models::Scenario s = mla ? flashinfer_scenario(4, 64, 1, 512, 576, strategy, {3000, 0, 2, 700})
+                               : flashinfer_scenario(2, 32, 4, 128, 128, strategy, {1500, 1, 0, 33});
       s.lse_base = i % 2 ? models::LseBase::k2 : models::LseBase::kE;
       s.launch = i % 3 == 0 ? models::LaunchMode::kGraph : models::LaunchMode::kEager;
       RunConfig c;
@@ -225,10 +225,32 @@ TEST(FlashInferAttention, RunnerEndToEnd) {
   }
 }
 
+// One row: the query all-gather's head blocks lie back to back, so FlashInfer reads them without the repack
+// (needs_q_repack); with padding rows they do not, and the repack runs. Both exact.
+TEST(FlashInferAttention, OneRowReadsTheGatheredQueryInPlace) {
+  REQUIRE_FLASHINFER();
+  for (int padded : {0, 1}) {
+    for (bool mla : {true, false}) {
+      models::Scenario s = mla ? flashinfer_scenario(4, 64, 1, 512, 576, models::Strategy::kAgRs, {2500})
+                               : flashinfer_scenario(2, 32, 4, 128, 128, models::Strategy::kA2a, {1700});
+      RunConfig c;
+      c.scenario = s;
+      c.mode = ProcessMode::kEmulate;
+      c.warmup = 1;
+      c.reps = 2;
+      c.padded_rows = padded;
+      c.attention = AttentionImpl::kFlashInfer;
+      SCOPED_TRACE(s.label() + " padded rows " + std::to_string(padded));
+      const RunResult r = run_step(c, nullptr);
+      EXPECT_TRUE(r.check.passed) << r.check.summary;
+    }
+  }
+}
+
 TEST(FlashInferAttention, ExplicitRequestOnAnUnsupportedGeometryIsAnInputError) {
   DCPSIM_REQUIRE_GPU(device_count());
   RunConfig c;
-  c.scenario = scenario(1, 40, 8, 128, 128, models::Strategy::kAgRs, {100});
+  c.scenario = flashinfer_scenario(1, 40, 8, 128, 128, models::Strategy::kAgRs, {100});
   c.attention = AttentionImpl::kFlashInfer;
   EXPECT_THROW(run_step(c, nullptr), InputError);
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +15,9 @@
 #include "dcpsim/models/merge.h"
 
 namespace dcpsim::models::testing {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct DcpCase {
   int dcp = 1;

@@ -11,15 +11,15 @@
 namespace dcpsim::models {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 TEST(Dtype, Bf16KnownPatterns) {
   EXPECT_EQ(bf16_bits(1.0), 0x3f80);
   EXPECT_EQ(bf16_bits(-2.0), 0xc000);
   EXPECT_EQ(bf16_bits(0.0), 0x0000);
   EXPECT_EQ(bf16_bits(-0.0), 0x8000);
-  EXPECT_EQ(bf16_bits(kInf), 0x7f80);
-  EXPECT_EQ(bf16_bits(-kInf), 0xff80);
+  EXPECT_EQ(bf16_bits(kInfinity), 0x7f80);
+  EXPECT_EQ(bf16_bits(-kInfinity), 0xff80);
   EXPECT_EQ(bf16_bits(std::ldexp(1.0, -133)), 0x0001);  // smallest subnormal 2^-133
 }
 
@@ -43,15 +43,15 @@ TEST(Dtype, OverflowAndUnderflow) {
   const double bf16_max = std::ldexp(2.0 - std::ldexp(1.0, -7), 127);
   EXPECT_EQ(round_to(DType::kBF16, bf16_max), bf16_max);
   EXPECT_EQ(round_to(DType::kBF16, bf16_max * (1 + std::ldexp(1.0, -9))), bf16_max);  // below half an ulp
-  EXPECT_EQ(round_to(DType::kBF16, bf16_max * (1 + std::ldexp(1.0, -8))), kInf);
+  EXPECT_EQ(round_to(DType::kBF16, bf16_max * (1 + std::ldexp(1.0, -8))), kInfinity);
   EXPECT_EQ(round_to(DType::kF16, 65504.0), 65504.0);
   EXPECT_EQ(round_to(DType::kF16, 65519.0), 65504.0);
-  EXPECT_EQ(round_to(DType::kF16, 65520.0), kInf);  // the tie with 65536 rounds to even = overflow
-  EXPECT_EQ(round_to(DType::kF16, -70000.0), -kInf);
+  EXPECT_EQ(round_to(DType::kF16, 65520.0), kInfinity);  // the tie with 65536 rounds to even = overflow
+  EXPECT_EQ(round_to(DType::kF16, -70000.0), -kInfinity);
   EXPECT_EQ(round_to(DType::kF16, std::ldexp(1.0, -25)), 0.0);                   // tie with 0: even
   EXPECT_EQ(round_to(DType::kF16, std::ldexp(1.5, -25)), std::ldexp(1.0, -24));  // smallest subnormal
   EXPECT_EQ(round_to(DType::kF16, std::ldexp(3.0, -25)), std::ldexp(2.0, -24));  // tie 1.5 -> 2
-  EXPECT_EQ(round_to(DType::kF32, 1e39), kInf);
+  EXPECT_EQ(round_to(DType::kF32, 1e39), kInfinity);
   EXPECT_EQ(round_to(DType::kF32, std::ldexp(1.0, -150)), 0.0);
   EXPECT_EQ(round_to(DType::kF32, std::ldexp(1.0, -149)), std::ldexp(1.0, -149));
   EXPECT_TRUE(std::signbit(round_to(DType::kBF16, -1e-300)));
@@ -64,7 +64,7 @@ TEST(Dtype, Fp16KnownPatterns) {
   EXPECT_EQ(fp16_bits(std::ldexp(1.0, -14)), 0x0400);  // smallest normal
   EXPECT_EQ(fp16_bits(std::ldexp(1.0, -24)), 0x0001);  // smallest subnormal
   EXPECT_EQ(fp16_bits(std::ldexp(1023.0, -24)), 0x03ff);
-  EXPECT_EQ(fp16_bits(-kInf), 0xfc00);
+  EXPECT_EQ(fp16_bits(-kInfinity), 0xfc00);
   EXPECT_EQ(fp16_bits(-0.0), 0x8000);
 }
 

@@ -17,8 +17,8 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::merge_options;
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using testing::kInf;
+using testing::kNaN;
 
 struct RankPartials {
   Problem problem;

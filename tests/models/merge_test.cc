@@ -17,8 +17,8 @@ namespace {
 
 using testing::DcpCase;
 using testing::merge_options;
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using testing::kInf;
+using testing::kNaN;
 
 TEST(MergeLse, HandComputedBaseE) {
   const std::vector<double> l = {0.0, std::log(3.0)};

@@ -16,17 +16,17 @@ using models::Collective;
 using models::Protocol;
 using testing::builtin;
 
-struct Case {
+struct CollectiveCase {
   Collective collective;
   Algorithm algorithm;
   Protocol protocol;
   double bytes_per_rank;
 };
 
-class UncontendedCollective : public ::testing::TestWithParam<Case> {};
+class UncontendedCollective : public ::testing::TestWithParam<CollectiveCase> {};
 
 TEST_P(UncontendedCollective, MatchesThePlanWithinAPointOnePercent) {
-  const Case c = GetParam();
+  const CollectiveCase c = GetParam();
   SimOptions options;
   options.collective = {c.algorithm, c.protocol};
   const Simulator sim(builtin("h200-sxm"), options);
@@ -40,17 +40,17 @@ TEST_P(UncontendedCollective, MatchesThePlanWithinAPointOnePercent) {
 
 INSTANTIATE_TEST_SUITE_P(
     Plans, UncontendedCollective,
-    ::testing::Values(Case{Collective::kAllGather, Algorithm::kRing, Protocol::kLL, 2048},
-                      Case{Collective::kAllGather, Algorithm::kRing, Protocol::kLL128, 1 << 20},
-                      Case{Collective::kAllGather, Algorithm::kRing, Protocol::kSimple, 8 << 20},
-                      Case{Collective::kReduceScatter, Algorithm::kRing, Protocol::kSimple, 1 << 20},
-                      Case{Collective::kAllReduce, Algorithm::kRing, Protocol::kLL, 64 << 10},
-                      Case{Collective::kAllReduce, Algorithm::kTree, Protocol::kLL128, 4 << 20},
-                      Case{Collective::kAllGather, Algorithm::kNvls, Protocol::kSimple, 1 << 20},
-                      Case{Collective::kReduceScatter, Algorithm::kNvls, Protocol::kSimple, 4 << 20},
-                      Case{Collective::kAllReduce, Algorithm::kNvls, Protocol::kSimple, 16 << 20},
-                      Case{Collective::kAllToAll, Algorithm::kP2p, Protocol::kLL, 8 * 4096},
-                      Case{Collective::kAllToAll, Algorithm::kP2p, Protocol::kSimple, 8 << 20}));
+    ::testing::Values(CollectiveCase{Collective::kAllGather, Algorithm::kRing, Protocol::kLL, 2048},
+                      CollectiveCase{Collective::kAllGather, Algorithm::kRing, Protocol::kLL128, 1 << 20},
+                      CollectiveCase{Collective::kAllGather, Algorithm::kRing, Protocol::kSimple, 8 << 20},
+                      CollectiveCase{Collective::kReduceScatter, Algorithm::kRing, Protocol::kSimple, 1 << 20},
+                      CollectiveCase{Collective::kAllReduce, Algorithm::kRing, Protocol::kLL, 64 << 10},
+                      CollectiveCase{Collective::kAllReduce, Algorithm::kTree, Protocol::kLL128, 4 << 20},
+                      CollectiveCase{Collective::kAllGather, Algorithm::kNvls, Protocol::kSimple, 1 << 20},
+                      CollectiveCase{Collective::kReduceScatter, Algorithm::kNvls, Protocol::kSimple, 4 << 20},
+                      CollectiveCase{Collective::kAllReduce, Algorithm::kNvls, Protocol::kSimple, 16 << 20},
+                      CollectiveCase{Collective::kAllToAll, Algorithm::kP2p, Protocol::kLL, 8 * 4096},
+                      CollectiveCase{Collective::kAllToAll, Algorithm::kP2p, Protocol::kSimple, 8 << 20}));
 
 TEST(Collective, ALateRankDelaysEveryRankOfARing) {
   SimOptions options;

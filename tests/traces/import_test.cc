@@ -33,15 +33,15 @@ fs::path data(const std::string& name) {
   return fs::path(DCPSIM_SOURCE_DIR) / "tests" / "data" / name;
 }
 
-class ScratchDir {
+class ImportScratchDir {
  public:
-  ScratchDir() {
+  ImportScratchDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     dir_ = fs::temp_directory_path() /
            ("dcpsim_import_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
   }
-  ~ScratchDir() {
+  ~ImportScratchDir() {
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
@@ -217,7 +217,7 @@ TEST(KinetoImport, RankComesFromOptionsWhenGivenAndMustFitTheGroup) {
 }
 
 TEST(KinetoImport, WritesAValidProtobufTraceThatReadsBack) {
-  ScratchDir dir;
+  ImportScratchDir dir;
   {
     ProtobufTraceWriter writer(dir / "simple_add.pb");
     import_kineto(data("kineto_simple_add.json.gz"), writer, options_for(1));
@@ -229,7 +229,7 @@ TEST(KinetoImport, WritesAValidProtobufTraceThatReadsBack) {
 }
 
 TEST(KinetoImport, ConvertsMicrosecondTextToNanosecondsExactly) {
-  ScratchDir dir;
+  ImportScratchDir dir;
   // 1.0005 µs is 1000.5 ns: rounded half away from zero. 1e3 µs and 2.5E-1 µs use exponents.
   const auto path = dir.file("t.json", R"({"traceEvents": [
       {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 10, "dur": 1.0005},
@@ -258,7 +258,7 @@ void expect_input_error(const fs::path& path, const std::string& needle) {
 }
 
 TEST(KinetoImport, RejectsMissingCorruptAndMalformedFiles) {
-  ScratchDir dir;
+  ImportScratchDir dir;
   expect_input_error(dir / "absent.json", "does not exist");
   const std::string gz = [] {
     std::ifstream in(data("kineto_simple_add.json.gz"), std::ios::binary);
@@ -294,7 +294,7 @@ class NsysImport : public ::testing::Test {
 
 TEST_F(NsysImport, SaxpyKernelsCopiesAndNvtxRanges) {
   // The importer reads a plain SQLite file; the copy in tests/data is gzip, so unpack it first.
-  ScratchDir dir;
+  ImportScratchDir dir;
   const fs::path db = dir.file("saxpy.sqlite", gunzip(data("nsys_saxpy.reduced.sqlite.gz")));
   TraceCollector sink;
   const ImportStats stats = import_nsys(db, sink, options_for(1));
@@ -350,7 +350,7 @@ TEST_F(NsysImport, GzipInputAndOptionsChangeWhatIsRead) {
 }
 
 TEST_F(NsysImport, RejectsFilesThatAreNotExportsOrLackColumns) {
-  ScratchDir dir;
+  ImportScratchDir dir;
   TraceCollector sink;
   try {
     import_nsys(
@@ -366,7 +366,7 @@ TEST_F(NsysImport, RejectsFilesThatAreNotExportsOrLackColumns) {
 
 #if __has_include(<sqlite3.h>)
 TEST_F(NsysImport, NamesTheMissingColumnAndTheColumnsPresent) {
-  ScratchDir dir;
+  ImportScratchDir dir;
   const fs::path path = dir / "old.sqlite";
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);

@@ -27,6 +27,10 @@ struct OpShape {
   models::DType dtype = models::DType::kBF16;       // O's type (correct, combine, merge-states: bf16 or fp16)
   int variant = -1;  // correct, combine, a2a-combine: kernel variant (op_variants), -1: chosen by size
   int blocks = 0;    // direct: blocks per rank (0: as many as stay resident)
+  // attention: Q in this many head blocks of H / q_blocks heads each, as the query all-gather leaves it in a
+  // step (1: dense [B][H][D_qk]); and the LSE's base (FlashInfer's decode reports base 2 natively).
+  int q_blocks = 1;
+  bool lse_base2 = false;
 };
 
 struct OpBenchConfig {
