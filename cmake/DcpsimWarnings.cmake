@@ -23,8 +23,9 @@ if(DCPSIM_STATIC_RUNTIME)
 endif()
 
 # dcpsim_unity(<target> <sources per batch>): with DCPSIM_UNITY_BUILD, the target's C++ sources compile as
-# batches that include several files each, so headers such as CLI11, GoogleTest and nlohmann/json are parsed
-# and their inline functions emitted once per batch instead of once per file (what scripts/test.sh uses).
+# batches that include several files each, so headers such as CLI11, GoogleTest, nlohmann/json and Protobuf are
+# parsed and their inline functions emitted once per batch instead of once per file (what scripts/test.sh
+# uses). Files of one target then share their anonymous namespaces: file-local helpers need distinct names.
 function(dcpsim_unity target batch)
   if(DCPSIM_UNITY_BUILD)
     set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${batch})

@@ -16,9 +16,9 @@ scripts/setup.sh
 jobs=$(nproc)
 
 stage "release build and tests"
-# -O2 without -g: debug info is a quarter of this build's compile time, and the ASan stage below has it. Both
-# builds compile the CLI and each test suite in batches (DCPSIM_UNITY_BUILD): CLI11, GoogleTest and JSON parsed
-# and instantiated once per batch instead of once per file.
+# -O2 without -g: debug info is a quarter of this build's compile time, and the ASan stage below has it. All
+# three builds compile each library, the CLI and each test suite in batches of files (DCPSIM_UNITY_BUILD):
+# CLI11, GoogleTest, JSON and Protobuf parsed and instantiated once per batch instead of once per file.
 DCPSIM_BUILD_DIR=build scripts/build.sh -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
   -DDCPSIM_WERROR=ON -DDCPSIM_UNITY_BUILD=ON
 (cd build && ctest --output-on-failure -j "$jobs")
@@ -34,7 +34,7 @@ stage "fuzzers"
 fuzz_seconds=${DCPSIM_FUZZ_SECONDS:-30}
 CC=clang-14 CXX=clang++-14 DCPSIM_BUILD_DIR=build-fuzz DCPSIM_BUILD_TARGETS=dcpsim_fuzzers scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DDCPSIM_WITH_CUDA=OFF -DDCPSIM_WITH_SIMGRID=OFF -DDCPSIM_SANITIZE=ON -DDCPSIM_BUILD_FUZZERS=ON \
-  -DDCPSIM_BUILD_TESTS=OFF -DDCPSIM_BUILD_BENCHMARKS=OFF -DDCPSIM_FUZZ_SECONDS="$fuzz_seconds"
+  -DDCPSIM_BUILD_TESTS=OFF -DDCPSIM_BUILD_BENCHMARKS=OFF -DDCPSIM_FUZZ_SECONDS="$fuzz_seconds" -DDCPSIM_UNITY_BUILD=ON
 (cd build-fuzz && ctest -L fuzz --output-on-failure -V -j "$jobs" | grep -E "Test +#|executed_units|Done [0-9]+ runs|Passed|Failed")
 
 stage "format"

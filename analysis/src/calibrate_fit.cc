@@ -13,10 +13,9 @@
 namespace dcpsim::analysis {
 namespace {
 
-using detail::figure_of;
 using models::HardwareProfile;
 
-double percentile(std::vector<double> v, double q) {
+double interpolated_quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
   const double pos = q * double(v.size() - 1);
@@ -37,8 +36,8 @@ ResidualStats stats_of(std::string figure, const std::vector<double>& rel) {
     sum += r;
     sum2 += r * r;
   }
-  s.p50 = percentile(abs_rel, 0.5);
-  s.p90 = percentile(abs_rel, 0.9);
+  s.p50 = interpolated_quantile(abs_rel, 0.5);
+  s.p90 = interpolated_quantile(abs_rel, 0.9);
   s.max = *std::max_element(abs_rel.begin(), abs_rel.end());
   s.mean = sum / double(rel.size());
   s.rms = std::sqrt(sum2 / double(rel.size()));

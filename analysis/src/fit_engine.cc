@@ -15,10 +15,6 @@ namespace dcpsim::analysis::detail {
 
 using models::HardwareProfile;
 
-std::string figure_of(const Observation& o) {
-  return o.kind == ObservationKind::kPhase ? o.phase : std::string(to_string(o.kind));
-}
-
 Eigen::VectorXd predict_all(const HardwareProfile& p, const std::vector<MeasuredSection>& sections,
                             const std::vector<Observation>& obs) {
   const Predictor predictor(p);

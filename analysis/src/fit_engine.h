@@ -12,9 +12,6 @@
 
 namespace dcpsim::analysis::detail {
 
-// "attention", "step", "row_lse": the figure an observation belongs to.
-std::string figure_of(const Observation& o);
-
 // Measured figures and the profile they are fitted from. Residuals are log(predicted / measured): symmetric
 // in over- and under-prediction (a 20x slow kernel is as far off as a 20x fast one), equal to the relative
 // error to first order.

@@ -74,6 +74,10 @@ Prediction Predictor::predict(const models::Scenario&, bool) const {
 Predictor::~Predictor() = default;
 Predictor::Predictor(Predictor&&) noexcept = default;
 
+std::string figure_of(const Observation& o) {
+  return o.kind == ObservationKind::kPhase ? o.phase : std::string(to_string(o.kind));
+}
+
 std::string_view to_string(ObservationKind k) {
   switch (k) {
     case ObservationKind::kPhase:

@@ -46,10 +46,6 @@ ErrorSummary summarise(std::string key, const std::vector<const Comparison*>& it
   return s;
 }
 
-std::string figure_name(const Observation& o) {
-  return o.kind == ObservationKind::kPhase ? o.phase : std::string(to_string(o.kind));
-}
-
 Comparison compare(const Observation& o, double predicted_s, const std::optional<CalibrationInfo>& cal,
                    const ValidateOptions& opt) {
   Comparison c;
@@ -60,7 +56,7 @@ Comparison compare(const Observation& o, double predicted_s, const std::optional
   c.within_tolerance =
       std::abs(diff) <= std::max(opt.tolerance_relative * o.measured_s, opt.tolerance_absolute_s);
   if (cal) {
-    auto it = cal->sigma.find(figure_name(o));
+    auto it = cal->sigma.find(figure_of(o));
     if (it != cal->sigma.end()) {
       // Never narrower than the traces' 1 ns resolution (exact simulated data have sigma ~1e-9).
       const double half = std::max(cal->z * it->second * predicted_s, kIntervalFloorS);
@@ -160,7 +156,7 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
                .first;
     const double p = predicted(it->second, o);
     if (!std::isfinite(p)) {
-      ++unmatched[figure_name(o)];
+      ++unmatched[figure_of(o)];
       continue;
     }
     rep.comparisons.push_back(compare(o, p, cal, opt));
@@ -180,7 +176,7 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
   std::map<int, std::vector<const Comparison*>> by_section;
   std::vector<const Comparison*> everything;
   for (const Comparison& c : rep.comparisons) {
-    by_figure[figure_name(c.observation)].push_back(&c);
+    by_figure[figure_of(c.observation)].push_back(&c);
     by_section[c.observation.section].push_back(&c);
     everything.push_back(&c);
   }
@@ -191,7 +187,7 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
   std::map<std::string, std::vector<const Comparison*>> by_source, source_totals;
   for (const Comparison& c : rep.comparisons) {
     if (c.price_source.empty()) continue;
-    by_source[figure_name(c.observation) + " [" + c.price_source + "]"].push_back(&c);
+    by_source[figure_of(c.observation) + " [" + c.price_source + "]"].push_back(&c);
     source_totals["all [" + c.price_source + "]"].push_back(&c);
   }
   for (const auto& [key, items] : by_source) rep.per_source.push_back(summarise(key, items));

@@ -29,10 +29,6 @@ std::string ns(double s) {
   return buf;
 }
 
-std::string figure_of(const Observation& o) {
-  return o.kind == ObservationKind::kPhase ? o.phase : std::string(to_string(o.kind));
-}
-
 // Markdown table cells must not contain a bare '|'.
 std::string cell(std::string s) {
   for (std::size_t i = s.find('|'); i != std::string::npos; i = s.find('|', i + 2)) s.replace(i, 1, "\\|");

@@ -28,7 +28,7 @@ DirectState& state(RankState& r) {
   return static_cast<DirectState&>(*r.merge);
 }
 
-DirectLayout layout(const StepPlan& p) {
+DirectLayout direct_layout(const StepPlan& p) {
   return {p.N, p.rows_total, p.J, p.D, static_cast<int>(ops::elem_bytes(p.out))};
 }
 
@@ -66,7 +66,7 @@ class DirectStrategy final : public HwStrategy {
   }
 
   void connect(const StepPlan& p, const RunConfig&, Ranks& ranks, const StrategyLink& link) const override {
-    const DirectLayout l = layout(p);
+    const DirectLayout l = direct_layout(p);
     if (link.emulated) {
       std::vector<unsigned char*> bases;
       for (auto& r : ranks) {

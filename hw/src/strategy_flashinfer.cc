@@ -19,7 +19,7 @@ struct FlashInferState final : MergeState {
   unsigned char* base = nullptr;
 };
 
-FlashInferDcpLayout layout(const StepPlan& p) {
+FlashInferDcpLayout flashinfer_layout(const StepPlan& p) {
   return {p.N, p.rows_total * p.J, p.D, static_cast<int>(ops::elem_bytes(p.out))};
 }
 
@@ -41,7 +41,7 @@ class FlashInferStrategy final : public HwStrategy {
 
   void connect(const StepPlan& p, const RunConfig&, Ranks& ranks, const StrategyLink& link) const override {
     if (link.emulated) throw InputError("--strategy flashinfer-a2a cannot run under --emulate");
-    const FlashInferDcpLayout l = layout(p);
+    const FlashInferDcpLayout l = flashinfer_layout(p);
     std::vector<int> devices;
     for (auto& r : ranks) devices.push_back(r->device);
     link.windows->open(link.comms, devices, l.bytes(), l.payload_offset());

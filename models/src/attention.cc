@@ -15,7 +15,7 @@ namespace dcpsim::models {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 // Attention of one (row, head) over `length` keys; writes O (dim values, unrounded) and returns L.
 template <typename T>
@@ -76,7 +76,7 @@ template <typename T>
 void attend_all(const Problem& p, const KvShard& s, const AttentionOptions& o, Partial& r) {
   const double scale = o.scale > 0.0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(p.qk_dim));
   const int valid_rows = o.valid_rows < 0 ? p.rows : std::min(o.valid_rows, p.rows);
-  const double empty_lse = o.empty == EmptyRowMarker::kPosInfZero ? kInf : -kInf;
+  const double empty_lse = o.empty == EmptyRowMarker::kPosInfZero ? kInfinity : -kInfinity;
   const double empty_out = o.empty == EmptyRowMarker::kNegInfNaN ? kNaN : 0.0;
   const std::int64_t k_stride = static_cast<std::int64_t>(p.kv_heads) * p.qk_dim;
   const std::int64_t v_stride = static_cast<std::int64_t>(p.kv_heads) * p.dim;

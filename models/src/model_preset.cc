@@ -21,30 +21,30 @@ std::span<const EmbeddedProfile> embedded_models();  // generated from models/pr
 
 namespace {
 
-using Json = nlohmann::json;
+using PresetJson = nlohmann::json;
 constexpr std::string_view kModelFormat = "dcpsim-model/1";
 
 // Reads one object, refusing keys it does not know and naming the file and field in every error.
 class Fields {
  public:
-  Fields(const Json& object, std::string where) : object_(object), where_(std::move(where)) {
+  Fields(const PresetJson& object, std::string where) : object_(object), where_(std::move(where)) {
     if (!object_.is_object()) throw InputError(where_ + ": expected a JSON object, got " + object_.dump());
   }
 
-  const Json* find(const std::string& key) {
+  const PresetJson* find(const std::string& key) {
     seen_.insert(key);
     const auto it = object_.find(key);
     return it == object_.end() ? nullptr : &*it;
   }
   std::string text(const std::string& key, bool required = true) {
-    const Json* v = find(key);
+    const PresetJson* v = find(key);
     if (v == nullptr && !required) return {};
     if (v == nullptr || !v->is_string() || v->get<std::string>().empty())
       throw InputError(where_ + ": " + key + ": expected a non-empty string");
     return v->get<std::string>();
   }
   std::int64_t count(const std::string& key, std::int64_t max_value) {
-    const Json* v = find(key);
+    const PresetJson* v = find(key);
     if (v == nullptr) return 0;
     if (!v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > max_value) {
       throw InputError(where_ + ": " + key + ": expected an integer in [0, " + std::to_string(max_value) +
@@ -53,7 +53,7 @@ class Fields {
     return v->get<std::int64_t>();
   }
   double number(const std::string& key, double lo, double hi) {
-    const Json* v = find(key);
+    const PresetJson* v = find(key);
     if (v == nullptr || !v->is_number() || !(v->get<double>() >= lo) || !(v->get<double>() <= hi)) {
       throw InputError(where_ + ": " + key + ": expected a number in [" + std::to_string(lo) + ", " +
                        std::to_string(hi) + "]" + (v ? ", got " + v->dump() : ""));
@@ -61,7 +61,7 @@ class Fields {
     return v->get<double>();
   }
   bool flag(const std::string& key) {
-    const Json* v = find(key);
+    const PresetJson* v = find(key);
     if (v == nullptr) return false;
     if (!v->is_boolean()) throw InputError(where_ + ": " + key + ": expected true or false");
     return v->get<bool>();
@@ -74,7 +74,7 @@ class Fields {
   }
 
  private:
-  const Json& object_;
+  const PresetJson& object_;
   std::string where_;
   std::set<std::string> seen_;
 };
@@ -121,7 +121,7 @@ ModelConfig read_config(Fields f) {
   return c;
 }
 
-std::string read_file(const std::filesystem::path& path) {
+std::string read_model_file(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     throw InputError(path.string() + ": cannot open model file (not a regular file)");
@@ -163,7 +163,7 @@ const std::vector<std::string>& builtin_model_names() {
 
 ModelPreset parse_model(std::string_view json_text, std::string_view origin) {
   const std::string where(origin);
-  const Json root = parse_json_checked<Json>(json_text, where);
+  const PresetJson root = parse_json_checked<PresetJson>(json_text, where);
   Fields top(root, where);
   if (top.text("format") != kModelFormat)
     throw InputError(where + ": format: expected \"" + std::string(kModelFormat) + "\"");
@@ -171,16 +171,16 @@ ModelPreset parse_model(std::string_view json_text, std::string_view origin) {
   m.name = top.text("name");
   m.description = top.text("description");
   m.config_source = top.text("config_source");
-  const Json* config = top.find("config");
+  const PresetJson* config = top.find("config");
   if (config == nullptr) throw InputError(where + ": config: missing");
   m.config = read_config(Fields(*config, where + ": config"));
-  const Json* weights = top.find("weight_bytes_per_parameter");
+  const PresetJson* weights = top.find("weight_bytes_per_parameter");
   if (weights == nullptr) throw InputError(where + ": weight_bytes_per_parameter: missing");
   Fields w(*weights, where + ": weight_bytes_per_parameter");
   m.weight_bytes_per_parameter = w.number("value", 0.125, 8.0);
   m.weight_source = w.text("source");
   w.finish();
-  const Json* card = top.find("model_card");
+  const PresetJson* card = top.find("model_card");
   if (card == nullptr) throw InputError(where + ": model_card: missing");
   Fields c(*card, where + ": model_card");
   m.card_total_parameters = c.number("total_parameters", 1.0, 1e15);
@@ -197,7 +197,7 @@ ModelPreset load_model(std::string_view name_or_path) {
   }
   const std::filesystem::path path{std::string(name_or_path)};
   std::error_code ec;
-  if (std::filesystem::exists(path, ec)) return parse_model(read_file(path), path.string());
+  if (std::filesystem::exists(path, ec)) return parse_model(read_model_file(path), path.string());
   if (name_or_path.find('/') != std::string_view::npos || name_or_path.ends_with(".json"))
     throw InputError(path.string() + ": model file not found");
   throw InputError("unknown model \"" + std::string(name_or_path) + "\" (presets: " + preset_list() +

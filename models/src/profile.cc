@@ -61,7 +61,7 @@ std::string join_names() {
   return out;
 }
 
-std::string read_file(const std::filesystem::path& path) {
+std::string read_profile_file(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw InputError(path.string() + ": cannot open profile file (not a regular file)");
@@ -179,7 +179,7 @@ HardwareProfile load_profile(std::string_view name_or_path) {
   const std::filesystem::path path{std::string(name_or_path)};
   std::error_code ec;
   if (std::filesystem::exists(path, ec))
-    return parse_profile(read_file(path), path.string(), path.parent_path().string(), false);
+    return parse_profile(read_profile_file(path), path.string(), path.parent_path().string(), false);
   const bool looks_like_path = name_or_path.find('/') != std::string_view::npos ||
                                (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
   if (looks_like_path) throw InputError(path.string() + ": profile file not found");

@@ -227,7 +227,7 @@ class Reader {
   bool builtin_ = false;
 };
 
-std::string lower(std::string_view s) {
+std::string lowered(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
   return out;
@@ -236,9 +236,9 @@ std::string lower(std::string_view s) {
 // A table measured on another GPU model would be silently wrong: refuse it. Names match when one starts with
 // the other ("NVIDIA H200" measured, "NVIDIA H200 SXM" in the profile).
 void check_table_devices(const HardwareProfile& p, const std::string& where) {
-  const std::string gpu = lower(p.gpu.name);
+  const std::string gpu = lowered(p.gpu.name);
   for (std::size_t i = 0; i < p.tables.size(); ++i) {
-    const std::string dev = lower(p.tables[i].provenance.device);
+    const std::string dev = lowered(p.tables[i].provenance.device);
     if (gpu.starts_with(dev) || dev.starts_with(gpu)) continue;
     throw InputError(where + ": tables[" + std::to_string(i) + "] (" +
                      (p.tables[i].origin.empty() ? "inline" : p.tables[i].origin) + "): measured on \"" +

@@ -16,22 +16,23 @@ namespace v1 = traces::v1;
 template <typename A, typename B, std::size_t N>
 using EnumTable = std::array<std::pair<A, B>, N>;
 
-constexpr EnumTable<DType, v1::DType, 4> kDTypes{{{DType::kF32, v1::DTYPE_F32},
-                                                  {DType::kBF16, v1::DTYPE_BF16},
-                                                  {DType::kF16, v1::DTYPE_F16},
-                                                  {DType::kF64, v1::DTYPE_F64}}};
-constexpr EnumTable<LseBase, v1::LseBase, 2> kLseBases{
+constexpr EnumTable<DType, v1::DType, 4> kProtoDTypes{{{DType::kF32, v1::DTYPE_F32},
+                                                       {DType::kBF16, v1::DTYPE_BF16},
+                                                       {DType::kF16, v1::DTYPE_F16},
+                                                       {DType::kF64, v1::DTYPE_F64}}};
+constexpr EnumTable<LseBase, v1::LseBase, 2> kProtoLseBases{
     {{LseBase::kE, v1::LSE_BASE_E}, {LseBase::k2, v1::LSE_BASE_2}}};
-constexpr EnumTable<Strategy, v1::Strategy, 6> kStrategies{
+constexpr EnumTable<Strategy, v1::Strategy, 6> kProtoStrategies{
     {{Strategy::kAgRs, v1::STRATEGY_AG_RS},
      {Strategy::kAgAr, v1::STRATEGY_AG_AR},
      {Strategy::kA2a, v1::STRATEGY_A2A},
      {Strategy::kDirect, v1::STRATEGY_DIRECT},
      {Strategy::kRowStream, v1::STRATEGY_ROW_STREAM},
      {Strategy::kFlashInferA2a, v1::STRATEGY_FLASHINFER_A2A}}};
-constexpr EnumTable<LaunchMode, v1::LaunchMode, 3> kLaunchModes{{{LaunchMode::kEager, v1::LAUNCH_MODE_EAGER},
-                                                                 {LaunchMode::kGraph, v1::LAUNCH_MODE_GRAPH},
-                                                                 {LaunchMode::kPdl, v1::LAUNCH_MODE_PDL}}};
+constexpr EnumTable<LaunchMode, v1::LaunchMode, 3> kProtoLaunchModes{
+    {{LaunchMode::kEager, v1::LAUNCH_MODE_EAGER},
+     {LaunchMode::kGraph, v1::LAUNCH_MODE_GRAPH},
+     {LaunchMode::kPdl, v1::LAUNCH_MODE_PDL}}};
 
 template <typename A, typename B, std::size_t N>
 B forward(const EnumTable<A, B, N>& table, A v, const char* what) {
@@ -56,29 +57,29 @@ A backward(const EnumTable<A, B, N>& table, B v, const char* what) {
 }  // namespace
 
 v1::DType to_proto(DType v) {
-  return forward(kDTypes, v, "dtype");
+  return forward(kProtoDTypes, v, "dtype");
 }
 v1::LseBase to_proto(LseBase v) {
-  return forward(kLseBases, v, "lse base");
+  return forward(kProtoLseBases, v, "lse base");
 }
 v1::Strategy to_proto(Strategy v) {
-  return forward(kStrategies, v, "strategy");
+  return forward(kProtoStrategies, v, "strategy");
 }
 v1::LaunchMode to_proto(LaunchMode v) {
-  return forward(kLaunchModes, v, "launch mode");
+  return forward(kProtoLaunchModes, v, "launch mode");
 }
 
 DType from_proto(v1::DType v) {
-  return backward(kDTypes, v, "dtype");
+  return backward(kProtoDTypes, v, "dtype");
 }
 LseBase from_proto(v1::LseBase v) {
-  return backward(kLseBases, v, "lse_base");
+  return backward(kProtoLseBases, v, "lse_base");
 }
 Strategy from_proto(v1::Strategy v) {
-  return backward(kStrategies, v, "strategy");
+  return backward(kProtoStrategies, v, "strategy");
 }
 LaunchMode from_proto(v1::LaunchMode v) {
-  return backward(kLaunchModes, v, "launch_mode");
+  return backward(kProtoLaunchModes, v, "launch_mode");
 }
 
 v1::Scenario to_proto(const Scenario& s) {
@@ -107,8 +108,8 @@ Scenario from_proto(const v1::Scenario& m) {
   s.head_dim = m.head_dim();
   s.qk_dim = m.qk_dim();
   s.interleave = m.interleave();
-  s.kv_dtype = backward(kDTypes, m.kv_dtype(), "kv_dtype");
-  s.out_dtype = backward(kDTypes, m.out_dtype(), "out_dtype");
+  s.kv_dtype = backward(kProtoDTypes, m.kv_dtype(), "kv_dtype");
+  s.out_dtype = backward(kProtoDTypes, m.out_dtype(), "out_dtype");
   s.lse_base = from_proto(m.lse_base());
   s.softmax_scale = m.softmax_scale();
   s.contexts.assign(m.contexts().begin(), m.contexts().end());

@@ -73,6 +73,7 @@ struct RankNodes {
 // Hopper's L2 is two partitions, each caching for the SMs of the GPCs attached to it (NVIDIA H100 Tensor
 // Core GPU Architecture whitepaper, "H100 L2 cache"): a line an SM reads back competes for about half of it.
 inline constexpr double kL2Share = 0.5;
+inline constexpr double kLseBytes = 4.0;  // LSEs are fp32 (SPEC)
 
 struct StepGraph {
   StepGraph(const models::HardwareProfile& p, const models::Scenario& s, Platform& pf, int peers)

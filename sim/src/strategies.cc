@@ -9,8 +9,6 @@ namespace {
 
 using models::Collective;
 
-constexpr double kLseBytes = 4.0;  // LSEs are fp32 (SPEC)
-
 // A NCCL collective kernel on every rank's stream; returns each rank's (start, end).
 struct CollectiveSpans {
   std::vector<NodeId> begin;

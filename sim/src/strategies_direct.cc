@@ -31,8 +31,6 @@
 namespace dcpsim::sim::detail {
 namespace {
 
-constexpr double kLseBytes = 4.0;
-
 struct Flag {
   NodeId node = 0;
   int span = 0;

@@ -121,8 +121,8 @@ TEST(Attention, MlaRandomShapes) {
   std::mt19937 rng(11);
   for (int i = 0; i < 6; ++i) {
     const int H = std::vector<int>{16, 128, 20, 64, 8, 72}[i];
-    AttentionCase c{H, 1, 576, 512, std::vector<int>{1, 2, 3, 5, 8, 4}[i], std::vector<int>{1, 1, 16, 2, 1, 64}[i],
-           {}};
+    AttentionCase c{
+        H, 1, 576, 512, std::vector<int>{1, 2, 3, 5, 8, 4}[i], std::vector<int>{1, 1, 16, 2, 1, 64}[i], {}};
     const int B = 1 + int(rng() % 3);
     for (int b = 0; b < B; ++b) c.contexts.push_back(std::vector<int>{0, 2, 33, 700, 2100}[rng() % 5]);
     c.base = i % 2 ? models::LseBase::kE : models::LseBase::k2;

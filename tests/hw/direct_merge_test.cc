@@ -63,7 +63,8 @@ std::vector<models::Partial> partials(const DirectCase& c, std::uint64_t seed) {
   return parts;
 }
 
-models::MergeResult direct_reference(const std::vector<models::Partial>& parts, const DirectCase& c, models::Strategy s) {
+models::MergeResult direct_reference(const std::vector<models::Partial>& parts, const DirectCase& c,
+                                     models::Strategy s) {
   models::MergeOptions mo;
   mo.strategy = s;
   mo.base = c.base;

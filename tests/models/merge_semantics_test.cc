@@ -16,9 +16,9 @@ namespace dcpsim::models {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::merge_options;
 using testing::kInf;
 using testing::kNaN;
+using testing::merge_options;
 
 struct RankPartials {
   Problem problem;

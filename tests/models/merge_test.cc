@@ -16,9 +16,9 @@ namespace dcpsim::models {
 namespace {
 
 using testing::DcpCase;
-using testing::merge_options;
 using testing::kInf;
 using testing::kNaN;
+using testing::merge_options;
 
 TEST(MergeLse, HandComputedBaseE) {
   const std::vector<double> l = {0.0, std::log(3.0)};

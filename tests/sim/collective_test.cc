@@ -40,17 +40,18 @@ TEST_P(UncontendedCollective, MatchesThePlanWithinAPointOnePercent) {
 
 INSTANTIATE_TEST_SUITE_P(
     Plans, UncontendedCollective,
-    ::testing::Values(CollectiveCase{Collective::kAllGather, Algorithm::kRing, Protocol::kLL, 2048},
-                      CollectiveCase{Collective::kAllGather, Algorithm::kRing, Protocol::kLL128, 1 << 20},
-                      CollectiveCase{Collective::kAllGather, Algorithm::kRing, Protocol::kSimple, 8 << 20},
-                      CollectiveCase{Collective::kReduceScatter, Algorithm::kRing, Protocol::kSimple, 1 << 20},
-                      CollectiveCase{Collective::kAllReduce, Algorithm::kRing, Protocol::kLL, 64 << 10},
-                      CollectiveCase{Collective::kAllReduce, Algorithm::kTree, Protocol::kLL128, 4 << 20},
-                      CollectiveCase{Collective::kAllGather, Algorithm::kNvls, Protocol::kSimple, 1 << 20},
-                      CollectiveCase{Collective::kReduceScatter, Algorithm::kNvls, Protocol::kSimple, 4 << 20},
-                      CollectiveCase{Collective::kAllReduce, Algorithm::kNvls, Protocol::kSimple, 16 << 20},
-                      CollectiveCase{Collective::kAllToAll, Algorithm::kP2p, Protocol::kLL, 8 * 4096},
-                      CollectiveCase{Collective::kAllToAll, Algorithm::kP2p, Protocol::kSimple, 8 << 20}));
+    ::testing::Values(
+        CollectiveCase{Collective::kAllGather, Algorithm::kRing, Protocol::kLL, 2048},
+        CollectiveCase{Collective::kAllGather, Algorithm::kRing, Protocol::kLL128, 1 << 20},
+        CollectiveCase{Collective::kAllGather, Algorithm::kRing, Protocol::kSimple, 8 << 20},
+        CollectiveCase{Collective::kReduceScatter, Algorithm::kRing, Protocol::kSimple, 1 << 20},
+        CollectiveCase{Collective::kAllReduce, Algorithm::kRing, Protocol::kLL, 64 << 10},
+        CollectiveCase{Collective::kAllReduce, Algorithm::kTree, Protocol::kLL128, 4 << 20},
+        CollectiveCase{Collective::kAllGather, Algorithm::kNvls, Protocol::kSimple, 1 << 20},
+        CollectiveCase{Collective::kReduceScatter, Algorithm::kNvls, Protocol::kSimple, 4 << 20},
+        CollectiveCase{Collective::kAllReduce, Algorithm::kNvls, Protocol::kSimple, 16 << 20},
+        CollectiveCase{Collective::kAllToAll, Algorithm::kP2p, Protocol::kLL, 8 * 4096},
+        CollectiveCase{Collective::kAllToAll, Algorithm::kP2p, Protocol::kSimple, 8 << 20}));
 
 TEST(Collective, ALateRankDelaysEveryRankOfARing) {
   SimOptions options;

@@ -60,6 +60,8 @@ struct Observation {
   // origin).
   bool from_first_phase = false;
 };
+// What an observation is a figure of, as reports and fits group it: the phase's name, else the kind's.
+std::string figure_of(const Observation& o);
 
 struct ObservationSet {
   std::vector<Observation> observations;
