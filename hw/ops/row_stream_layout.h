@@ -86,11 +86,13 @@ inline int items_per_row(int heads_per_owner, int dim) {
 // Blocks of one owner's combine, for `work` blocks' worth of items. The streaming grid spins beside the
 // producers and holds whole multiprocessors, so the streaming grids of every rank sharing a device together
 // take at most 1/16 of it (at least one block each: emulation refuses more ranks than half the device's
-// multiprocessors, so the producers always keep the rest). The tail grid starts once the producers are done
-// and may fill the device.
+// multiprocessors, so the producers always keep the rest). The tail grid starts once the producers are done,
+// beside the streaming grids, and takes what they leave (a block holds a multiprocessor's shared memory, so
+// more would wait for a streaming grid to exit).
 inline int combine_blocks(int multiprocessors, int ranks_on_device, std::int64_t work, bool tail) {
   const int ranks = std::max(ranks_on_device, 1);
-  const int cap = std::max(1, tail ? multiprocessors / ranks : multiprocessors / (16 * ranks));
+  const int streaming = std::max(1, multiprocessors / (16 * ranks));
+  const int cap = tail ? std::max(1, (multiprocessors - ranks * streaming) / ranks) : streaming;
   return static_cast<int>(std::clamp<std::int64_t>(work, 1, cap));
 }
 

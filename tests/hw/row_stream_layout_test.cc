@@ -79,11 +79,15 @@ TEST(RowStreamLayout, StreamingCombinesLeaveTheDeviceToTheProducers) {
         EXPECT_LE(streaming * ranks, sms / 2) << sms << " SMs, " << ranks << " ranks";
       }
       EXPECT_LE(tail * ranks, std::max(sms, ranks));
+      if (2 * ranks <= sms) {  // the tail grids fit beside the streaming grids
+        EXPECT_LE((tail + streaming) * ranks, sms) << sms << " SMs, " << ranks << " ranks";
+      }
     }
   EXPECT_EQ(row_stream::combine_blocks(132, 1, 3, false), 3);  // never more blocks than work
   EXPECT_EQ(row_stream::combine_blocks(132, 8, 0, true), 1);
   EXPECT_EQ(row_stream::combine_blocks(132, 8, 1000, false), 1);  // N = 8 on an H200: one block each
-  EXPECT_EQ(row_stream::combine_blocks(132, 8, 1000, true), 16);
+  EXPECT_EQ(row_stream::combine_blocks(132, 8, 1000, true), 15);  // with the 8 streaming blocks: 128 of 132
+  EXPECT_EQ(row_stream::combine_blocks(148, 1, 1000, true), 139);
 }
 
 TEST(RowStreamLayout, CombineItemsCoverEveryHead) {
