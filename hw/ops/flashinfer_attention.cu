@@ -176,7 +176,7 @@ void FlashInferAttention::launch(const AttentionArgs& a, cudaStream_t stream) {
   const float lse_scale = (m.mla || a.base2) ? 1.f : static_cast<float>(std::log(2.0));
   if (n > 0) {
     const auto* q = static_cast<const __nv_bfloat16*>(a.q);
-    std::int64_t q_row_stride = a.q_row_stride;  // one row when the head blocks are not repacked
+    std::int64_t q_row_stride = a.q_row_stride;  // dense Q, or one row (its stride then never used)
     if (m.q_dense.get()) {
       RepackParams rp{q,
                       a.q_row_stride,
