@@ -30,6 +30,7 @@ struct SweepFlags {
   double max_kv_gb = 48;
   std::string attention = "auto";
   std::string merge_inputs = "warm";
+  bool row_stamps = false;
   int warmup = 5, reps = 20, device = 0;
   std::string date, out;
   bool dry_run = false;
@@ -65,6 +66,7 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
   c.merge_heads_per_rank = int_list(f.merge_heads_per_rank, "--merge-heads-per-rank");
   c.merge_dims = int_list(f.merge_dims, "--merge-head-dims");
   c.cold_merge_inputs = f.merge_inputs == "cold";
+  c.row_stamps = f.row_stamps;
   if (!(f.max_kv_gb > 0) || f.max_kv_gb > 1e4) throw InputError("--max-kv-gb must be in (0, 10000]");
   c.max_kv_bytes = f.max_kv_gb * 1e9;
   c.attention = hw::parse_attention_impl(f.attention);
@@ -131,6 +133,9 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
                 "(L2 flushed before each call, as in an emulated step; tables keyed \"... cold\")")
       ->check(CLI::IsMember({"warm", "cold"}))
       ->capture_default_str();
+  s->add_flag("--row-stamps", f->row_stamps,
+              "correction, a2a_combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps "
+              "on; tables keyed \"... stamped\")");
   s->add_option("--merge-head-dims", f->merge_dims, "merge kernels: value head dims (128, 512)")
       ->capture_default_str();
   s->add_option("--max-kv-gb", f->max_kv_gb, "skip attention points whose KV cache exceeds this (GB)")

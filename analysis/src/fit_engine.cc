@@ -23,11 +23,7 @@ Eigen::VectorXd predict_all(const HardwareProfile& p, const std::vector<Measured
   for (std::size_t i = 0; i < obs.size(); ++i) {
     auto it = cache.find(obs[i].section);
     if (it == cache.end()) {
-      const MeasuredSection& s = sections[obs[i].section];
-      it =
-          cache
-              .emplace(obs[i].section, predictor.predict(s.scenario, s.source == traces::v1::SOURCE_EMULATED))
-              .first;
+      it = cache.emplace(obs[i].section, predictor.predict(sections[obs[i].section])).first;
     }
     f(static_cast<Eigen::Index>(i)) = predicted(it->second, obs[i]);
   }

@@ -106,6 +106,8 @@ MeasuredSection read_section(const std::filesystem::path& path, int index, trace
     // The runner records which attention kernels ran; the simulator prices attention from their table.
     if (const auto it = s.scenario.params().find("attention"); it != s.scenario.params().end())
       out.scenario.attention_impl = it->second;
+    if (const auto it = s.scenario.params().find("row_stamps"); it != s.scenario.params().end())
+      out.row_stamps = it->second == "on";
     out.label = out.scenario.label();
     out.scenario.validate();
   } catch (const InputError& e) {

@@ -19,21 +19,31 @@ namespace dcpsim::analysis {
 #if DCPSIM_WITH_SIMGRID
 struct Predictor::Impl {
   sim::Simulator simulator;
-  // As the runner's --emulate ran it; made on the first emulated section (a profile copy each: fits build a
-  // Predictor per residual evaluation).
-  std::optional<sim::Simulator> emulated;
+  // As the runner ran it (--emulate, --row-stamps), keyed by those two options; each made on the first
+  // section that needs it (a profile copy each: fits build a Predictor per residual evaluation).
+  std::map<std::pair<bool, bool>, sim::Simulator> variants;
 };
 
 Predictor::Predictor(const models::HardwareProfile& profile)
-    : impl_(std::make_unique<Impl>(Impl{sim::Simulator(profile), std::nullopt})) {}
+    : impl_(std::make_unique<Impl>(Impl{sim::Simulator(profile), {}})) {}
 
-Prediction Predictor::predict(const models::Scenario& scenario, bool emulated) const {
-  if (emulated && !impl_->emulated) {
-    sim::SimOptions o;
-    o.emulated_ranks = true;
-    impl_->emulated.emplace(impl_->simulator.profile(), o);
+Prediction Predictor::predict(const MeasuredSection& section) const {
+  return predict(section.scenario, section.source == traces::v1::SOURCE_EMULATED, section.row_stamps);
+}
+
+Prediction Predictor::predict(const models::Scenario& scenario, bool emulated, bool row_stamps) const {
+  const sim::Simulator* simulator = &impl_->simulator;
+  if (emulated || row_stamps) {
+    auto it = impl_->variants.find({emulated, row_stamps});
+    if (it == impl_->variants.end()) {
+      sim::SimOptions o;
+      o.emulated_ranks = emulated;
+      o.row_stamps = row_stamps;
+      it = impl_->variants.try_emplace({emulated, row_stamps}, impl_->simulator.profile(), o).first;
+    }
+    simulator = &it->second;
   }
-  const sim::StepResult r = (emulated ? *impl_->emulated : impl_->simulator).run(scenario);
+  const sim::StepResult r = simulator->run(scenario);
   Prediction p;
   p.step_s = r.step_latency_s;
   for (const sim::RankTimeline& rank : r.ranks) {
@@ -66,7 +76,10 @@ Predictor::Predictor(const models::HardwareProfile&) {
       "SimGrid simulator (configure with -DDCPSIM_WITH_SIMGRID=ON)");
 }
 
-Prediction Predictor::predict(const models::Scenario&, bool) const {
+Prediction Predictor::predict(const models::Scenario&, bool, bool) const {
+  return {};
+}
+Prediction Predictor::predict(const MeasuredSection&) const {
   return {};
 }
 #endif

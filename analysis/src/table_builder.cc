@@ -10,6 +10,7 @@
 
 #include "dcpsim/error.h"
 #include "dcpsim/models/cost_kernels.h"
+#include "dcpsim/models/flashinfer_plan.h"
 #include "dcpsim/models/sharding.h"
 
 namespace dcpsim::analysis {
@@ -65,7 +66,8 @@ std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase&
     why = "summaries over all ranks (no rank's shape)";
     return std::nullopt;
   }
-  const models::MergeShape merge_shape = models::merge_shape(s);
+  models::MergeShape merge_shape = models::merge_shape(s);
+  merge_shape.row_stamps = sec.row_stamps;
   const std::string merge_key = models::merge_table_key(merge_shape);
   auto merge = [&](TableKernel k) { return Target{k, merge_key, models::merge_table_at(k, merge_shape)}; };
   if (name == "attention") {
@@ -80,10 +82,17 @@ std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase&
       return std::nullopt;
     }
     const models::AttentionShape shape = models::attention_shape(s);
+    if (s.attention_impl == "flashinfer" && s.dcp > 1 && s.rows() > 1) {
+      why = "FlashInfer's attention phase also holds the query repack (`hw sweep` times the kernel alone)";
+      return std::nullopt;
+    }
     double heads = s.heads;  // models::attention_table_heads with the options' tile
     const int q_per_kv = s.heads / s.kv_heads;
-    if (shape.shared_kv && q_per_kv > heads_per_cta)
+    if (shape.shared_kv && s.attention_impl == "flashinfer") {
+      heads = models::flashinfer_mla_tile_heads(s.heads);
+    } else if (shape.shared_kv && q_per_kv > heads_per_cta) {
       heads = double(s.kv_heads) * double((q_per_kv + heads_per_cta - 1) / heads_per_cta) * heads_per_cta;
+    }
     const std::string key = models::attention_table_key(shape) +
                             (s.attention_impl.empty() ? std::string() : " " + s.attention_impl);
     return Target{TableKernel::kAttention, key, {heads, double(s.rows()), double(tokens) / double(nonempty)}};

@@ -148,12 +148,7 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
   std::map<std::string, int> unmatched;
   for (const Observation& o : set.observations) {
     auto it = cache.find(o.section);
-    if (it == cache.end())
-      it = cache
-               .emplace(o.section,
-                        predictor.predict(sections[o.section].scenario,
-                                          sections[o.section].source == traces::v1::SOURCE_EMULATED))
-               .first;
+    if (it == cache.end()) it = cache.emplace(o.section, predictor.predict(sections[o.section])).first;
     const double p = predicted(it->second, o);
     if (!std::isfinite(p)) {
       ++unmatched[figure_of(o)];

@@ -261,7 +261,7 @@ namespace {
 class CombineBench final : public BenchOp {
  public:
   CombineBench(const OpShape& s, std::uint64_t seed, bool packed)
-      : s_(s), packed_(packed), elem_(elem_of(s.dtype)) {
+      : s_(s), packed_(packed), elem_(elem_of(s.dtype)), stamps_(s.rows, s.row_stamps) {
     const char* name = packed ? "a2a-combine" : "combine";
     if (s.dcp < 1 || s.rows < 1 || s.heads < 1 || s.dim < 1)
       throw InputError(std::string(name) + " bench: N, B, H and D must be >= 1");
@@ -288,7 +288,7 @@ class CombineBench final : public BenchOp {
   }
   std::string label() const override {
     return "N=" + std::to_string(s_.dcp) + " B=" + std::to_string(s_.rows) + " H/N=" + std::to_string(j_) +
-           " D=" + std::to_string(s_.dim);
+           " D=" + std::to_string(s_.dim) + (s_.row_stamps ? " stamped" : "");
   }
   double bytes() const override {
     const double pairs = double(s_.rows) * j_;
@@ -310,6 +310,7 @@ class CombineBench final : public BenchOp {
     a.dst_row_stride = std::int64_t(j_) * s_.dim;
     a.dst_head_stride = s_.dim;
     a.merged_lse = {merged_.as<float>(), j_, 1};
+    a.stamps = stamps_.get();
     launch_combine(a, stream);
   }
 
@@ -320,6 +321,7 @@ class CombineBench final : public BenchOp {
   int j_ = 1, lanes_ = 0, sets_ = 1;
   std::vector<DeviceBuffer> o_, lse_;
   DeviceBuffer out_, merged_;
+  BenchStamps stamps_;
 };
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <string>
 
 #include "dcpsim/hw/bench.h"
+#include "device_buffer.h"
+#include "ops.h"
 
 namespace dcpsim::hw::ops {
 
@@ -26,6 +28,19 @@ class BenchOp {
 
 // How many input sets of `bytes_per_set` make their total at least three times the L2 (at most 8).
 int rotation_sets(double bytes_per_set);
+
+// Per-row stamps of an instrumented merge kernel (OpShape::row_stamps): a stamp and a counter per row, or
+// none. The counters are zeroed once, not before every call: the kernel's work per block and row (a barrier,
+// a fence, an atomic) is the same either way; only the one store of each row's stamp is skipped after the
+// first call.
+class BenchStamps {
+ public:
+  BenchStamps(int rows, bool on);
+  RowStamps get() const { return {stamps_.as<unsigned long long>(), counters_.as<unsigned int>()}; }
+
+ private:
+  DeviceBuffer stamps_, counters_;
+};
 
 std::unique_ptr<BenchOp> make_copy_bench(const OpShape& s, std::uint64_t seed);
 std::unique_ptr<BenchOp> make_attention_bench(const OpShape& s, std::uint64_t seed);

@@ -208,7 +208,8 @@ namespace {
 
 class CorrectBench final : public BenchOp {
  public:
-  CorrectBench(const OpShape& s, std::uint64_t seed) : s_(s), elem_(elem_of(s.dtype)) {
+  CorrectBench(const OpShape& s, std::uint64_t seed)
+      : s_(s), elem_(elem_of(s.dtype)), stamps_(s.rows, s.row_stamps) {
     if (s.dcp < 1 || s.rows < 1 || s.heads < 1 || s.dim < 1)
       throw InputError("correct bench: N, B, H and D must be >= 1");
     if (elem_ == Elem::kF32) throw InputError("correct bench: --dtype must be bf16 or fp16");
@@ -229,7 +230,8 @@ class CorrectBench final : public BenchOp {
     return "N=" + std::to_string(s_.dcp) + " B=" + std::to_string(s_.rows) +
            " H=" + std::to_string(s_.heads) + " D=" + std::to_string(s_.dim) +
            (s_.transposed_lse ? " lse[H][B]" : "") +
-           (s_.out_row_pad ? " pad=" + std::to_string(s_.out_row_pad) : "");
+           (s_.out_row_pad ? " pad=" + std::to_string(s_.out_row_pad) : "") +
+           (s_.row_stamps ? " stamped" : "");
   }
   double bytes() const override {
     return 2.0 * 2 * s_.rows * s_.heads * s_.dim + 4.0 * (s_.dcp + 1) * s_.rows * s_.heads;
@@ -245,6 +247,7 @@ class CorrectBench final : public BenchOp {
     a.in_head_stride = a.out_head_stride = s_.dim;
     a.out_block_heads = s_.heads;
     a.merged_lse = {merged_.as<float>(), s_.heads, 1};
+    a.stamps = stamps_.get();
     launch_correct(a, stream);
   }
 
@@ -255,6 +258,7 @@ class CorrectBench final : public BenchOp {
   int sets_ = 1;
   std::vector<DeviceBuffer> o_;
   DeviceBuffer lse_, merged_;
+  BenchStamps stamps_;
 };
 
 }  // namespace

@@ -104,6 +104,13 @@ std::vector<double> time_calls(ops::BenchOp& op, const OpBenchConfig& c, cudaStr
 }  // namespace
 
 namespace ops {
+BenchStamps::BenchStamps(int rows, bool on) {
+  if (!on) return;
+  stamps_ = DeviceBuffer(std::size_t(rows) * sizeof(unsigned long long));
+  counters_ = DeviceBuffer(std::size_t(rows) * sizeof(unsigned int));
+  DCPSIM_CUDA(cudaMemset(counters_.get(), 0, counters_.bytes()));
+}
+
 int rotation_sets(double bytes_per_set) {
   int dev = 0, l2 = 0;
   DCPSIM_CUDA(cudaGetDevice(&dev));

@@ -85,12 +85,14 @@ std::vector<SweepPoint> grid_points(const KernelSweepConfig& c, std::vector<std:
             p.shape.rows = b;
             p.shape.heads = h;
             p.shape.dim = d;
+            p.shape.row_stamps = c.row_stamps;
             models::MergeShape m;
             m.dcp = n;
             m.rows = b;
             m.heads = h;
             m.head_dim = d;
             m.cold_inputs = c.cold_merge_inputs;
+            m.row_stamps = c.row_stamps;
             p.key = models::merge_table_key(m);
             p.label = std::string(models::to_string(k)) + " d" + std::to_string(d) +
                       " N=" + std::to_string(n) + " B=" + std::to_string(b) + " H=" + std::to_string(h);
@@ -123,13 +125,23 @@ void check_grid(const KernelSweepConfig& c) {
     if (d != 128 && d != 512) throw InputError("kernel sweep: merge head dims are 128 or 512");
   if (c.geometries.empty()) throw InputError("kernel sweep: no attention geometry");
   // The simulator looks MLA attention above one 64-head tile up at whole tiles (models::
-  // attention_table_heads): a point at H = 96 would be recorded where H = 128 is.
+  // attention_table_heads): 64-head CTA tiles for dcpsim's kernel, FlashInfer's 128-head cluster tiles
+  // otherwise; a point at H = 96 would be recorded where H = 128 is.
+  const int tile = c.attention == AttentionImpl::kDcpsim ? 64 : 128;
   for (const SweepGeometry& g : c.geometries) {
     if (!g.mla) continue;
     for (int h : c.heads)
-      if (h > 64 && h % 64 != 0)
-        throw InputError("kernel sweep: MLA heads above 64 must be multiples of 64 (the 64-head tile), got " +
-                         std::to_string(h));
+      if (h > 64 && h % tile != 0)
+        throw InputError("kernel sweep: MLA heads above 64 must be multiples of " + std::to_string(tile) +
+                         " (the kernel's head tile), got " + std::to_string(h));
+  }
+  if (c.row_stamps) {
+    for (const std::string& k : c.kernels)
+      if (k != "correction" && k != "a2a_combine")
+        throw InputError(
+            "kernel sweep: --row-stamps times correction and a2a_combine only (the kernels that "
+            "stamp rows), not " +
+            k);
   }
   if (c.reps < 3 || c.warmup < 0) throw InputError("kernel sweep: --reps must be >= 3 and --warmup >= 0");
 }

@@ -122,7 +122,7 @@ double direct_combine_time(const HardwareProfile& p, const MergeShape& m) {
 
 std::string merge_table_key(const MergeShape& m) {
   return "d" + std::to_string(m.head_dim) + " " + std::string(to_string(m.out_dtype)) +
-         (m.cold_inputs ? " cold" : "");
+         (m.row_stamps ? " stamped" : "") + (m.cold_inputs ? " cold" : "");
 }
 
 std::vector<double> merge_table_at(TableKernel k, const MergeShape& m) {

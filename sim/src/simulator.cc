@@ -74,7 +74,15 @@ void check_group(const models::HardwareProfile& p, const detail::Platform& platf
   }
 }
 
-// Attention on one rank: the decode kernel, then the split-KV combine kernel when some row was split.
+// FlashInfer reads Q with one stride per row and per head, so the gathered query (N blocks of H / N heads,
+// one after another) is first copied into one dense [B, H, D_qk] array: a copy kernel at the head of the
+// attention phase (as the runner's FlashInfer glue does; one row's blocks already lie back to back).
+bool repacks_query(const models::Scenario& s) {
+  return s.attention_impl == "flashinfer" && s.dcp > 1 && s.rows() > 1;
+}
+
+// Attention on one rank: [the query repack,] the decode kernel, then the split-KV combine kernel when some
+// row was split. The attention phase spans all of them.
 AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   const models::Scenario& s = step.scenario;
   const int r = stream.rank();
@@ -82,8 +90,19 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   for (int b = 0; b < s.rows(); ++b) local[b] = models::local_length(s.contexts[b], r, s.dcp, s.interleave);
   AttentionOut att;
   att.timing = models::decode_attention_time(step.profile, models::attention_shape(s), local);
+  NodeId phase_start = -1;
+  if (repacks_query(s)) {
+    const double bytes = 2.0 * s.rows() * s.heads * s.qk_dim * double(models::dtype_bytes(s.kv_dtype));
+    phase_start = stream.begin("q_repack");
+    const NodeId body =
+        step.graph.exec(step.platform.gpu(r), models::memory_kernel_time(step.profile, bytes));
+    step.graph.after(phase_start, body);
+    stream.finish(body, traces::v1::EVENT_KIND_KERNEL, bytes);
+    step.figures.push_back({r, "q_repack", models::FigureSource::kAnalytic});
+  }
   step.figures.push_back({r, "attention", att.timing.source});
   att.start = stream.begin("attention");
+  if (phase_start < 0) phase_start = att.start;
   att.end = step.graph.exec(step.platform.gpu(r), att.timing.kernel_end_s);
   step.graph.after(att.start, att.end);
   stream.finish(att.end, traces::v1::EVENT_KIND_KERNEL, att.timing.total_bytes);
@@ -103,7 +122,7 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   detail::RankNodes& rank = step.ranks[r];
   rank.attention_end = att.end;
   rank.partial_ready = att.rows;
-  rank.phases.push_back({kPhaseAttention, att.start, att.end});
+  rank.phases.push_back({kPhaseAttention, phase_start, att.end});
   return att;
 }
 
@@ -281,6 +300,7 @@ StepResult Simulator::run(const models::Scenario& scenario, traces::TraceSink* s
     step.bundle_flows = bundles(options_, scenario.dcp);
     step.pipes = pipes;
     step.emulated_ranks = options_.emulated_ranks;
+    step.row_stamps = options_.row_stamps;
     build_step(step, options_);
     step.graph.run(engine);
     // A pipe's links were shared with a transfer it does not model: simulate the step with SimGrid alone.

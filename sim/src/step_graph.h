@@ -94,10 +94,12 @@ struct StepGraph {
   std::vector<KernelFigure> figures;
 
   bool emulated_ranks = false;          // SimOptions::emulated_ranks
+  bool row_stamps = false;              // SimOptions::row_stamps
   std::vector<double> attention_bytes;  // per rank, once its attention is added
 
   // A merge kernel's time (table or analytic), recorded as a figure of `rank`.
-  double price(int rank, models::MemoryKernel k, const models::MergeShape& m) {
+  double price(int rank, models::MemoryKernel k, models::MergeShape m) {
+    m.row_stamps = row_stamps && k != models::MemoryKernel::kA2aPack;  // the pack stamps no row
     models::KernelPrice price = models::merge_kernel_price(profile, k, m);
     if (emulated_ranks && (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack)) {
       // Bytes through the L2 between this rank's attention writing its output and this kernel reading it:

@@ -266,6 +266,39 @@ TEST(MeasuredTraces, EmulatedH200RunnerTracesMapToKernelPhases) {
   }
 }
 
+// Sections measured with row stamps ran the instrumented merge kernels: they are priced from the " stamped"
+// tables, the others never are.
+TEST(MeasuredTraces, StampedSectionsArePricedFromStampedTables) {
+  const std::filesystem::path dir = std::filesystem::path(DCPSIM_SOURCE_DIR) / "traces/measured/h200";
+  if (!std::filesystem::exists(dir / "mla_n2_b64_ctx1k_graph.pb"))
+    GTEST_SKIP() << dir << " is not in this tree";
+  const MeasuredSection stamped = load_measured(dir / "mla_n2_b64_ctx1k_graph.pb").sections.at(0);
+  const MeasuredSection plain = load_measured(dir / "mla_n2_b16_ctx8k_graph.pb").sections.at(0);
+  ASSERT_EQ(stamped.scenario.strategy, models::Strategy::kAgRs);
+  ASSERT_EQ(plain.scenario.strategy, models::Strategy::kAgRs);
+  EXPECT_TRUE(stamped.row_stamps);
+  EXPECT_FALSE(plain.row_stamps);
+  models::HardwareProfile p = models::load_profile("h200-sxm");
+  p.tables.clear();
+  models::KernelTables t;
+  t.provenance.device = "NVIDIA H200";
+  models::KernelTable k{models::TableKernel::kCorrection, "d512 bf16 stamped", {}, {}, {}, {}};
+  for (double n : {2.0, 4.0})
+    for (double b : {1.0, 128.0})
+      for (double h : {16.0, 64.0}) k.points.push_back({{n, b, h}, 7000.0, 10, 7000.0, 7000.0});
+  k.finalize("test");
+  t.tables.push_back(k);
+  p.tables.push_back(t);
+  const Predictor predictor(p);
+  const Prediction a = predictor.predict(stamped);
+  const Prediction b = predictor.predict(plain);
+  EXPECT_EQ(a.phase_source.at({0, "correction"}), models::FigureSource::kTable);
+  EXPECT_EQ(b.phase_source.at({0, "correction"}), models::FigureSource::kAnalytic);
+  // The same stamped scenario priced as if unstamped: the stamped table does not apply.
+  const Prediction c = predictor.predict(stamped.scenario, false, false);
+  EXPECT_EQ(c.phase_source.at({0, "correction"}), models::FigureSource::kAnalytic);
+}
+
 TEST(MeasuredTraces, RealTwoGpuTracesCompareStepFromTheFirstPhase) {
   const std::filesystem::path path =
       std::filesystem::path(DCPSIM_SOURCE_DIR) / "traces/measured/h200x2/mla_n2_b64_ctx1k_graph.pb";

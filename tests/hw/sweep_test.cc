@@ -7,7 +7,9 @@
 #include "dcpsim/error.h"
 #include "dcpsim/hw/attention_impl.h"
 #include "dcpsim/hw/sweep.h"
+#include "dcpsim/models/cost_kernels.h"
 #include "dcpsim/models/kernel_table.h"
+#include "dcpsim/models/profile.h"
 #include "gpu_test_util.h"
 
 namespace dcpsim::hw {
@@ -76,6 +78,16 @@ TEST(SweepGrid, BadGridsAreInputErrors) {
   EXPECT_THROW(kernel_sweep_points(c), InputError);
   c.geometries = {parse_sweep_geometry("gqa:8")};  // GQA has no such tile
   EXPECT_NO_THROW(kernel_sweep_points(c));
+  c = small_config();
+  c.heads = {64, 192};  // FlashInfer's MLA tiles are 128 heads above 64 (dcpsim's: 64)
+  EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c.attention = AttentionImpl::kDcpsim;
+  EXPECT_NO_THROW(kernel_sweep_points(c));
+  c = small_config();
+  c.row_stamps = true;  // only correction and A2A combine stamp rows
+  EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c.kernels = {"correction", "a2a_combine"};
+  EXPECT_EQ(kernel_sweep_points(c), 8 + 8);
 }
 
 TEST(SweepGpu, TablesAreFullGridsThatPriceTheirPointsExactly) {
@@ -115,6 +127,33 @@ TEST(SweepGpu, TablesAreFullGridsThatPriceTheirPointsExactly) {
                                          "a2a_pack|d128 bf16"}));
   // The file round-trips through the format the profiles load.
   EXPECT_EQ(models::parse_kernel_tables(models::kernel_tables_json(t), "sweep"), t);
+}
+
+// With row stamps the merge kernels run as `hw run --row-stamps` runs them, under their own keys, which the
+// simulator prices stamped sections from (never the plain kernels').
+TEST(SweepGpu, StampedKernelsHaveTheirOwnTables) {
+  KernelSweepConfig c = small_config();
+  c.kernels = {"correction", "a2a_combine"};
+  c.row_stamps = true;
+  DCPSIM_REQUIRE_GPU(run_kernel_sweep(c, {}));
+  const models::KernelTables t = run_kernel_sweep(c, {});
+  std::set<std::string> keys;
+  for (const models::KernelTable& k : t.tables)
+    keys.insert(std::string(models::to_string(k.kernel)) + "|" + k.key);
+  EXPECT_EQ(keys, (std::set<std::string>{"correction|d128 bf16 stamped", "a2a_combine|d128 bf16 stamped"}));
+  models::MergeShape m;
+  m.dcp = 2;
+  m.rows = 4;
+  m.heads = 8;
+  m.head_dim = 128;
+  m.row_stamps = true;
+  models::HardwareProfile p = models::load_profile("h200-sxm");
+  p.tables = {t};
+  EXPECT_EQ(models::merge_kernel_price(p, models::MemoryKernel::kCorrection, m).source,
+            models::FigureSource::kTable);
+  m.row_stamps = false;  // the plain kernel is not in these tables
+  EXPECT_EQ(models::merge_kernel_price(p, models::MemoryKernel::kCorrection, m).source,
+            models::FigureSource::kAnalytic);
 }
 
 }  // namespace

@@ -63,6 +63,38 @@ TEST(Step, EachStrategyRunsItsOwnPhasesInOrder) {
   }
 }
 
+// FlashInfer reads one dense query array, so the gathered query's head blocks are first copied into one: a
+// copy kernel inside the attention phase, for more than one row and more than one rank only.
+TEST(Step, FlashInferAttentionFirstRepacksTheGatheredQuery) {
+  const models::HardwareProfile& p = builtin("h200-sxm");
+  const Simulator sim(p);
+  auto repacks = [](const StepResult& r) {
+    return std::count_if(r.kernel_figures.begin(), r.kernel_figures.end(), [](const KernelFigure& f) {
+      return f.kernel == "q_repack" && f.source == models::FigureSource::kAnalytic;
+    });
+  };
+  auto span = [](const StepResult& r, int rank) {
+    return r.phase(rank, "attention")->end_s - r.phase(rank, "attention")->begin_s;
+  };
+  models::Scenario s = mla(4, 128, 8, 16384, Strategy::kAgRs);
+  s.attention_impl = "dcpsim";
+  EXPECT_EQ(repacks(sim.run(s)), 0);
+  s.attention_impl = "flashinfer";
+  const StepResult fi = sim.run(s);
+  EXPECT_EQ(repacks(fi), 4);
+  // The same scenario with one row more: its phase holds the repack's copy besides the (table) kernel.
+  const double copy = models::memory_kernel_time(p, 2.0 * 8 * 128 * 576 * 2);
+  for (int rank = 0; rank < 4; ++rank) {
+    const models::AttentionTiming t = models::decode_attention_time(
+        p, models::attention_shape(s),
+        std::vector<int64_t>(8, models::local_length(16384, rank, 4, s.interleave)));
+    EXPECT_GE(span(fi, rank), t.kernel_end_s + t.combine_s + copy) << rank;
+  }
+  s.contexts = models::uniform_contexts(1, 16384);  // one row: its head blocks already lie back to back
+  EXPECT_EQ(repacks(sim.run(s)), 0);
+  EXPECT_EQ(repacks(sim.run(mla(1, 128, 8, 16384, Strategy::kAgRs))), 0);
+}
+
 TEST(Step, NoRowIsReadyBeforeEveryRanksPartialOfIt) {
   // Uneven contexts (some shorter than the group) so ranks finish their rows at different times.
   for (Strategy st : models::all_strategies()) {

@@ -42,6 +42,9 @@ struct MeasuredSection {
   std::vector<MeasuredPhase> phases;
   std::vector<MeasuredRow> rows;
   std::optional<double> step_s;  // Summary.step_latency_ns, when present
+  // The runner stamped rows (`hw run --row-stamps`, scenario param row_stamps=on): its correction and
+  // combine kernels were the instrumented ones (models::MergeShape::row_stamps).
+  bool row_stamps = false;
   // "file.pb#3 (label)", the prefix of every message about this section.
   std::string where() const;
 };

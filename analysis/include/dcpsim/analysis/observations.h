@@ -35,8 +35,11 @@ class Predictor {
   explicit Predictor(const models::HardwareProfile& profile);
   ~Predictor();
   Predictor(Predictor&&) noexcept;
-  // `emulated`: as the runner's --emulate measured it (sim::SimOptions::emulated_ranks).
-  Prediction predict(const models::Scenario& scenario, bool emulated = false) const;
+  // `emulated`: as the runner's --emulate measured it (sim::SimOptions::emulated_ranks); `row_stamps`: with
+  // the runner's instrumented merge kernels (sim::SimOptions::row_stamps).
+  Prediction predict(const models::Scenario& scenario, bool emulated = false, bool row_stamps = false) const;
+  // A measured section as its runner ran it (emulated or not, rows stamped or not).
+  Prediction predict(const MeasuredSection& section) const;
 
  private:
   struct Impl;

@@ -31,6 +31,9 @@ struct OpShape {
   // step (1: dense [B][H][D_qk]); and the LSE's base (FlashInfer's decode reports base 2 natively).
   int q_blocks = 1;
   bool lse_base2 = false;
+  // correct, a2a-combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps on; the fast
+  // variants take no stamps).
+  bool row_stamps = false;
 };
 
 struct OpBenchConfig {

@@ -52,6 +52,9 @@ struct KernelSweepConfig {
   // carry the " cold" key (models::MergeShape::cold_inputs), which prices an emulated step's
   // merge kernels. Default: one input set, warm, as in a step on real GPUs.
   bool cold_merge_inputs = false;
+  // Correction and A2A combine as `hw run --row-stamps` runs them (per-row stamps on): tables keyed
+  // "... stamped" (models::MergeShape::row_stamps). Only those two kernels stamp rows.
+  bool row_stamps = false;
   int warmup = 5;
   int reps = 20;
   int device = 0;

@@ -65,10 +65,10 @@ std::string attention_table_key(const AttentionShape& a);  // without the implem
 // implementation is unknown, else the first table of any implementation (the profile's order).
 std::optional<double> attention_table_time_s(const HardwareProfile& p, const AttentionShape& a,
                                              std::span<const double> at);
-// The `heads` coordinate of an attention table lookup: the query heads the kernel computes. With a shared
-// latent (MLA) and more query heads per KV head than one work unit takes (attention.heads_per_cta), whole
-// units: FlashInfer's and FlashMLA's MLA kernels pad the last 64-head tile (H = 144 costs what H = 192 does).
-// Otherwise H.
+// The `heads` coordinate of an attention table lookup: the query heads the kernel computes. FlashInfer's MLA
+// kernel (impl "flashinfer"): H up to 64, whole 128-head cluster tiles above (flashinfer_mla_tile_heads:
+// H = 144 costs what H = 256 does). Other MLA kernels with more query heads than one work unit takes
+// (attention.heads_per_cta): whole units (dcpsim's pads the last 64-head tile). Otherwise H.
 double attention_table_heads(const HardwareProfile& p, const AttentionShape& a);
 // FLOPs of one query head over one KV token: QK^T (qk_dim) and PV (head_dim), a multiply-add each.
 double attention_flops_per_head_token(const AttentionShape& a);
@@ -123,6 +123,10 @@ struct MergeShape {
   // they are; in an emulated step the later ranks' attention ran in between): priced from the table measured
   // with cold inputs when the profile has one.
   bool cold_inputs = false;
+  // The runner's per-row stamps were on (`hw run --row-stamps`): correction and combine then run their
+  // instrumented kernels (a fence and an atomic per block and row; not the fast variants), priced from the
+  // " stamped" tables (`hw sweep --row-stamps`), never from the plain kernels' tables.
+  bool row_stamps = false;
 };
 MergeShape merge_shape(const Scenario& s);
 
@@ -140,7 +144,8 @@ double direct_combine_bytes(const MergeShape& m);
 double direct_combine_time(const HardwareProfile& p, const MergeShape& m);
 // A merge kernel priced from the profile's tables at (dcp, rows, heads) when one covers the shape, else by
 // its byte count (kernel.<type> numbers). 0 s (analytic) for N = 1. Cold inputs look up the " cold" table
-// first ("d512 bf16 cold", measured by `hw sweep --merge-inputs cold`), then the warm one.
+// first ("d512 bf16 cold", measured by `hw sweep --merge-inputs cold`), then the warm one. Row stamps look
+// up " stamped" tables only ("d512 bf16 stamped", "d512 bf16 stamped cold").
 std::string merge_table_key(const MergeShape& m);
 // Where a merge kernel of type `k` (not attention, not a collective) looks `m` up in its table: dcp, rows and
 // H, or H / N for the kernels on one owner's slice (models::table_axes).

@@ -57,6 +57,10 @@ struct SimOptions {
   // exceed the profile's L2 size its inputs are cold (models::MergeShape::cold_inputs). Validation and
   // calibration set this for emulated traces; on real GPUs the kernel follows its own attention.
   bool emulated_ranks = false;
+  // Price the merge kernels the runner runs with `hw run --row-stamps`: its correction and combine kernels
+  // then stamp each row (models::MergeShape::row_stamps). Validation and calibration set this for sections
+  // measured with stamps.
+  bool row_stamps = false;
 };
 
 // One collective on its own, from every rank entering it to every rank leaving it (golden examples, tests).

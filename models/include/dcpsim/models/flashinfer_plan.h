@@ -1,0 +1,33 @@
+#pragma once
+// How FlashInfer's MLA decode kernel divides a batch among the SMs, from the algorithm its planner publishes
+// (MLAPlan in include/flashinfer/attention/scheduler.cuh, flashinfer-python 0.7.2.post1 as
+// scripts/fetch_flashinfer.sh pins it): query heads go in 64-row CTA tiles, or 128-row tiles of two-CTA
+// clusters once a row has more than 64 of them; every (row, tile) is cut into KV chunks of one length (a
+// rounded share of the batch's tokens per cluster); chunks go one by one to the least-loaded cluster. The
+// kernel is persistent: its time follows the most loaded cluster and, where rows are split into many chunks,
+// the partials it then merges per row; both move in steps between the shapes a table measured, and the
+// attention table's interpolation follows them (cost_attention.cc).
+#include <cstdint>
+#include <span>
+
+namespace dcpsim::models {
+
+struct MlaPlanCost {
+  int cluster_ctas = 1;   // CTAs per cluster: 2 once a row's heads exceed one 64-row tile
+  int tile_heads = 64;    // query heads per cluster tile
+  int tiles_per_row = 1;  // ceil(heads / tile_heads)
+  int64_t kv_chunk = 0;   // KV tokens per chunk (the planner's kv_len_limit)
+  double critical = 0.0;  // the most loaded cluster's cost: per chunk, 2 · tile_heads + its tokens
+  int max_chunks = 1;     // the most chunks of one row: the partials the kernel merges for it
+};
+
+// The plan for one query per row, `tokens[b]` KV tokens in row b (0: an empty row, one chunk of no tokens),
+// on `sms` SMs. InputError for heads < 1, sms < 2, no rows or a negative length.
+MlaPlanCost flashinfer_mla_plan_cost(int heads, std::span<const int64_t> tokens, int sms);
+
+// The heads FlashInfer's MLA kernel computes for `heads` query heads: H itself up to one 64-head tile (one
+// CTA per tile; the table measures 16, 32 and 64), whole 128-head cluster tiles above (H = 144 computes what
+// H = 256 does).
+int flashinfer_mla_tile_heads(int heads);
+
+}  // namespace dcpsim::models

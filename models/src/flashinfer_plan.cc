@@ -1,0 +1,79 @@
+// FlashInfer's MLA decode schedule, priced in its planner's cost units (see flashinfer_plan.h).
+#include "dcpsim/models/flashinfer_plan.h"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dcpsim/error.h"
+
+namespace dcpsim::models {
+namespace {
+
+int64_t div_up(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// The chunk length for a mean load of `per_cluster` tokens: small loads in a few fixed steps, larger ones
+// rounded up to a multiple of 256 tokens.
+int64_t chunk_tokens(int64_t per_cluster) {
+  if (per_cluster <= 8) return 32;
+  if (per_cluster <= 16) return 64;
+  if (per_cluster <= 32) return 128;
+  if (per_cluster <= 64) return 192;
+  return div_up(per_cluster, 256) * 256;
+}
+
+}  // namespace
+
+int flashinfer_mla_tile_heads(int heads) {
+  if (heads < 1) throw InputError("FlashInfer MLA plan: heads must be >= 1, got " + std::to_string(heads));
+  if (heads <= 64) return heads;
+  return static_cast<int>(div_up(heads, 128) * 128);
+}
+
+MlaPlanCost flashinfer_mla_plan_cost(int heads, std::span<const int64_t> tokens, int sms) {
+  if (heads < 1 || sms < 2 || tokens.empty()) {
+    throw InputError("FlashInfer MLA plan: expected heads >= 1, sms >= 2 and at least one row, got heads " +
+                     std::to_string(heads) + ", sms " + std::to_string(sms) + ", " +
+                     std::to_string(tokens.size()) + " rows");
+  }
+  MlaPlanCost c;
+  c.cluster_ctas = heads > 64 ? 2 : 1;  // one query per row: the mean packed query length is `heads`
+  c.tile_heads = 64 * c.cluster_ctas;
+  c.tiles_per_row = static_cast<int>(div_up(heads, c.tile_heads));
+  const int clusters = sms / c.cluster_ctas;
+  int64_t total = 0;
+  for (int64_t n : tokens) {
+    if (n < 0) throw InputError("FlashInfer MLA plan: row lengths must be >= 0, got " + std::to_string(n));
+    total += n * c.tiles_per_row;
+  }
+  c.kv_chunk = chunk_tokens(std::max<int64_t>(div_up(total, clusters), 1));
+
+  // Least-loaded cluster first (ties: the lowest index; the planner's own tie order differs, its largest
+  // load does not).
+  using Load = std::pair<double, int>;
+  std::priority_queue<Load, std::vector<Load>, std::greater<>> heap;
+  for (int i = 0; i < clusters; ++i) heap.push({0.0, i});
+  for (int64_t n : tokens) {
+    c.max_chunks = std::max(c.max_chunks, static_cast<int>(div_up(n, c.kv_chunk)));
+    for (int tile = 0; tile < c.tiles_per_row; ++tile) {
+      int64_t left = n;
+      do {
+        auto [load, cluster] = heap.top();
+        heap.pop();
+        const int64_t len = std::min(left, c.kv_chunk);
+        load += 2.0 * c.tile_heads + double(len);
+        c.critical = std::max(c.critical, load);
+        heap.push({load, cluster});
+        left -= len;
+      } while (left > 0);
+    }
+  }
+  return c;
+}
+
+}  // namespace dcpsim::models

@@ -1,0 +1,165 @@
+// FlashInfer's MLA decode schedule (flashinfer_plan.h) and the attention-table lookup that follows it between
+// measured tokens (cost_attention.cc).
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "dcpsim/error.h"
+#include "dcpsim/models/cost_kernels.h"
+#include "dcpsim/models/flashinfer_plan.h"
+#include "dcpsim/models/profile.h"
+
+namespace dcpsim::models {
+namespace {
+
+constexpr int kH200Sms = 132;
+
+TEST(FlashInferMlaPlan, TilesHeadsAsThePlannerDoes) {
+  EXPECT_EQ(flashinfer_mla_tile_heads(16), 16);  // one 64-row CTA tile: the table measures 16, 32, 64
+  EXPECT_EQ(flashinfer_mla_tile_heads(64), 64);
+  EXPECT_EQ(flashinfer_mla_tile_heads(65), 128);  // two-CTA clusters of 128 rows
+  EXPECT_EQ(flashinfer_mla_tile_heads(128), 128);
+  EXPECT_EQ(flashinfer_mla_tile_heads(144), 256);
+  EXPECT_EQ(flashinfer_mla_tile_heads(256), 256);
+  EXPECT_THROW(flashinfer_mla_tile_heads(0), InputError);
+}
+
+TEST(FlashInferMlaPlan, ChunksAndLoads) {
+  // 8 rows of 4,096 tokens, 128 heads: 66 clusters, 32,768 tokens -> 497 per cluster -> 512-token chunks,
+  // 64 chunks on 66 clusters: each takes one (2 · 128 + 512).
+  const std::vector<int64_t> even(8, 4096);
+  MlaPlanCost c = flashinfer_mla_plan_cost(128, even, kH200Sms);
+  EXPECT_EQ(c.cluster_ctas, 2);
+  EXPECT_EQ(c.tile_heads, 128);
+  EXPECT_EQ(c.tiles_per_row, 1);
+  EXPECT_EQ(c.kv_chunk, 512);
+  EXPECT_DOUBLE_EQ(c.critical, 256.0 + 512.0);
+  EXPECT_EQ(c.max_chunks, 8);
+  // 4,915 tokens: 596 per cluster -> 768-token chunks, 7 per row, still one per cluster.
+  const std::vector<int64_t> more(8, 4915);
+  c = flashinfer_mla_plan_cost(128, more, kH200Sms);
+  EXPECT_EQ(c.kv_chunk, 768);
+  EXPECT_DOUBLE_EQ(c.critical, 256.0 + 768.0);
+  EXPECT_EQ(c.max_chunks, 7);
+  // 144 heads: two 128-row tiles per row, as 256 heads.
+  c = flashinfer_mla_plan_cost(144, even, kH200Sms);
+  EXPECT_EQ(c.tiles_per_row, 2);
+  EXPECT_EQ(c.kv_chunk, 1024);  // 65,536 / 66 = 993
+  EXPECT_DOUBLE_EQ(c.critical, 256.0 + 1024.0);
+  // One row, 48 heads: 132 one-CTA clusters, 83 tokens each -> 256-token chunks, 43 of them, one per cluster.
+  const std::vector<int64_t> one{10923};
+  c = flashinfer_mla_plan_cost(48, one, kH200Sms);
+  EXPECT_EQ(c.cluster_ctas, 1);
+  EXPECT_EQ(c.kv_chunk, 256);
+  EXPECT_EQ(c.max_chunks, 43);
+  EXPECT_DOUBLE_EQ(c.critical, 128.0 + 256.0);
+  // More chunks than clusters: 200 rows of 1,000 tokens, 1,516 per cluster -> 1,536-token chunks, one per
+  // row; 200 chunks on 132 clusters, so 68 take two.
+  const std::vector<int64_t> many(200, 1000);
+  c = flashinfer_mla_plan_cost(32, many, kH200Sms);
+  EXPECT_EQ(c.kv_chunk, 1536);
+  EXPECT_EQ(c.max_chunks, 1);
+  EXPECT_DOUBLE_EQ(c.critical, 2 * (128.0 + 1000.0));
+  // An empty row is one chunk of no tokens.
+  const std::vector<int64_t> empty{0};
+  c = flashinfer_mla_plan_cost(16, empty, kH200Sms);
+  EXPECT_EQ(c.kv_chunk, 32);
+  EXPECT_DOUBLE_EQ(c.critical, 128.0);
+}
+
+TEST(FlashInferMlaPlan, BadInputIsRefused) {
+  const std::vector<int64_t> rows(2, 100), none, negative{-1};
+  EXPECT_THROW(flashinfer_mla_plan_cost(0, rows, kH200Sms), InputError);
+  EXPECT_THROW(flashinfer_mla_plan_cost(16, rows, 1), InputError);
+  EXPECT_THROW(flashinfer_mla_plan_cost(16, none, kH200Sms), InputError);
+  EXPECT_THROW(flashinfer_mla_plan_cost(16, negative, kH200Sms), InputError);
+}
+
+// A FlashInfer MLA table whose times are exactly an offset plus costs of the plan's features: the lookup must
+// then give that same law at every shape between measured ones (a weight in the plan's features), where a
+// power law in tokens would not.
+class FlashInferTableTest : public ::testing::Test {
+ protected:
+  static double law(int heads, const std::vector<int64_t>& rows) {
+    const MlaPlanCost c = flashinfer_mla_plan_cost(heads, rows, kH200Sms);
+    return 5000.0 + 10.0 * c.critical + 300.0 * c.max_chunks;
+  }
+  void SetUp() override {
+    p_ = load_profile("h200-sxm");
+    p_.tables.clear();
+    KernelTables t;
+    t.provenance.device = "NVIDIA H200";
+    KernelTable k{TableKernel::kAttention, attention_table_key(a_) + " flashinfer", {}, {}, {}, {}};
+    for (double h : {64.0, 128.0, 256.0})
+      for (double b : {1.0, 8.0})
+        for (double tokens : {1024.0, 2048.0, 4096.0, 8192.0, 16384.0}) {
+          const double ns = law(static_cast<int>(h), std::vector<int64_t>(std::size_t(b), int64_t(tokens)));
+          k.points.push_back({{h, b, tokens}, ns, 5, ns, ns});
+        }
+    k.finalize("test");
+    t.tables.push_back(k);
+    p_.tables.push_back(t);
+  }
+  double priced(int heads, const std::vector<int64_t>& rows) {
+    AttentionShape a = a_;
+    a.heads = heads;
+    const AttentionTiming t = decode_attention_time(p_, a, rows);
+    EXPECT_EQ(t.source, FigureSource::kTable);
+    return (t.kernel_end_s + t.combine_s) * 1e9;
+  }
+  HardwareProfile p_;
+  AttentionShape a_{128, 1, 512, 576, true, DType::kBF16, DType::kBF16, "flashinfer"};
+};
+
+TEST_F(FlashInferTableTest, ExactAtMeasuredShapes) {
+  const std::vector<int64_t> rows(8, 4096);
+  EXPECT_NEAR(priced(128, rows), law(128, rows), 1e-6);
+  EXPECT_NEAR(priced(144, rows), law(256, rows), 1e-6);  // 144 heads compute what 256 do
+}
+
+TEST_F(FlashInferTableTest, FollowsThePlanBetweenMeasuredTokens) {
+  for (int64_t tokens : {4915, 3000, 10923, 12000}) {
+    for (int b : {1, 8}) {
+      const std::vector<int64_t> rows(static_cast<std::size_t>(b), tokens);
+      SCOPED_TRACE(std::to_string(b) + " rows of " + std::to_string(tokens));
+      EXPECT_NEAR(priced(128, rows), law(128, rows), 1e-6 * law(128, rows));
+      EXPECT_NEAR(priced(120, rows), law(120, rows), 1e-6 * law(120, rows));
+    }
+  }
+  // One row of 1,500 tokens is cut into 12 chunks, 1,024 and 2,048 into 16: the law puts it below both
+  // neighbours; the lookup never leaves the measured range, so it gives the nearer one.
+  const std::vector<int64_t> one(1, 1500), lo(1, 1024), hi(1, 2048);
+  ASSERT_LT(law(128, one), law(128, lo));
+  ASSERT_LT(law(128, lo), law(128, hi));
+  EXPECT_NEAR(priced(128, one), law(128, lo), 1e-6);
+  // Rows of unequal length (a context sharded over ranks): the plan of the rows as they are.
+  const std::vector<int64_t> uneven{4915, 4914, 4915, 4914, 4915, 4914, 4915, 4914};
+  EXPECT_NEAR(priced(128, uneven), law(128, uneven), 1e-6 * law(128, uneven));
+}
+
+TEST_F(FlashInferTableTest, OtherImplementationsKeepThePowerLaw) {
+  // The same table under dcpsim's key: heads at whole 64-head units and a power law in tokens.
+  KernelTable k = p_.tables[0].tables[0];
+  k.key = attention_table_key(a_) + " dcpsim";
+  p_.tables[0].tables.push_back(k);
+  AttentionShape a = a_;
+  a.impl = "dcpsim";
+  EXPECT_DOUBLE_EQ(attention_table_heads(p_, a), 128.0);
+  a.heads = 144;
+  EXPECT_DOUBLE_EQ(attention_table_heads(p_, a), 192.0);
+  a.impl = "flashinfer";
+  EXPECT_DOUBLE_EQ(attention_table_heads(p_, a), 256.0);
+  a.heads = 128;
+  a.impl = "dcpsim";
+  const std::vector<int64_t> rows(8, 4915);
+  const AttentionTiming t = decode_attention_time(p_, a, rows);
+  const std::vector<int64_t> lo(8, 4096), hi(8, 8192);
+  const double w = std::log(4915.0 / 4096.0) / std::log(2.0);
+  EXPECT_NEAR((t.kernel_end_s + t.combine_s) * 1e9,
+              std::exp((1 - w) * std::log(law(128, lo)) + w * std::log(law(128, hi))), 1e-6);
+}
+
+}  // namespace
+}  // namespace dcpsim::models
