@@ -3,7 +3,10 @@
 # GQA and MLA geometries, a few batch sizes and contexts, eager and graph launches. One .pb per (geometry, N,
 # batch, context, launch), each with one section per strategy; every run checks itself against the reference.
 # With the set name `holdout`, scenarios the fit never sees: other group sizes (5, 6), head counts, batch sizes
-# and contexts, PDL launches — for validating by held-out scenario (docs/VALIDATION.md).
+# and contexts, PDL launches — for validating by held-out scenario (docs/VALIDATION.md). `holdout2`: a second
+# such set, chosen before any model change was checked against it (N = 2, 3, 4, 7, 8; heads, rows and tokens
+# off every table grid). `rows`: one rank (real, not emulated) with per-row stamps in dcpsim's attention
+# kernel, for the per-row ready times within a kernel.
 # Phases are timed on the GPU timeline (CUPTI) whenever it loads (`hw run --timing auto`).
 #   scripts/hw_sweep.sh DCPSIM_BINARY OUT_DIR [fit|holdout]
 set -uo pipefail
@@ -36,6 +39,42 @@ if [ "$set_name" = holdout ]; then
       --context 32k --launch graph --check-rows 2
   run "mla_n2_h16_b256_ctx2k_pdl" --dcp 2 --heads 16 --kv-heads 1 --head-dim 512 --qk-dim 576 --batch 256 \
       --context 2k --launch pdl --check-rows 4
+  exit 0
+fi
+mla="--kv-heads 1 --head-dim 512 --qk-dim 576"
+if [ "$set_name" = holdout2 ]; then
+  run mla_n3_h96_b24_ctx12k_graph --dcp 3 --heads 96 $mla --batch 24 --context 12k --launch graph --check-rows 2
+  run mla_n7_h56_b12_ctx40k_eager --dcp 7 --heads 56 $mla --batch 12 --context 40k --launch eager --check-rows 2
+  run mla_n8_h192_b4_ctx96k_graph --dcp 8 --heads 192 $mla --batch 4 --context 96k --launch graph --check-rows 2
+  run mla_n2_h128_b2_ctx100k_graph --dcp 2 --heads 128 $mla --batch 2 --context 100k --launch graph
+  run mla_n4_h80_b48_ctx6k_pdl --dcp 4 --heads 80 $mla --batch 48 --context 6k --launch pdl --check-rows 2 \
+      --row-stamps
+  run gqa_n3_h48_b96_ctx3k_graph --dcp 3 --heads 48 --kv-heads 3 --head-dim 128 --batch 96 --context 3k \
+      --launch graph --check-rows 4 --row-stamps
+  run gqa_n7_h56_b8_ctx20k_graph --dcp 7 --heads 56 --kv-heads 7 --head-dim 128 --batch 8 --context 20k \
+      --launch graph --check-rows 2
+  run gqa_n4_h32_b24_ctx64k_eager --dcp 4 --heads 32 --kv-heads 8 --head-dim 128 --batch 24 --context 64k \
+      --launch eager --check-rows 2
+  exit 0
+fi
+if [ "$set_name" = rows ]; then
+  # One rank: no collective to emulate, so these are real single-GPU steps (source hw).
+  one() {
+    local name=$1; shift
+    if "$bin" hw run --dcp 1 --strategy ag-rs --warmup 3 --reps 10 --seed 7 --row-stamps --attention dcpsim \
+         --out "$out/$name.pb" "$@" >"$out/$name.txt" 2>&1; then
+      echo "ok $name $(grep -c 'check passed' "$out/$name.txt") sections"
+    else
+      echo "FAIL $name: $(tail -1 "$out/$name.txt")"
+    fi
+  }
+  one mla_n1_h128_b64_ctx8k_graph --heads 128 $mla --batch 64 --context 8k --launch graph --check-rows 4
+  one mla_n1_h32_b160_ctx4k_graph --heads 32 $mla --batch 160 --context 4k --launch graph --check-rows 4
+  one mla_n1_h16_b40_ctx20k_eager --heads 16 $mla --batch 40 --context 20k --launch eager --check-rows 2
+  one gqa_n1_h32_b96_ctx6k_graph --heads 32 --kv-heads 8 --head-dim 128 --batch 96 --context 6k --launch graph \
+      --check-rows 4
+  one gqa_n1_h64_b200_ctx2k_graph --heads 64 --kv-heads 8 --head-dim 128 --batch 200 --context 2k \
+      --launch graph --check-rows 4
   exit 0
 fi
 for N in 2 3 4 8; do

@@ -7,7 +7,8 @@
 #   OUT_DIR/<prefix>-attention-dcpsim.json  MLA on dcpsim's own kernel (row stamps, row-stream)
 #   OUT_DIR/<prefix>-merge.json      correction, A2A pack and unpack-combine at value head dims 128 and 512
 #   OUT_DIR/<prefix>-merge-cold.json the merge kernels with L2 flushed before each call (--merge-inputs cold)
-#   scripts/hw_tables.sh DCPSIM_BINARY OUT_DIR [attention|merge|all] [prefix] [extra hw sweep flags]
+#   OUT_DIR/<prefix>-merge-stamped[-cold].json  correction and A2A combine as `hw run --row-stamps` runs them
+#   scripts/hw_tables.sh DCPSIM_BINARY OUT_DIR [attention|merge|stamped|all] [prefix] [extra hw sweep flags]
 set -uo pipefail
 bin=${1:?dcpsim binary}
 out=${2:?output folder}
@@ -38,5 +39,15 @@ if [ "$which" = all ] || [ "$which" = merge ]; then
     --merge-dcp 2,3,4,6,8 --merge-batch 1,2,4,8,16,32,64,128,256 --merge-heads 8,16,24,48,96,192 \
     --merge-heads-per-rank 1,2,3,4,6,8,12,16,24,32,48 --merge-head-dims 128,512 --merge-inputs cold \
     --reps 10 --warmup 3 "$@" || status=1
+fi
+if [ "$which" = all ] || [ "$which" = stamped ]; then
+  # The instrumented correction and combine (per-row stamps: the kernels stamped sections ran), warm and cold.
+  for inputs in warm cold; do
+    suffix=$([ $inputs = cold ] && echo -cold)
+    "$bin" hw sweep --out "$out/$prefix-merge-stamped$suffix.json" --kernels correction,a2a_combine --row-stamps \
+      --merge-dcp 2,3,4,6,8 --merge-batch 1,2,4,8,16,32,64,128,256 --merge-heads 8,16,24,48,96,192 \
+      --merge-heads-per-rank 1,2,3,4,6,8,12,16,24,32,48 --merge-head-dims 128,512 --merge-inputs $inputs \
+      --reps 10 --warmup 3 "$@" || status=1
+  done
 fi
 exit $status

@@ -336,6 +336,12 @@ void launch_stamp(unsigned long long* slot, cudaStream_t stream);
 // ++*epoch on the device (the first thing of every row-stream step; the direct merge keeps its epoch itself).
 void launch_advance_epoch(unsigned long long* epoch, cudaStream_t stream);
 
+// Reads `bytes` (a multiple of 16) at p and keeps nothing but a sum that never comes out unless *sink is
+// written (it is, only when the sum hits an impossible value): evicts L2 with clean lines, as a step's
+// attention reading its KV cache does, where a memset would leave it full of dirty lines that every later
+// miss must write back first (benchmarks: the --merge-inputs cold sweeps).
+void launch_read_through(const void* p, std::size_t bytes, unsigned* sink, cudaStream_t stream);
+
 // One thread that spins for `ns` nanoseconds of %globaltimer (benchmarks: lets the host enqueue ahead).
 void launch_delay(long long ns, cudaStream_t stream);
 

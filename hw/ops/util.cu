@@ -41,6 +41,16 @@ __global__ void delay_kernel(long long ns) {
   while (static_cast<long long>(global_timer() - start) < ns) __nanosleep(1000);
 }
 
+__global__ void read_through_kernel(const uint4* p, std::int64_t n, unsigned* sink) {
+  unsigned x = 0;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const uint4 v = p[i];
+    x ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (x == 0x9e3779b9u && sink != nullptr) *sink = x;  // keeps the loads; practically never taken
+}
+
 __global__ void stamp_kernel(unsigned long long* slot) {
   pdl_begin();
   *slot = global_timer();
@@ -78,6 +88,16 @@ __global__ void fill_kv_kernel(KvFillArgs a) {
 void launch_delay(long long ns, cudaStream_t stream) {
   delay_kernel<<<1, 1, 0, stream>>>(ns);
   DCPSIM_CUDA_LAUNCHED("delay_kernel");
+}
+
+void launch_read_through(const void* p, std::size_t bytes, unsigned* sink, cudaStream_t stream) {
+  const auto n = static_cast<std::int64_t>(bytes / 16);
+  if (n == 0) return;
+  int dev = 0, sms = 0;
+  DCPSIM_CUDA(cudaGetDevice(&dev));
+  DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  launch_kernel("read_through_kernel", read_through_kernel, 4 * sms, 512, 0, stream,
+                static_cast<const uint4*>(p), n, sink);
 }
 
 void launch_stamp(unsigned long long* slot, cudaStream_t stream) {

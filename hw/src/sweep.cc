@@ -41,15 +41,17 @@ struct Graph {
   }
 };
 
-// Evicts the inputs of the next call from L2: a memset over twice the L2, enqueued before a replay and
-// outside its timeline tag (so not part of its time). Small inputs rotated over a few sets still fit in L2
-// together (8 sets of a 1 MB correction input are 8 MB of a 63 MB L2); this does not.
+// Evicts the inputs of the next call from L2: a read of twice the L2, enqueued before a replay and outside
+// its timeline tag (so not part of its time). Small inputs rotated over a few sets still fit in L2 together
+// (8 sets of a 1 MB correction input are 8 MB of a 63 MB L2); this does not. A read, not a memset: in an
+// emulated step what went through the L2 in between is the later ranks' attention reading their KV caches,
+// which leaves clean lines; a memset leaves dirty ones, and every miss of the timed kernel then waits for a
+// write-back first (tables made so priced an emulated correction 25-60% over what the steps measured).
 struct L2Flush {
-  DeviceBuffer scratch;
-  int value = 0;
+  DeviceBuffer scratch, sink;
   void operator()(cudaStream_t stream) {
     if (scratch.bytes() > 0)
-      DCPSIM_CUDA(cudaMemsetAsync(scratch.get(), ++value & 0xff, scratch.bytes(), stream));
+      ops::launch_read_through(scratch.get(), scratch.bytes(), sink.as<unsigned>(), stream);
   }
 };
 
@@ -59,6 +61,9 @@ L2Flush make_l2_flush(bool cold, int device) {
   int l2 = 0;
   DCPSIM_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
   f.scratch = DeviceBuffer(2 * static_cast<std::size_t>(l2));
+  f.sink = DeviceBuffer(sizeof(unsigned));
+  DCPSIM_CUDA(cudaMemset(f.scratch.get(), 1, f.scratch.bytes()));  // written once, clean after the first read
+  DCPSIM_CUDA(cudaDeviceSynchronize());
   return f;
 }
 

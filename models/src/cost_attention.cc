@@ -134,7 +134,7 @@ int head_groups(const HardwareProfile& p, const AttentionShape& a) {
 std::vector<double> AttentionTiming::row_ready_s(double combine_start_s) const {
   std::vector<double> out(row_done_s.size());
   for (std::size_t b = 0; b < out.size(); ++b) {
-    out[b] = row_splits[b] > 1 ? combine_start_s + combine_s : row_done_s[b];
+    out[b] = combined(b) ? combine_start_s + combine_s : row_done_s[b];
   }
   return out;
 }
@@ -170,7 +170,7 @@ struct PlanFeatures {
 };
 PlanFeatures plan_features(int heads, std::span<const int64_t> tokens, int sms) {
   const MlaPlanCost c = flashinfer_mla_plan_cost(heads, tokens, sms);
-  return {c.critical, double(c.max_chunks)};
+  return {double(c.critical_tokens), double(c.max_chunks)};
 }
 PlanFeatures uniform_features(int heads, double rows, double tokens, int sms) {
   const std::vector<int64_t> same(static_cast<std::size_t>(rows), std::llround(tokens));
@@ -255,9 +255,41 @@ std::optional<double> flashinfer_mla_table_time_s(const HardwareProfile& p, cons
         const double w = (std::log(x) - std::log(g.lo)) / (std::log(g.hi) - std::log(g.lo));
         return std::exp((1.0 - w) * std::log(*lo) + w * std::log(*hi));
       };
-      auto at_heads = [&](double hg) {
-        const auto lo = on_slice(hg, b->lo);
-        return along(*b, rows, lo, b->on_grid || !lo ? std::nullopt : on_slice(hg, b->hi));
+      // Rows between measured ones: on each neighbouring slice, the time at which that slice's kernel does
+      // the query's work (its fitted model of the plan equal to the query's), then the power law in rows.
+      // Not at the query's tokens: the plan is not monotone in rows (24 rows of 4,096 tokens at 128 heads cut
+      // into 72 chunks for 66 clusters, six of which take two, where 16 and 32 rows give each cluster one).
+      auto matched = [&](double hg, double bg) -> std::optional<double> {
+        const auto cost = slice_costs(table, hg, bg, a.heads, sms);
+        if (!cost) return on_slice(hg, bg);
+        const double want = cost->load * query.load + cost->chunks * query.chunks;
+        std::optional<double> prev_t;
+        double prev_m = 0.0;
+        for (double tok : table.grid[2]) {
+          const double at[] = {hg, bg, tok};
+          const auto t = table_time_s(table, at);
+          if (!t) continue;
+          const PlanFeatures f = uniform_features(a.heads, bg, tok, sms);
+          const double m = cost->load * f.load + cost->chunks * f.chunks;
+          if (!prev_t && m >= want) return t;  // below the slice's least work: its first point
+          if (prev_t && m >= want && m > prev_m)
+            return *prev_t + (want - prev_m) / (m - prev_m) * (*t - *prev_t);
+          prev_t = t;
+          prev_m = m;
+        }
+        return prev_t;  // above the slice's most work: its last point
+      };
+      // Where the query's largest cluster load lies between its neighbours' at the same tokens, the power law
+      // in rows holds; only outside that range does the time follow the work instead.
+      const bool regular = b->on_grid || [&] {
+        const double lo = uniform_features(a.heads, b->lo, mean_tokens, sms).load;
+        const double hi = uniform_features(a.heads, b->hi, mean_tokens, sms).load;
+        return std::min(lo, hi) <= query.load && query.load <= std::max(lo, hi);
+      }();
+      auto at_heads = [&](double hg) -> std::optional<double> {
+        if (b->on_grid) return on_slice(hg, b->lo);
+        const auto lo = regular ? on_slice(hg, b->lo) : matched(hg, b->lo);
+        return along(*b, rows, lo, !lo ? std::nullopt : regular ? on_slice(hg, b->hi) : matched(hg, b->hi));
       };
       const auto lo = at_heads(h->lo);
       const auto t = along(*h, heads, lo, h->on_grid || !lo ? std::nullopt : at_heads(h->hi));
@@ -376,8 +408,12 @@ AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionS
   }
 
   // Combine reads every split's fp32 partial and LSE of the split rows and writes their final output once.
+  // dcpsim's kernel writes every row through that pass, split or not (its split kernel keeps fp32 partials;
+  // only the pushing merges fuse the write into it): each row is final when the combine has written it, as
+  // its row stamps show.
+  t.all_rows_combined = a.impl == "dcpsim";
   for (int b = 0; b < rows; ++b) {
-    if (t.row_splits[b] < 2) continue;
+    if (!t.combined(b) || t.row_splits[b] == 0) continue;
     t.needs_combine = true;
     t.combine_bytes += a.heads * (t.row_splits[b] * (a.head_dim * 4.0 + 4.0) +
                                   a.head_dim * double(dtype_bytes(a.out_dtype)) + 4.0);

@@ -58,6 +58,7 @@ MlaPlanCost flashinfer_mla_plan_cost(int heads, std::span<const int64_t> tokens,
   using Load = std::pair<double, int>;
   std::priority_queue<Load, std::vector<Load>, std::greater<>> heap;
   for (int i = 0; i < clusters; ++i) heap.push({0.0, i});
+  std::vector<int64_t> streamed(static_cast<std::size_t>(clusters), 0);
   for (int64_t n : tokens) {
     c.max_chunks = std::max(c.max_chunks, static_cast<int>(div_up(n, c.kv_chunk)));
     for (int tile = 0; tile < c.tiles_per_row; ++tile) {
@@ -67,7 +68,11 @@ MlaPlanCost flashinfer_mla_plan_cost(int heads, std::span<const int64_t> tokens,
         heap.pop();
         const int64_t len = std::min(left, c.kv_chunk);
         load += 2.0 * c.tile_heads + double(len);
-        c.critical = std::max(c.critical, load);
+        streamed[static_cast<std::size_t>(cluster)] += len;
+        if (load > c.critical) {
+          c.critical = load;
+          c.critical_tokens = streamed[static_cast<std::size_t>(cluster)];
+        }
         heap.push({load, cluster});
         left -= len;
       } while (left > 0);

@@ -113,7 +113,7 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
     att.end = att.combine_end;
   }
   for (int b = 0; b < s.rows(); ++b) {
-    if (att.timing.row_splits[b] > 1) {
+    if (att.timing.combined(static_cast<std::size_t>(b))) {
       att.rows.push_back({att.combine_end, 0.0});
     } else {
       att.rows.push_back({att.start, att.timing.row_done_s[b]});

@@ -36,6 +36,7 @@ TEST(FlashInferMlaPlan, ChunksAndLoads) {
   EXPECT_EQ(c.tiles_per_row, 1);
   EXPECT_EQ(c.kv_chunk, 512);
   EXPECT_DOUBLE_EQ(c.critical, 256.0 + 512.0);
+  EXPECT_EQ(c.critical_tokens, 512);
   EXPECT_EQ(c.max_chunks, 8);
   // 4,915 tokens: 596 per cluster -> 768-token chunks, 7 per row, still one per cluster.
   const std::vector<int64_t> more(8, 4915);
@@ -62,6 +63,7 @@ TEST(FlashInferMlaPlan, ChunksAndLoads) {
   EXPECT_EQ(c.kv_chunk, 1536);
   EXPECT_EQ(c.max_chunks, 1);
   EXPECT_DOUBLE_EQ(c.critical, 2 * (128.0 + 1000.0));
+  EXPECT_EQ(c.critical_tokens, 2000);
   // An empty row is one chunk of no tokens.
   const std::vector<int64_t> empty{0};
   c = flashinfer_mla_plan_cost(16, empty, kH200Sms);
@@ -84,7 +86,7 @@ class FlashInferTableTest : public ::testing::Test {
  protected:
   static double law(int heads, const std::vector<int64_t>& rows) {
     const MlaPlanCost c = flashinfer_mla_plan_cost(heads, rows, kH200Sms);
-    return 5000.0 + 10.0 * c.critical + 300.0 * c.max_chunks;
+    return 5000.0 + 10.0 * double(c.critical_tokens) + 300.0 * c.max_chunks;
   }
   void SetUp() override {
     p_ = load_profile("h200-sxm");
@@ -93,7 +95,7 @@ class FlashInferTableTest : public ::testing::Test {
     t.provenance.device = "NVIDIA H200";
     KernelTable k{TableKernel::kAttention, attention_table_key(a_) + " flashinfer", {}, {}, {}, {}};
     for (double h : {64.0, 128.0, 256.0})
-      for (double b : {1.0, 8.0})
+      for (double b : {1.0, 8.0, 16.0, 32.0})
         for (double tokens : {1024.0, 2048.0, 4096.0, 8192.0, 16384.0}) {
           const double ns = law(static_cast<int>(h), std::vector<int64_t>(std::size_t(b), int64_t(tokens)));
           k.points.push_back({{h, b, tokens}, ns, 5, ns, ns});
@@ -137,6 +139,23 @@ TEST_F(FlashInferTableTest, FollowsThePlanBetweenMeasuredTokens) {
   // Rows of unequal length (a context sharded over ranks): the plan of the rows as they are.
   const std::vector<int64_t> uneven{4915, 4914, 4915, 4914, 4915, 4914, 4915, 4914};
   EXPECT_NEAR(priced(128, uneven), law(128, uneven), 1e-6 * law(128, uneven));
+}
+
+// 24 rows of 4,096 tokens at 128 heads: 72 chunks of up to 1,536 tokens for 66 clusters, so six clusters
+// stream two (2,560 tokens), more than any cluster at 16 or 32 rows (1,024 and 2,048): no power law between
+// those rows reaches it, so each neighbouring slice is read where it does the same work.
+TEST_F(FlashInferTableTest, RowsBetweenMeasuredOnesFollowTheWork) {
+  const std::vector<int64_t> rows(24, 4096), lo(16, 4096), hi(32, 4096);
+  ASSERT_EQ(flashinfer_mla_plan_cost(128, rows, kH200Sms).critical_tokens, 2560);
+  ASSERT_GT(law(128, rows), law(128, hi));
+  EXPECT_NEAR(priced(128, rows), law(128, rows), 1e-6 * law(128, rows));
+  // Where the work lies between the neighbours' (20 rows: 1,536 tokens, between 1,024 and 2,048), the
+  // power law in rows.
+  const std::vector<int64_t> twenty(20, 4096);
+  ASSERT_EQ(flashinfer_mla_plan_cost(128, twenty, kH200Sms).critical_tokens, 1536);
+  const double w = std::log(20.0 / 16.0) / std::log(2.0);
+  const double power = std::exp((1 - w) * std::log(law(128, lo)) + w * std::log(law(128, hi)));
+  EXPECT_NEAR(priced(128, twenty), power, 1e-6 * power);
 }
 
 TEST_F(FlashInferTableTest, OtherImplementationsKeepThePowerLaw) {

@@ -47,8 +47,8 @@ struct KernelSweepConfig {
   std::vector<int> merge_heads = {8, 16, 32, 64, 128};
   std::vector<int> merge_heads_per_rank = {1, 2, 4, 8, 16, 32};
   std::vector<int> merge_dims = {128, 512};
-  // Merge kernels read inputs that are no longer in L2 (a memset over twice the L2 before each call, outside
-  // the call's span; rotating a few small input sets would not do: they fit in L2 together): the tables then
+  // Merge kernels read inputs that are no longer in L2 (a read of twice the L2 before each call, outside the
+  // call's span; rotating a few small input sets would not do: they fit in L2 together): the tables then
   // carry the " cold" key (models::MergeShape::cold_inputs), which prices an emulated step's
   // merge kernels. Default: one input set, warm, as in a step on real GPUs.
   bool cold_merge_inputs = false;

@@ -13,12 +13,13 @@
 namespace dcpsim::models {
 
 struct MlaPlanCost {
-  int cluster_ctas = 1;   // CTAs per cluster: 2 once a row's heads exceed one 64-row tile
-  int tile_heads = 64;    // query heads per cluster tile
-  int tiles_per_row = 1;  // ceil(heads / tile_heads)
-  int64_t kv_chunk = 0;   // KV tokens per chunk (the planner's kv_len_limit)
-  double critical = 0.0;  // the most loaded cluster's cost: per chunk, 2 · tile_heads + its tokens
-  int max_chunks = 1;     // the most chunks of one row: the partials the kernel merges for it
+  int cluster_ctas = 1;         // CTAs per cluster: 2 once a row's heads exceed one 64-row tile
+  int tile_heads = 64;          // query heads per cluster tile
+  int tiles_per_row = 1;        // ceil(heads / tile_heads)
+  int64_t kv_chunk = 0;         // KV tokens per chunk (the planner's kv_len_limit)
+  double critical = 0.0;        // the most loaded cluster's cost: per chunk, 2 · tile_heads + its tokens
+  int64_t critical_tokens = 0;  // the KV tokens that cluster streams
+  int max_chunks = 1;           // the most chunks of one row: the partials the kernel merges for it
 };
 
 // The plan for one query per row, `tokens[b]` KV tokens in row b (0: an empty row, one chunk of no tokens),
