@@ -32,12 +32,12 @@ fi
 if [ "$which" = all ] || [ "$which" = merge ]; then
   "$bin" hw sweep --out "$out/$prefix-merge.json" --kernels correction,a2a_pack,a2a_combine \
     --merge-dcp 2,3,4,6,8 --merge-batch 1,2,4,8,16,32,64,128,256 --merge-heads 8,16,24,48,96,192 \
-    --merge-heads-per-rank 1,2,3,4,6,8,12,16,24,32,48 --merge-head-dims 128,512 --reps 10 --warmup 3 "$@" ||
+    --merge-heads-per-rank 1,2,3,4,6,8,12,16,24,32,48,64,96,128 --merge-head-dims 128,512 --reps 10 --warmup 3 "$@" ||
     status=1
   # The same grid with L2 flushed before each call: what an emulated step's first merge kernel reads.
   "$bin" hw sweep --out "$out/$prefix-merge-cold.json" --kernels correction,a2a_pack,a2a_combine \
     --merge-dcp 2,3,4,6,8 --merge-batch 1,2,4,8,16,32,64,128,256 --merge-heads 8,16,24,48,96,192 \
-    --merge-heads-per-rank 1,2,3,4,6,8,12,16,24,32,48 --merge-head-dims 128,512 --merge-inputs cold \
+    --merge-heads-per-rank 1,2,3,4,6,8,12,16,24,32,48,64,96,128 --merge-head-dims 128,512 --merge-inputs cold \
     --reps 10 --warmup 3 "$@" || status=1
 fi
 if [ "$which" = all ] || [ "$which" = stamped ]; then
@@ -46,7 +46,7 @@ if [ "$which" = all ] || [ "$which" = stamped ]; then
     suffix=$([ $inputs = cold ] && echo -cold)
     "$bin" hw sweep --out "$out/$prefix-merge-stamped$suffix.json" --kernels correction,a2a_combine --row-stamps \
       --merge-dcp 2,3,4,6,8 --merge-batch 1,2,4,8,16,32,64,128,256 --merge-heads 8,16,24,48,96,192 \
-      --merge-heads-per-rank 1,2,3,4,6,8,12,16,24,32,48 --merge-head-dims 128,512 --merge-inputs $inputs \
+      --merge-heads-per-rank 1,2,3,4,6,8,12,16,24,32,48,64,96,128 --merge-head-dims 128,512 --merge-inputs $inputs \
       --reps 10 --warmup 3 "$@" || status=1
   done
 fi

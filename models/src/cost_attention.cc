@@ -1,5 +1,6 @@
 // Split-KV decode attention: work units in SM waves, each row's completion time in closed form per wave.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -177,36 +178,48 @@ PlanFeatures uniform_features(int heads, double rows, double tokens, int sms) {
   return plan_features(heads, same, sms);
 }
 
-// Least squares of time on (1, load, chunks) over the slice's points; the costs of a load token and of a
-// chunk, or nullopt when the slice has too few points or the fit gives a non-positive one.
+// Least squares of time on (1, load, chunks) over the slice's points, or on (1, load) where the chunks do not
+// vary over the slice (the fit would be singular); the costs of a load token and of a chunk, or nullopt when
+// the slice has too few points or the fit gives a non-positive one.
 std::optional<PlanFeatures> slice_costs(const KernelTable& t, double heads, double rows, int q_heads,
                                         int sms) {
-  double m[3][4] = {};  // normal equations, augmented
-  int n = 0;
+  std::vector<std::array<double, 4>> xs;  // 1, load, chunks, time
   for (const TablePoint& pt : t.points) {
     if (pt.at[0] != heads || pt.at[1] != rows) continue;
     const PlanFeatures f = uniform_features(q_heads, rows, pt.at[2], sms);
-    const double x[3] = {1.0, f.load, f.chunks};
-    for (int i = 0; i < 3; ++i) {
-      for (int j = 0; j < 3; ++j) m[i][j] += x[i] * x[j];
-      m[i][3] += x[i] * pt.median_ns;
-    }
-    ++n;
+    xs.push_back({1.0, f.load, f.chunks, pt.median_ns});
   }
-  if (n < 4) return std::nullopt;
-  for (int c = 0; c < 3; ++c) {  // Gauss-Jordan with partial pivoting
-    int pivot = c;
-    for (int r = c + 1; r < 3; ++r)
-      if (std::abs(m[r][c]) > std::abs(m[pivot][c])) pivot = r;
-    if (!(std::abs(m[pivot][c]) > 1e-12 * (1.0 + std::abs(m[c][c])))) return std::nullopt;
-    std::swap(m[c], m[pivot]);
-    for (int r = 0; r < 3; ++r) {
-      if (r == c) continue;
-      const double k = m[r][c] / m[c][c];
-      for (int j = c; j < 4; ++j) m[r][j] -= k * m[c][j];
+  if (xs.size() < 4) return std::nullopt;
+  // The first k features: normal equations, Gauss-Jordan with partial pivoting.
+  auto solve = [&](int k) -> std::optional<std::array<double, 3>> {
+    double m[3][4] = {};
+    for (const auto& x : xs) {
+      for (int i = 0; i < k; ++i) {
+        for (int j = 0; j < k; ++j) m[i][j] += x[i] * x[j];
+        m[i][k] += x[i] * x[3];
+      }
     }
-  }
-  const PlanFeatures cost{m[1][3] / m[1][1], m[2][3] / m[2][2]};
+    const double scale = m[0][0] + m[1][1] + (k > 2 ? m[2][2] : 0.0);
+    for (int c = 0; c < k; ++c) {
+      int pivot = c;
+      for (int r = c + 1; r < k; ++r)
+        if (std::abs(m[r][c]) > std::abs(m[pivot][c])) pivot = r;
+      if (!(std::abs(m[pivot][c]) > 1e-9 * scale)) return std::nullopt;
+      std::swap(m[c], m[pivot]);
+      for (int r = 0; r < k; ++r) {
+        if (r == c) continue;
+        const double f = m[r][c] / m[c][c];
+        for (int j = c; j <= k; ++j) m[r][j] -= f * m[c][j];
+      }
+    }
+    std::array<double, 3> out{};
+    for (int i = 0; i < k; ++i) out[static_cast<std::size_t>(i)] = m[i][k] / m[i][i];
+    return out;
+  };
+  auto coef = solve(3);
+  if (!coef) coef = solve(2);
+  if (!coef) return std::nullopt;
+  const PlanFeatures cost{(*coef)[1], (*coef)[2]};
   if (!(cost.load >= 0.0) || !(cost.chunks >= 0.0) || !(cost.load + cost.chunks > 0.0)) return std::nullopt;
   return cost;
 }

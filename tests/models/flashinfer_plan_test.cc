@@ -148,7 +148,10 @@ TEST_F(FlashInferTableTest, RowsBetweenMeasuredOnesFollowTheWork) {
   const std::vector<int64_t> rows(24, 4096), lo(16, 4096), hi(32, 4096);
   ASSERT_EQ(flashinfer_mla_plan_cost(128, rows, kH200Sms).critical_tokens, 2560);
   ASSERT_GT(law(128, rows), law(128, hi));
-  EXPECT_NEAR(priced(128, rows), law(128, rows), 1e-6 * law(128, rows));
+  // Above both neighbours, at the law but for the chunks per row (3 here; 4 and 2 on the slices, constant
+  // along each, so no slice can say what a chunk costs).
+  EXPECT_GT(priced(128, rows), law(128, hi));
+  EXPECT_NEAR(priced(128, rows), law(128, rows), 0.005 * law(128, rows));
   // Where the work lies between the neighbours' (20 rows: 1,536 tokens, between 1,024 and 2,048), the
   // power law in rows.
   const std::vector<int64_t> twenty(20, 4096);
