@@ -10,7 +10,7 @@
 
 #include "dcpsim/error.h"
 #include "dcpsim/models/cost_kernels.h"
-#include "dcpsim/models/flashinfer_plan.h"
+#include "dcpsim/models/kernel_plan.h"
 #include "dcpsim/models/sharding.h"
 
 namespace dcpsim::analysis {

@@ -2,13 +2,14 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "dcpsim/error.h"
 #include "dcpsim/models/cost_kernels.h"
-#include "dcpsim/models/flashinfer_plan.h"
+#include "dcpsim/models/kernel_plan.h"
 
 namespace dcpsim::models {
 namespace {
@@ -154,39 +155,42 @@ std::optional<Bracket> bracket(const std::vector<double>& g, double x) {
   return Bracket{*(it - 1), *it, false};
 }
 
-// FlashInfer's MLA kernel between the tokens its table measured. Its time moves in the planner's steps
-// (flashinfer_plan.h), not as a power of the tokens: at 8 rows of 4,915 tokens and 128 heads every cluster
-// streams one 768-token chunk, halfway in load between the 512 of 4,096 tokens and the 1,024 of 8,192,
-// where a power law in tokens puts it at a quarter; one row of 10,923 tokens is cut into as many chunks as
-// 8,192 are, and the kernel then merges as many partials. So along the tokens axis the weight between two
-// measured neighbours is where the shape's planner features lie between theirs, each feature weighed by what
-// it costs on this (heads, rows) slice of the table: time ≈ a + b · largest cluster load + c · chunks per
-// row, least squares over the slice's measured tokens. Leave-one-out on the committed H200 table (a value
-// predicted from its neighbours 4x apart in tokens): median 1.6%, p90 7.2%, against 4.2% and 9.9% for the
-// power law. Exact at measured tokens, always between the measured neighbours; heads and rows between grid
-// values interpolate as table_time_s does. nullopt when no FlashInfer MLA table covers the shape.
+// A kernel between the shapes its table measured, for the kernels whose schedule dcpsim knows: FlashInfer's
+// MLA kernel and dcpsim's own (kernel_plan.h). Their times move in the schedule's steps, not as powers of the
+// coordinates: at 8 rows of 4,915 tokens and 128 heads every FlashInfer cluster streams one 768-token chunk,
+// halfway in load between the 512 of 4,096 tokens and the 1,024 of 8,192, where a power law in tokens puts
+// it at a quarter; one row of 10,923 tokens is cut into as many chunks as 8,192 are, and the kernel then
+// merges as many partials. So along the tokens axis the weight between two measured neighbours is where the
+// shape's schedule features lie between theirs, each feature weighed by what it costs on this (heads, rows)
+// slice of the table: time ≈ a + b · critical-path tokens + c · partials per row, least squares over the
+// slice's measured tokens. Leave-one-out on the committed H200 tables (a value predicted from its neighbours
+// 4x apart in tokens), median / p90: FlashInfer 1.4% / 7.1% against 4.2% / 9.9% for the power law, dcpsim's
+// kernels 0.6% / 2.5% against 2.4% / 6.4%. Exact at measured points; along tokens always between the
+// measured neighbours.
 struct PlanFeatures {
-  double load = 0.0;
-  double chunks = 0.0;
+  double load = 0.0;    // tokens on the kernel's critical path
+  double chunks = 0.0;  // partials merged per row
 };
-PlanFeatures plan_features(int heads, std::span<const int64_t> tokens, int sms) {
-  const MlaPlanCost c = flashinfer_mla_plan_cost(heads, tokens, sms);
-  return {double(c.critical_tokens), double(c.max_chunks)};
-}
-PlanFeatures uniform_features(int heads, double rows, double tokens, int sms) {
-  const std::vector<int64_t> same(static_cast<std::size_t>(rows), std::llround(tokens));
-  return plan_features(heads, same, sms);
-}
+
+// One implementation's schedule: its features for `heads` query heads (GQA: heads / group KV heads) over rows
+// of the given lengths.
+struct Planner {
+  std::function<PlanFeatures(int heads, std::span<const int64_t> tokens)> plan;
+  PlanFeatures uniform(double heads, double rows, double tokens) const {
+    const std::vector<int64_t> same(static_cast<std::size_t>(rows), std::llround(tokens));
+    return plan(static_cast<int>(heads), same);
+  }
+};
 
 // Least squares of time on (1, load, chunks) over the slice's points, or on (1, load) where the chunks do not
 // vary over the slice (the fit would be singular); the costs of a load token and of a chunk, or nullopt when
 // the slice has too few points or the fit gives a non-positive one.
-std::optional<PlanFeatures> slice_costs(const KernelTable& t, double heads, double rows, int q_heads,
-                                        int sms) {
+std::optional<PlanFeatures> slice_costs(const KernelTable& t, double heads, double rows,
+                                        const Planner& planner) {
   std::vector<std::array<double, 4>> xs;  // 1, load, chunks, time
   for (const TablePoint& pt : t.points) {
     if (pt.at[0] != heads || pt.at[1] != rows) continue;
-    const PlanFeatures f = uniform_features(q_heads, rows, pt.at[2], sms);
+    const PlanFeatures f = planner.uniform(heads, rows, pt.at[2]);
     xs.push_back({1.0, f.load, f.chunks, pt.median_ns});
   }
   if (xs.size() < 4) return std::nullopt;
@@ -224,13 +228,13 @@ std::optional<PlanFeatures> slice_costs(const KernelTable& t, double heads, doub
   return cost;
 }
 
-std::optional<double> flashinfer_mla_table_time_s(const HardwareProfile& p, const AttentionShape& a,
-                                                  std::span<const int64_t> local_tokens, double mean_tokens) {
-  const std::string key = attention_table_key(a) + " flashinfer";
-  const double heads = flashinfer_mla_tile_heads(a.heads);
+// `heads`: the table's heads coordinate of the query (attention_table_heads). nullopt when no table of `key`
+// covers the shape.
+std::optional<double> planned_table_time_s(const HardwareProfile& p, const AttentionShape& a,
+                                           std::span<const int64_t> local_tokens, double mean_tokens,
+                                           const std::string& key, double heads, const Planner& planner) {
   const double rows = double(local_tokens.size());
-  const int sms = static_cast<int>(p.gpu.sm_count.si());
-  const PlanFeatures query = plan_features(a.heads, local_tokens, sms);
+  const PlanFeatures query = planner.plan(a.heads, local_tokens);
   for (const KernelTables& file : p.tables) {
     for (const KernelTable& table : file.tables) {
       if (table.kernel != TableKernel::kAttention || table.key != key || table.grid.size() != 3) continue;
@@ -238,6 +242,7 @@ std::optional<double> flashinfer_mla_table_time_s(const HardwareProfile& p, cons
       const auto b = bracket(table.grid[1], rows);
       const auto n = bracket(table.grid[2], mean_tokens);
       if (!h || !b || !n) continue;
+      const bool own = h->on_grid && b->on_grid;  // the query's own slice: its plan as its rows are
       // On the slice (hg, bg), at the query's tokens.
       auto on_slice = [&](double hg, double bg) -> std::optional<double> {
         const auto point = [&](double tok) -> std::optional<double> {
@@ -249,13 +254,13 @@ std::optional<double> flashinfer_mla_table_time_s(const HardwareProfile& p, cons
         const auto hi = lo ? point(n->hi) : std::nullopt;
         if (!lo || !hi) return std::nullopt;
         double w = (mean_tokens - n->lo) / (n->hi - n->lo);  // without a fit: linear in tokens
-        if (const auto cost = slice_costs(table, hg, bg, a.heads, sms)) {
+        if (const auto cost = slice_costs(table, hg, bg, planner)) {
           const auto model = [&](const PlanFeatures& f) {
             return cost->load * f.load + cost->chunks * f.chunks;
           };
-          const double m_lo = model(uniform_features(a.heads, bg, n->lo, sms));
-          const double m_hi = model(uniform_features(a.heads, bg, n->hi, sms));
-          const double m = model(bg == rows ? query : uniform_features(a.heads, bg, mean_tokens, sms));
+          const double m_lo = model(planner.uniform(hg, bg, n->lo));
+          const double m_hi = model(planner.uniform(hg, bg, n->hi));
+          const double m = model(own ? query : planner.uniform(hg, bg, mean_tokens));
           if (m_hi > m_lo) w = std::clamp((m - m_lo) / (m_hi - m_lo), 0.0, 1.0);
         }
         return *lo + w * (*hi - *lo);
@@ -268,12 +273,13 @@ std::optional<double> flashinfer_mla_table_time_s(const HardwareProfile& p, cons
         const double w = (std::log(x) - std::log(g.lo)) / (std::log(g.hi) - std::log(g.lo));
         return std::exp((1.0 - w) * std::log(*lo) + w * std::log(*hi));
       };
-      // Rows between measured ones: on each neighbouring slice, the time at which that slice's kernel does
-      // the query's work (its fitted model of the plan equal to the query's), then the power law in rows.
-      // Not at the query's tokens: the plan is not monotone in rows (24 rows of 4,096 tokens at 128 heads cut
-      // into 72 chunks for 66 clusters, six of which take two, where 16 and 32 rows give each cluster one).
+      // Heads or rows between measured ones, where the schedule is not monotone between them (24 rows of
+      // 4,096 tokens at 128 heads cut into 72 FlashInfer chunks for 66 clusters, six of which take two, where
+      // 16 and 32 rows give each cluster one; 96 GQA rows of 3 KV heads need two waves of dcpsim's blocks
+      // where 64 rows of 2 need one): on each neighbouring slice, the time at which that slice does the
+      // query's work (its fitted model of the schedule equal to the query's), then the power law.
       auto matched = [&](double hg, double bg) -> std::optional<double> {
-        const auto cost = slice_costs(table, hg, bg, a.heads, sms);
+        const auto cost = slice_costs(table, hg, bg, planner);
         if (!cost) return on_slice(hg, bg);
         const double want = cost->load * query.load + cost->chunks * query.chunks;
         std::optional<double> prev_t;
@@ -282,7 +288,7 @@ std::optional<double> flashinfer_mla_table_time_s(const HardwareProfile& p, cons
           const double at[] = {hg, bg, tok};
           const auto t = table_time_s(table, at);
           if (!t) continue;
-          const PlanFeatures f = uniform_features(a.heads, bg, tok, sms);
+          const PlanFeatures f = planner.uniform(hg, bg, tok);
           const double m = cost->load * f.load + cost->chunks * f.chunks;
           if (!prev_t && m >= want) return t;  // below the slice's least work: its first point
           if (prev_t && m >= want && m > prev_m)
@@ -292,20 +298,39 @@ std::optional<double> flashinfer_mla_table_time_s(const HardwareProfile& p, cons
         }
         return prev_t;  // above the slice's most work: its last point
       };
-      // Where the query's largest cluster load lies between its neighbours' at the same tokens, the power law
-      // in rows holds; only outside that range does the time follow the work instead.
-      const bool regular = b->on_grid || [&] {
-        const double lo = uniform_features(a.heads, b->lo, mean_tokens, sms).load;
-        const double hi = uniform_features(a.heads, b->hi, mean_tokens, sms).load;
+      // Where the query's critical-path load lies between its neighbours' along every off-grid axis, the
+      // power laws hold; otherwise the time follows the work.
+      auto within = [&](double lo, double hi) {
         return std::min(lo, hi) <= query.load && query.load <= std::max(lo, hi);
-      }();
+      };
+      const bool regular = (b->on_grid || within(planner.uniform(heads, b->lo, mean_tokens).load,
+                                                 planner.uniform(heads, b->hi, mean_tokens).load)) &&
+                           (h->on_grid || within(planner.uniform(h->lo, rows, mean_tokens).load,
+                                                 planner.uniform(h->hi, rows, mean_tokens).load));
+      auto slice = [&](double hg, double bg) { return regular ? on_slice(hg, bg) : matched(hg, bg); };
+      // Between two slices: matched values are the query's work on each, so the power law; otherwise where
+      // the query's load lies between theirs, linearly in time (leave-one-out along rows on the committed
+      // H200 tables, neighbours 4x apart: FlashInfer 3.7% / 17.3% median / p90 against 5.1% / 18.4% for the
+      // power law; dcpsim's kernels 1.1% / 7.8% against 1.6% / 9.5%).
+      auto between = [&](const Bracket& g, double x, const std::optional<double>& lo,
+                         const std::optional<double>& hi, double load_lo,
+                         double load_hi) -> std::optional<double> {
+        if (regular && load_hi != load_lo && lo && hi)
+          return *lo + std::clamp((query.load - load_lo) / (load_hi - load_lo), 0.0, 1.0) * (*hi - *lo);
+        return along(g, x, lo, hi);
+      };
       auto at_heads = [&](double hg) -> std::optional<double> {
-        if (b->on_grid) return on_slice(hg, b->lo);
-        const auto lo = regular ? on_slice(hg, b->lo) : matched(hg, b->lo);
-        return along(*b, rows, lo, !lo ? std::nullopt : regular ? on_slice(hg, b->hi) : matched(hg, b->hi));
+        const auto lo = slice(hg, b->lo);
+        if (b->on_grid || !lo) return lo;
+        return between(*b, rows, lo, slice(hg, b->hi), planner.uniform(hg, b->lo, mean_tokens).load,
+                       planner.uniform(hg, b->hi, mean_tokens).load);
       };
       const auto lo = at_heads(h->lo);
-      const auto t = along(*h, heads, lo, h->on_grid || !lo ? std::nullopt : at_heads(h->hi));
+      std::optional<double> t = lo;
+      if (!h->on_grid && lo) {
+        t = between(*h, heads, lo, at_heads(h->hi), planner.uniform(h->lo, rows, mean_tokens).load,
+                    planner.uniform(h->hi, rows, mean_tokens).load);
+      }
       if (t) return t;
     }
   }
@@ -326,7 +351,21 @@ void apply_table(const HardwareProfile& p, const AttentionShape& a, std::span<co
   const double mean = double(tokens) / double(nonempty);
   const double at[] = {attention_table_heads(p, a), double(local_tokens.size()), mean};
   std::optional<double> measured;
-  if (a.shared_kv && a.impl == "flashinfer") measured = flashinfer_mla_table_time_s(p, a, local_tokens, mean);
+  const int sms = static_cast<int>(p.gpu.sm_count.si());
+  const std::string key = attention_table_key(a) + " " + a.impl;
+  if (a.shared_kv && a.impl == "flashinfer") {
+    const Planner planner{[&](int heads, std::span<const int64_t> rows) {
+      const MlaPlanCost c = flashinfer_mla_plan_cost(heads, rows, sms);
+      return PlanFeatures{double(c.critical_tokens), double(c.max_chunks)};
+    }};
+    measured = planned_table_time_s(p, a, local_tokens, mean, key, at[0], planner);
+  } else if (a.impl == "dcpsim") {
+    const Planner planner{[&](int heads, std::span<const int64_t> rows) {
+      const DcpsimPlan d = dcpsim_attention_plan(a.shared_kv, a.heads / a.kv_heads, heads, rows, sms);
+      return PlanFeatures{double(d.waves * d.block_tokens), double(d.splits)};
+    }};
+    measured = planned_table_time_s(p, a, local_tokens, mean, key, at[0], planner);
+  }
   if (!measured) measured = attention_table_time_s(p, a, at);
   const double analytic = t.kernel_end_s + t.combine_s;
   if (!measured || !(analytic > 0)) return;

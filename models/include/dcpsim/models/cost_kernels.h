@@ -88,7 +88,7 @@ struct AttentionTiming {
   bool needs_combine = false;      // some row has more than one split (or all_rows_combined)
   bool all_rows_combined = false;  // every non-empty row is written by the combine (dcpsim's kernel)
   bool combined(std::size_t b) const { return all_rows_combined || row_splits[b] > 1; }
-  double combine_s = 0.0;          // duration of the split-KV combine kernel (0 when not needed)
+  double combine_s = 0.0;  // duration of the split-KV combine kernel (0 when not needed)
   double combine_bytes = 0.0;
   double total_flops = 0.0;  // 2 · heads · tokens · (qk_dim + head_dim) over the rows
   // kTable: the kernel's time (attention and split-KV combine) is a table's, and every time above is the

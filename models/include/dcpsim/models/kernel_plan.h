@@ -1,5 +1,8 @@
 #pragma once
-// How FlashInfer's MLA decode kernel divides a batch among the SMs, from the algorithm its planner publishes
+// How the attention kernels dcpsim prices from tables divide a batch among the SMs: their schedules, which
+// the table interpolation follows between measured shapes (cost_attention.cc).
+//
+// FlashInfer's MLA decode kernel, from the algorithm its planner publishes
 // (MLAPlan in include/flashinfer/attention/scheduler.cuh, flashinfer-python 0.7.2.post1 as
 // scripts/fetch_flashinfer.sh pins it): query heads go in 64-row CTA tiles, or 128-row tiles of two-CTA
 // clusters once a row has more than 64 of them; every (row, tile) is cut into KV chunks of one length (a
@@ -30,5 +33,19 @@ MlaPlanCost flashinfer_mla_plan_cost(int heads, std::span<const int64_t> tokens,
 // CTA per tile; the table measures 16, 32 and 64), whole 128-head cluster tiles above (H = 144 computes what
 // H = 256 does).
 int flashinfer_mla_tile_heads(int heads);
+
+// dcpsim's split kernel (hw/ops/attention.cu: attention_splits, launch_split): one grid of rows × head blocks
+// × splits; head blocks of 64 MLA heads or of 16 query heads of one KV head; KV tiles of 32 (MLA) or 64 (GQA)
+// tokens; 1 (MLA) or 2 (GQA) blocks resident per SM; as many splits of the longest row's tiles as fill the
+// SMs once (at least 1, at most the tiles). Every row then goes through the split combine, which reads
+// `splits` partials per (row, head).
+struct DcpsimPlan {
+  int64_t splits = 1;
+  int64_t waves = 1;         // blocks / resident slots, rounded up
+  int64_t block_tokens = 0;  // KV tokens one block streams (its share of the longest row)
+};
+// `mla`: the 576-wide latent (one KV head); else GQA with `group` query heads per KV head. InputError for
+// heads < 1, group < 1, sms < 1, no rows or a negative length.
+DcpsimPlan dcpsim_attention_plan(bool mla, int group, int heads, std::span<const int64_t> tokens, int sms);
 
 }  // namespace dcpsim::models

@@ -1,5 +1,5 @@
-// FlashInfer's MLA decode schedule (flashinfer_plan.h) and the attention-table lookup that follows it between
-// measured tokens (cost_attention.cc).
+// The attention kernels' schedules (kernel_plan.h) and the table lookup that follows them between measured
+// shapes (cost_attention.cc).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -8,7 +8,7 @@
 
 #include "dcpsim/error.h"
 #include "dcpsim/models/cost_kernels.h"
-#include "dcpsim/models/flashinfer_plan.h"
+#include "dcpsim/models/kernel_plan.h"
 #include "dcpsim/models/profile.h"
 
 namespace dcpsim::models {
@@ -152,35 +152,82 @@ TEST_F(FlashInferTableTest, RowsBetweenMeasuredOnesFollowTheWork) {
   // along each, so no slice can say what a chunk costs).
   EXPECT_GT(priced(128, rows), law(128, hi));
   EXPECT_NEAR(priced(128, rows), law(128, rows), 0.005 * law(128, rows));
-  // Where the work lies between the neighbours' (20 rows: 1,536 tokens, between 1,024 and 2,048), the
-  // power law in rows.
+  // Where the work lies between the neighbours' (20 rows: 1,536 tokens, between 1,024 and 2,048), linearly
+  // in time by where it lies: halfway.
   const std::vector<int64_t> twenty(20, 4096);
   ASSERT_EQ(flashinfer_mla_plan_cost(128, twenty, kH200Sms).critical_tokens, 1536);
-  const double w = std::log(20.0 / 16.0) / std::log(2.0);
-  const double power = std::exp((1 - w) * std::log(law(128, lo)) + w * std::log(law(128, hi)));
-  EXPECT_NEAR(priced(128, twenty), power, 1e-6 * power);
+  const double half = 0.5 * (law(128, lo) + law(128, hi));
+  EXPECT_NEAR(priced(128, twenty), half, 1e-6 * half);
 }
 
-TEST_F(FlashInferTableTest, OtherImplementationsKeepThePowerLaw) {
-  // The same table under dcpsim's key: heads at whole 64-head units and a power law in tokens.
-  KernelTable k = p_.tables[0].tables[0];
-  k.key = attention_table_key(a_) + " dcpsim";
-  p_.tables[0].tables.push_back(k);
+TEST_F(FlashInferTableTest, HeadsAtEachKernelsTiles) {
   AttentionShape a = a_;
-  a.impl = "dcpsim";
   EXPECT_DOUBLE_EQ(attention_table_heads(p_, a), 128.0);
   a.heads = 144;
-  EXPECT_DOUBLE_EQ(attention_table_heads(p_, a), 192.0);
-  a.impl = "flashinfer";
-  EXPECT_DOUBLE_EQ(attention_table_heads(p_, a), 256.0);
-  a.heads = 128;
+  EXPECT_DOUBLE_EQ(attention_table_heads(p_, a), 256.0);  // FlashInfer: 128-head cluster tiles
   a.impl = "dcpsim";
-  const std::vector<int64_t> rows(8, 4915);
-  const AttentionTiming t = decode_attention_time(p_, a, rows);
-  const std::vector<int64_t> lo(8, 4096), hi(8, 8192);
-  const double w = std::log(4915.0 / 4096.0) / std::log(2.0);
-  EXPECT_NEAR((t.kernel_end_s + t.combine_s) * 1e9,
-              std::exp((1 - w) * std::log(law(128, lo)) + w * std::log(law(128, hi))), 1e-6);
+  EXPECT_DOUBLE_EQ(attention_table_heads(p_, a), 192.0);  // dcpsim: 64-head blocks
+}
+
+TEST(DcpsimAttentionPlan, GridsAsTheRunnerLaunchesThem) {
+  // GQA, 3 KV heads of 16 query heads, 96 rows of 1,024 tokens: 288 blocks for 264 slots, one split, two
+  // waves of blocks streaming all 16 tiles of 64 tokens.
+  const std::vector<int64_t> gqa(96, 1024);
+  DcpsimPlan d = dcpsim_attention_plan(false, 16, 48, gqa, kH200Sms);
+  EXPECT_EQ(d.splits, 1);
+  EXPECT_EQ(d.waves, 2);
+  EXPECT_EQ(d.block_tokens, 1024);
+  // 64 rows of 2 KV heads: 128 blocks, two splits fill the 264 slots once.
+  d = dcpsim_attention_plan(false, 16, 32, std::vector<int64_t>(64, 1024), kH200Sms);
+  EXPECT_EQ(d.splits, 2);
+  EXPECT_EQ(d.waves, 1);
+  EXPECT_EQ(d.block_tokens, 512);
+  // MLA, 128 heads (two 64-head blocks), 8 rows of 8,192 tokens: 16 blocks, 8 splits of 32 tiles of 32
+  // tokens.
+  d = dcpsim_attention_plan(true, 128, 128, std::vector<int64_t>(8, 8192), kH200Sms);
+  EXPECT_EQ(d.splits, 8);
+  EXPECT_EQ(d.waves, 1);
+  EXPECT_EQ(d.block_tokens, 1024);
+  // The longest row sets the tiles; splits never exceed them.
+  d = dcpsim_attention_plan(true, 16, 16, std::vector<int64_t>{10, 100}, kH200Sms);
+  EXPECT_EQ(d.splits, 4);  // 100 tokens: 4 tiles
+  EXPECT_EQ(d.block_tokens, 32);
+  EXPECT_THROW(dcpsim_attention_plan(true, 16, 0, gqa, kH200Sms), InputError);
+  EXPECT_THROW(dcpsim_attention_plan(true, 16, 16, std::vector<int64_t>{}, kH200Sms), InputError);
+  EXPECT_THROW(dcpsim_attention_plan(true, 16, 16, std::vector<int64_t>{-1}, kH200Sms), InputError);
+}
+
+// dcpsim's own kernel from a table whose times are exactly an offset plus costs of its schedule: the lookup
+// gives that law between measured tokens and, where the work lies between the neighbours', between rows.
+TEST(DcpsimAttentionTable, FollowsItsScheduleBetweenMeasuredShapes) {
+  HardwareProfile p = load_profile("h200-sxm");
+  p.tables.clear();
+  const AttentionShape a{32, 2, 128, 128, false, DType::kBF16, DType::kBF16, "dcpsim"};  // GQA, group 16
+  auto law = [](int heads, const std::vector<int64_t>& rows) {
+    const DcpsimPlan d = dcpsim_attention_plan(false, 16, heads, rows, kH200Sms);
+    return 4000.0 + 20.0 * double(d.waves * d.block_tokens) + 150.0 * double(d.splits);
+  };
+  KernelTables t;
+  t.provenance.device = "NVIDIA H200";
+  KernelTable k{TableKernel::kAttention, attention_table_key(a) + " dcpsim", {}, {}, {}, {}};
+  for (double h : {32.0, 64.0})
+    for (double b : {16.0, 64.0, 128.0})
+      for (double n : {256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0}) {
+        const double ns = law(static_cast<int>(h), std::vector<int64_t>(std::size_t(b), int64_t(n)));
+        k.points.push_back({{h, b, n}, ns, 5, ns, ns});
+      }
+  k.finalize("test");
+  t.tables.push_back(k);
+  p.tables.push_back(t);
+  auto priced = [&](const std::vector<int64_t>& rows) {
+    const AttentionTiming x = decode_attention_time(p, a, rows);
+    EXPECT_EQ(x.source, FigureSource::kTable);
+    return (x.kernel_end_s + x.combine_s) * 1e9;
+  };
+  for (int64_t n : {300, 700, 1500, 3000, 6000}) {
+    const std::vector<int64_t> rows(64, n);
+    EXPECT_NEAR(priced(rows), law(32, rows), 1e-6 * law(32, rows)) << n;
+  }
 }
 
 }  // namespace

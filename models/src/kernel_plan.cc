@@ -1,5 +1,5 @@
-// FlashInfer's MLA decode schedule, priced in its planner's cost units (see flashinfer_plan.h).
-#include "dcpsim/models/flashinfer_plan.h"
+// FlashInfer's MLA decode schedule, priced in its planner's cost units (see kernel_plan.h).
+#include "dcpsim/models/kernel_plan.h"
 
 #include <algorithm>
 #include <functional>
@@ -79,6 +79,30 @@ MlaPlanCost flashinfer_mla_plan_cost(int heads, std::span<const int64_t> tokens,
     }
   }
   return c;
+}
+
+DcpsimPlan dcpsim_attention_plan(bool mla, int group, int heads, std::span<const int64_t> tokens, int sms) {
+  if (heads < 1 || group < 1 || sms < 1 || tokens.empty()) {
+    throw InputError(
+        "dcpsim attention plan: expected heads, group and sms >= 1 and at least one row, got heads " +
+        std::to_string(heads) + ", group " + std::to_string(group) + ", sms " + std::to_string(sms) + ", " +
+        std::to_string(tokens.size()) + " rows");
+  }
+  const int64_t kv = mla ? 1 : std::max(1, heads / group);
+  const int64_t head_blocks = kv * div_up(mla ? heads : group, mla ? 64 : 16);
+  const int64_t tile = mla ? 32 : 64, slots = int64_t(sms) * (mla ? 1 : 2);
+  int64_t longest = 0;
+  for (int64_t n : tokens) {
+    if (n < 0) throw InputError("dcpsim attention plan: row lengths must be >= 0, got " + std::to_string(n));
+    longest = std::max(longest, n);
+  }
+  const int64_t tiles = std::max<int64_t>(1, div_up(longest, tile));
+  const int64_t blocks = int64_t(tokens.size()) * head_blocks;
+  DcpsimPlan d;
+  d.splits = std::clamp<int64_t>(slots / blocks, 1, std::min<int64_t>(tiles, 1024));
+  d.waves = div_up(blocks * d.splits, slots);
+  d.block_tokens = div_up(tiles, d.splits) * tile;
+  return d;
 }
 
 }  // namespace dcpsim::models
