@@ -127,13 +127,15 @@ void check_grid(const KernelSweepConfig& c) {
   // The simulator looks MLA attention above one 64-head tile up at whole tiles (models::
   // attention_table_heads): 64-head CTA tiles for dcpsim's kernel, FlashInfer's 128-head cluster tiles
   // otherwise; a point at H = 96 would be recorded where H = 128 is.
-  const int tile = c.attention == AttentionImpl::kDcpsim ? 64 : 128;
   for (const SweepGeometry& g : c.geometries) {
     if (!g.mla) continue;
-    for (int h : c.heads)
+    for (int h : c.heads) {
+      const AttentionImpl impl = resolve_attention_impl(c.attention, {h, 1, 576, 512, true, false});
+      const int tile = impl == AttentionImpl::kDcpsim ? 64 : 128;
       if (h > 64 && h % tile != 0)
         throw InputError("kernel sweep: MLA heads above 64 must be multiples of " + std::to_string(tile) +
                          " (the kernel's head tile), got " + std::to_string(h));
+    }
   }
   if (c.row_stamps) {
     for (const std::string& k : c.kernels)

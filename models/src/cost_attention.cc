@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,8 +73,11 @@ int64_t choose_split_tokens(std::span<const int64_t> tokens, int groups, int slo
 }  // namespace
 
 AttentionShape attention_shape(const Scenario& s) {
-  return {s.heads,    s.kv_heads,  s.head_dim,      s.qk_dim, s.kv_heads == 1 && s.qk_dim > s.head_dim,
-          s.kv_dtype, s.out_dtype, s.attention_impl};
+  AttentionShape a{
+      s.heads,    s.kv_heads,  s.head_dim,      s.qk_dim, s.kv_heads == 1 && s.qk_dim > s.head_dim,
+      s.kv_dtype, s.out_dtype, s.attention_impl};
+  a.pushes_rows = s.strategy == Strategy::kRowStream;
+  return a;
 }
 
 std::optional<double> attention_table_time_s(const HardwareProfile& p, const AttentionShape& a,
@@ -174,11 +178,17 @@ struct PlanFeatures {
 
 // One implementation's schedule: its features for `heads` query heads (GQA: heads / group KV heads) over rows
 // of the given lengths.
+// Uniform shapes (the table's points) are planned once per lookup.
 struct Planner {
   std::function<PlanFeatures(int heads, std::span<const int64_t> tokens)> plan;
+  mutable std::map<std::array<double, 3>, PlanFeatures> seen;
   PlanFeatures uniform(double heads, double rows, double tokens) const {
-    const std::vector<int64_t> same(static_cast<std::size_t>(rows), std::llround(tokens));
-    return plan(static_cast<int>(heads), same);
+    const auto [it, fresh] = seen.try_emplace({heads, rows, tokens});
+    if (fresh) {
+      const std::vector<int64_t> same(static_cast<std::size_t>(rows), std::llround(tokens));
+      it->second = plan(static_cast<int>(heads), same);
+    }
+    return it->second;
   }
 };
 
@@ -194,6 +204,15 @@ std::optional<PlanFeatures> slice_costs(const KernelTable& t, double heads, doub
     xs.push_back({1.0, f.load, f.chunks, pt.median_ns});
   }
   if (xs.size() < 4) return std::nullopt;
+  // Each feature column scaled to its largest value, so that the pivot test below does not depend on units
+  // (critical-path tokens reach 10^5, partials 10^2).
+  std::array<double, 3> unit{1.0, 0.0, 0.0};
+  for (const auto& x : xs)
+    for (std::size_t i = 1; i < 3; ++i) unit[i] = std::max(unit[i], std::abs(x[i]));
+  for (std::size_t i = 1; i < 3; ++i) {
+    if (!(unit[i] > 0.0)) unit[i] = 1.0;
+    for (auto& x : xs) x[i] /= unit[i];
+  }
   // The first k features: normal equations, Gauss-Jordan with partial pivoting.
   auto solve = [&](int k) -> std::optional<std::array<double, 3>> {
     double m[3][4] = {};
@@ -203,7 +222,7 @@ std::optional<PlanFeatures> slice_costs(const KernelTable& t, double heads, doub
         m[i][k] += x[i] * x[3];
       }
     }
-    const double scale = m[0][0] + m[1][1] + (k > 2 ? m[2][2] : 0.0);
+    const double scale = m[0][0];  // the point count: every column is now at most 1
     for (int c = 0; c < k; ++c) {
       int pivot = c;
       for (int r = c + 1; r < k; ++r)
@@ -223,7 +242,7 @@ std::optional<PlanFeatures> slice_costs(const KernelTable& t, double heads, doub
   auto coef = solve(3);
   if (!coef) coef = solve(2);
   if (!coef) return std::nullopt;
-  const PlanFeatures cost{(*coef)[1], (*coef)[2]};
+  const PlanFeatures cost{(*coef)[1] / unit[1], (*coef)[2] / unit[2]};
   if (!(cost.load >= 0.0) || !(cost.chunks >= 0.0) || !(cost.load + cost.chunks > 0.0)) return std::nullopt;
   return cost;
 }
@@ -238,6 +257,17 @@ std::optional<double> planned_table_time_s(const HardwareProfile& p, const Atten
   for (const KernelTables& file : p.tables) {
     for (const KernelTable& table : file.tables) {
       if (table.kernel != TableKernel::kAttention || table.key != key || table.grid.size() != 3) continue;
+      // Schedules need whole heads and rows; a table with others is looked up as any table is.
+      const auto whole = [](const std::vector<double>& g) {
+        return std::all_of(g.begin(), g.end(), [](double v) { return v >= 1.0 && v == std::floor(v); });
+      };
+      if (!whole(table.grid[0]) || !whole(table.grid[1])) continue;
+      std::map<std::pair<double, double>, std::optional<PlanFeatures>> fits;
+      auto costs = [&](double hg, double bg) {
+        const auto [it, fresh] = fits.try_emplace({hg, bg});
+        if (fresh) it->second = slice_costs(table, hg, bg, planner);
+        return it->second;
+      };
       const auto h = bracket(table.grid[0], heads);
       const auto b = bracket(table.grid[1], rows);
       const auto n = bracket(table.grid[2], mean_tokens);
@@ -254,7 +284,7 @@ std::optional<double> planned_table_time_s(const HardwareProfile& p, const Atten
         const auto hi = lo ? point(n->hi) : std::nullopt;
         if (!lo || !hi) return std::nullopt;
         double w = (mean_tokens - n->lo) / (n->hi - n->lo);  // without a fit: linear in tokens
-        if (const auto cost = slice_costs(table, hg, bg, planner)) {
+        if (const auto cost = costs(hg, bg)) {
           const auto model = [&](const PlanFeatures& f) {
             return cost->load * f.load + cost->chunks * f.chunks;
           };
@@ -279,7 +309,7 @@ std::optional<double> planned_table_time_s(const HardwareProfile& p, const Atten
       // where 64 rows of 2 need one): on each neighbouring slice, the time at which that slice does the
       // query's work (its fitted model of the schedule equal to the query's), then the power law.
       auto matched = [&](double hg, double bg) -> std::optional<double> {
-        const auto cost = slice_costs(table, hg, bg, planner);
+        const auto cost = costs(hg, bg);
         if (!cost) return on_slice(hg, bg);
         const double want = cost->load * query.load + cost->chunks * query.chunks;
         std::optional<double> prev_t;
@@ -290,13 +320,13 @@ std::optional<double> planned_table_time_s(const HardwareProfile& p, const Atten
           if (!t) continue;
           const PlanFeatures f = planner.uniform(hg, bg, tok);
           const double m = cost->load * f.load + cost->chunks * f.chunks;
-          if (!prev_t && m >= want) return t;  // below the slice's least work: its first point
+          if (!prev_t && m >= want) return m == want ? t : std::nullopt;  // below the slice's measured work
           if (prev_t && m >= want && m > prev_m)
             return *prev_t + (want - prev_m) / (m - prev_m) * (*t - *prev_t);
           prev_t = t;
           prev_m = m;
         }
-        return prev_t;  // above the slice's most work: its last point
+        return std::nullopt;  // above the slice's measured work: not read off this table
       };
       // Where the query's critical-path load lies between its neighbours' along every off-grid axis, the
       // power laws hold; otherwise the time follows the work.
@@ -355,15 +385,18 @@ void apply_table(const HardwareProfile& p, const AttentionShape& a, std::span<co
   const std::string key = attention_table_key(a) + " " + a.impl;
   if (a.shared_kv && a.impl == "flashinfer") {
     const Planner planner{[&](int heads, std::span<const int64_t> rows) {
-      const MlaPlanCost c = flashinfer_mla_plan_cost(heads, rows, sms);
-      return PlanFeatures{double(c.critical_tokens), double(c.max_chunks)};
-    }};
+                            const MlaPlanCost c = flashinfer_mla_plan_cost(heads, rows, sms);
+                            return PlanFeatures{double(c.critical_tokens), double(c.max_chunks)};
+                          },
+                          {}};
     measured = planned_table_time_s(p, a, local_tokens, mean, key, at[0], planner);
   } else if (a.impl == "dcpsim") {
     const Planner planner{[&](int heads, std::span<const int64_t> rows) {
-      const DcpsimPlan d = dcpsim_attention_plan(a.shared_kv, a.heads / a.kv_heads, heads, rows, sms);
-      return PlanFeatures{double(d.waves * d.block_tokens), double(d.splits)};
-    }};
+                            const DcpsimPlan d =
+                                dcpsim_attention_plan(a.shared_kv, a.heads / a.kv_heads, heads, rows, sms);
+                            return PlanFeatures{double(d.waves * d.block_tokens), double(d.splits)};
+                          },
+                          {}};
     measured = planned_table_time_s(p, a, local_tokens, mean, key, at[0], planner);
   }
   if (!measured) measured = attention_table_time_s(p, a, at);
@@ -461,9 +494,9 @@ AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionS
 
   // Combine reads every split's fp32 partial and LSE of the split rows and writes their final output once.
   // dcpsim's kernel writes every row through that pass, split or not (its split kernel keeps fp32 partials;
-  // only the pushing merges fuse the write into it): each row is final when the combine has written it, as
-  // its row stamps show.
-  t.all_rows_combined = a.impl == "dcpsim";
+  // only row-stream's push takes a one-split row from the split kernel itself): each row is final when the
+  // combine has written it, as its row stamps show.
+  t.all_rows_combined = a.impl == "dcpsim" && !a.pushes_rows;
   for (int b = 0; b < rows; ++b) {
     if (!t.combined(b) || t.row_splits[b] == 0) continue;
     t.needs_combine = true;

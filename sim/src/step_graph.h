@@ -99,7 +99,10 @@ struct StepGraph {
 
   // A merge kernel's time (table or analytic), recorded as a figure of `rank`.
   double price(int rank, models::MemoryKernel k, models::MergeShape m) {
-    m.row_stamps = row_stamps && k != models::MemoryKernel::kA2aPack;  // the pack stamps no row
+    // Correction and the A2A combine stamp rows and have stamped tables; the pack stamps none, and the direct
+    // merge's stamped kernel has no table (`hw sweep --row-stamps` times those two only).
+    m.row_stamps =
+        row_stamps && (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aCombine);
     models::KernelPrice price = models::merge_kernel_price(profile, k, m);
     if (emulated_ranks && (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack)) {
       // Bytes through the L2 between this rank's attention writing its output and this kernel reading it:

@@ -82,7 +82,7 @@ TEST(Step, FlashInferAttentionFirstRepacksTheGatheredQuery) {
   s.attention_impl = "flashinfer";
   const StepResult fi = sim.run(s);
   EXPECT_EQ(repacks(fi), 4);
-  // The same scenario with one row more: its phase holds the repack's copy besides the (table) kernel.
+  // Each rank's phase holds the repack's copy besides the (table) kernel.
   const double copy = models::memory_kernel_time(p, 2.0 * 8 * 128 * 576 * 2);
   for (int rank = 0; rank < 4; ++rank) {
     const models::AttentionTiming t = models::decode_attention_time(

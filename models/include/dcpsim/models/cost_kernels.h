@@ -46,6 +46,9 @@ struct AttentionShape {
   DType kv_dtype = DType::kBF16;
   DType out_dtype = DType::kBF16;
   std::string impl;  // the implementation ("flashinfer", "dcpsim"); empty: any (Scenario::attention_impl)
+  // The step's merge takes each finished row from the attention kernel itself (row-stream): dcpsim's kernel
+  // then pushes a row of one split from its split kernel, with no combine pass.
+  bool pushes_rows = false;
 };
 // From a scenario: shared_kv when kv_heads == 1 and qk_dim > head_dim (the MLA layout).
 AttentionShape attention_shape(const Scenario& s);
@@ -86,7 +89,7 @@ struct AttentionTiming {
   double total_bytes = 0.0;        // HBM bytes: every row's KV shard, queries and final output + LSE
   double kernel_end_s = 0.0;       // floor + every wave
   bool needs_combine = false;      // some row has more than one split (or all_rows_combined)
-  bool all_rows_combined = false;  // every non-empty row is written by the combine (dcpsim's kernel)
+  bool all_rows_combined = false;  // every row is written by the combine, empty ones too (dcpsim's kernel)
   bool combined(std::size_t b) const { return all_rows_combined || row_splits[b] > 1; }
   double combine_s = 0.0;  // duration of the split-KV combine kernel (0 when not needed)
   double combine_bytes = 0.0;
