@@ -160,6 +160,16 @@ TEST_F(FlashInferTableTest, RowsBetweenMeasuredOnesFollowTheWork) {
   EXPECT_NEAR(priced(128, twenty), half, 1e-6 * half);
 }
 
+// Past the work a neighbouring slice measured (24 rows of 16,384 tokens stream more per cluster than 16 rows
+// of the longest measured tokens do), nothing is read off the slice: the plain log-log lookup prices it.
+TEST_F(FlashInferTableTest, WorkBeyondTheMeasuredSlicesFallsBackToThePlainLookup) {
+  const std::vector<int64_t> rows(24, 16384);
+  const double at[] = {128.0, 24.0, 16384.0};
+  const auto plain = table_time_s(p_.tables[0].tables[0], at);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_NEAR(priced(128, rows), *plain * 1e9, 1e-6 * *plain * 1e9);
+}
+
 TEST_F(FlashInferTableTest, HeadsAtEachKernelsTiles) {
   AttentionShape a = a_;
   EXPECT_DOUBLE_EQ(attention_table_heads(p_, a), 128.0);
@@ -195,6 +205,31 @@ TEST(DcpsimAttentionPlan, GridsAsTheRunnerLaunchesThem) {
   EXPECT_THROW(dcpsim_attention_plan(true, 16, 0, gqa, kH200Sms), InputError);
   EXPECT_THROW(dcpsim_attention_plan(true, 16, 16, std::vector<int64_t>{}, kH200Sms), InputError);
   EXPECT_THROW(dcpsim_attention_plan(true, 16, 16, std::vector<int64_t>{-1}, kH200Sms), InputError);
+}
+
+// dcpsim's kernel writes every row through its split combine, so every row is final at the combine's end;
+// under row-stream a one-split row is pushed from the split kernel itself.
+TEST(DcpsimAttentionRows, FinalAfterTheCombineUnlessPushed) {
+  HardwareProfile p = load_profile("h200-sxm");
+  p.tables.clear();
+  AttentionShape a{128, 1, 512, 576, true, DType::kBF16, DType::kBF16, "dcpsim"};
+  const std::vector<int64_t> rows{0, 8192, 16384, 300};
+  const AttentionTiming t = decode_attention_time(p, a, rows);
+  EXPECT_TRUE(t.all_rows_combined);
+  EXPECT_TRUE(t.needs_combine);
+  const std::vector<double> ready = t.row_ready_s(t.kernel_end_s);
+  for (double r : ready) EXPECT_DOUBLE_EQ(r, t.kernel_end_s + t.combine_s);
+  a.pushes_rows = true;
+  const AttentionTiming pushed = decode_attention_time(p, a, rows);
+  EXPECT_FALSE(pushed.all_rows_combined);
+  const std::vector<double> pushed_ready = pushed.row_ready_s(pushed.kernel_end_s);
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    if (pushed.row_splits[b] < 2) {
+      EXPECT_DOUBLE_EQ(pushed_ready[b], pushed.row_done_s[b]) << b;
+    }
+  }
+  a.impl = "flashinfer";  // the split-KV model's own rule
+  EXPECT_FALSE(decode_attention_time(p, a, rows).all_rows_combined);
 }
 
 // dcpsim's own kernel from a table whose times are exactly an offset plus costs of its schedule: the lookup
