@@ -10,7 +10,6 @@
 
 #include "dcpsim/error.h"
 #include "dcpsim/models/cost_kernels.h"
-#include "dcpsim/models/kernel_plan.h"
 #include "dcpsim/models/sharding.h"
 
 namespace dcpsim::analysis {
@@ -86,13 +85,7 @@ std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase&
       why = "FlashInfer's attention phase also holds the query repack (`hw sweep` times the kernel alone)";
       return std::nullopt;
     }
-    double heads = s.heads;  // models::attention_table_heads with the options' tile
-    const int q_per_kv = s.heads / s.kv_heads;
-    if (shape.shared_kv && s.attention_impl == "flashinfer") {
-      heads = models::flashinfer_mla_tile_heads(s.heads);
-    } else if (shape.shared_kv && q_per_kv > heads_per_cta) {
-      heads = double(s.kv_heads) * double((q_per_kv + heads_per_cta - 1) / heads_per_cta) * heads_per_cta;
-    }
+    const double heads = models::attention_table_heads(shape, heads_per_cta);
     const std::string key = models::attention_table_key(shape) +
                             (s.attention_impl.empty() ? std::string() : " " + s.attention_impl);
     return Target{TableKernel::kAttention, key, {heads, double(s.rows()), double(tokens) / double(nonempty)}};

@@ -109,10 +109,15 @@ std::string attention_table_key(const AttentionShape& a) {
 }
 
 double attention_table_heads(const HardwareProfile& p, const AttentionShape& a) {
+  return attention_table_heads(a, static_cast<int>(p.attention.heads_per_cta.si()));
+}
+
+double attention_table_heads(const AttentionShape& a, int heads_per_cta) {
+  check_shape(a);
   if (a.shared_kv && a.impl == "flashinfer") return flashinfer_mla_tile_heads(a.heads);
-  const int per_kv = head_groups(p, a) / a.kv_heads;  // work units per KV head
-  if (!a.shared_kv || per_kv < 2) return double(a.heads);
-  return double(a.kv_heads) * per_kv * heads_per_work_unit(p, a);
+  const int q_per_kv = a.heads / a.kv_heads;
+  if (!a.shared_kv || heads_per_cta < 1 || q_per_kv <= heads_per_cta) return double(a.heads);
+  return double(a.kv_heads) * double(ceil_div(q_per_kv, heads_per_cta) * heads_per_cta);
 }
 
 double attention_flops_per_head_token(const AttentionShape& a) {

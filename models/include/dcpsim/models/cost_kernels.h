@@ -73,6 +73,8 @@ std::optional<double> attention_table_time_s(const HardwareProfile& p, const Att
 // H = 144 costs what H = 256 does). Other MLA kernels with more query heads than one work unit takes
 // (attention.heads_per_cta): whole units (dcpsim's pads the last 64-head tile). Otherwise H.
 double attention_table_heads(const HardwareProfile& p, const AttentionShape& a);
+// The same with an explicit MLA work unit (heads_per_cta) instead of the profile's.
+double attention_table_heads(const AttentionShape& a, int heads_per_cta);
 // FLOPs of one query head over one KV token: QK^T (qk_dim) and PV (head_dim), a multiply-add each.
 double attention_flops_per_head_token(const AttentionShape& a);
 
