@@ -24,9 +24,11 @@ sweep() {
 }
 cvar=auto
 mvar=auto
+avar=auto
 if [ "$variants" = --variants ]; then
   cvar=auto,legacy,g4s,f1,f2,f4,s1,s2,s4
   mvar=auto,legacy,g1,g2,f1,f2
+  avar=auto,legacy,g1,g2,p4,p8
 fi
 sweep copy --op copy --dtype bf16
 sweep correct --op correct --dtype bf16,fp16 --variant $cvar
@@ -35,5 +37,5 @@ python3 "$here/hw_triton_correction.py" "$out/triton.jsonl" --grid "$grid" || ec
 echo "  (triton: $((SECONDS - t0)) s)"
 sweep merge_states --op merge-states-flashinfer --dtype bf16,fp16
 sweep combine --op combine --dtype bf16,fp16 --variant $mvar
-sweep a2a_combine --op a2a-combine --dtype bf16,fp16
+sweep a2a_combine --op a2a-combine --dtype bf16,fp16 --variant $avar
 python3 "$here/hw_kernel_table.py" "$out" --markdown "$out/table.md"

@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# One GPU-machine call that re-makes the measured data the models rest on, and nothing else: every GPU test,
-# the kernel tables (scripts/hw_tables.sh) and the measured-trace sweeps (fit and held-out sets); with
-# FUZZ_DIR/FUZZ_TARGETS the long fuzz run on the idle CPU cores meanwhile (as in scripts/hw_session.sh).
-# Results under $OUT, each written as soon as its stage ends (tests, merge tables, held-out traces, attention
-# tables, fit traces): hw_tests.log, tables.tgz, holdout.tgz, traces.tgz (SKIP_FIT=1 leaves the fit set out),
-# fuzz_long.txt.
-#   OUT=... [SKIP_FIT=1] [FUZZ_DIR=... FUZZ_TARGETS=... FUZZ_SECONDS=...] scripts/hw_refresh.sh
+# One GPU-machine call that re-makes the measured data the models rest on, and nothing else. Stages, in the
+# order given by STAGES (default: all of them, in this order):
+#   tests      every GPU test                                        -> hw_tests.log
+#   sanitize   compute-sanitizer memcheck and racecheck over a small merge-kernel sweep, stamped and not
+#                                                                    -> sanitize.txt
+#   merge      the merge-kernel tables (scripts/hw_tables.sh merge)  -> tables.tgz
+#   stamped    their stamped variants (hw_tables.sh stamped)         -> tables.tgz
+#   holdout    the held-out traces (scripts/hw_sweep.sh holdout)     -> holdout.tgz
+#   holdout2   the second held-out set                               -> holdout2.tgz
+#   rows       one-rank steps with per-row stamps                    -> rows.tgz
+#   attention  the attention tables (hw_tables.sh attention)         -> tables.tgz
+#   fit        the fit traces (scripts/hw_sweep.sh fit)              -> traces.tgz
+# Each result lands in $OUT as soon as its stage ends, so a call cut short by its time limit still returns
+# what finished. With FUZZ_DIR/FUZZ_TARGETS the long fuzz run uses the idle CPU cores meanwhile
+# (fuzz_long.txt).
+#   OUT=... [BIN=.carry/bin] [STAGES="tests merge ..."] [FUZZ_DIR=... FUZZ_TARGETS=... FUZZ_SECONDS=...]
+#     scripts/hw_refresh.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0
@@ -13,6 +23,7 @@ OUT=${OUT:-/tmp/hw-out}
 W=/tmp/hw-refresh
 mkdir -p "$OUT" "$W"
 BIN=${BIN:-$PWD/.carry/bin}
+STAGES=${STAGES:-tests sanitize merge stamped holdout holdout2 rows attention fit}
 nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null)
 export LD_LIBRARY_PATH=$BIN:$(dirname "$(find "${nccl:-/}" -name 'libnccl.so.2' 2>/dev/null | head -1)"):${LD_LIBRARY_PATH:-}
 fuzz_pid=
@@ -23,32 +34,47 @@ if [ -n "${FUZZ_DIR:-}" ]; then
   fuzz_pid=$!
 fi
 "$BIN/dcpsim" hw devices
-# Stages in order of what the models need most; each result lands in $OUT as soon as its stage ends, so a
-# call cut short by its time limit still returns what finished.
-timeout "${TESTS_TIMEOUT:-180}" "$BIN/hw_tests" --gtest_brief=1 >"$W/hw_tests.log" 2>&1
-echo "hw_tests exit $?"
-grep -E '^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]' "$W/hw_tests.log" | tail -12
-cp "$W/hw_tests.log" "$OUT/"
-stage() {  # NAME WHICH: one hw_tables.sh part
-  local start
-  start=$(date +%s)
-  scripts/hw_tables.sh "$BIN/dcpsim" "$W/tables" "$2" h200-sxm --date "$(date -u +%F)" >>"$W/tables.txt" \
+
+tables() {  # WHICH: one hw_tables.sh part
+  scripts/hw_tables.sh "$BIN/dcpsim" "$W/tables" "$1" h200-sxm --date "$(date -u +%F)" >>"$W/tables.txt" \
     2>>"$W/tables.err"
-  echo "$1 tables took $(($(date +%s) - start)) s"
   (cd "$W" && tar czf "$OUT/tables.tgz" tables tables.txt tables.err)
 }
-stage merge merge
-# Held-out set next: it is what validation needs; the fit set is re-measured when time is left.
-scripts/hw_sweep.sh "$BIN/dcpsim" "$W/holdout" holdout >"$W/sweep.log" 2>&1
-(cd "$W" && tar czf "$OUT/holdout.tgz" holdout sweep.log)
-echo "held-out sweep: $(grep -c '^ok ' "$W/sweep.log") ok, $(grep -c '^FAIL ' "$W/sweep.log") failed"
-stage attention attention
-if [ -z "${SKIP_FIT:-}" ]; then
-  scripts/hw_sweep.sh "$BIN/dcpsim" "$W/traces" >"$W/sweep-fit.log" 2>&1
-  echo "fit sweep: $(grep -c '^ok ' "$W/sweep-fit.log") ok, $(grep -c '^FAIL ' "$W/sweep-fit.log") failed"
-  (cd "$W" && tar czf "$OUT/traces.tgz" traces sweep-fit.log)
-fi
-grep -h '^FAIL' "$W"/sweep*.log | head -5
+traces() {  # SET ARCHIVE: one hw_sweep.sh set
+  scripts/hw_sweep.sh "$BIN/dcpsim" "$W/$1" "$1" >"$W/$1.log" 2>&1
+  echo "$1: $(grep -c '^ok ' "$W/$1.log") ok, $(grep -c '^FAIL ' "$W/$1.log") failed"
+  grep '^FAIL' "$W/$1.log" | head -5
+  (cd "$W" && tar czf "$OUT/$2" "$1" "$1.log")
+}
+sanitize() {  # every merge kernel of a small sweep, stamped and not, under memcheck and racecheck
+  local sweep=(hw sweep --kernels correction,a2a_pack,a2a_combine --merge-dcp 3,8 --merge-batch 1,17
+    --merge-heads 24,96 --merge-heads-per-rank 3,32 --merge-head-dims 128,512 --reps 3 --warmup 0)
+  for tool in memcheck racecheck; do
+    for stamps in "" --row-stamps; do
+      timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 "$BIN/dcpsim" "${sweep[@]}" $stamps \
+        --out "$W/sanitize.json" >"$W/sanitize-$tool$stamps.txt" 2>&1
+      echo "$tool ${stamps:-(no stamps)}: exit $?, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' \
+        "$W/sanitize-$tool$stamps.txt" | tail -1)" | tee -a "$W/sanitize.txt"
+    done
+  done
+  cp "$W/sanitize.txt" "$OUT/"
+}
+for stage in $STAGES; do
+  start=$(date +%s)
+  case $stage in
+    tests)
+      timeout "${TESTS_TIMEOUT:-240}" "$BIN/hw_tests" --gtest_brief=1 >"$W/hw_tests.log" 2>&1
+      echo "hw_tests exit $?"
+      grep -E '^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]' "$W/hw_tests.log" | tail -12
+      cp "$W/hw_tests.log" "$OUT/" ;;
+    sanitize) sanitize ;;
+    merge|stamped|attention) tables "$stage" ;;
+    holdout|holdout2|rows) traces "$stage" "$stage.tgz" ;;
+    fit) traces fit traces.tgz ;;
+    *) echo "hw_refresh.sh: unknown stage '$stage'" >&2; exit 2 ;;
+  esac
+  echo "stage $stage took $(($(date +%s) - start)) s"
+done
 if [ -n "$fuzz_pid" ]; then
   wait "$fuzz_pid"
   cat "$W/fuzz_long.txt"

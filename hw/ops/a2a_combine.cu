@@ -30,10 +30,10 @@ namespace dcpsim::hw::ops {
 namespace {
 
 constexpr int kMaxThreads = 256;
-constexpr int kVariantCount = 6;
-// legacy; the lane-group kernel with 1, 2, 4 vectors per lane and source; the short path with 1, 2
-// (a2a_combine_fast.cu)
-constexpr const char* kVariantNames[kVariantCount] = {"legacy", "g1", "g2", "g4", "f1", "f2"};
+constexpr int kVariantCount = 8;
+// legacy; the lane-group kernel with 1, 2, 4 vectors per lane and source; the short path with 1, 2; the
+// packed rows' short path with 4, 8 32-bit words (a2a_combine_fast.cu)
+constexpr const char* kVariantNames[kVariantCount] = {"legacy", "g1", "g2", "g4", "f1", "f2", "p4", "p8"};
 
 // Sources whose chunk is loaded before the weights: as many as fit in 80 registers beside the VPT·VEC fp32
 // accumulators (no spills on sm_90 or sm_100), at most 8.
@@ -193,6 +193,10 @@ bool aligned_for(const CombineArgs& a, int vec, std::size_t elem) {
 template <typename T>
 void launch_typed(const CombineArgs& a, int variant, cudaStream_t stream) {
   constexpr int kVec = 16 / sizeof(T);
+  if (variant >= 6) {  // the packed short path, else the short path with as many bytes per lane
+    if (launch_combine_packed(a, variant == 6 ? 4 : 8, stream)) return;
+    variant -= 2;
+  }
   if (variant >= 4) {  // the short path, else the lane-group kernel with as many vectors
     if (launch_combine_fast(a, variant - 3, stream)) return;
     variant -= 3;
@@ -225,8 +229,10 @@ int combine_auto_variant(const CombineArgs& a) {
   // everywhere, one vector per lane up to 2 MiB and two above (on average within 0.5 % of the per-shape
   // best). Where their layout does not allow them they fall back to the lane-group kernel with as many
   // vectors.
+  // The packed all-to-all's rows (LSE in the row) take the packed short path, four words per lane.
   const std::int64_t bytes =
       std::int64_t(a.dcp) * a.rows * a.heads * a.dim * std::int64_t(elem_bytes(a.elem));
+  if (a.lse == nullptr) return 6;                   // p4
   return bytes <= (std::int64_t{2} << 20) ? 4 : 5;  // f1 : f2
 }
 

@@ -4,6 +4,7 @@
 // pair; every lane issues the loads of its VPT vectors of all N sources, then the N LSEs, forms the N weights
 // itself (one reciprocal of the max-shifted sum) and accumulates in fp32. A source whose weight is 0 has its
 // words replaced by zeros before any arithmetic. Other calls go to the lane-group kernels (a2a_combine.cu).
+// The packed all-to-all's rows take the same kernel on 32-bit words (variants p4, p8; below).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -13,6 +14,7 @@
 #include "combine_common.cuh"
 #include "cuda_check.h"
 #include "device_common.cuh"
+#include "elem_dispatch.cuh"
 #include "merge_fast.cuh"
 #include "ops.h"
 #include "vec.cuh"
@@ -142,7 +144,133 @@ bool fits(std::int64_t x) {
   return x >= 0 && x < (std::int64_t{1} << 31);
 }
 
+// The packed all-to-all's rows ([N][B][H/N][D + 2] 16-bit lanes, SPEC "Packed A2A layout") start on 4-byte
+// boundaries only, so the packed short path ("p4", "p8") moves 32-bit words (two lanes): the same kernel
+// shape as above on words, the LSE read as the word D/2 of each row (its low half is lane D, the low bits of
+// the fp32 pattern). Offsets in words, 32-bit. Row stamps supported: every thread reaches the row's barrier.
+struct PackedCombineParams {
+  const unsigned* o;
+  unsigned* dst;
+  float* merged;  // may be null
+  RowStamps stamps;
+  int src_stride, row_words, dst_row, dst_head, merged_row, merged_head;
+  int dcp, valid_rows, heads, words, shift, heads_per_block;
+  float k;
+  int pdl;
+};
+
+template <typename T, int VPT, int NP>
+__global__ void __launch_bounds__(kThreads) combine_packed_kernel(PackedCombineParams p) {
+  if (p.pdl) pdl_begin();
+  const int group = 1 << p.shift, lane = threadIdx.x & (group - 1), b = blockIdx.y;
+  const int j = blockIdx.x * p.heads_per_block + (threadIdx.x >> p.shift);
+  if (j < p.heads) {
+    const unsigned* src = p.o + (b * p.heads + j) * p.row_words;
+    unsigned v[NP][VPT];
+#pragma unroll
+    for (int s = 0; s < NP; ++s)
+#pragma unroll
+      for (int u = 0; u < VPT; ++u)
+        v[s][u] =
+            s < p.dcp && lane + u * group < p.words ? __ldcg(src + s * p.src_stride + lane + u * group) : 0u;
+    float x[NP];
+#pragma unroll
+    for (int s = 0; s < NP; ++s) {
+      const float l = sanitize_lse(__uint_as_float(__ldcg(src + min(s, p.dcp - 1) * p.src_stride + p.words)));
+      x[s] = s < p.dcp ? l : -INFINITY;
+    }
+    LseShift sh{-INFINITY, 0.f};
+    if (b < p.valid_rows) sh = fast::shift_of<NP>(x, p.k);
+    const float inv = sh.m == -INFINITY ? 0.f : __frcp_rn(sh.sum);
+    float acc[VPT][2];
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) acc[u][0] = acc[u][1] = 0.f;
+#pragma unroll
+    for (int s = 0; s < NP; ++s) {
+      if (s >= p.dcp) break;
+      float w = sh.m == -INFINITY ? 0.f : exp2f((x[s] - sh.m) * p.k) * inv;
+      w = w == w ? w : 0.f;
+#pragma unroll
+      for (int u = 0; u < VPT; ++u) {
+        const float2 f = fast::unpack2<T>(w == 0.f ? 0u : v[s][u]);  // a zero weight never multiplies a value
+        acc[u][0] = fmaf(w, f.x, acc[u][0]);
+        acc[u][1] = fmaf(w, f.y, acc[u][1]);
+      }
+    }
+    unsigned* dst = p.dst + (b * p.dst_row + j * p.dst_head + lane);
+#pragma unroll
+    for (int u = 0; u < VPT; ++u)
+      if (lane + u * group < p.words) dst[u * group] = fast::pack2<T>(acc[u][0], acc[u][1]);
+    if (lane == 0 && p.merged != nullptr)
+      p.merged[b * p.merged_row + j * p.merged_head] = merged_lse(sh, p.k);
+  }
+  row_unit_done(p.stamps, b, gridDim.x);
+}
+
+template <typename T, int VPT>
+void launch_packed_np(const PackedCombineParams& p, int np, dim3 grid, int threads, cudaStream_t stream) {
+  if (np <= 2)
+    launch_kernel("combine_packed_kernel", combine_packed_kernel<T, VPT, 2>, grid, threads, 0, stream, p);
+  else if (np <= 4)
+    launch_kernel("combine_packed_kernel", combine_packed_kernel<T, VPT, 4>, grid, threads, 0, stream, p);
+  else
+    launch_kernel("combine_packed_kernel", combine_packed_kernel<T, VPT, 8>, grid, threads, 0, stream, p);
+}
+
 }  // namespace
+
+bool launch_combine_packed(const CombineArgs& a, int vpt, cudaStream_t stream) {
+  if (a.elem == Elem::kF32 || a.elem != a.out || a.lse != nullptr || a.flags != nullptr || a.dcp > 8 ||
+      a.rows > 65535 || a.dim % 2 != 0 || (vpt != 4 && vpt != 8))
+    return false;
+  const std::int64_t strides[] = {a.o_lanes, a.src_stride, a.dst_row_stride, a.dst_head_stride};
+  if (reinterpret_cast<std::uintptr_t>(a.o) % 4 != 0 || reinterpret_cast<std::uintptr_t>(a.dst) % 4 != 0)
+    return false;
+  for (auto s : strides)
+    if (s % 2 != 0) return false;
+  const int words = a.dim / 2;
+  const GroupLaunch g = group_launch(a.heads, words, vpt, a.dcp);
+  if ((std::int64_t{1} << g.shift) * vpt < words) return false;  // would need a chunk loop
+  const std::int64_t pairs = std::int64_t(a.rows) * a.heads;
+  if (!fits((a.dcp * a.src_stride + pairs * a.o_lanes) / 2) ||
+      !fits((a.rows * a.dst_row_stride + a.heads * a.dst_head_stride) / 2) ||
+      !fits(a.rows * a.merged_lse.row_stride + a.heads * a.merged_lse.head_stride))
+    return false;
+  PackedCombineParams p;
+  p.o = static_cast<const unsigned*>(a.o);
+  p.dst = static_cast<unsigned*>(a.dst);
+  p.merged = a.merged_lse.ptr;
+  p.stamps = a.stamps;
+  p.src_stride = int(a.src_stride / 2);
+  p.row_words = a.o_lanes / 2;
+  p.dst_row = int(a.dst_row_stride / 2);
+  p.dst_head = int(a.dst_head_stride / 2);
+  p.merged_row = int(a.merged_lse.row_stride);
+  p.merged_head = int(a.merged_lse.head_stride);
+  p.dcp = a.dcp;
+  p.valid_rows = a.valid_rows;
+  p.heads = a.heads;
+  p.words = words;
+  p.shift = g.shift;
+  p.heads_per_block = g.heads_per_block;
+  p.k = a.base2 ? 1.f : kLog2e;
+  p.pdl = pdl_enabled() ? 1 : 0;
+  const int np = a.dcp <= 2 ? 2 : a.dcp <= 4 ? 4 : 8;
+  const dim3 grid(ceil_div(a.heads, g.heads_per_block), a.rows);
+  auto launch = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (vpt == 4)
+      launch_packed_np<T, 4>(p, np, grid, g.threads, stream);
+    else
+      launch_packed_np<T, 8>(p, np, grid, g.threads, stream);
+  };
+  if (a.elem == Elem::kBF16)
+    launch(ElemTag<__nv_bfloat16>{});
+  else
+    launch(ElemTag<__half>{});
+  DCPSIM_CUDA_LAUNCHED("combine_packed_kernel");
+  return true;
+}
 
 bool launch_combine_fast(const CombineArgs& a, int vpt, cudaStream_t stream) {
   if (a.elem == Elem::kF32 || a.elem != a.out || a.lse == nullptr || a.dcp > 8 || a.rows > 65535 ||

@@ -189,8 +189,9 @@ struct CombineArgs : MergeDims {  // heads: H/N; elem: the partials' type
 void launch_combine(const CombineArgs& a, cudaStream_t stream);
 // The combine's kernels: "legacy" (the kernel used until 2026-12, a2a_combine_legacy.cu; also every call
 // whose output type differs from its input's), the lane-group kernel with 1, 2 or 4 16-byte vectors per lane
-// and source ("g1", "g2", "g4"), and the short-path kernel with 1 or 2 ("f1", "f2"; calls it does not take
-// run "g1", "g2").
+// and source ("g1", "g2", "g4"), the short-path kernel with 1 or 2 ("f1", "f2"; calls it does not take
+// run "g1", "g2") and the packed rows' short path with 4 or 8 words ("p4", "p8"; calls it does not take run
+// "f1", "f2").
 const std::vector<std::string>& combine_variants();
 int combine_auto_variant(const CombineArgs& a);
 void launch_combine_legacy(const CombineArgs& a, cudaStream_t stream);
@@ -198,6 +199,10 @@ void launch_combine_legacy(const CombineArgs& a, cudaStream_t stream);
 // launched) outside what it takes (16-bit in = out on 16-byte rows, LSE slots, N <= 8, rows <= 65535, no
 // stamps).
 bool launch_combine_fast(const CombineArgs& a, int vpt, cudaStream_t stream);
+// The packed rows' short path (a2a_combine_fast.cu) with `vpt` (4 or 8) 32-bit words per lane and source;
+// false (nothing launched) outside what it takes (16-bit in = out, LSE packed in the rows, no flags, N <= 8,
+// rows <= 65535, even D and strides). Row stamps allowed.
+bool launch_combine_packed(const CombineArgs& a, int vpt, cudaStream_t stream);
 
 // ---- direct merge, one kernel per rank (ops/direct_merge.cu; protocol in dcpsim/hw/direct_protocol.h) ----
 // One rank's side of a step: its partials, the owners' windows as it addresses them, its output. The same

@@ -319,6 +319,13 @@ void launch_row_combine(const RowCombineArgs& a, cudaStream_t stream) {
   };
   with_elem(a.elem, [&](auto tag) {
     using T = typename decltype(tag)::type;
+    if (!a.tail) {
+      // With lazy loading (CUDA's default) a kernel is loaded at its first launch, and a load does not
+      // complete while a grid that spins for its output holds the device: load the push kernel before the
+      // spinning grid starts (the tail combine is this very kernel).
+      cudaFuncAttributes attr;
+      DCPSIM_CUDA(cudaFuncGetAttributes(&attr, row_push_kernel<T>));
+    }
     run(row_combine_kernel<T>);
   });
   DCPSIM_CUDA_LAUNCHED("row_combine_kernel");
