@@ -47,11 +47,14 @@ traces() {  # SET ARCHIVE: one hw_sweep.sh set
   (cd "$W" && tar czf "$OUT/$2" "$1" "$1.log")
 }
 sanitize() {  # every merge kernel of a small sweep, stamped and not, under memcheck and racecheck
-  local sweep=(hw sweep --kernels correction,a2a_pack,a2a_combine --merge-dcp 3,8 --merge-batch 1,17
-    --merge-heads 24,96 --merge-heads-per-rank 3,32 --merge-head-dims 128,512 --reps 3 --warmup 0)
+  local sweep=(hw sweep --merge-dcp 3,8 --merge-batch 1,17 --merge-heads 24,96 --merge-heads-per-rank 3,32
+    --merge-head-dims 128,512 --reps 3 --warmup 0)
   for tool in memcheck racecheck; do
-    for stamps in "" --row-stamps; do
-      timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 "$BIN/dcpsim" "${sweep[@]}" $stamps \
+    for stamps in "" --row-stamps; do  # the pack stamps no rows
+      local kernels=correction,a2a_pack,a2a_combine
+      [ -n "$stamps" ] && kernels=correction,a2a_combine
+      timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 "$BIN/dcpsim" "${sweep[@]}" \
+        --kernels $kernels $stamps \
         --out "$W/sanitize.json" >"$W/sanitize-$tool$stamps.txt" 2>&1
       echo "$tool ${stamps:-(no stamps)}: exit $?, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' \
         "$W/sanitize-$tool$stamps.txt" | tail -1)" | tee -a "$W/sanitize.txt"

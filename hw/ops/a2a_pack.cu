@@ -1,7 +1,12 @@
 // Packed all-to-all, send side: rank r's O and LSE become one buffer [N_dest][B][H/N][D + P] in the output
 // type (SPEC "Packed A2A layout"), with the padding mask fused in: rows at or past valid_rows travel with LSE
-// −inf, and O lanes are zero wherever the LSE is not finite, so the receiver never meets garbage. A warp per
-// (dest, row, head); the LSE travels as its exact fp32 bit pattern.
+// −inf, and O lanes are zero wherever the LSE is not finite, so the receiver never meets garbage. The LSE
+// travels as its exact fp32 bit pattern.
+//
+// Two kernels. The short path (16-bit O on 16-byte rows, the runner's case): a group of lanes per (row,
+// head), lane i loading the pair's i-th 16-byte piece of O at once with the LSE (no load waits on another)
+// and storing it as four 32-bit words, since the packed rows start on 4-byte boundaries only. The general
+// kernel (fp32, unaligned O): a warp per (row, head), element by element.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -47,6 +52,46 @@ __global__ void __launch_bounds__(kWarps * 32) pack_kernel(PackArgs a) {
   }
 }
 
+constexpr int kFastThreads = 256;
+
+template <typename T>
+__global__ void __launch_bounds__(kFastThreads) pack_fast_kernel(PackArgs a, int shift) {
+  pdl_begin();
+  const int group = 1 << shift, lane = threadIdx.x & (group - 1);
+  const std::int64_t pair = std::int64_t(blockIdx.x) * (kFastThreads >> shift) + (threadIdx.x >> shift);
+  if (pair >= std::int64_t(a.rows) * a.heads) return;
+  const int b = static_cast<int>(pair / a.heads), h = static_cast<int>(pair % a.heads);
+  const int hpb = a.heads / a.dcp, n = h / hpb, j = h % hpb, pieces = a.dim / 8;
+  const float lse = b < a.valid_rows
+                        ? a.lse[std::int64_t(b) * a.lse_row_stride + std::int64_t(h) * a.lse_head_stride]
+                        : -INFINITY;
+  uint4 v = make_uint4(0u, 0u, 0u, 0u);
+  const uint4* src = reinterpret_cast<const uint4*>(
+      static_cast<const T*>(a.o) + std::int64_t(b) * a.o_row_stride + std::int64_t(h) * a.o_head_stride);
+  if (lane < pieces) v = __ldcs(src + lane);
+  if (!isfinite(lse)) v = make_uint4(0u, 0u, 0u, 0u);
+  unsigned* dst = reinterpret_cast<unsigned*>(static_cast<T*>(a.send) +
+                                              ((std::int64_t(n) * a.rows + b) * hpb + j) * (a.dim + 2));
+  if (lane < pieces) {
+    dst[4 * lane] = v.x;
+    dst[4 * lane + 1] = v.y;
+    dst[4 * lane + 2] = v.z;
+    dst[4 * lane + 3] = v.w;
+  }
+  if (lane == 0) dst[a.dim / 2] = __float_as_uint(lse);  // lanes D (the low half) and D + 1
+}
+
+// The short path's group size (log2), or −1 where it does not apply.
+int fast_shift(const PackArgs& a) {
+  if (a.elem == Elem::kF32 || a.dim % 8 != 0 || a.dim / 8 > kFastThreads) return -1;
+  if (reinterpret_cast<std::uintptr_t>(a.o) % 16 != 0 || reinterpret_cast<std::uintptr_t>(a.send) % 4 != 0 ||
+      a.o_row_stride % 8 != 0 || a.o_head_stride % 8 != 0)
+    return -1;
+  int shift = 0;
+  while ((1 << shift) < a.dim / 8) ++shift;
+  return shift;
+}
+
 }  // namespace
 
 void launch_a2a_pack(const PackArgs& a, cudaStream_t stream) {
@@ -54,6 +99,16 @@ void launch_a2a_pack(const PackArgs& a, cudaStream_t stream) {
     throw InputError("a2a pack: H=" + std::to_string(a.heads) +
                      " is not divisible by N=" + std::to_string(a.dcp));
   if (a.rows == 0) return;
+  if (const int shift = fast_shift(a); shift >= 0) {
+    const int blocks = ceil_div(std::int64_t(a.rows) * a.heads, kFastThreads >> shift);
+    with_elem(a.elem, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (sizeof(T) == 2)
+        launch_kernel("pack_fast_kernel", pack_fast_kernel<T>, blocks, kFastThreads, 0, stream, a, shift);
+    });
+    DCPSIM_CUDA_LAUNCHED("pack_fast_kernel");
+    return;
+  }
   const int blocks = ceil_div(std::int64_t(a.rows) * a.heads, kWarps);
   with_elem(a.elem, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -102,11 +102,13 @@ TEST(A2a, PackIsBitExactAndCombineMatchesTheReference) {
   DCPSIM_REQUIRE_GPU(gpu_a2a_pack(models::Partial{}, 1, DType::kBF16));
   std::mt19937 rng(5);
   for (int i = 0; i < 8; ++i) {
-    MergeSetup s{std::vector<int>{2, 3, 5, 7, 8, 1, 4, 6}[i], 0, std::vector<int>{128, 512, 64}[i % 3], {}};
+    // D = 100: no 16-byte pieces, the general pack kernel; fp32: the same; the rest the short path.
+    MergeSetup s{
+        std::vector<int>{2, 3, 5, 7, 8, 1, 4, 6}[i], 0, std::vector<int>{128, 512, 64, 100}[i % 4], {}};
     s.heads = s.dcp * (1 + int(rng() % 3));
     for (int b = 0; b < 2 + i % 2; ++b) s.contexts.push_back(std::vector<int>{0, 1, 3, 60}[rng() % 4]);
     s.base = i % 2 ? models::LseBase::k2 : models::LseBase::kE;
-    s.out = i % 4 == 3 ? DType::kF32 : DType::kBF16;
+    s.out = i % 4 == 2 ? DType::kF32 : i % 4 == 1 ? DType::kF16 : DType::kBF16;
     s.transposed = i % 2 == 0;
     s.pad = i % 3 == 0 ? 8 : 0;
     SCOPED_TRACE("case " + std::to_string(i));
