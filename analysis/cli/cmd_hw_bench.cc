@@ -32,27 +32,6 @@ struct BenchFlags {
   CLI::Option* warmup = nullptr;
 };
 
-// "65536", "64k", "256m", "1g" (k = 1024) -> bytes; InputError naming the flag otherwise.
-std::int64_t parse_byte_count(const std::string& text, const std::string& flag) {
-  std::string digits = text;
-  std::int64_t unit = 1;
-  if (!digits.empty()) {
-    const char last = static_cast<char>(std::tolower(static_cast<unsigned char>(digits.back())));
-    if (last == 'k' || last == 'm' || last == 'g') {
-      unit = last == 'k' ? 1024 : last == 'm' ? 1024 * 1024 : std::int64_t{1} << 30;
-      digits.pop_back();
-    }
-  }
-  std::int64_t v = 0;
-  const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-  if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || v < 1 ||
-      v > (std::int64_t{1} << 40) / unit) {
-    throw InputError(flag + " '" + text +
-                     "' is not a byte count in [1, 2^40] (65536, 64k, 256m, 1g; k = 1024)");
-  }
-  return v * unit;
-}
-
 // Everything the flags decide, checked before any device is touched.
 void check_flags(BenchFlags& f) {
   f.c.shape.context = models::parse_token_count(f.context);
@@ -207,6 +186,27 @@ void run_sweep(const BenchFlags& f) {
 }
 
 }  // namespace
+
+// "65536", "64k", "256m", "1g" (k = 1024) -> bytes; InputError naming the flag otherwise.
+std::int64_t parse_byte_count(const std::string& text, const std::string& flag) {
+  std::string digits = text;
+  std::int64_t unit = 1;
+  if (!digits.empty()) {
+    const char last = static_cast<char>(std::tolower(static_cast<unsigned char>(digits.back())));
+    if (last == 'k' || last == 'm' || last == 'g') {
+      unit = last == 'k' ? 1024 : last == 'm' ? 1024 * 1024 : std::int64_t{1} << 30;
+      digits.pop_back();
+    }
+  }
+  std::int64_t v = 0;
+  const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || v < 1 ||
+      v > (std::int64_t{1} << 40) / unit) {
+    throw InputError(flag + " '" + text +
+                     "' is not a byte count in [1, 2^40] (65536, 64k, 256m, 1g; k = 1024)");
+  }
+  return v * unit;
+}
 
 void add_hw_bench(CLI::App& hw_cmd) {
   auto f = std::make_shared<BenchFlags>();

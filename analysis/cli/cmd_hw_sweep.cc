@@ -30,6 +30,7 @@ struct SweepFlags {
   double max_kv_gb = 48;
   std::string attention = "auto";
   std::string merge_inputs = "warm";
+  std::string merge_prelude = "0";
   bool row_stamps = false;
   int warmup = 5, reps = 20, device = 0;
   std::string date, out;
@@ -66,6 +67,7 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
   c.merge_heads_per_rank = int_list(f.merge_heads_per_rank, "--merge-heads-per-rank");
   c.merge_dims = int_list(f.merge_dims, "--merge-head-dims");
   c.cold_merge_inputs = f.merge_inputs == "cold";
+  c.merge_prelude_bytes = f.merge_prelude == "0" ? 0 : parse_byte_count(f.merge_prelude, "--merge-prelude");
   c.row_stamps = f.row_stamps;
   if (!(f.max_kv_gb > 0) || f.max_kv_gb > 1e4) throw InputError("--max-kv-gb must be in (0, 10000]");
   c.max_kv_bytes = f.max_kv_gb * 1e9;
@@ -132,6 +134,11 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
                 "merge kernels' inputs: warm (one set, in L2 as after the kernel that wrote them) or cold "
                 "(L2 flushed before each call, as in an emulated step; tables keyed \"... cold\")")
       ->check(CLI::IsMember({"warm", "cold"}))
+      ->capture_default_str();
+  s->add_option("--merge-prelude", f->merge_prelude,
+                "warm merge inputs: before each call (outside its span) touch one word per 64 KiB of this "
+                "many bytes of scratch, evicting the inputs' address translations but not their L2 lines, as "
+                "a step's attention does; 0: each call alone (bytes: 0, 64k, 256m, 16g; k = 1024)")
       ->capture_default_str();
   s->add_flag("--row-stamps", f->row_stamps,
               "correction, a2a_combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps "

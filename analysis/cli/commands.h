@@ -3,6 +3,8 @@
 // A command's callback does the work and throws dcpsim::InputError (exit 2) or dcpsim::RuntimeError (exit 1);
 // main() alone maps exceptions to exit codes.
 #include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
 
 namespace dcpsim::cli {
 
@@ -23,6 +25,10 @@ void add_tables_command(CLI::App& app, int argc, char** argv);  // cmd_tables.cc
 // One message for every hw command on a machine without a usable GPU (RuntimeError); call it after the
 // arguments are checked and before any device is touched.
 void require_gpu();  // cmd_hw.cc
+
+// "65536", "64k", "256m", "1g" (k = 1024) -> bytes in [1, 2^40]; InputError naming the flag otherwise
+// (cmd_hw_bench.cc).
+std::int64_t parse_byte_count(const std::string& text, const std::string& flag);
 
 // Worker processes by default for scan and replay: the machine's cores (at most 16).
 int default_jobs();

@@ -51,6 +51,16 @@ __global__ void read_through_kernel(const uint4* p, std::int64_t n, unsigned* si
   if (x == 0x9e3779b9u && sink != nullptr) *sink = x;  // keeps the loads; practically never taken
 }
 
+// One 16-byte load per `stride` bytes: every page of the range is translated, almost nothing stays in L2.
+__global__ void touch_pages_kernel(const unsigned char* p, std::int64_t n, std::int64_t stride,
+                                   unsigned* sink) {
+  unsigned x = 0;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    x ^= reinterpret_cast<const uint4*>(p + i * stride)->x;
+  if (x == 0x9e3779b9u && sink != nullptr) *sink = x;
+}
+
 __global__ void stamp_kernel(unsigned long long* slot) {
   pdl_begin();
   *slot = global_timer();
@@ -98,6 +108,17 @@ void launch_read_through(const void* p, std::size_t bytes, unsigned* sink, cudaS
   DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   launch_kernel("read_through_kernel", read_through_kernel, 4 * sms, 512, 0, stream,
                 static_cast<const uint4*>(p), n, sink);
+}
+
+void launch_touch_pages(const void* p, std::size_t bytes, std::size_t stride, unsigned* sink,
+                        cudaStream_t stream) {
+  const auto n = static_cast<std::int64_t>(bytes / stride);
+  if (n == 0) return;
+  int dev = 0, sms = 0;
+  DCPSIM_CUDA(cudaGetDevice(&dev));
+  DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  launch_kernel("touch_pages_kernel", touch_pages_kernel, 4 * sms, 256, 0, stream,
+                static_cast<const unsigned char*>(p), n, static_cast<std::int64_t>(stride), sink);
 }
 
 void launch_stamp(unsigned long long* slot, cudaStream_t stream) {

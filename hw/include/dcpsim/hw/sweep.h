@@ -52,6 +52,10 @@ struct KernelSweepConfig {
   // carry the " cold" key (models::MergeShape::cold_inputs), which prices an emulated step's
   // merge kernels. Default: one input set, warm, as in a step on real GPUs.
   bool cold_merge_inputs = false;
+  // Warm merge inputs: just before each call (outside its span) a kernel touching one word per 64 KiB of
+  // this many bytes of scratch, so the inputs stay in L2 but their address translations are gone, as after
+  // a step's attention streamed its KV cache. 0: each call alone.
+  std::int64_t merge_prelude_bytes = 0;
   // Correction and A2A combine as `hw run --row-stamps` runs them (per-row stamps on): tables keyed
   // "... stamped" (models::MergeShape::row_stamps). Only those two kernels stamp rows.
   bool row_stamps = false;
