@@ -104,17 +104,26 @@ struct StepGraph {
     m.row_stamps =
         row_stamps && (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aCombine);
     models::KernelPrice price = models::merge_kernel_price(profile, k, m);
-    if (emulated_ranks && (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack)) {
-      // Bytes through the L2 between this rank's attention writing its output and this kernel reading it:
-      // the later ranks' attention, then the earlier ranks' kernels of this phase (each reads and writes
-      // about the output's size). A line survives them with probability exp(−bytes / L2) (random
-      // replacement, over the share of the L2 one SM's lines compete for); the kernel's time moves from the
-      // cold table's towards the warm one's with it.
+    if (emulated_ranks && (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack ||
+                           k == models::MemoryKernel::kA2aCombine)) {
+      // Bytes through the L2 between this kernel's inputs being written and it reading them. Correction and
+      // pack read their rank's attention output: the later ranks' attention ran in between. The A2A combine
+      // reads the blocks the emulated all-to-all copied to its rank, rank after rank: the later ranks'
+      // blocks were copied in between. Then the earlier ranks' kernels of this phase. A line survives them
+      // with probability exp(−bytes / L2) (random replacement, over the share of the L2 one SM's lines
+      // compete for); the kernel's time moves from the cold table's towards the warm one's with it.
       double through = 0.0;
-      for (std::size_t s = static_cast<std::size_t>(rank) + 1; s < attention_bytes.size(); ++s)
-        through += attention_bytes[s];
-      through += rank * (k == models::MemoryKernel::kCorrection ? models::correction_bytes(m)
-                                                                : models::a2a_pack_bytes(m));
+      if (k == models::MemoryKernel::kA2aCombine) {
+        const double received = double(m.rows) * m.heads *
+                                (m.head_dim + models::packed_lse_lanes(m.out_dtype)) *
+                                double(models::dtype_bytes(m.out_dtype));
+        through = (m.dcp - 1 - rank) * received + rank * models::unpack_combine_bytes(m);
+      } else {
+        for (std::size_t s = static_cast<std::size_t>(rank) + 1; s < attention_bytes.size(); ++s)
+          through += attention_bytes[s];
+        through += rank * (k == models::MemoryKernel::kCorrection ? models::correction_bytes(m)
+                                                                  : models::a2a_pack_bytes(m));
+      }
       const double l2 = profile.gpu.l2_size.si() * kL2Share;
       const double resident = l2 > 0 ? std::exp(-through / l2) : 0.0;
       models::MergeShape cold_shape = m;

@@ -216,6 +216,47 @@ TEST(Step, EmulatedRanksReadTheirOutputsColderTheMoreWentThroughTheL2) {
   }
 }
 
+// The A2A combine reads the blocks the emulated all-to-all copied to its rank, rank after rank: rank r's
+// were followed by the later ranks' received blocks and the earlier ranks' combines (each reading N blocks
+// and writing its output). On real GPUs each combine follows its own all-to-all: warm.
+TEST(Step, EmulatedCombinesReadTheirBlocksColderTheEarlierTheirRank) {
+  models::HardwareProfile p = builtin("h200-sxm");
+  p.tables.clear();
+  models::KernelTables t;
+  for (const auto& [key, ns] :
+       {std::pair<std::string, double>{"d512 bf16", 5000.0}, {"d512 bf16 cold", 9000.0}}) {
+    models::KernelTable k{models::TableKernel::kA2aCombine, key, {}, {}, {}, {}};
+    for (double n : {2.0, 8.0}) {
+      for (double b : {4.0, 256.0}) {
+        for (double h : {4.0, 64.0}) k.points.push_back({{n, b, h}, ns, 5, ns, ns});
+      }
+    }
+    k.finalize("test");
+    t.tables.push_back(k);
+  }
+  p.tables.push_back(t);
+  SimOptions emulated;
+  emulated.emulated_ranks = true;
+  const auto combine = [](const StepResult& r, int rank) {
+    for (const PhaseSpan& ph : r.ranks[rank].phases) {
+      if (ph.name == "combine") return ph.duration_s();
+    }
+    return -1.0;
+  };
+  // 256 rows x 128 heads x 514 lanes x 2 bytes: 34 MB received per rank, about the L2's share.
+  const models::Scenario s = mla(4, 128, 256, 4 * 1024, Strategy::kA2a);
+  const StepResult real = Simulator(p).run(s);
+  const StepResult emu = Simulator(p, emulated).run(s);
+  const models::MergeShape m = models::merge_shape(s);
+  const double received = 256.0 * 128 * 514 * 2, l2_share = 0.5 * p.gpu.l2_size.si();
+  for (int rank = 0; rank < 4; ++rank) {
+    const double through = (3 - rank) * received + rank * models::unpack_combine_bytes(m);
+    EXPECT_NEAR(combine(real, rank), 5e-6, 1e-12) << rank;
+    EXPECT_NEAR(combine(emu, rank), 9e-6 - 4e-6 * std::exp(-through / l2_share), 1e-12) << rank;
+    EXPECT_GT(combine(emu, rank), 5.5e-6) << rank;  // nowhere near warm: the blocks are the L2's size
+  }
+}
+
 TEST(Step, EagerLaunchesAreSlowerThanAGraph) {
   const Simulator sim(builtin("h200-sxm"));
   const StepResult graph = sim.run(mla(8, 128, 4, 2048, Strategy::kAgRs, models::LaunchMode::kGraph));
