@@ -224,6 +224,9 @@ void add_hw_bench(CLI::App& hw_cmd) {
   b->add_option("--context", f->context, "tokens per row on this rank (attention): 4096, 32k, 1m (k = 1024)")
       ->capture_default_str();
   b->add_flag("--transposed-lse", c.shape.transposed_lse, "LSE stored [H][B] (correct)");
+  b->add_flag(
+      "--rs-layout", c.shape.rs_layout,
+      "correct: write the reduce-scatter's head-block layout, as AG+RS does (default: in place, as AG+AR)");
   b->add_option("--row-pad", c.shape.out_row_pad, "extra elements per O row (correct)")
       ->capture_default_str();
   b->add_option("--copy-bytes", f->copy_bytes, "bytes per copy (copy): 65536, 64k, 256m, 1g (k = 1024)")

@@ -31,6 +31,7 @@ struct SweepFlags {
   std::string attention = "auto";
   std::string merge_inputs = "warm";
   std::string merge_prelude = "0";
+  double merge_prelude_busy_us = 0;
   bool row_stamps = false;
   int warmup = 5, reps = 20, device = 0;
   std::string date, out;
@@ -67,6 +68,9 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
   c.merge_heads_per_rank = int_list(f.merge_heads_per_rank, "--merge-heads-per-rank");
   c.merge_dims = int_list(f.merge_dims, "--merge-head-dims");
   c.cold_merge_inputs = f.merge_inputs == "cold";
+  if (!(f.merge_prelude_busy_us >= 0 && f.merge_prelude_busy_us <= 1e6))
+    throw InputError("kernel sweep: --merge-prelude-busy must be in [0, 1e6] us");
+  c.merge_prelude_busy_us = f.merge_prelude_busy_us;
   c.merge_prelude_bytes = f.merge_prelude == "0" ? 0 : parse_byte_count(f.merge_prelude, "--merge-prelude");
   c.row_stamps = f.row_stamps;
   if (!(f.max_kv_gb > 0) || f.max_kv_gb > 1e4) throw InputError("--max-kv-gb must be in (0, 10000]");
@@ -139,6 +143,11 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
                 "warm merge inputs: before each call (outside its span) touch one word per 64 KiB of this "
                 "many bytes of scratch, evicting the inputs' address translations but not their L2 lines, as "
                 "a step's attention does; 0: each call alone (bytes: 0, 64k, 256m, 16g; k = 1024)")
+      ->capture_default_str();
+  s->add_option(
+       "--merge-prelude-busy", f->merge_prelude_busy_us,
+       "merge kernels: before each call every SM chains FMAs for this many microseconds (outside the "
+       "call's span), as after a step's attention; 0: none")
       ->capture_default_str();
   s->add_flag("--row-stamps", f->row_stamps,
               "correction, a2a_combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps "

@@ -224,6 +224,10 @@ class CorrectBench final : public BenchOp {
     lse_ = DeviceBuffer(std::size_t(lse_elems) * 4);
     launch_fill_uniform(lse_.get(), lse_elems, Elem::kF32, 8.f, seed + 100, 0, nullptr);
     merged_ = DeviceBuffer(std::size_t(s.rows) * s.heads * 4);
+    if (s.rs_layout) {
+      if (s.heads % s.dcp != 0) throw InputError("correct bench: the RS layout needs H divisible by N");
+      rs_out_ = DeviceBuffer(std::size_t(s.rows) * s.heads * s.dim * 2);
+    }
     DCPSIM_CUDA(cudaDeviceSynchronize());
   }
   std::string label() const override {
@@ -231,7 +235,7 @@ class CorrectBench final : public BenchOp {
            " H=" + std::to_string(s_.heads) + " D=" + std::to_string(s_.dim) +
            (s_.transposed_lse ? " lse[H][B]" : "") +
            (s_.out_row_pad ? " pad=" + std::to_string(s_.out_row_pad) : "") +
-           (s_.row_stamps ? " stamped" : "");
+           (s_.row_stamps ? " stamped" : "") + (s_.rs_layout ? " rs" : "");
   }
   double bytes() const override {
     return 2.0 * 2 * s_.rows * s_.heads * s_.dim + 4.0 * (s_.dcp + 1) * s_.rows * s_.heads;
@@ -246,6 +250,14 @@ class CorrectBench final : public BenchOp {
     a.in_row_stride = a.out_row_stride = row_stride_;
     a.in_head_stride = a.out_head_stride = s_.dim;
     a.out_block_heads = s_.heads;
+    if (s_.rs_layout) {  // as AG+RS runs it (hw/src/strategy_collective.cc)
+      const int j = s_.heads / s_.dcp;
+      a.out = rs_out_.get();
+      a.out_block_heads = j;
+      a.out_block_stride = std::int64_t(s_.rows) * j * s_.dim;
+      a.out_row_stride = std::int64_t(j) * s_.dim;
+      a.out_head_stride = s_.dim;
+    }
     a.merged_lse = {merged_.as<float>(), s_.heads, 1};
     a.stamps = stamps_.get();
     launch_correct(a, stream);
@@ -257,7 +269,7 @@ class CorrectBench final : public BenchOp {
   std::int64_t row_stride_ = 0;
   int sets_ = 1;
   std::vector<DeviceBuffer> o_;
-  DeviceBuffer lse_, merged_;
+  DeviceBuffer lse_, merged_, rs_out_;
   BenchStamps stamps_;
 };
 

@@ -346,6 +346,8 @@ void launch_advance_epoch(unsigned long long* epoch, cudaStream_t stream);
 // attention reading its KV cache does, where a memset would leave it full of dirty lines that every later
 // miss must write back first (benchmarks: the --merge-inputs cold sweeps).
 void launch_read_through(const void* p, std::size_t bytes, unsigned* sink, cudaStream_t stream);
+// Every SM's threads chain fp32 FMAs for `ns` nanoseconds (the SMs busy, memory untouched).
+void launch_busy(long long ns, unsigned* sink, cudaStream_t stream);
 // One 16-byte load every `stride` bytes (a multiple of 16) of [p, p + bytes): translates every page of the
 // range (evicting the TLBs' other entries) while leaving about bytes/stride·32 bytes in L2.
 void launch_touch_pages(const void* p, std::size_t bytes, std::size_t stride, unsigned* sink,

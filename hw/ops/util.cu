@@ -41,6 +41,17 @@ __global__ void delay_kernel(long long ns) {
   while (static_cast<long long>(global_timer() - start) < ns) __nanosleep(1000);
 }
 
+// Every thread chains fp32 FMAs until `ns` of %globaltimer have passed: the SMs busy, memory untouched.
+__global__ void busy_kernel(long long ns, unsigned* sink) {
+  const unsigned long long start = global_timer();
+  float x = threadIdx.x, y = 1.0001f;
+  while (static_cast<long long>(global_timer() - start) < ns) {
+#pragma unroll 16
+    for (int i = 0; i < 256; ++i) x = fmaf(x, y, 0.5f);
+  }
+  if (x == 0.125f && sink != nullptr) *sink = 1u;  // keeps the chain; practically never taken
+}
+
 __global__ void read_through_kernel(const uint4* p, std::int64_t n, unsigned* sink) {
   unsigned x = 0;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -98,6 +109,13 @@ __global__ void fill_kv_kernel(KvFillArgs a) {
 void launch_delay(long long ns, cudaStream_t stream) {
   delay_kernel<<<1, 1, 0, stream>>>(ns);
   DCPSIM_CUDA_LAUNCHED("delay_kernel");
+}
+
+void launch_busy(long long ns, unsigned* sink, cudaStream_t stream) {
+  int dev = 0, sms = 0;
+  DCPSIM_CUDA(cudaGetDevice(&dev));
+  DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  launch_kernel("busy_kernel", busy_kernel, 2 * sms, 1024, 0, stream, ns, sink);
 }
 
 void launch_read_through(const void* p, std::size_t bytes, unsigned* sink, cudaStream_t stream) {

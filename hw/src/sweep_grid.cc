@@ -79,24 +79,31 @@ std::vector<SweepPoint> grid_points(const KernelSweepConfig& c, std::vector<std:
         for (int b : c.merge_rows) {
           const bool per_owner = models::heads_per_rank_axis(k);
           for (int v : per_owner ? c.merge_heads_per_rank : c.merge_heads) {
-            const int h = per_owner ? n * v : v;  // H
-            SweepPoint p{k, op, {}, "", {double(n), double(b), double(v)}, ""};
-            p.shape.dcp = n;
-            p.shape.rows = b;
-            p.shape.heads = h;
-            p.shape.dim = d;
-            p.shape.row_stamps = c.row_stamps;
-            models::MergeShape m;
-            m.dcp = n;
-            m.rows = b;
-            m.heads = h;
-            m.head_dim = d;
-            m.cold_inputs = c.cold_merge_inputs;
-            m.row_stamps = c.row_stamps;
-            p.key = models::merge_table_key(m);
-            p.label = std::string(models::to_string(k)) + " d" + std::to_string(d) +
-                      " N=" + std::to_string(n) + " B=" + std::to_string(b) + " H=" + std::to_string(h);
-            out.push_back(std::move(p));
+            // The correction in place (AG+AR) and into the reduce-scatter's layout (AG+RS, H divisible by N).
+            for (bool rs : {false, true}) {
+              const int h = per_owner ? n * v : v;  // H
+              if (rs && (k != TableKernel::kCorrection || h % n != 0)) continue;
+              SweepPoint p{k, op, {}, "", {double(n), double(b), double(v)}, ""};
+              p.shape.dcp = n;
+              p.shape.rows = b;
+              p.shape.heads = h;
+              p.shape.dim = d;
+              p.shape.row_stamps = c.row_stamps;
+              p.shape.rs_layout = rs;
+              models::MergeShape m;
+              m.dcp = n;
+              m.rows = b;
+              m.heads = h;
+              m.head_dim = d;
+              m.cold_inputs = c.cold_merge_inputs;
+              m.row_stamps = c.row_stamps;
+              m.rs_layout = rs;
+              p.key = models::merge_table_key(m);
+              p.label = std::string(models::to_string(k)) + " d" + std::to_string(d) +
+                        " N=" + std::to_string(n) + " B=" + std::to_string(b) + " H=" + std::to_string(h) +
+                        (rs ? " rs" : "");
+              out.push_back(std::move(p));
+            }
           }
         }
       }

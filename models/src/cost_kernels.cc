@@ -122,7 +122,7 @@ double direct_combine_time(const HardwareProfile& p, const MergeShape& m) {
 
 std::string merge_table_key(const MergeShape& m) {
   return "d" + std::to_string(m.head_dim) + " " + std::string(to_string(m.out_dtype)) +
-         (m.row_stamps ? " stamped" : "") + (m.cold_inputs ? " cold" : "");
+         (m.rs_layout ? " rs" : "") + (m.row_stamps ? " stamped" : "") + (m.cold_inputs ? " cold" : "");
 }
 
 std::vector<double> merge_table_at(TableKernel k, const MergeShape& m) {
@@ -153,12 +153,18 @@ KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const M
   }
   if (m.dcp == 1 || p.tables.empty() || m.rows == 0) return {analytic, FigureSource::kAnalytic};
   const std::vector<double> at = merge_table_at(table, m);
-  if (auto t = lookup_kernel_time_s(p.tables, table, merge_table_key(m), at))
-    return {*t, FigureSource::kTable};
-  if (m.cold_inputs) {
-    MergeShape warm = m;
-    warm.cold_inputs = false;
-    if (auto t = lookup_kernel_time_s(p.tables, table, merge_table_key(warm), at))
+  // The exact key first; then without cold inputs (warm tables only), then in place for the RS layout.
+  for (int relax = 0; relax < 4; ++relax) {
+    MergeShape q = m;
+    if (relax & 1) {
+      if (!m.cold_inputs) continue;
+      q.cold_inputs = false;
+    }
+    if (relax & 2) {
+      if (!m.rs_layout) continue;
+      q.rs_layout = false;
+    }
+    if (auto t = lookup_kernel_time_s(p.tables, table, merge_table_key(q), at))
       return {*t, FigureSource::kTable};
   }
   return {analytic, FigureSource::kAnalytic};

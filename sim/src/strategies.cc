@@ -58,12 +58,14 @@ void add_gather_merge(StepGraph& step, std::vector<RankStream>& streams,
   const CollectiveSpans lse =
       collective_kernel(step, streams, kPhaseLseGather, "lse_all_gather", Collective::kAllGather,
                         s.rows() * double(s.heads) * kLseBytes, options);
+  const bool rs = s.strategy == models::Strategy::kAgRs;
+  models::MergeShape corr_shape = m;
+  corr_shape.rs_layout = rs;  // AG+RS corrects into the reduce-scatter's head blocks, AG+AR in place
   std::vector<NodeId> corr(n);
   for (int r = 0; r < n; ++r) {
-    corr[r] = streams[r].kernel("correction", step.price(r, models::MemoryKernel::kCorrection, m),
+    corr[r] = streams[r].kernel("correction", step.price(r, models::MemoryKernel::kCorrection, corr_shape),
                                 models::correction_bytes(m));
   }
-  const bool rs = s.strategy == models::Strategy::kAgRs;
   const double heads_out = rs ? double(s.heads) / n : double(s.heads);
   const CollectiveSpans out =
       collective_kernel(step, streams, kPhaseCollective, rs ? "reduce_scatter" : "all_reduce",

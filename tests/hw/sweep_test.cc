@@ -43,9 +43,10 @@ TEST(SweepGrid, GeometriesParseAndNameBack) {
 }
 
 TEST(SweepGrid, CountsEveryRunnablePoint) {
-  // Attention: 2 geometries × 2 heads × 2 rows × 2 tokens = 16 (gqa:4 divides 8 and 16); correction: 2 N ×
-  // 2 rows × 2 heads = 8; A2A pack at H = N × (1, 3): 2 N × 2 rows × 2 = 8, every N the same slices.
-  EXPECT_EQ(kernel_sweep_points(small_config()), 16 + 8 + 8);
+  // Attention: 2 geometries × 2 heads × 2 rows × 2 tokens = 16 (gqa:4 divides 8 and 16); correction in place:
+  // 2 N × 2 rows × 2 heads = 8, and into the RS layout where N divides H (N = 2: H = 6, 8; N = 3: H = 6):
+  // 3 × 2 rows = 6; A2A pack at H = N × (1, 3): 2 N × 2 rows × 2 = 8, every N the same slices.
+  EXPECT_EQ(kernel_sweep_points(small_config()), 16 + 8 + 6 + 8);
   KernelSweepConfig c = small_config();
   c.geometries = {parse_sweep_geometry("gqa:16")};  // divides neither 8 nor 16 → only 16
   c.kernels = {"attention"};
@@ -93,7 +94,7 @@ TEST(SweepGrid, BadGridsAreInputErrors) {
   c.row_stamps = true;  // only correction and A2A combine stamp rows
   EXPECT_THROW(kernel_sweep_points(c), InputError);
   c.kernels = {"correction", "a2a_combine"};
-  EXPECT_EQ(kernel_sweep_points(c), 8 + 8);
+  EXPECT_EQ(kernel_sweep_points(c), 8 + 6 + 8);
 }
 
 TEST(SweepGpu, TablesAreFullGridsThatPriceTheirPointsExactly) {
@@ -130,7 +131,7 @@ TEST(SweepGpu, TablesAreFullGridsThatPriceTheirPointsExactly) {
       attention_impl_name(resolve_attention_impl(AttentionImpl::kAuto, {8, 1, 576, 512, true, false}));
   EXPECT_EQ(keys, (std::set<std::string>{"attention|mla qk576 d512 bf16 " + mla_impl,
                                          "attention|gqa qk128 d128 g4 bf16 dcpsim", "correction|d128 bf16",
-                                         "a2a_pack|d128 bf16"}));
+                                         "correction|d128 bf16 rs", "a2a_pack|d128 bf16"}));
   // The file round-trips through the format the profiles load.
   EXPECT_EQ(models::parse_kernel_tables(models::kernel_tables_json(t), "sweep"), t);
 }
@@ -146,7 +147,8 @@ TEST(SweepGpu, StampedKernelsHaveTheirOwnTables) {
   std::set<std::string> keys;
   for (const models::KernelTable& k : t.tables)
     keys.insert(std::string(models::to_string(k.kernel)) + "|" + k.key);
-  EXPECT_EQ(keys, (std::set<std::string>{"correction|d128 bf16 stamped", "a2a_combine|d128 bf16 stamped"}));
+  EXPECT_EQ(keys, (std::set<std::string>{"correction|d128 bf16 stamped", "correction|d128 bf16 rs stamped",
+                                         "a2a_combine|d128 bf16 stamped"}));
   models::MergeShape m;
   m.dcp = 2;
   m.rows = 4;

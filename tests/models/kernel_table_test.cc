@@ -258,6 +258,37 @@ TEST_F(ProfileTablesTest, ColdInputsPreferTheColdTable) {
   EXPECT_DOUBLE_EQ(merge_kernel_price(both, MemoryKernel::kCorrection, m).seconds, 5552e-9);
 }
 
+// AG+RS's correction (the reduce-scatter's layout) is priced from the " rs" table where there is one, else
+// from the in-place table; in place never from the " rs" one. Cold RS inputs: the RS cold table, else the RS
+// warm one, before any in-place table.
+TEST_F(ProfileTablesTest, RsLayoutPrefersTheRsTable) {
+  ordered_json t = correction_tables();
+  write("tables/in_place.json", t);
+  ordered_json rs = t["tables"][0];
+  rs["key"] = "d512 bf16 rs";
+  for (auto& pt : rs["points"])
+    for (const char* f : {"median_ns", "min_ns", "max_ns"}) pt[f] = pt[f].get<double>() * 1.5;
+  t["tables"] = ordered_json::array({rs});
+  write("tables/rs.json", t);
+  MergeShape m{2, 16, 32, 512, DType::kBF16, false};
+  m.rs_layout = true;
+  EXPECT_EQ(merge_table_key(m), "d512 bf16 rs");
+  m.cold_inputs = true;
+  m.row_stamps = true;
+  EXPECT_EQ(merge_table_key(m), "d512 bf16 rs stamped cold");
+  m.cold_inputs = m.row_stamps = false;
+  profile_["tables"] = {"tables/in_place.json"};
+  const HardwareProfile in_place_only = load_profile(write("i.json", profile_).string());
+  EXPECT_DOUBLE_EQ(merge_kernel_price(in_place_only, MemoryKernel::kCorrection, m).seconds, 5552e-9);
+  profile_["tables"] = {"tables/in_place.json", "tables/rs.json"};
+  const HardwareProfile both = load_profile(write("b.json", profile_).string());
+  EXPECT_DOUBLE_EQ(merge_kernel_price(both, MemoryKernel::kCorrection, m).seconds, 1.5 * 5552e-9);
+  m.cold_inputs = true;  // no cold table: the RS warm one
+  EXPECT_DOUBLE_EQ(merge_kernel_price(both, MemoryKernel::kCorrection, m).seconds, 1.5 * 5552e-9);
+  m.cold_inputs = m.rs_layout = false;
+  EXPECT_DOUBLE_EQ(merge_kernel_price(both, MemoryKernel::kCorrection, m).seconds, 5552e-9);
+}
+
 TEST_F(ProfileTablesTest, ProfileWithATablePricesInsideItAndFlagsOutside) {
   write("tables/corr.json", correction_tables());
   profile_["tables"] = {"tables/corr.json"};

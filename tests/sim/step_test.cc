@@ -257,6 +257,34 @@ TEST(Step, EmulatedCombinesReadTheirBlocksColderTheEarlierTheirRank) {
   }
 }
 
+// AG+RS corrects into the reduce-scatter's head blocks, AG+AR in place: each priced from its own table.
+TEST(Step, AgRsCorrectionIsPricedFromTheRsLayoutTable) {
+  models::HardwareProfile p = builtin("h200-sxm");
+  p.tables.clear();
+  models::KernelTables t;
+  for (const auto& [key, ns] :
+       {std::pair<std::string, double>{"d512 bf16", 5000.0}, {"d512 bf16 rs", 7000.0}}) {
+    models::KernelTable k{models::TableKernel::kCorrection, key, {}, {}, {}, {}};
+    for (double n : {2.0, 8.0}) {
+      for (double b : {4.0, 16.0}) {
+        for (double h : {64.0, 256.0}) k.points.push_back({{n, b, h}, ns, 5, ns, ns});
+      }
+    }
+    k.finalize("test");
+    t.tables.push_back(k);
+  }
+  p.tables.push_back(t);
+  const auto correction = [](const StepResult& r) {
+    for (const PhaseSpan& ph : r.ranks[0].phases) {
+      if (ph.name == "correction") return ph.duration_s();
+    }
+    return -1.0;
+  };
+  const Simulator sim(p);
+  EXPECT_NEAR(correction(sim.run(mla(4, 128, 8, 4 * 1024, Strategy::kAgRs))), 7e-6, 1e-12);
+  EXPECT_NEAR(correction(sim.run(mla(4, 128, 8, 4 * 1024, Strategy::kAgAr))), 5e-6, 1e-12);
+}
+
 TEST(Step, EagerLaunchesAreSlowerThanAGraph) {
   const Simulator sim(builtin("h200-sxm"));
   const StepResult graph = sim.run(mla(8, 128, 4, 2048, Strategy::kAgRs, models::LaunchMode::kGraph));

@@ -34,6 +34,9 @@ struct OpShape {
   // correct, a2a-combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps on; the fast
   // variants take no stamps).
   bool row_stamps = false;
+  // correct: write into the reduce-scatter's head-block layout [N][B][H/N][D] as AG+RS does, not in place
+  // (AG+AR); H must be divisible by N.
+  bool rs_layout = false;
 };
 
 struct OpBenchConfig {

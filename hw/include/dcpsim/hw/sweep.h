@@ -56,6 +56,9 @@ struct KernelSweepConfig {
   // this many bytes of scratch, so the inputs stay in L2 but their address translations are gone, as after
   // a step's attention streamed its KV cache. 0: each call alone.
   std::int64_t merge_prelude_bytes = 0;
+  // Merge kernels: before each call (and before the prelude above) every SM chains FMAs for this long, as a
+  // step's merge kernel follows a busy attention kernel (the clocks and power state it leaves). 0: none.
+  double merge_prelude_busy_us = 0;
   // Correction and A2A combine as `hw run --row-stamps` runs them (per-row stamps on): tables keyed
   // "... stamped" (models::MergeShape::row_stamps). Only those two kernels stamp rows.
   bool row_stamps = false;

@@ -134,6 +134,10 @@ struct MergeShape {
   // instrumented kernels (a fence and an atomic per block and row; not the fast variants), priced from the
   // " stamped" tables (`hw sweep --row-stamps`), never from the plain kernels' tables.
   bool row_stamps = false;
+  // The correction writes the reduce-scatter's head-block layout (AG+RS) instead of O in place (AG+AR): new
+  // lines to allocate in L2 and a scattered store pattern, priced from the " rs" tables (`hw sweep` times
+  // both layouts), else from the in-place ones.
+  bool rs_layout = false;
 };
 MergeShape merge_shape(const Scenario& s);
 
