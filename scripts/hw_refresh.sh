@@ -12,7 +12,8 @@
 #   attention  the attention tables (hw_tables.sh attention)         -> tables.tgz
 #   fit        the fit traces (scripts/hw_sweep.sh fit)              -> traces.tgz
 # Each result lands in $OUT as soon as its stage ends, so a call cut short by its time limit still returns
-# what finished. With FUZZ_DIR/FUZZ_TARGETS the long fuzz run uses the idle CPU cores meanwhile
+# what finished. Each archive holds the stage's folder and log under the stage's name (fit/ and fit.log in
+# traces.tgz). With FUZZ_DIR/FUZZ_TARGETS the long fuzz run uses the idle CPU cores meanwhile
 # (fuzz_long.txt).
 #   OUT=... [BIN=.carry/bin] [STAGES="tests merge ..."] [FUZZ_DIR=... FUZZ_TARGETS=... FUZZ_SECONDS=...]
 #     scripts/hw_refresh.sh
@@ -24,6 +25,17 @@ W=/tmp/hw-refresh
 mkdir -p "$OUT" "$W"
 BIN=${BIN:-$PWD/.carry/bin}
 STAGES=${STAGES:-tests sanitize merge stamped holdout holdout2 rows attention fit}
+for stage in $STAGES; do
+  case $stage in
+    tests|sanitize|merge|stamped|attention|holdout|holdout2|rows|fit) ;;
+    *) echo "hw_refresh.sh: unknown stage '$stage' (tests sanitize merge stamped holdout holdout2 rows attention fit)" >&2
+       exit 2 ;;
+  esac
+done
+if [ -n "${SKIP_FIT:-}" ]; then
+  echo "hw_refresh.sh: SKIP_FIT is gone; leave fit out of STAGES instead" >&2
+  exit 2
+fi
 nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null)
 export LD_LIBRARY_PATH=$BIN:$(dirname "$(find "${nccl:-/}" -name 'libnccl.so.2' 2>/dev/null | head -1)"):${LD_LIBRARY_PATH:-}
 fuzz_pid=
@@ -74,7 +86,6 @@ for stage in $STAGES; do
     merge|stamped|attention) tables "$stage" ;;
     holdout|holdout2|rows) traces "$stage" "$stage.tgz" ;;
     fit) traces fit traces.tgz ;;
-    *) echo "hw_refresh.sh: unknown stage '$stage'" >&2; exit 2 ;;
   esac
   echo "stage $stage took $(($(date +%s) - start)) s"
 done

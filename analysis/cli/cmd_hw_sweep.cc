@@ -71,7 +71,21 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
   if (!(f.merge_prelude_busy_us >= 0 && f.merge_prelude_busy_us <= 1e6))
     throw InputError("kernel sweep: --merge-prelude-busy must be in [0, 1e6] us");
   c.merge_prelude_busy_us = f.merge_prelude_busy_us;
-  c.merge_prelude_bytes = f.merge_prelude == "0" ? 0 : parse_byte_count(f.merge_prelude, "--merge-prelude");
+  // One word touched per 64 KiB: 0 (none) or at least 64 KiB.
+  const std::string prelude_error = "--merge-prelude '" + f.merge_prelude +
+                                    "' is not 0 or a byte count in [64k, 2^40] (64k, 256m, 16g; k = 1024)";
+  if (f.merge_prelude != "0") {
+    try {
+      c.merge_prelude_bytes = parse_byte_count(f.merge_prelude, "--merge-prelude");
+    } catch (const InputError&) {
+      throw InputError(prelude_error);
+    }
+    if (c.merge_prelude_bytes < (std::int64_t{64} << 10)) throw InputError(prelude_error);
+  }
+  if (c.cold_merge_inputs && (c.merge_prelude_bytes > 0 || c.merge_prelude_busy_us > 0))
+    throw InputError(
+        "kernel sweep: --merge-prelude and --merge-prelude-busy shape warm inputs; --merge-inputs "
+        "cold already evicts them");
   c.row_stamps = f.row_stamps;
   if (!(f.max_kv_gb > 0) || f.max_kv_gb > 1e4) throw InputError("--max-kv-gb must be in (0, 10000]");
   c.max_kv_bytes = f.max_kv_gb * 1e9;
@@ -141,8 +155,9 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
       ->capture_default_str();
   s->add_option("--merge-prelude", f->merge_prelude,
                 "warm merge inputs: before each call (outside its span) touch one word per 64 KiB of this "
-                "many bytes of scratch, evicting the inputs' address translations but not their L2 lines, as "
-                "a step's attention does; 0: each call alone (bytes: 0, 64k, 256m, 16g; k = 1024)")
+                "many bytes of scratch, evicting the address translations a step's attention would, while "
+                "leaving about bytes / 512 in L2; 0: each call alone; the table keys do not change (the "
+                "provenance's command says it) (bytes: 0, 64k, 256m, 16g; k = 1024)")
       ->capture_default_str();
   s->add_option(
        "--merge-prelude-busy", f->merge_prelude_busy_us,

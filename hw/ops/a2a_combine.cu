@@ -234,7 +234,9 @@ int combine_auto_variant(const CombineArgs& a) {
   // docs/PERFORMANCE.md), 1.4-2.3x faster than the lane-group kernels on 4-byte words it replaces.
   const std::int64_t bytes =
       std::int64_t(a.dcp) * a.rows * a.heads * a.dim * std::int64_t(elem_bytes(a.elem));
-  if (a.lse == nullptr) return 6;                   // p4
+  const bool packed_short = a.lse == nullptr && a.flags == nullptr && a.dcp <= 8 && a.rows <= 65535 &&
+                            a.elem != Elem::kF32 && a.elem == a.out && a.dim % 2 == 0;
+  if (packed_short) return 6;                       // p4
   return bytes <= (std::int64_t{2} << 20) ? 4 : 5;  // f1 : f2
 }
 

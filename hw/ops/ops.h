@@ -191,7 +191,7 @@ void launch_combine(const CombineArgs& a, cudaStream_t stream);
 // whose output type differs from its input's), the lane-group kernel with 1, 2 or 4 16-byte vectors per lane
 // and source ("g1", "g2", "g4"), the short-path kernel with 1 or 2 ("f1", "f2"; calls it does not take
 // run "g1", "g2") and the packed rows' short path with 4 or 8 words ("p4", "p8"; calls it does not take run
-// "f1", "f2").
+// what "f1", "f2" would).
 const std::vector<std::string>& combine_variants();
 int combine_auto_variant(const CombineArgs& a);
 void launch_combine_legacy(const CombineArgs& a, cudaStream_t stream);
@@ -348,8 +348,9 @@ void launch_advance_epoch(unsigned long long* epoch, cudaStream_t stream);
 void launch_read_through(const void* p, std::size_t bytes, unsigned* sink, cudaStream_t stream);
 // Every SM's threads chain fp32 FMAs for `ns` nanoseconds (the SMs busy, memory untouched).
 void launch_busy(long long ns, unsigned* sink, cudaStream_t stream);
-// One 16-byte load every `stride` bytes (a multiple of 16) of [p, p + bytes): translates every page of the
-// range (evicting the TLBs' other entries) while leaving about bytes/stride·32 bytes in L2.
+// One 4-byte load every `stride` bytes (a multiple of 16) of [p, p + bytes): translates every page of the
+// range (evicting the TLBs' other entries) while bringing about bytes / stride L2 lines (a 32-byte sector
+// each, up to 128 bytes with prefetch) into L2.
 void launch_touch_pages(const void* p, std::size_t bytes, std::size_t stride, unsigned* sink,
                         cudaStream_t stream);
 

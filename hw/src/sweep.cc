@@ -41,12 +41,14 @@ struct Graph {
   }
 };
 
-// Evicts the inputs of the next call from L2: a read of twice the L2, enqueued before a replay and outside
-// its timeline tag (so not part of its time). Small inputs rotated over a few sets still fit in L2 together
-// (8 sets of a 1 MB correction input are 8 MB of a 63 MB L2); this does not. A read, not a memset: in an
-// emulated step what went through the L2 in between is the later ranks' attention reading their KV caches,
-// which leaves clean lines; a memset leaves dirty ones, and every miss of the timed kernel then waits for a
-// write-back first (tables made so priced an emulated correction 25-60% over what the steps measured).
+// What runs before each replay, outside its timeline tag (so not part of its time): optionally every SM busy
+// for a while, then either the cold inputs' eviction from L2, a read of twice the L2, or a touch of one word
+// per 64 KiB of scratch (address translations gone, inputs still in L2). Small inputs rotated over a few sets
+// still fit in L2 together (8 sets of a 1 MB correction input are 8 MB of a 63 MB L2); this does not. A read,
+// not a memset: in an emulated step what went through the L2 in between is the later ranks' attention reading
+// their KV caches, which leaves clean lines; a memset leaves dirty ones, and every miss of the timed kernel
+// then waits for a write-back first (tables made so priced an emulated correction 25-60% over what the steps
+// measured).
 struct L2Flush {
   DeviceBuffer scratch, sink;
   bool pages = false;     // touch one 16-byte word per 64 KiB instead of reading everything

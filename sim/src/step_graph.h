@@ -109,15 +109,16 @@ struct StepGraph {
       // Bytes through the L2 between this kernel's inputs being written and it reading them. Correction and
       // pack read their rank's attention output: the later ranks' attention ran in between. The A2A combine
       // reads the blocks the emulated all-to-all copied to its rank, rank after rank: the later ranks'
-      // blocks were copied in between. Then the earlier ranks' kernels of this phase. A line survives them
-      // with probability exp(−bytes / L2) (random replacement, over the share of the L2 one SM's lines
-      // compete for); the kernel's time moves from the cold table's towards the warm one's with it.
+      // blocks were copied in between (each copy reads its source and writes its destination). Then the
+      // earlier ranks' kernels of this phase. A line survives them with probability exp(−bytes / L2) (random
+      // replacement, over the share of the L2 one SM's lines compete for); the kernel's time moves from the
+      // cold table's towards the warm one's with it.
       double through = 0.0;
       if (k == models::MemoryKernel::kA2aCombine) {
         const double received = double(m.rows) * m.heads *
                                 (m.head_dim + models::packed_lse_lanes(m.out_dtype)) *
                                 double(models::dtype_bytes(m.out_dtype));
-        through = (m.dcp - 1 - rank) * received + rank * models::unpack_combine_bytes(m);
+        through = (m.dcp - 1 - rank) * 2 * received + rank * models::unpack_combine_bytes(m);
       } else {
         for (std::size_t s = static_cast<std::size_t>(rank) + 1; s < attention_bytes.size(); ++s)
           through += attention_bytes[s];

@@ -250,7 +250,7 @@ TEST(Step, EmulatedCombinesReadTheirBlocksColderTheEarlierTheirRank) {
   const models::MergeShape m = models::merge_shape(s);
   const double received = 256.0 * 128 * 514 * 2, l2_share = 0.5 * p.gpu.l2_size.si();
   for (int rank = 0; rank < 4; ++rank) {
-    const double through = (3 - rank) * received + rank * models::unpack_combine_bytes(m);
+    const double through = (3 - rank) * 2 * received + rank * models::unpack_combine_bytes(m);
     EXPECT_NEAR(combine(real, rank), 5e-6, 1e-12) << rank;
     EXPECT_NEAR(combine(emu, rank), 9e-6 - 4e-6 * std::exp(-through / l2_share), 1e-12) << rank;
     EXPECT_GT(combine(emu, rank), 5.5e-6) << rank;  // nowhere near warm: the blocks are the L2's size

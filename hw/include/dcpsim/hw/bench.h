@@ -31,8 +31,8 @@ struct OpShape {
   // step (1: dense [B][H][D_qk]); and the LSE's base (FlashInfer's decode reports base 2 natively).
   int q_blocks = 1;
   bool lse_base2 = false;
-  // correct, a2a-combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps on; the fast
-  // variants take no stamps).
+  // correct, a2a-combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps on; of the
+  // short paths only the packed rows' combine takes stamps, the others fall back to the lane-group kernels).
   bool row_stamps = false;
   // correct: write into the reduce-scatter's head-block layout [N][B][H/N][D] as AG+RS does, not in place
   // (AG+AR); H must be divisible by N.
