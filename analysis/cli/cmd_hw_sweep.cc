@@ -32,6 +32,7 @@ struct SweepFlags {
   std::string merge_inputs = "warm";
   std::string merge_prelude = "0";
   double merge_prelude_busy_us = 0;
+  std::string merge_prelude_copy = "0";
   bool row_stamps = false;
   int warmup = 5, reps = 20, device = 0;
   std::string date, out;
@@ -82,10 +83,13 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
     }
     if (c.merge_prelude_bytes < (std::int64_t{64} << 10)) throw InputError(prelude_error);
   }
-  if (c.cold_merge_inputs && (c.merge_prelude_bytes > 0 || c.merge_prelude_busy_us > 0))
+  if (f.merge_prelude_copy != "0")
+    c.merge_prelude_copy_bytes = parse_byte_count(f.merge_prelude_copy, "--merge-prelude-copy");
+  if (c.cold_merge_inputs &&
+      (c.merge_prelude_bytes > 0 || c.merge_prelude_busy_us > 0 || c.merge_prelude_copy_bytes > 0))
     throw InputError(
-        "kernel sweep: --merge-prelude and --merge-prelude-busy shape warm inputs; --merge-inputs "
-        "cold already evicts them");
+        "kernel sweep: --merge-prelude, --merge-prelude-busy and --merge-prelude-copy shape warm "
+        "inputs; --merge-inputs cold already evicts them");
   c.row_stamps = f.row_stamps;
   if (!(f.max_kv_gb > 0) || f.max_kv_gb > 1e4) throw InputError("--max-kv-gb must be in (0, 10000]");
   c.max_kv_bytes = f.max_kv_gb * 1e9;
@@ -163,6 +167,12 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
        "--merge-prelude-busy", f->merge_prelude_busy_us,
        "merge kernels: before each call every SM chains FMAs for this many microseconds (outside the "
        "call's span), as after a step's attention; 0: none")
+      ->capture_default_str();
+  s->add_option(
+       "--merge-prelude-copy", f->merge_prelude_copy,
+       "merge kernels: before each call a device-to-device copy of this many bytes (outside the call's "
+       "span), as an emulated collective's copies come before a step's merge kernel; 0: none (bytes: 0, "
+       "64k, 16m; k = 1024)")
       ->capture_default_str();
   s->add_flag("--row-stamps", f->row_stamps,
               "correction, a2a_combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps "

@@ -51,10 +51,14 @@ struct Graph {
 // measured).
 struct L2Flush {
   DeviceBuffer scratch, sink;
-  bool pages = false;     // touch one 16-byte word per 64 KiB instead of reading everything
-  long long busy_ns = 0;  // first keep every SM busy this long
+  bool pages = false;               // touch one 16-byte word per 64 KiB instead of reading everything
+  long long busy_ns = 0;            // first keep every SM busy this long
+  DeviceBuffer copy_from, copy_to;  // then a device-to-device copy between these (copy engine)
   void operator()(cudaStream_t stream) {
     if (busy_ns > 0) ops::launch_busy(busy_ns, sink.as<unsigned>(), stream);
+    if (copy_to.bytes() > 0)
+      DCPSIM_CUDA(
+          cudaMemcpyAsync(copy_to.get(), copy_from.get(), copy_to.bytes(), cudaMemcpyDeviceToDevice, stream));
     if (scratch.bytes() == 0) return;
     if (pages)
       ops::launch_touch_pages(scratch.get(), scratch.bytes(), std::size_t{64} << 10, sink.as<unsigned>(),
@@ -66,10 +70,15 @@ struct L2Flush {
 
 // Cold: the read of twice the L2. Otherwise, with `prelude` bytes, a kernel touching every 64 KiB of that
 // much scratch just before the call: the inputs stay in L2, their address translations do not.
-L2Flush make_l2_flush(bool cold, std::int64_t prelude, double busy_us, int device) {
+L2Flush make_l2_flush(bool cold, std::int64_t prelude, double busy_us, std::int64_t copy, int device) {
   L2Flush f;
   f.busy_ns = static_cast<long long>(busy_us * 1e3);
   if (f.busy_ns > 0) f.sink = DeviceBuffer(sizeof(unsigned));
+  if (copy > 0) {
+    f.copy_from = DeviceBuffer(static_cast<std::size_t>(copy));
+    f.copy_to = DeviceBuffer(static_cast<std::size_t>(copy));
+    DCPSIM_CUDA(cudaMemset(f.copy_from.get(), 0, f.copy_from.bytes()));
+  }
   if (!cold && prelude <= 0) return f;
   int l2 = 0;
   DCPSIM_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
@@ -202,8 +211,8 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
 
   std::map<std::pair<TableKernel, std::string>, std::size_t> index;
   Stream stream;
-  L2Flush flush =
-      make_l2_flush(c.cold_merge_inputs, c.merge_prelude_bytes, c.merge_prelude_busy_us, c.device);
+  L2Flush flush = make_l2_flush(c.cold_merge_inputs, c.merge_prelude_bytes, c.merge_prelude_busy_us,
+                                c.merge_prelude_copy_bytes, c.device);
   const int total = static_cast<int>(points.size());
   int done = 0;
   for (const detail::SweepPoint& p : points) {

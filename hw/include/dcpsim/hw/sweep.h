@@ -60,6 +60,9 @@ struct KernelSweepConfig {
   // Merge kernels: before each call (and before the prelude above) every SM chains FMAs for this long, as a
   // step's merge kernel follows a busy attention kernel (the clocks and power state it leaves). 0: none.
   double merge_prelude_busy_us = 0;
+  // Merge kernels: before each call (after the busy kernel, before the touch) a device-to-device copy of this
+  // many bytes, as an emulated step's merge kernel follows its emulated collective's copies. 0: none.
+  std::int64_t merge_prelude_copy_bytes = 0;
   // Correction and A2A combine as `hw run --row-stamps` runs them (per-row stamps on): tables keyed
   // "... stamped" (models::MergeShape::row_stamps). Only those two kernels stamp rows.
   bool row_stamps = false;
