@@ -160,7 +160,7 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
   s->add_option("--merge-prelude", f->merge_prelude,
                 "warm merge inputs: before each call (outside its span) touch one word per 64 KiB of this "
                 "many bytes of scratch, evicting the address translations a step's attention would, while "
-                "leaving about bytes / 512 in L2; 0: each call alone; the table keys do not change (the "
+                "bringing at most bytes / 512 into L2; 0: each call alone; the table keys do not change (the "
                 "provenance's command says it) (bytes: 0, 64k, 256m, 16g; k = 1024)")
       ->capture_default_str();
   s->add_option(

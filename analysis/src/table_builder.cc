@@ -94,12 +94,7 @@ std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase&
     why = "merge kernels of N = 1";
     return std::nullopt;
   }
-  if (name == "correction") {
-    models::MergeShape c = merge_shape;
-    c.rs_layout = s.strategy == models::Strategy::kAgRs;
-    return Target{TableKernel::kCorrection, models::merge_table_key(c),
-                  models::merge_table_at(TableKernel::kCorrection, c)};
-  }
+  if (name == "correction") return merge(TableKernel::kCorrection);
   if (name == "a2a_pack" || name == "pack") return merge(TableKernel::kA2aPack);
   if (name == "a2a_combine" || (name == "combine" && s.strategy == models::Strategy::kA2a))
     return merge(TableKernel::kA2aCombine);

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "combine_common.cuh"
 #include "cuda_check.h"
@@ -130,14 +131,28 @@ __global__ void __launch_bounds__(kThreads) combine_fast_kernel(FastCombineParam
   if (lane == 0 && p.merged != nullptr) p.merged[b * p.merged_row + j * p.merged_head] = merged_lse(sh, p.k);
 }
 
-template <typename T, int VPT>
-void launch_np(const FastCombineParams& p, int np, dim3 grid, int threads, cudaStream_t stream) {
-  if (np <= 2)
-    launch_kernel("combine_fast_kernel", combine_fast_kernel<T, VPT, 2>, grid, threads, 0, stream, p);
-  else if (np <= 4)
-    launch_kernel("combine_fast_kernel", combine_fast_kernel<T, VPT, 4>, grid, threads, 0, stream, p);
+// The one place the short paths' template arguments are chosen: f(T, VPT, NP) as tags for the 16-bit type
+// `e`, `vpt` (V0 or V1) and the smallest NP in {2, 4, 8} that holds N.
+template <int V0, int V1, typename F>
+void with_short_path_args(Elem e, int vpt, int dcp, F&& f) {
+  auto by_np = [&](auto t, auto v) {
+    if (dcp <= 2)
+      f(t, v, std::integral_constant<int, 2>{});
+    else if (dcp <= 4)
+      f(t, v, std::integral_constant<int, 4>{});
+    else
+      f(t, v, std::integral_constant<int, 8>{});
+  };
+  auto by_vpt = [&](auto t) {
+    if (vpt == V0)
+      by_np(t, std::integral_constant<int, V0>{});
+    else
+      by_np(t, std::integral_constant<int, V1>{});
+  };
+  if (e == Elem::kBF16)
+    by_vpt(ElemTag<__nv_bfloat16>{});
   else
-    launch_kernel("combine_fast_kernel", combine_fast_kernel<T, VPT, 8>, grid, threads, 0, stream, p);
+    by_vpt(ElemTag<__half>{});
 }
 
 bool fits(std::int64_t x) {
@@ -207,16 +222,6 @@ __global__ void __launch_bounds__(kThreads) combine_packed_kernel(PackedCombineP
   row_unit_done(p.stamps, b, gridDim.x);
 }
 
-template <typename T, int VPT>
-void launch_packed_np(const PackedCombineParams& p, int np, dim3 grid, int threads, cudaStream_t stream) {
-  if (np <= 2)
-    launch_kernel("combine_packed_kernel", combine_packed_kernel<T, VPT, 2>, grid, threads, 0, stream, p);
-  else if (np <= 4)
-    launch_kernel("combine_packed_kernel", combine_packed_kernel<T, VPT, 4>, grid, threads, 0, stream, p);
-  else
-    launch_kernel("combine_packed_kernel", combine_packed_kernel<T, VPT, 8>, grid, threads, 0, stream, p);
-}
-
 }  // namespace
 
 bool launch_combine_packed(const CombineArgs& a, int vpt, cudaStream_t stream) {
@@ -255,19 +260,12 @@ bool launch_combine_packed(const CombineArgs& a, int vpt, cudaStream_t stream) {
   p.heads_per_block = g.heads_per_block;
   p.k = a.base2 ? 1.f : kLog2e;
   p.pdl = pdl_enabled() ? 1 : 0;
-  const int np = a.dcp <= 2 ? 2 : a.dcp <= 4 ? 4 : 8;
   const dim3 grid(ceil_div(a.heads, g.heads_per_block), a.rows);
-  auto launch = [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (vpt == 4)
-      launch_packed_np<T, 4>(p, np, grid, g.threads, stream);
-    else
-      launch_packed_np<T, 8>(p, np, grid, g.threads, stream);
-  };
-  if (a.elem == Elem::kBF16)
-    launch(ElemTag<__nv_bfloat16>{});
-  else
-    launch(ElemTag<__half>{});
+  with_short_path_args<4, 8>(a.elem, vpt, a.dcp, [&](auto t, auto v, auto np) {
+    launch_kernel("combine_packed_kernel",
+                  combine_packed_kernel<typename decltype(t)::type, decltype(v)::value, decltype(np)::value>,
+                  grid, g.threads, 0, stream, p);
+  });
   DCPSIM_CUDA_LAUNCHED("combine_packed_kernel");
   return true;
 }
@@ -319,19 +317,12 @@ bool launch_combine_fast(const CombineArgs& a, int vpt, cudaStream_t stream) {
   p.heads_per_block = g.heads_per_block;
   p.k = a.base2 ? 1.f : kLog2e;
   p.pdl = pdl_enabled() ? 1 : 0;
-  const int np = a.dcp <= 2 ? 2 : a.dcp <= 4 ? 4 : 8;
   const dim3 grid(ceil_div(a.heads, g.heads_per_block), a.rows);
-  if (a.elem == Elem::kBF16) {
-    if (vpt == 1)
-      launch_np<__nv_bfloat16, 1>(p, np, grid, g.threads, stream);
-    else
-      launch_np<__nv_bfloat16, 2>(p, np, grid, g.threads, stream);
-  } else {
-    if (vpt == 1)
-      launch_np<__half, 1>(p, np, grid, g.threads, stream);
-    else
-      launch_np<__half, 2>(p, np, grid, g.threads, stream);
-  }
+  with_short_path_args<1, 2>(a.elem, vpt, a.dcp, [&](auto t, auto v, auto np) {
+    launch_kernel("combine_fast_kernel",
+                  combine_fast_kernel<typename decltype(t)::type, decltype(v)::value, decltype(np)::value>,
+                  grid, g.threads, 0, stream, p);
+  });
   DCPSIM_CUDA_LAUNCHED("combine_fast_kernel");
   return true;
 }

@@ -63,7 +63,9 @@ std::string_view to_string(FigureSource s) {
 }
 
 MergeShape merge_shape(const Scenario& s) {
-  return {s.dcp, s.rows(), s.heads, s.head_dim, s.out_dtype, false};
+  MergeShape m{s.dcp, s.rows(), s.heads, s.head_dim, s.out_dtype, false};
+  m.rs_layout = s.strategy == Strategy::kAgRs;  // AG+RS corrects into the reduce-scatter's head blocks
+  return m;
 }
 
 int packed_lse_lanes(DType out_dtype) {
@@ -78,20 +80,24 @@ double correction_bytes(const MergeShape& m) {
   return kLseBytes * x.n * x.b * x.h + 2.0 * x.b * x.h * x.d * x.out;
 }
 
+double a2a_buffer_bytes(const MergeShape& m) {
+  check_merge_shape(m, true);
+  const Dims x = dims(m);
+  return x.b * x.h * (x.d + packed_lse_lanes(m.out_dtype)) * x.out;
+}
+
 double a2a_pack_bytes(const MergeShape& m) {
   check_merge_shape(m, true);
   if (m.dcp == 1) return 0.0;
   const Dims x = dims(m);
-  const double p = packed_lse_lanes(m.out_dtype);
-  return x.b * x.h * x.d * x.out + kLseBytes * x.b * x.h + x.b * x.h * (x.d + p) * x.out;
+  return x.b * x.h * x.d * x.out + kLseBytes * x.b * x.h + a2a_buffer_bytes(m);
 }
 
 double unpack_combine_bytes(const MergeShape& m) {
   check_merge_shape(m, true);
   if (m.dcp == 1) return 0.0;
   const Dims x = dims(m);
-  const double p = packed_lse_lanes(m.out_dtype);
-  return x.b * x.h * (x.d + p) * x.out + x.b * (x.h / x.n) * x.d * x.out;
+  return a2a_buffer_bytes(m) + x.b * (x.h / x.n) * x.d * x.out;
 }
 
 double direct_combine_bytes(const MergeShape& m) {

@@ -115,10 +115,8 @@ struct StepGraph {
       // cold table's towards the warm one's with it.
       double through = 0.0;
       if (k == models::MemoryKernel::kA2aCombine) {
-        const double received = double(m.rows) * m.heads *
-                                (m.head_dim + models::packed_lse_lanes(m.out_dtype)) *
-                                double(models::dtype_bytes(m.out_dtype));
-        through = (m.dcp - 1 - rank) * 2 * received + rank * models::unpack_combine_bytes(m);
+        through =
+            (m.dcp - 1 - rank) * 2 * models::a2a_buffer_bytes(m) + rank * models::unpack_combine_bytes(m);
       } else {
         for (std::size_t s = static_cast<std::size_t>(rank) + 1; s < attention_bytes.size(); ++s)
           through += attention_bytes[s];

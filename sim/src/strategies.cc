@@ -58,14 +58,12 @@ void add_gather_merge(StepGraph& step, std::vector<RankStream>& streams,
   const CollectiveSpans lse =
       collective_kernel(step, streams, kPhaseLseGather, "lse_all_gather", Collective::kAllGather,
                         s.rows() * double(s.heads) * kLseBytes, options);
-  const bool rs = s.strategy == models::Strategy::kAgRs;
-  models::MergeShape corr_shape = m;
-  corr_shape.rs_layout = rs;  // AG+RS corrects into the reduce-scatter's head blocks, AG+AR in place
   std::vector<NodeId> corr(n);
   for (int r = 0; r < n; ++r) {
-    corr[r] = streams[r].kernel("correction", step.price(r, models::MemoryKernel::kCorrection, corr_shape),
+    corr[r] = streams[r].kernel("correction", step.price(r, models::MemoryKernel::kCorrection, m),
                                 models::correction_bytes(m));
   }
+  const bool rs = s.strategy == models::Strategy::kAgRs;
   const double heads_out = rs ? double(s.heads) / n : double(s.heads);
   const CollectiveSpans out =
       collective_kernel(step, streams, kPhaseCollective, rs ? "reduce_scatter" : "all_reduce",
@@ -86,9 +84,7 @@ void add_a2a_merge(StepGraph& step, std::vector<RankStream>& streams,
   const models::Scenario& s = step.scenario;
   const int n = s.dcp;
   const models::MergeShape m = models::merge_shape(s);
-  const double lanes = s.head_dim + models::packed_lse_lanes(s.out_dtype);
-  // The packed buffer [N_dest][B][H/N][D + P] in the output dtype: all of it is the rank's send buffer.
-  const double send_bytes = s.rows() * double(s.heads) * lanes * double(models::dtype_bytes(s.out_dtype));
+  const double send_bytes = models::a2a_buffer_bytes(m);  // all of the packed buffer goes out
 
   std::vector<NodeId> pack(n), combine(n);
   for (int r = 0; r < n; ++r) {

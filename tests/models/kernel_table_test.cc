@@ -51,6 +51,16 @@ ordered_json correction_tables(const std::string& device = "NVIDIA H200") {
                                                        {"points", points}}})}};
 }
 
+// correction_tables() with its one table under `key` and every time multiplied by `factor`.
+ordered_json scaled_correction_tables(const std::string& key, double factor) {
+  ordered_json t = correction_tables();
+  ordered_json& table = t["tables"][0];
+  table["key"] = key;
+  for (auto& pt : table["points"])
+    for (const char* f : {"median_ns", "min_ns", "max_ns"}) pt[f] = pt[f].get<double>() * factor;
+  return t;
+}
+
 std::string parse_error(const ordered_json& j) {
   try {
     parse_kernel_tables(j.dump(), "t.json");
@@ -234,14 +244,8 @@ TEST_F(ProfileTablesTest, ProfileWithoutTablesPricesEverythingAnalytically) {
 // Cold inputs (an emulated step's merge kernels) are priced from the " cold" table where there is one, else
 // from the warm one; warm inputs never from the cold table.
 TEST_F(ProfileTablesTest, ColdInputsPreferTheColdTable) {
-  ordered_json t = correction_tables();
-  write("tables/warm.json", t);
-  ordered_json cold = t["tables"][0];
-  cold["key"] = "d512 bf16 cold";
-  for (auto& pt : cold["points"])
-    for (const char* f : {"median_ns", "min_ns", "max_ns"}) pt[f] = pt[f].get<double>() * 2;
-  t["tables"] = ordered_json::array({cold});
-  write("tables/cold.json", t);
+  write("tables/warm.json", correction_tables());
+  write("tables/cold.json", scaled_correction_tables("d512 bf16 cold", 2));
   MergeShape m{2, 16, 32, 512, DType::kBF16, false};
   EXPECT_EQ(merge_table_key(m), "d512 bf16");
   profile_["tables"] = {"tables/warm.json"};
@@ -262,14 +266,8 @@ TEST_F(ProfileTablesTest, ColdInputsPreferTheColdTable) {
 // from the in-place table; in place never from the " rs" one. Cold RS inputs: the RS cold table, else the RS
 // warm one, before any in-place table.
 TEST_F(ProfileTablesTest, RsLayoutPrefersTheRsTable) {
-  ordered_json t = correction_tables();
-  write("tables/in_place.json", t);
-  ordered_json rs = t["tables"][0];
-  rs["key"] = "d512 bf16 rs";
-  for (auto& pt : rs["points"])
-    for (const char* f : {"median_ns", "min_ns", "max_ns"}) pt[f] = pt[f].get<double>() * 1.5;
-  t["tables"] = ordered_json::array({rs});
-  write("tables/rs.json", t);
+  write("tables/in_place.json", correction_tables());
+  write("tables/rs.json", scaled_correction_tables("d512 bf16 rs", 1.5));
   MergeShape m{2, 16, 32, 512, DType::kBF16, false};
   m.rs_layout = true;
   EXPECT_EQ(merge_table_key(m), "d512 bf16 rs");

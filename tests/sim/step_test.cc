@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "dcpsim/models/cost.h"
 #include "dcpsim/models/sharding.h"
@@ -21,6 +23,37 @@ std::vector<std::string> phase_names(const StepResult& r, int rank) {
   std::vector<std::string> out;
   for (const PhaseSpan& p : r.ranks[rank].phases) out.push_back(p.name);
   return out;
+}
+
+// The duration of rank's phase `name`, or -1 when it has none.
+double phase_s(const StepResult& r, int rank, const std::string& name) {
+  for (const PhaseSpan& ph : r.ranks[rank].phases) {
+    if (ph.name == name) return ph.duration_s();
+  }
+  return -1.0;
+}
+
+// h200-sxm with only flat merge tables of `kernel`: each key one time (ns) at every point of N ∈ {2, 8} × the
+// rows × the heads given (heads per rank for the owner-slice kernels).
+models::HardwareProfile flat_merge_tables(models::TableKernel kernel,
+                                          std::initializer_list<std::pair<std::string, double>> keys,
+                                          std::initializer_list<double> rows,
+                                          std::initializer_list<double> heads) {
+  models::HardwareProfile p = builtin("h200-sxm");
+  p.tables.clear();
+  models::KernelTables t;
+  for (const auto& [key, ns] : keys) {
+    models::KernelTable k{kernel, key, {}, {}, {}, {}};
+    for (double n : {2.0, 8.0}) {
+      for (double b : rows) {
+        for (double h : heads) k.points.push_back({{n, b, h}, ns, 5, ns, ns});
+      }
+    }
+    k.finalize("test");
+    t.tables.push_back(k);
+  }
+  p.tables.push_back(t);
+  return p;
 }
 
 TEST(Step, OneRankHasNoCollectiveAndNoMerge) {
@@ -170,29 +203,12 @@ TEST(Step, KvHeldPerRankFollowsTheSharding) {
 // moves from the warm table's towards the " cold" table's as exp(-bytes / (L2 / 2)) of the output survives.
 // On real GPUs every rank's correction follows its own attention: warm.
 TEST(Step, EmulatedRanksReadTheirOutputsColderTheMoreWentThroughTheL2) {
-  models::HardwareProfile p = builtin("h200-sxm");
-  p.tables.clear();
-  models::KernelTables t;
-  for (const auto& [key, ns] :
-       {std::pair<std::string, double>{"d512 bf16", 5000.0}, {"d512 bf16 cold", 9000.0}}) {
-    models::KernelTable k{models::TableKernel::kCorrection, key, {}, {}, {}, {}};
-    for (double n : {2.0, 8.0}) {
-      for (double b : {4.0, 16.0}) {
-        for (double h : {64.0, 256.0}) k.points.push_back({{n, b, h}, ns, 5, ns, ns});
-      }
-    }
-    k.finalize("test");
-    t.tables.push_back(k);
-  }
-  p.tables.push_back(t);
+  const models::HardwareProfile p =
+      flat_merge_tables(models::TableKernel::kCorrection, {{"d512 bf16", 5000.0}, {"d512 bf16 cold", 9000.0}},
+                        {4, 16}, {64, 256});
   SimOptions emulated;
   emulated.emulated_ranks = true;
-  const auto correction = [](const StepResult& r, int rank) {
-    for (const PhaseSpan& ph : r.ranks[rank].phases) {
-      if (ph.name == "correction") return ph.duration_s();
-    }
-    return -1.0;
-  };
+  const auto correction = [](const StepResult& r, int rank) { return phase_s(r, rank, "correction"); };
   // 8 rows x 32k tokens per rank: ~300 MB of KV each, so every rank but the last reads its output cold; the
   // last one's went through only the three corrections before it.
   const models::Scenario s = mla(4, 128, 8, 4 * 32768, Strategy::kAgRs);
@@ -220,29 +236,12 @@ TEST(Step, EmulatedRanksReadTheirOutputsColderTheMoreWentThroughTheL2) {
 // were followed by the later ranks' received blocks and the earlier ranks' combines (each reading N blocks
 // and writing its output). On real GPUs each combine follows its own all-to-all: warm.
 TEST(Step, EmulatedCombinesReadTheirBlocksColderTheEarlierTheirRank) {
-  models::HardwareProfile p = builtin("h200-sxm");
-  p.tables.clear();
-  models::KernelTables t;
-  for (const auto& [key, ns] :
-       {std::pair<std::string, double>{"d512 bf16", 5000.0}, {"d512 bf16 cold", 9000.0}}) {
-    models::KernelTable k{models::TableKernel::kA2aCombine, key, {}, {}, {}, {}};
-    for (double n : {2.0, 8.0}) {
-      for (double b : {4.0, 256.0}) {
-        for (double h : {4.0, 64.0}) k.points.push_back({{n, b, h}, ns, 5, ns, ns});
-      }
-    }
-    k.finalize("test");
-    t.tables.push_back(k);
-  }
-  p.tables.push_back(t);
+  const models::HardwareProfile p =
+      flat_merge_tables(models::TableKernel::kA2aCombine, {{"d512 bf16", 5000.0}, {"d512 bf16 cold", 9000.0}},
+                        {4, 256}, {4, 64});
   SimOptions emulated;
   emulated.emulated_ranks = true;
-  const auto combine = [](const StepResult& r, int rank) {
-    for (const PhaseSpan& ph : r.ranks[rank].phases) {
-      if (ph.name == "combine") return ph.duration_s();
-    }
-    return -1.0;
-  };
+  const auto combine = [](const StepResult& r, int rank) { return phase_s(r, rank, "combine"); };
   // 256 rows x 128 heads x 514 lanes x 2 bytes: 34 MB received per rank, about the L2's share.
   const models::Scenario s = mla(4, 128, 256, 4 * 1024, Strategy::kA2a);
   const StepResult real = Simulator(p).run(s);
@@ -259,27 +258,10 @@ TEST(Step, EmulatedCombinesReadTheirBlocksColderTheEarlierTheirRank) {
 
 // AG+RS corrects into the reduce-scatter's head blocks, AG+AR in place: each priced from its own table.
 TEST(Step, AgRsCorrectionIsPricedFromTheRsLayoutTable) {
-  models::HardwareProfile p = builtin("h200-sxm");
-  p.tables.clear();
-  models::KernelTables t;
-  for (const auto& [key, ns] :
-       {std::pair<std::string, double>{"d512 bf16", 5000.0}, {"d512 bf16 rs", 7000.0}}) {
-    models::KernelTable k{models::TableKernel::kCorrection, key, {}, {}, {}, {}};
-    for (double n : {2.0, 8.0}) {
-      for (double b : {4.0, 16.0}) {
-        for (double h : {64.0, 256.0}) k.points.push_back({{n, b, h}, ns, 5, ns, ns});
-      }
-    }
-    k.finalize("test");
-    t.tables.push_back(k);
-  }
-  p.tables.push_back(t);
-  const auto correction = [](const StepResult& r) {
-    for (const PhaseSpan& ph : r.ranks[0].phases) {
-      if (ph.name == "correction") return ph.duration_s();
-    }
-    return -1.0;
-  };
+  const models::HardwareProfile p =
+      flat_merge_tables(models::TableKernel::kCorrection, {{"d512 bf16", 5000.0}, {"d512 bf16 rs", 7000.0}},
+                        {4, 16}, {64, 256});
+  const auto correction = [](const StepResult& r) { return phase_s(r, 0, "correction"); };
   const Simulator sim(p);
   EXPECT_NEAR(correction(sim.run(mla(4, 128, 8, 4 * 1024, Strategy::kAgRs))), 7e-6, 1e-12);
   EXPECT_NEAR(correction(sim.run(mla(4, 128, 8, 4 * 1024, Strategy::kAgAr))), 5e-6, 1e-12);

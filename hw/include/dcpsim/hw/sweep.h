@@ -53,7 +53,7 @@ struct KernelSweepConfig {
   // merge kernels. Default: one input set, warm, as in a step on real GPUs.
   bool cold_merge_inputs = false;
   // Warm merge inputs: just before each call (outside its span) a kernel touching one word per 64 KiB of
-  // this many bytes of scratch, so the inputs stay in L2 (but for about bytes / 512 brought in) while their
+  // this many bytes of scratch, so the inputs stay in L2 (but for at most bytes / 512 brought in) while their
   // address translations are gone, as after a step's attention streamed its KV cache. 0: each call alone.
   // Neither prelude changes the table keys; the provenance's command records it.
   std::int64_t merge_prelude_bytes = 0;

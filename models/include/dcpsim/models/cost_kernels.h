@@ -136,7 +136,8 @@ struct MergeShape {
   bool row_stamps = false;
   // The correction writes the reduce-scatter's head-block layout (AG+RS) instead of O in place (AG+AR): new
   // lines to allocate in L2 and a scattered store pattern, priced from the " rs" tables (`hw sweep` times
-  // both layouts), else from the in-place ones.
+  // both layouts), else from the in-place ones. merge_shape(s) sets it for AG+RS, whose only merge kernel is
+  // the correction.
   bool rs_layout = false;
 };
 MergeShape merge_shape(const Scenario& s);
@@ -145,6 +146,8 @@ MergeShape merge_shape(const Scenario& s);
 double correction_bytes(const MergeShape& m);
 double correction_time(const HardwareProfile& p, const MergeShape& m);
 // A2A pack: read O_r and L_r, write [N][B][H/N][D + P] (P lanes carry the fp32 LSE bit pattern).
+// The packed all-to-all buffer a rank sends (and receives): [N][B][H/N][D + P] in the output type.
+double a2a_buffer_bytes(const MergeShape& m);
 double a2a_pack_bytes(const MergeShape& m);
 double a2a_pack_time(const HardwareProfile& p, const MergeShape& m);
 // A2A unpack-combine: read the N received blocks [N][B][H/N][D + P], write [B][H/N][D] once.
