@@ -33,6 +33,7 @@ struct SweepFlags {
   std::string merge_prelude = "0";
   double merge_prelude_busy_us = 0;
   std::string merge_prelude_copy = "0";
+  bool merge_prelude_copy_in_graph = false;
   bool row_stamps = false;
   int warmup = 5, reps = 20, device = 0;
   std::string date, out;
@@ -85,6 +86,9 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
   }
   if (f.merge_prelude_copy != "0")
     c.merge_prelude_copy_bytes = parse_byte_count(f.merge_prelude_copy, "--merge-prelude-copy");
+  c.merge_prelude_copy_in_graph = f.merge_prelude_copy_in_graph;
+  if (c.merge_prelude_copy_in_graph && c.merge_prelude_copy_bytes == 0)
+    throw InputError("kernel sweep: --prelude-copy-in-graph needs --merge-prelude-copy BYTES > 0");
   if (c.cold_merge_inputs &&
       (c.merge_prelude_bytes > 0 || c.merge_prelude_busy_us > 0 || c.merge_prelude_copy_bytes > 0))
     throw InputError(
@@ -174,6 +178,9 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
        "span), as an emulated collective's copies come before a step's merge kernel; 0: none (bytes: 0, "
        "64k, 16m; k = 1024)")
       ->capture_default_str();
+  s->add_flag("--prelude-copy-in-graph", f->merge_prelude_copy_in_graph,
+              "merge kernels: the --merge-prelude-copy copy is a node of each call's graph, just before its "
+              "kernel (as in an emulated step's graph); the span counts kernels only");
   s->add_flag("--row-stamps", f->row_stamps,
               "correction, a2a_combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps "
               "on; tables keyed \"... stamped\")");

@@ -1,6 +1,7 @@
 // The device-copy ceiling every bandwidth figure is compared with: one large cudaMemcpy device to device,
 // counting the bytes read plus the bytes written. Small copies rotate over enough buffer pairs to exceed L2
-// (as the operations' inputs do), so "a copy of the same size" is a copy through device memory too.
+// (as the operations' inputs do), so "a copy of the same size" is a copy through device memory too. And the
+// empty kernel: the launch floor under every small kernel's time.
 #include <vector>
 
 #include <string>
@@ -44,7 +45,23 @@ class CopyBench final : public BenchOp {
   std::vector<DeviceBuffer> src_, dst_;
 };
 
+__global__ void empty_kernel() {}
+
+class EmptyBench final : public BenchOp {
+ public:
+  std::string label() const override { return "empty kernel"; }
+  double bytes() const override { return 0.0; }
+  void launch(int, cudaStream_t stream) override {
+    empty_kernel<<<1, 32, 0, stream>>>();
+    DCPSIM_CUDA(cudaGetLastError());
+  }
+};
+
 }  // namespace
+
+std::unique_ptr<BenchOp> make_empty_bench(const OpShape&, std::uint64_t) {
+  return std::make_unique<EmptyBench>();
+}
 
 std::unique_ptr<BenchOp> make_copy_bench(const OpShape& s, std::uint64_t seed) {
   return std::make_unique<CopyBench>(s, seed);

@@ -54,11 +54,15 @@ struct L2Flush {
   bool pages = false;               // touch one 16-byte word per 64 KiB instead of reading everything
   long long busy_ns = 0;            // first keep every SM busy this long
   DeviceBuffer copy_from, copy_to;  // then a device-to-device copy between these (copy engine)
-  void operator()(cudaStream_t stream) {
-    if (busy_ns > 0) ops::launch_busy(busy_ns, sink.as<unsigned>(), stream);
+  bool copy_in_graph = false;       // the copy is a node of the call's graph instead (copy() at capture)
+  void copy(cudaStream_t stream) {
     if (copy_to.bytes() > 0)
       DCPSIM_CUDA(
           cudaMemcpyAsync(copy_to.get(), copy_from.get(), copy_to.bytes(), cudaMemcpyDeviceToDevice, stream));
+  }
+  void operator()(cudaStream_t stream) {
+    if (busy_ns > 0) ops::launch_busy(busy_ns, sink.as<unsigned>(), stream);
+    if (!copy_in_graph) copy(stream);
     if (scratch.bytes() == 0) return;
     if (pages)
       ops::launch_touch_pages(scratch.get(), scratch.bytes(), std::size_t{64} << 10, sink.as<unsigned>(),
@@ -70,8 +74,10 @@ struct L2Flush {
 
 // Cold: the read of twice the L2. Otherwise, with `prelude` bytes, a kernel touching every 64 KiB of that
 // much scratch just before the call: the inputs stay in L2, their address translations do not.
-L2Flush make_l2_flush(bool cold, std::int64_t prelude, double busy_us, std::int64_t copy, int device) {
+L2Flush make_l2_flush(bool cold, std::int64_t prelude, double busy_us, std::int64_t copy, bool copy_in_graph,
+                      int device) {
   L2Flush f;
+  f.copy_in_graph = copy_in_graph;
   f.busy_ns = static_cast<long long>(busy_us * 1e3);
   if (f.busy_ns > 0) f.sink = DeviceBuffer(sizeof(unsigned));
   if (copy > 0) {
@@ -103,6 +109,7 @@ std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int re
   for (std::size_t g = 0; g < graphs.size(); ++g) {
     cudaGraph_t graph = nullptr;
     DCPSIM_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    if (flush.copy_in_graph) flush.copy(stream);
     op.launch(static_cast<int>(g), stream);
     DCPSIM_CUDA(cudaStreamEndCapture(stream, &graph));
     DCPSIM_CUDA(cudaGraphInstantiate(&graphs[g].exec, graph, 0));
@@ -113,6 +120,10 @@ std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int re
   if (timeline != nullptr) timeline->take();  // drop the warm-up's activities
 
   std::vector<double> t;
+  if (timeline == nullptr && flush.copy_in_graph)
+    throw RuntimeError(
+        "kernel sweep: a prelude copy inside the graph needs the GPU timeline (CUPTI) to time "
+        "the kernels apart from it");
   if (timeline == nullptr) {
     cudaEvent_t a = nullptr, b = nullptr;
     DCPSIM_CUDA(cudaEventCreate(&a));
@@ -140,7 +151,7 @@ std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int re
   }
   std::vector<std::uint64_t> first(reps, UINT64_MAX), last(reps, 0);
   for (const GpuActivity& a : timeline->take()) {
-    if (a.tag == 0) continue;
+    if (a.tag == 0 || (flush.copy_in_graph && a.kind != GpuActivity::Kind::kKernel)) continue;
     const int r = tag_rep(a.tag);
     if (r < 0 || r >= reps) continue;
     first[r] = std::min(first[r], a.start_ns);
@@ -212,7 +223,7 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
   std::map<std::pair<TableKernel, std::string>, std::size_t> index;
   Stream stream;
   L2Flush flush = make_l2_flush(c.cold_merge_inputs, c.merge_prelude_bytes, c.merge_prelude_busy_us,
-                                c.merge_prelude_copy_bytes, c.device);
+                                c.merge_prelude_copy_bytes, c.merge_prelude_copy_in_graph, c.device);
   const int total = static_cast<int>(points.size());
   int done = 0;
   for (const detail::SweepPoint& p : points) {

@@ -372,11 +372,27 @@ std::optional<double> planned_table_time_s(const HardwareProfile& p, const Atten
   return std::nullopt;
 }
 
+// The implementation a shape is priced as: its own, or where it names none the first one a table measured for
+// its geometry (as attention_table_time_s looks it up), so that its schedule guides the interpolation too.
+AttentionShape with_measured_impl(const HardwareProfile& p, AttentionShape a) {
+  if (!a.impl.empty()) return a;
+  const std::string base = attention_table_key(a) + " ";
+  for (const KernelTables& file : p.tables)
+    for (const KernelTable& t : file.tables)
+      if (t.kernel == TableKernel::kAttention && t.key.size() > base.size() &&
+          t.key.compare(0, base.size(), base) == 0) {
+        a.impl = t.key.substr(base.size());
+        return a;
+      }
+  return a;
+}
+
 // The kernel's time (attention and split-KV combine) from the profile's tables at (heads computed, rows, mean
 // tokens of the non-empty rows): every analytic time is scaled by measured / analytic, so per-row order and
 // the waves' shares stay the model's while the total is the measurement.
-void apply_table(const HardwareProfile& p, const AttentionShape& a, std::span<const int64_t> local_tokens,
+void apply_table(const HardwareProfile& p, const AttentionShape& shape, std::span<const int64_t> local_tokens,
                  AttentionTiming& t) {
+  const AttentionShape a = with_measured_impl(p, shape);
   int64_t tokens = 0, nonempty = 0;
   for (int64_t n : local_tokens) {
     tokens += n;

@@ -90,12 +90,15 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   for (int b = 0; b < s.rows(); ++b) local[b] = models::local_length(s.contexts[b], r, s.dcp, s.interleave);
   AttentionOut att;
   att.timing = models::decode_attention_time(step.profile, models::attention_shape(s), local);
+  // The query all-gather (N > 1) comes just before: what its emulated copies add goes to the next kernel.
+  double after_gather = s.dcp > 1 ? step.after_copies_s(r) : 0.0;
   NodeId phase_start = -1;
   if (repacks_query(s)) {
     const double bytes = 2.0 * s.rows() * s.heads * s.qk_dim * double(models::dtype_bytes(s.kv_dtype));
     phase_start = stream.begin("q_repack");
     const NodeId body =
-        step.graph.exec(step.platform.gpu(r), models::memory_kernel_time(step.profile, bytes));
+        step.graph.exec(step.platform.gpu(r), models::memory_kernel_time(step.profile, bytes) + after_gather);
+    after_gather = 0.0;
     step.graph.after(phase_start, body);
     stream.finish(body, traces::v1::EVENT_KIND_KERNEL, bytes);
     step.figures.push_back({r, "q_repack", models::FigureSource::kAnalytic});
@@ -103,6 +106,11 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   step.figures.push_back({r, "attention", att.timing.source});
   att.start = stream.begin("attention");
   if (phase_start < 0) phase_start = att.start;
+  if (after_gather > 0.0) {  // a later start of the kernel's work: every row's time moves with it
+    att.timing.kernel_end_s += after_gather;
+    for (double& t : att.timing.row_done_s) t += after_gather;
+    for (double& t : att.timing.wave_end_s) t += after_gather;
+  }
   att.end = step.graph.exec(step.platform.gpu(r), att.timing.kernel_end_s);
   step.graph.after(att.start, att.end);
   stream.finish(att.end, traces::v1::EVENT_KIND_KERNEL, att.timing.total_bytes);

@@ -97,8 +97,20 @@ struct StepGraph {
   bool row_stamps = false;              // SimOptions::row_stamps
   std::vector<double> attention_bytes;  // per rank, once its attention is added
 
-  // A merge kernel's time (table or analytic), recorded as a figure of `rank`.
-  double price(int rank, models::MemoryKernel k, models::MergeShape m) {
+  // What rank `rank`'s kernel right after an emulated all-gather or all-to-all adds in a graph-launched step.
+  // The runner's emulated collectives are device-to-device copies, and a kernel after a copy node of its
+  // graph runs longer (profile launch.kernel_after_copy_node). Its emulated step is phase-major on one
+  // stream (every rank's copies, then every rank's next kernel), so only rank 0's kernel follows the copies.
+  // NCCL's collectives are kernels: nothing on GPUs.
+  double after_copies_s(int rank) const {
+    return emulated_ranks && rank == 0 && scenario.launch == models::LaunchMode::kGraph
+               ? profile.launch.kernel_after_copy_node.si()
+               : 0.0;
+  }
+
+  // A merge kernel's time (table or analytic), recorded as a figure of `rank`; `after_copies`: it follows a
+  // collective the runner emulates with copies (after_copies_s).
+  double price(int rank, models::MemoryKernel k, models::MergeShape m, bool after_copies = false) {
     // Correction and the A2A combine stamp rows and have stamped tables; the pack stamps none, and the direct
     // merge's stamped kernel has no table (`hw sweep --row-stamps` times those two only).
     m.row_stamps =
@@ -132,7 +144,7 @@ struct StepGraph {
       if (cold.source != price.source) price.source = models::FigureSource::kAnalytic;
     }
     figures.push_back({rank, std::string(models::to_string(k)), price.source});
-    return price.seconds;
+    return price.seconds + (after_copies ? after_copies_s(rank) : 0.0);
   }
 
   int add_span(Span span) {

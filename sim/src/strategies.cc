@@ -60,7 +60,7 @@ void add_gather_merge(StepGraph& step, std::vector<RankStream>& streams,
                         s.rows() * double(s.heads) * kLseBytes, options);
   std::vector<NodeId> corr(n);
   for (int r = 0; r < n; ++r) {
-    corr[r] = streams[r].kernel("correction", step.price(r, models::MemoryKernel::kCorrection, m),
+    corr[r] = streams[r].kernel("correction", step.price(r, models::MemoryKernel::kCorrection, m, true),
                                 models::correction_bytes(m));
   }
   const bool rs = s.strategy == models::Strategy::kAgRs;
@@ -94,7 +94,7 @@ void add_a2a_merge(StepGraph& step, std::vector<RankStream>& streams,
   const CollectiveSpans a2a = collective_kernel(step, streams, kPhaseCollective, "all_to_all",
                                                 Collective::kAllToAll, send_bytes, options);
   for (int r = 0; r < n; ++r) {
-    combine[r] = streams[r].kernel("a2a_combine", step.price(r, models::MemoryKernel::kA2aCombine, m),
+    combine[r] = streams[r].kernel("a2a_combine", step.price(r, models::MemoryKernel::kA2aCombine, m, true),
                                    models::unpack_combine_bytes(m));
     RankNodes& rank = step.ranks[r];
     rank.phases.push_back({kPhasePack, pack[r], pack[r]});

@@ -113,7 +113,10 @@ inline std::vector<models::Scenario> calibration_grid() {
 inline void write_sim_trace(const std::filesystem::path& path, const models::HardwareProfile& profile,
                             const std::vector<models::Scenario>& scenarios,
                             traces::v1::Source source = traces::v1::SOURCE_SIM) {
-  const sim::Simulator simulator(profile);
+  // Emulated traces as the runner's --emulate makes them: every rank's kernels on one GPU, phase-major.
+  sim::SimOptions options;
+  options.emulated_ranks = source == traces::v1::SOURCE_EMULATED;
+  const sim::Simulator simulator(profile, options);
   traces::ProtobufTraceWriter writer(path);
   traces::v1::Header header = sim::sim_trace_header(profile, {"calibration-test"});
   header.set_source(source);

@@ -6,6 +6,7 @@
 
 #include "dcpsim/error.h"
 #include "dcpsim/hw/attention_impl.h"
+#include "dcpsim/hw/bench.h"
 #include "dcpsim/hw/sweep.h"
 #include "dcpsim/models/cost_kernels.h"
 #include "dcpsim/models/kernel_table.h"
@@ -162,6 +163,41 @@ TEST(SweepGpu, StampedKernelsHaveTheirOwnTables) {
   m.row_stamps = false;  // the plain kernel is not in these tables
   EXPECT_EQ(models::merge_kernel_price(p, models::MemoryKernel::kCorrection, m).source,
             models::FigureSource::kAnalytic);
+}
+
+// A copy captured into each call's graph runs before the kernel but is not part of its time: a 256 MiB copy
+// takes over 100 µs, the smallest correction a few.
+TEST(SweepGpu, APreludeCopyInTheGraphIsNotTimed) {
+  KernelSweepConfig c = small_config();
+  c.kernels = {"correction"};
+  c.merge_prelude_copy_bytes = std::int64_t{256} << 20;
+  c.merge_prelude_copy_in_graph = true;
+  DCPSIM_REQUIRE_GPU(run_kernel_sweep(c, {}));
+  const models::KernelTables t = run_kernel_sweep(c, {});
+  ASSERT_FALSE(t.tables.empty());
+  for (const models::KernelTable& k : t.tables)
+    for (const models::TablePoint& p : k.points) EXPECT_LT(p.median_ns, 30e3) << k.key;
+}
+
+// The empty kernel is the floor under every kernel call: below the smallest correction, in both modes.
+TEST(BenchGpu, TheEmptyKernelIsTheLaunchFloor) {
+  for (bool graph : {true, false}) {
+    OpBenchConfig c;
+    c.op = "empty";
+    c.graph = graph;
+    c.eager_batch = 20;
+    c.reps = 10;
+    DCPSIM_REQUIRE_GPU(run_op_bench(c));
+    const OpBenchResult empty = run_op_bench(c);
+    c.op = "correct";
+    c.shape.dcp = 2;
+    c.shape.rows = 64;
+    c.shape.heads = 32;
+    c.shape.dim = 512;
+    const OpBenchResult correct = run_op_bench(c);
+    EXPECT_GT(empty.median_ns, 0.0);
+    EXPECT_LT(empty.median_ns, correct.median_ns) << (graph ? "graph" : "eager");
+  }
 }
 
 }  // namespace

@@ -263,6 +263,16 @@ TEST(DcpsimAttentionTable, FollowsItsScheduleBetweenMeasuredShapes) {
     const std::vector<int64_t> rows(64, n);
     EXPECT_NEAR(priced(rows), law(32, rows), 1e-6 * law(32, rows)) << n;
   }
+  // A shape that names no implementation (simulate, scan, replay) is priced as the one the table measured,
+  // schedule and all: the same law between measured rows as for "dcpsim".
+  AttentionShape unnamed = a;
+  unnamed.impl.clear();
+  for (int64_t b : {24, 40, 96}) {
+    const std::vector<int64_t> rows(std::size_t(b), 1024);
+    const AttentionTiming x = decode_attention_time(p, unnamed, rows);
+    EXPECT_EQ(x.source, FigureSource::kTable);
+    EXPECT_NEAR((x.kernel_end_s + x.combine_s) * 1e9, priced(rows), 1e-9 * priced(rows)) << b;
+  }
 }
 
 }  // namespace

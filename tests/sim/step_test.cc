@@ -210,8 +210,9 @@ TEST(Step, EmulatedRanksReadTheirOutputsColderTheMoreWentThroughTheL2) {
   emulated.emulated_ranks = true;
   const auto correction = [](const StepResult& r, int rank) { return phase_s(r, rank, "correction"); };
   // 8 rows x 32k tokens per rank: ~300 MB of KV each, so every rank but the last reads its output cold; the
-  // last one's went through only the three corrections before it.
-  const models::Scenario s = mla(4, 128, 8, 4 * 32768, Strategy::kAgRs);
+  // last one's went through only the three corrections before it. Eager: no copy node before rank 0's
+  // correction (Step.EmulatedGraphsAddTheCopyNodeDelayToRankZerosNextKernel).
+  const models::Scenario s = mla(4, 128, 8, 4 * 32768, Strategy::kAgRs, models::LaunchMode::kEager);
   const StepResult real = Simulator(p).run(s);
   const StepResult emu = Simulator(p, emulated).run(s);
   for (int rank = 0; rank < 3; ++rank) {
@@ -221,7 +222,7 @@ TEST(Step, EmulatedRanksReadTheirOutputsColderTheMoreWentThroughTheL2) {
   const double through = 3 * models::correction_bytes(models::merge_shape(s));
   EXPECT_NEAR(correction(emu, 3) - correction(real, 3), 4e-6 * (1 - std::exp(-through / l2_share)), 1e-12);
   // Little KV: each rank's output survives more, the later the rank the more.
-  const models::Scenario small = mla(4, 128, 8, 4 * 256, Strategy::kAgRs);
+  const models::Scenario small = mla(4, 128, 8, 4 * 256, Strategy::kAgRs, models::LaunchMode::kEager);
   const StepResult real_small = Simulator(p).run(small), emu_small = Simulator(p, emulated).run(small);
   for (int rank = 0; rank < 4; ++rank) {
     EXPECT_GT(correction(emu_small, rank), correction(real_small, rank)) << rank;
@@ -243,7 +244,7 @@ TEST(Step, EmulatedCombinesReadTheirBlocksColderTheEarlierTheirRank) {
   emulated.emulated_ranks = true;
   const auto combine = [](const StepResult& r, int rank) { return phase_s(r, rank, "combine"); };
   // 256 rows x 128 heads x 514 lanes x 2 bytes: 34 MB received per rank, about the L2's share.
-  const models::Scenario s = mla(4, 128, 256, 4 * 1024, Strategy::kA2a);
+  const models::Scenario s = mla(4, 128, 256, 4 * 1024, Strategy::kA2a, models::LaunchMode::kEager);
   const StepResult real = Simulator(p).run(s);
   const StepResult emu = Simulator(p, emulated).run(s);
   const models::MergeShape m = models::merge_shape(s);
@@ -265,6 +266,33 @@ TEST(Step, AgRsCorrectionIsPricedFromTheRsLayoutTable) {
   const Simulator sim(p);
   EXPECT_NEAR(correction(sim.run(mla(4, 128, 8, 4 * 1024, Strategy::kAgRs))), 7e-6, 1e-12);
   EXPECT_NEAR(correction(sim.run(mla(4, 128, 8, 4 * 1024, Strategy::kAgAr))), 5e-6, 1e-12);
+}
+
+// The runner's emulated all-gather and all-to-all are copies, phase-major on one stream: in a graph, rank 0's
+// next kernel follows a copy node and runs launch.kernel_after_copy_node longer; the other ranks' follow a
+// kernel. Eager launches, and real GPUs (NCCL's kernels), add nothing.
+TEST(Step, EmulatedGraphsAddTheCopyNodeDelayToRankZerosNextKernel) {
+  models::HardwareProfile p =
+      flat_merge_tables(models::TableKernel::kCorrection, {{"d512 bf16", 5000.0}, {"d512 bf16 cold", 5000.0}},
+                        {4, 16}, {64, 256});
+  p.launch.kernel_after_copy_node = models::quantity_from_si(0.25e-6, models::Unit::kMicroseconds, "test");
+  SimOptions emulated;
+  emulated.emulated_ranks = true;
+  const auto correction = [](const StepResult& r, int rank) { return phase_s(r, rank, "correction"); };
+  const auto attention = [](const StepResult& r, int rank) { return phase_s(r, rank, "attention"); };
+  for (models::LaunchMode launch : {models::LaunchMode::kGraph, models::LaunchMode::kEager}) {
+    const models::Scenario s = mla(4, 128, 8, 4 * 1024, Strategy::kAgAr, launch);
+    const StepResult real = Simulator(p).run(s);
+    const StepResult emu = Simulator(p, emulated).run(s);
+    const double delay = launch == models::LaunchMode::kGraph ? 0.25e-6 : 0.0;
+    EXPECT_NEAR(correction(emu, 0), 5e-6 + delay, 1e-12);
+    EXPECT_NEAR(attention(emu, 0) - attention(real, 0), delay, 1e-12);  // after the query all-gather
+    for (int rank = 1; rank < 4; ++rank) {
+      EXPECT_NEAR(correction(emu, rank), 5e-6, 1e-12) << rank;
+      EXPECT_NEAR(attention(emu, rank), attention(real, rank), 1e-12) << rank;
+    }
+    for (int rank = 0; rank < 4; ++rank) EXPECT_NEAR(correction(real, rank), 5e-6, 1e-12) << rank;
+  }
 }
 
 TEST(Step, EagerLaunchesAreSlowerThanAGraph) {

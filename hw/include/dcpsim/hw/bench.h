@@ -65,8 +65,8 @@ struct OpBenchResult {
   double fraction_of_copy = 0;  // bandwidth / copy_bandwidth
 };
 
-// Names of the operations: "copy", "attention", "correct", "a2a-pack", "a2a-combine", "combine", "direct",
-// "merge-states-flashinfer".
+// Names of the operations: "copy", "empty" (a kernel that does nothing: the launch floor), "attention",
+// "correct", "a2a-pack", "a2a-combine", "combine", "direct", "merge-states-flashinfer".
 std::vector<std::string> bench_ops();
 
 // The kernel variants an operation can be asked for (OpShape::variant indexes this list); empty when it has

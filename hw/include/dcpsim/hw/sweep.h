@@ -63,6 +63,10 @@ struct KernelSweepConfig {
   // Merge kernels: before each call (after the busy kernel, before the touch) a device-to-device copy of this
   // many bytes, as an emulated step's merge kernel follows its emulated collective's copies. 0: none.
   std::int64_t merge_prelude_copy_bytes = 0;
+  // The copy above captured into each call's graph, just before the call's kernel (as an emulated step's
+  // graph holds its collective's copy nodes), instead of enqueued before the graph; the span then counts
+  // kernels only.
+  bool merge_prelude_copy_in_graph = false;
   // Correction and A2A combine as `hw run --row-stamps` runs them (per-row stamps on): tables keyed
   // "... stamped" (models::MergeShape::row_stamps). Only those two kernels stamp rows.
   bool row_stamps = false;

@@ -114,6 +114,10 @@ struct LaunchSpec {
   Quantity gpu_launch_latency;  // time: from issue to the kernel starting on an idle GPU
   Quantity dependent_gap;       // time: end of a kernel to the start of the already-queued dependent kernel
   Quantity dependent_gap_pdl;   // time: the same gap when PDL lets the next kernel's prologue overlap
+  // time: how much longer a kernel runs on the GPU timeline when it follows a device-to-device copy node of
+  // the same CUDA graph (`hw sweep --merge-prelude-copy 4k --prelude-copy-in-graph`); the runner's emulated
+  // all-gather and all-to-all are such copies, NCCL's collectives are kernels.
+  Quantity kernel_after_copy_node;
   bool operator==(const LaunchSpec&) const = default;
 };
 
