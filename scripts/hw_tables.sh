@@ -7,6 +7,7 @@
 #   OUT_DIR/<prefix>-attention-dcpsim.json  MLA on dcpsim's own kernel (row stamps, row-stream)
 #   OUT_DIR/<prefix>-merge.json      correction, A2A pack and unpack-combine at value head dims 128 and 512
 #   OUT_DIR/<prefix>-merge-cold.json the merge kernels with L2 flushed before each call (--merge-inputs cold)
+#   OUT_DIR/<prefix>-merge-cold-lse.json the correction cold, its gathered LSEs read back (--warm-lse)
 #   OUT_DIR/<prefix>-merge-stamped[-cold].json  correction and A2A combine as `hw run --row-stamps` runs them
 #   scripts/hw_tables.sh DCPSIM_BINARY OUT_DIR [attention|merge|stamped|all] [prefix] [extra hw sweep flags]
 set -uo pipefail
@@ -39,6 +40,10 @@ if [ "$which" = all ] || [ "$which" = merge ]; then
     --merge-dcp 2,3,4,6,8 --merge-batch 1,2,4,8,16,32,64,128,256 --merge-heads 8,16,24,48,96,192 \
     --merge-heads-per-rank 1,2,3,4,6,8,12,16,24,32,48,64,96,128 --merge-head-dims 128,512 --merge-inputs cold \
     --reps 10 --warmup 3 "$@" || status=1
+  # The correction cold but its LSEs in L2: an emulated step's LSE all-gather copies them just before it.
+  "$bin" hw sweep --out "$out/$prefix-merge-cold-lse.json" --kernels correction \
+    --merge-dcp 2,3,4,6,8 --merge-batch 1,2,4,8,16,32,64,128,256 --merge-heads 8,16,24,48,96,192 \
+    --merge-head-dims 128,512 --merge-inputs cold --warm-lse --reps 10 --warmup 3 "$@" || status=1
 fi
 if [ "$which" = all ] || [ "$which" = stamped ]; then
   # The instrumented correction and combine (per-row stamps: the kernels stamped sections ran), warm and cold.

@@ -34,6 +34,7 @@ struct SweepFlags {
   double merge_prelude_busy_us = 0;
   std::string merge_prelude_copy = "0";
   bool merge_prelude_copy_in_graph = false;
+  bool warm_lse = false;
   bool row_stamps = false;
   int warmup = 5, reps = 20, device = 0;
   std::string date, out;
@@ -87,6 +88,10 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
   if (f.merge_prelude_copy != "0")
     c.merge_prelude_copy_bytes = parse_byte_count(f.merge_prelude_copy, "--merge-prelude-copy");
   c.merge_prelude_copy_in_graph = f.merge_prelude_copy_in_graph;
+  c.warm_lse = f.warm_lse;
+  if (c.warm_lse && !c.cold_merge_inputs)
+    throw InputError(
+        "kernel sweep: --warm-lse reads the LSEs back after the eviction of --merge-inputs cold");
   if (c.merge_prelude_copy_in_graph && c.merge_prelude_copy_bytes == 0)
     throw InputError("kernel sweep: --prelude-copy-in-graph needs --merge-prelude-copy BYTES > 0");
   if (c.cold_merge_inputs &&
@@ -181,6 +186,9 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
   s->add_flag("--prelude-copy-in-graph", f->merge_prelude_copy_in_graph,
               "merge kernels: the --merge-prelude-copy copy is a node of each call's graph, just before its "
               "kernel (as in an emulated step's graph); the span counts kernels only");
+  s->add_flag("--warm-lse", f->warm_lse,
+              "with --merge-inputs cold: the correction's LSEs read back into L2 after the eviction, as the "
+              "emulated LSE all-gather leaves them (tables keyed \"... cold lse\")");
   s->add_flag("--row-stamps", f->row_stamps,
               "correction, a2a_combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps "
               "on; tables keyed \"... stamped\")");

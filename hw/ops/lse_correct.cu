@@ -17,10 +17,13 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_op.h"
+#include "correct_bench.h"
 #include "cuda_check.h"
 #include "dcpsim/error.h"
 #include "device_buffer.h"
@@ -241,6 +244,8 @@ class CorrectBench final : public BenchOp {
     return 2.0 * 2 * s_.rows * s_.heads * s_.dim + 4.0 * (s_.dcp + 1) * s_.rows * s_.heads;
   }
   void set_variant(int v) override { s_.variant = v; }
+  // The gathered LSEs (one set for every call).
+  std::pair<const void*, std::size_t> lse() const { return {lse_.get(), lse_.bytes()}; }
   void launch(int call, cudaStream_t stream) override {
     auto a = with_dims<CorrectArgs>({s_.dcp, s_.rows, s_.rows, s_.heads, s_.dim, false, elem_});
     a.variant = s_.variant;
@@ -274,6 +279,12 @@ class CorrectBench final : public BenchOp {
 };
 
 }  // namespace
+
+std::optional<std::pair<const void*, std::size_t>> correct_bench_lse(const BenchOp& op) {
+  const auto* c = dynamic_cast<const CorrectBench*>(&op);
+  if (c == nullptr) return std::nullopt;
+  return c->lse();
+}
 
 std::unique_ptr<BenchOp> make_correct_bench(const OpShape& s, std::uint64_t seed) {
   return std::make_unique<CorrectBench>(s, seed);

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "bench_op.h"
+#include "correct_bench.h"
 #include "cuda_check.h"
 #include "dcpsim/error.h"
 #include "dcpsim/hw/device.h"
@@ -99,9 +100,17 @@ L2Flush make_l2_flush(bool cold, std::int64_t prelude, double busy_us, std::int6
 // Per-replay times of one operation, in ns.
 // `rotate`: replays cycle through the operation's input sets (cold inputs, as a step's KV cache is);
 // otherwise every replay reads set 0, which stays in L2 when it fits (as a merge kernel's inputs do in a
-// step, written by the kernel just before it) unless `flush` evicts it before each replay.
+// step, written by the kernel just before it) unless `flush` evicts it before each replay. `warm_lse`: after
+// the eviction a correction's LSEs are read back (what the emulated LSE all-gather leaves in L2).
 std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int reps, GpuTimeline* timeline,
-                               cudaStream_t stream, L2Flush& flush) {
+                               cudaStream_t stream, L2Flush& flush, bool warm_lse = false) {
+  const auto before = [&] {
+    flush(stream);
+    if (!warm_lse) return;
+    if (const auto lse = ops::correct_bench_lse(op))
+      ops::launch_read_through(lse->first, lse->second, flush.sink.as<unsigned>(), stream);
+  };
+
   for (int i = 0; i < std::max(warmup, 1); ++i) op.launch(rotate ? i : 0, stream);  // module load, plans
   wait_stream(stream, 120, nullptr);
   // One graph per input set.
@@ -129,7 +138,7 @@ std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int re
     DCPSIM_CUDA(cudaEventCreate(&a));
     DCPSIM_CUDA(cudaEventCreate(&b));
     for (int r = 0; r < reps; ++r) {
-      flush(stream);
+      before();
       DCPSIM_CUDA(cudaEventRecord(a, stream));
       DCPSIM_CUDA(cudaGraphLaunch(graphs[r % graphs.size()].exec, stream));
       DCPSIM_CUDA(cudaEventRecord(b, stream));
@@ -143,7 +152,7 @@ std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int re
     return t;
   }
   for (int r = 0; r < reps; ++r) {
-    flush(stream);  // untagged: not part of the replay's span
+    before();  // untagged: not part of the replay's span
     TimelineTag tag(timeline, timeline_tag(r, 0, 1));
     DCPSIM_CUDA(cudaGraphLaunch(graphs[r % graphs.size()].exec, stream));
     // One replay at a time: the next one's launch must not overlap this one's kernels.
@@ -237,7 +246,8 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
       if (p.op == "a2a-combine") op = ops::make_a2a_combine_bench(p.shape, c.seed);
       const bool attention = p.kernel == TableKernel::kAttention;
       L2Flush none;
-      t = time_point(*op, attention, c.warmup, c.reps, timeline.get(), stream.s, attention ? none : flush);
+      t = time_point(*op, attention, c.warmup, c.reps, timeline.get(), stream.s, attention ? none : flush,
+                     !attention && c.warm_lse);
     } catch (const InputError& e) {  // a shape the kernel refuses: a hole in the grid, said as such
       pr.skipped = true;
       pr.why = e.what();

@@ -96,6 +96,7 @@ std::vector<SweepPoint> grid_points(const KernelSweepConfig& c, std::vector<std:
               m.heads = h;
               m.head_dim = d;
               m.cold_inputs = c.cold_merge_inputs;
+              m.warm_lse = c.warm_lse && k == TableKernel::kCorrection;
               m.row_stamps = c.row_stamps;
               m.rs_layout = rs;
               p.key = models::merge_table_key(m);

@@ -128,7 +128,8 @@ double direct_combine_time(const HardwareProfile& p, const MergeShape& m) {
 
 std::string merge_table_key(const MergeShape& m) {
   return "d" + std::to_string(m.head_dim) + " " + std::string(to_string(m.out_dtype)) +
-         (m.rs_layout ? " rs" : "") + (m.row_stamps ? " stamped" : "") + (m.cold_inputs ? " cold" : "");
+         (m.rs_layout ? " rs" : "") + (m.row_stamps ? " stamped" : "") + (m.cold_inputs ? " cold" : "") +
+         (m.cold_inputs && m.warm_lse ? " lse" : "");
 }
 
 std::vector<double> merge_table_at(TableKernel k, const MergeShape& m) {
@@ -159,14 +160,19 @@ KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const M
   }
   if (m.dcp == 1 || p.tables.empty() || m.rows == 0) return {analytic, FigureSource::kAnalytic};
   const std::vector<double> at = merge_table_at(table, m);
-  // The exact key first; then without cold inputs (warm tables only), then in place for the RS layout.
-  for (int relax = 0; relax < 4; ++relax) {
+  // The exact key first; then the cold tables without warm LSEs, then without cold inputs (warm tables only),
+  // then in place for the RS layout.
+  for (int relax = 0; relax < 8; ++relax) {
     MergeShape q = m;
     if (relax & 1) {
-      if (!m.cold_inputs) continue;
-      q.cold_inputs = false;
+      if (!(m.cold_inputs && m.warm_lse)) continue;
+      q.warm_lse = false;
     }
     if (relax & 2) {
+      if (!m.cold_inputs || (m.warm_lse && !(relax & 1))) continue;  // once, after dropping warm LSEs
+      q.cold_inputs = false;
+    }
+    if (relax & 4) {
       if (!m.rs_layout) continue;
       q.rs_layout = false;
     }

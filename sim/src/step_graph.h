@@ -139,6 +139,8 @@ struct StepGraph {
       const double resident = l2 > 0 ? std::exp(-through / l2) : 0.0;
       models::MergeShape cold_shape = m;
       cold_shape.cold_inputs = true;
+      // The correction's gathered LSEs were copied just before it by the emulated all-gather: in L2.
+      cold_shape.warm_lse = k == models::MemoryKernel::kCorrection;
       const models::KernelPrice cold = models::merge_kernel_price(profile, k, cold_shape);
       price.seconds = cold.seconds - (cold.seconds - price.seconds) * resident;
       if (cold.source != price.source) price.source = models::FigureSource::kAnalytic;

@@ -287,6 +287,30 @@ TEST_F(ProfileTablesTest, RsLayoutPrefersTheRsTable) {
   EXPECT_DOUBLE_EQ(merge_kernel_price(both, MemoryKernel::kCorrection, m).seconds, 5552e-9);
 }
 
+// The emulated correction's cold endpoint with its gathered LSEs in L2: the " cold lse" table where there is
+// one, else the " cold" one, else the warm one; the key names the LSEs only with cold inputs.
+TEST_F(ProfileTablesTest, WarmLsesPreferTheColdLseTable) {
+  write("tables/warm.json", correction_tables());
+  write("tables/cold.json", scaled_correction_tables("d512 bf16 cold", 3.0));
+  write("tables/cold_lse.json", scaled_correction_tables("d512 bf16 cold lse", 2.0));
+  MergeShape m{2, 16, 32, 512, DType::kBF16, false};
+  m.warm_lse = true;
+  EXPECT_EQ(merge_table_key(m), "d512 bf16");
+  m.cold_inputs = true;
+  EXPECT_EQ(merge_table_key(m), "d512 bf16 cold lse");
+  profile_["tables"] = {"tables/warm.json", "tables/cold.json", "tables/cold_lse.json"};
+  const HardwareProfile all = load_profile(write("a.json", profile_).string());
+  EXPECT_DOUBLE_EQ(merge_kernel_price(all, MemoryKernel::kCorrection, m).seconds, 2.0 * 5552e-9);
+  profile_["tables"] = {"tables/warm.json", "tables/cold.json"};
+  const HardwareProfile no_lse = load_profile(write("c.json", profile_).string());
+  EXPECT_DOUBLE_EQ(merge_kernel_price(no_lse, MemoryKernel::kCorrection, m).seconds, 3.0 * 5552e-9);
+  profile_["tables"] = {"tables/warm.json"};
+  const HardwareProfile warm_only = load_profile(write("w.json", profile_).string());
+  EXPECT_DOUBLE_EQ(merge_kernel_price(warm_only, MemoryKernel::kCorrection, m).seconds, 5552e-9);
+  m.warm_lse = false;  // plain cold inputs never read the " cold lse" table
+  EXPECT_DOUBLE_EQ(merge_kernel_price(all, MemoryKernel::kCorrection, m).seconds, 3.0 * 5552e-9);
+}
+
 TEST_F(ProfileTablesTest, ProfileWithATablePricesInsideItAndFlagsOutside) {
   write("tables/corr.json", correction_tables());
   profile_["tables"] = {"tables/corr.json"};

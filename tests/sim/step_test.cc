@@ -233,6 +233,21 @@ TEST(Step, EmulatedRanksReadTheirOutputsColderTheMoreWentThroughTheL2) {
   }
 }
 
+// The emulated LSE all-gather copies every rank's gathered LSEs just before the corrections: a correction
+// whose output went cold still finds its LSEs in L2, priced from the " cold lse" table between warm and cold.
+TEST(Step, EmulatedCorrectionsFindTheirGatheredLsesInL2) {
+  const models::HardwareProfile p =
+      flat_merge_tables(models::TableKernel::kCorrection,
+                        {{"d512 bf16", 5000.0}, {"d512 bf16 cold", 9000.0}, {"d512 bf16 cold lse", 7000.0}},
+                        {4, 16}, {64, 256});
+  SimOptions emulated;
+  emulated.emulated_ranks = true;
+  // ~300 MB of KV per rank: rank 0's output is long gone from L2 when its correction runs.
+  const models::Scenario s = mla(4, 128, 8, 4 * 32768, Strategy::kAgAr, models::LaunchMode::kEager);
+  EXPECT_NEAR(phase_s(Simulator(p, emulated).run(s), 0, "correction"), 7e-6, 1e-9);
+  EXPECT_NEAR(phase_s(Simulator(p).run(s), 0, "correction"), 5e-6, 1e-12);  // real GPUs: warm
+}
+
 // The A2A combine reads the blocks the emulated all-to-all copied to its rank, rank after rank: rank r's
 // were followed by the later ranks' received blocks and the earlier ranks' combines (each reading N blocks
 // and writing its output). On real GPUs each combine follows its own all-to-all: warm.

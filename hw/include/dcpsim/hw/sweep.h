@@ -52,6 +52,9 @@ struct KernelSweepConfig {
   // carry the " cold" key (models::MergeShape::cold_inputs), which prices an emulated step's
   // merge kernels. Default: one input set, warm, as in a step on real GPUs.
   bool cold_merge_inputs = false;
+  // With cold_merge_inputs: the correction's LSEs read back into L2 after the eviction, as the emulated LSE
+  // all-gather leaves them just before a step's correction (keys "... cold lse", MergeShape::warm_lse).
+  bool warm_lse = false;
   // Warm merge inputs: just before each call (outside its span) a kernel touching one word per 64 KiB of
   // this many bytes of scratch, so the inputs stay in L2 (but for at most bytes / 512 brought in) while their
   // address translations are gone, as after a step's attention streamed its KV cache. 0: each call alone.

@@ -139,6 +139,10 @@ struct MergeShape {
   // both layouts), else from the in-place ones. merge_shape(s) sets it for AG+RS, whose only merge kernel is
   // the correction.
   bool rs_layout = false;
+  // With cold_inputs, the correction's gathered LSEs are in L2 all the same: an emulated step's LSE
+  // all-gather copies them just before. Priced from the " cold lse" tables (`hw sweep --merge-inputs cold
+  // --warm-lse`; H200: a third of the way from the cold time to the warm one, median), else as cold_inputs.
+  bool warm_lse = false;
 };
 MergeShape merge_shape(const Scenario& s);
 
