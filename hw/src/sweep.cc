@@ -212,6 +212,11 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
 
   std::string why;
   std::unique_ptr<GpuTimeline> timeline = GpuTimeline::start(&why);
+  if (c.merge_prelude_copy_in_graph && !timeline)  // before any point is timed
+    throw RuntimeError(
+        "kernel sweep: a prelude copy inside the graph needs the GPU timeline to time the kernels "
+        "apart from it (CUPTI: " +
+        why + ")");
 
   models::KernelTables out;
   const DeviceInfo info = device_info(c.device);

@@ -372,11 +372,16 @@ std::optional<double> planned_table_time_s(const HardwareProfile& p, const Atten
   return std::nullopt;
 }
 
-// The implementation a shape is priced as: its own, or where it names none the first one a table measured for
-// its geometry (as attention_table_time_s looks it up), so that its schedule guides the interpolation too.
+// The implementation a shape's table time is read as: its own, or where it names none the first one a table
+// measured for its geometry (as attention_table_time_s looks it up, a table of no implementation first), so
+// that its schedule guides the interpolation too. Only the table lookup: the analytic model keeps the shape
+// as given.
 AttentionShape with_measured_impl(const HardwareProfile& p, AttentionShape a) {
   if (!a.impl.empty()) return a;
-  const std::string base = attention_table_key(a) + " ";
+  const std::string bare = attention_table_key(a), base = bare + " ";
+  for (const KernelTables& file : p.tables)  // a table of no implementation comes first, as in that lookup
+    for (const KernelTable& t : file.tables)
+      if (t.kernel == TableKernel::kAttention && t.key == bare) return a;
   for (const KernelTables& file : p.tables)
     for (const KernelTable& t : file.tables)
       if (t.kernel == TableKernel::kAttention && t.key.size() > base.size() &&

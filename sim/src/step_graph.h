@@ -101,7 +101,9 @@ struct StepGraph {
   // The runner's emulated collectives are device-to-device copies, and a kernel after a copy node of its
   // graph runs longer (profile launch.kernel_after_copy_node). Its emulated step is phase-major on one
   // stream (every rank's copies, then every rank's next kernel), so only rank 0's kernel follows the copies.
-  // NCCL's collectives are kernels: nothing on GPUs.
+  // NCCL's collectives are kernels: nothing on GPUs. Left out, unmeasured: PDL (captured in a graph too, but
+  // each kernel may start before its predecessor ends) and emulated row-stream, whose ranks all start after
+  // the query all-gather's last copy (validate compares no emulated row-stream phase).
   double after_copies_s(int rank) const {
     return emulated_ranks && rank == 0 && scenario.launch == models::LaunchMode::kGraph
                ? profile.launch.kernel_after_copy_node.si()

@@ -263,8 +263,8 @@ TEST(DcpsimAttentionTable, FollowsItsScheduleBetweenMeasuredShapes) {
     const std::vector<int64_t> rows(64, n);
     EXPECT_NEAR(priced(rows), law(32, rows), 1e-6 * law(32, rows)) << n;
   }
-  // A shape that names no implementation (simulate, scan, replay) is priced as the one the table measured,
-  // schedule and all: the same law between measured rows as for "dcpsim".
+  // A shape that names no implementation (simulate, scan, replay) reads the table as the implementation it
+  // measured, with that kernel's schedule: the same law between measured rows as for "dcpsim".
   AttentionShape unnamed = a;
   unnamed.impl.clear();
   for (int64_t b : {24, 40, 96}) {

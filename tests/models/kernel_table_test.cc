@@ -309,6 +309,15 @@ TEST_F(ProfileTablesTest, WarmLsesPreferTheColdLseTable) {
   EXPECT_DOUBLE_EQ(merge_kernel_price(warm_only, MemoryKernel::kCorrection, m).seconds, 5552e-9);
   m.warm_lse = false;  // plain cold inputs never read the " cold lse" table
   EXPECT_DOUBLE_EQ(merge_kernel_price(all, MemoryKernel::kCorrection, m).seconds, 3.0 * 5552e-9);
+  // The RS layout: its own cold table before any in-place one, " lse" or not.
+  write("tables/rs_cold.json", scaled_correction_tables("d512 bf16 rs cold", 4.0));
+  profile_["tables"] = {"tables/warm.json", "tables/cold.json", "tables/cold_lse.json",
+                        "tables/rs_cold.json"};
+  const HardwareProfile rs = load_profile(write("r.json", profile_).string());
+  m.warm_lse = m.rs_layout = true;
+  EXPECT_EQ(merge_table_key(m), "d512 bf16 rs cold lse");
+  EXPECT_DOUBLE_EQ(merge_kernel_price(rs, MemoryKernel::kCorrection, m).seconds, 4.0 * 5552e-9);
+  EXPECT_DOUBLE_EQ(merge_kernel_price(warm_only, MemoryKernel::kCorrection, m).seconds, 5552e-9);
 }
 
 TEST_F(ProfileTablesTest, ProfileWithATablePricesInsideItAndFlagsOutside) {
