@@ -33,6 +33,14 @@ KernelSweepConfig small_config() {
   return c;
 }
 
+// "kernel|key" of every table in a sweep's output.
+std::set<std::string> table_keys(const models::KernelTables& t) {
+  std::set<std::string> keys;
+  for (const models::KernelTable& k : t.tables)
+    keys.insert(std::string(models::to_string(k.kernel)) + "|" + k.key);
+  return keys;
+}
+
 TEST(SweepGrid, GeometriesParseAndNameBack) {
   EXPECT_TRUE(parse_sweep_geometry("mla").mla);
   const SweepGeometry g = parse_sweep_geometry("gqa:16");
@@ -110,10 +118,8 @@ TEST(SweepGpu, TablesAreFullGridsThatPriceTheirPointsExactly) {
   EXPECT_FALSE(t.provenance.device.empty());
   EXPECT_FALSE(t.provenance.cuda.empty());
   EXPECT_FALSE(t.provenance.date.empty());
-  std::set<std::string> keys;
   std::size_t points = 0;
   for (const models::KernelTable& k : t.tables) {
-    keys.insert(std::string(models::to_string(k.kernel)) + "|" + k.key);
     points += k.points.size();
     for (const models::TablePoint& p : k.points) {
       EXPECT_GT(p.min_ns, 0);
@@ -130,9 +136,10 @@ TEST(SweepGpu, TablesAreFullGridsThatPriceTheirPointsExactly) {
   // Attention keys name the implementation that ran (auto: FlashInfer for MLA where it runs, dcpsim for GQA).
   const std::string mla_impl =
       attention_impl_name(resolve_attention_impl(AttentionImpl::kAuto, {8, 1, 576, 512, true, false}));
-  EXPECT_EQ(keys, (std::set<std::string>{"attention|mla qk576 d512 bf16 " + mla_impl,
-                                         "attention|gqa qk128 d128 g4 bf16 dcpsim", "correction|d128 bf16",
-                                         "correction|d128 bf16 rs", "a2a_pack|d128 bf16"}));
+  EXPECT_EQ(table_keys(t),
+            (std::set<std::string>{"attention|mla qk576 d512 bf16 " + mla_impl,
+                                   "attention|gqa qk128 d128 g4 bf16 dcpsim", "correction|d128 bf16",
+                                   "correction|d128 bf16 rs", "a2a_pack|d128 bf16"}));
   // The file round-trips through the format the profiles load.
   EXPECT_EQ(models::parse_kernel_tables(models::kernel_tables_json(t), "sweep"), t);
 }
@@ -145,11 +152,9 @@ TEST(SweepGpu, StampedKernelsHaveTheirOwnTables) {
   c.row_stamps = true;
   DCPSIM_REQUIRE_GPU(run_kernel_sweep(c, {}));
   const models::KernelTables t = run_kernel_sweep(c, {});
-  std::set<std::string> keys;
-  for (const models::KernelTable& k : t.tables)
-    keys.insert(std::string(models::to_string(k.kernel)) + "|" + k.key);
-  EXPECT_EQ(keys, (std::set<std::string>{"correction|d128 bf16 stamped", "correction|d128 bf16 rs stamped",
-                                         "a2a_combine|d128 bf16 stamped"}));
+  EXPECT_EQ(table_keys(t),
+            (std::set<std::string>{"correction|d128 bf16 stamped", "correction|d128 bf16 rs stamped",
+                                   "a2a_combine|d128 bf16 stamped"}));
   models::MergeShape m;
   m.dcp = 2;
   m.rows = 4;
@@ -174,11 +179,9 @@ TEST(SweepGpu, WarmLsesHaveTheirOwnColdTables) {
   c.warm_lse = true;
   DCPSIM_REQUIRE_GPU(run_kernel_sweep(c, {}));
   const models::KernelTables t = run_kernel_sweep(c, {});
-  std::set<std::string> keys;
-  for (const models::KernelTable& k : t.tables)
-    keys.insert(std::string(models::to_string(k.kernel)) + "|" + k.key);
-  EXPECT_EQ(keys, (std::set<std::string>{"correction|d128 bf16 cold lse", "correction|d128 bf16 rs cold lse",
-                                         "a2a_pack|d128 bf16 cold"}));
+  EXPECT_EQ(table_keys(t),
+            (std::set<std::string>{"correction|d128 bf16 cold lse", "correction|d128 bf16 rs cold lse",
+                                   "a2a_pack|d128 bf16 cold"}));
 }
 
 // A copy captured into each call's graph runs before the kernel but is not part of its time: a 256 MiB copy
