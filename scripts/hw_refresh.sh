@@ -8,6 +8,8 @@
 #   stamped    their stamped variants (hw_tables.sh stamped)         -> tables.tgz
 #   holdout    the held-out traces (scripts/hw_sweep.sh holdout)     -> holdout.tgz
 #   holdout2   the second held-out set                               -> holdout2.tgz
+#   holdout3   the third held-out set                                -> holdout3.tgz
+#   pdl        the merge kernels alone and after their like under PDL (hw_tables.sh pdl) -> tables.tgz
 #   rows       one-rank steps with per-row stamps                    -> rows.tgz
 #   attention  the attention tables (hw_tables.sh attention)         -> tables.tgz
 #   fit        the fit traces (scripts/hw_sweep.sh fit)              -> traces.tgz
@@ -27,8 +29,8 @@ BIN=${BIN:-$PWD/.carry/bin}
 STAGES=${STAGES:-tests sanitize merge stamped holdout holdout2 rows attention fit}
 for stage in $STAGES; do
   case $stage in
-    tests|sanitize|merge|stamped|attention|holdout|holdout2|rows|fit) ;;
-    *) echo "hw_refresh.sh: unknown stage '$stage' (tests sanitize merge stamped holdout holdout2 rows attention fit)" >&2
+    tests|sanitize|merge|stamped|pdl|attention|holdout|holdout2|holdout3|rows|fit) ;;
+    *) echo "hw_refresh.sh: unknown stage '$stage' (tests sanitize merge stamped pdl holdout holdout2 holdout3 rows attention fit)" >&2
        exit 2 ;;
   esac
 done
@@ -83,8 +85,8 @@ for stage in $STAGES; do
       grep -E '^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]' "$W/hw_tests.log" | tail -12
       cp "$W/hw_tests.log" "$OUT/" ;;
     sanitize) sanitize ;;
-    merge|stamped|attention) tables "$stage" ;;
-    holdout|holdout2|rows) traces "$stage" "$stage.tgz" ;;
+    merge|stamped|pdl|attention) tables "$stage" ;;
+    holdout|holdout2|holdout3|rows) traces "$stage" "$stage.tgz" ;;
     fit) traces fit traces.tgz ;;
   esac
   echo "stage $stage took $(($(date +%s) - start)) s"

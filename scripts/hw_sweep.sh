@@ -7,8 +7,9 @@
 # such set, chosen before any model change was checked against it (N = 2, 3, 4, 7, 8; heads, rows and tokens
 # off every table grid). `rows`: one rank (real, not emulated) with per-row stamps in dcpsim's attention
 # kernel, for the per-row ready times within a kernel.
+# `holdout3`: a third, chosen before the PDL tables were measured (PDL at N = 3 and 6, GQA partial waves).
 # Phases are timed on the GPU timeline (CUPTI) whenever it loads (`hw run --timing auto`).
-#   scripts/hw_sweep.sh DCPSIM_BINARY OUT_DIR [fit|holdout]
+#   scripts/hw_sweep.sh DCPSIM_BINARY OUT_DIR [fit|holdout|holdout2|holdout3|rows]
 set -uo pipefail
 bin=${1:?dcpsim binary}
 out=${2:?output directory}
@@ -55,6 +56,23 @@ if [ "$set_name" = holdout2 ]; then
       --launch graph --check-rows 2
   run gqa_n4_h32_b24_ctx64k_eager --dcp 4 --heads 32 --kv-heads 8 --head-dim 128 --batch 24 --context 64k \
       --launch eager --check-rows 2
+  exit 0
+fi
+if [ "$set_name" = holdout3 ]; then
+  # Chosen before the PDL tables were measured or any model change was checked against it: PDL at several N,
+  # GQA group sizes 4, 8 and 16 at partial waves, heads, rows and tokens off every table grid.
+  run mla_n3_h48_b20_ctx9k_pdl --dcp 3 --heads 48 $mla --batch 20 --context 9k --launch pdl --check-rows 2
+  run mla_n6_h72_b6_ctx48k_pdl --dcp 6 --heads 72 $mla --batch 6 --context 48k --launch pdl --check-rows 2
+  run mla_n5_h100_b40_ctx3k_graph --dcp 5 --heads 100 $mla --batch 40 --context 3k --launch graph --check-rows 2
+  run mla_n8_h24_b96_ctx1k_eager --dcp 8 --heads 24 $mla --batch 96 --context 1k --launch eager --check-rows 2
+  run gqa_n6_h48_b20_ctx30k_pdl --dcp 6 --heads 48 --kv-heads 6 --head-dim 128 --batch 20 --context 30k \
+      --launch pdl --check-rows 2
+  run gqa_n2_h64_b40_ctx5k_graph --dcp 2 --heads 64 --kv-heads 4 --head-dim 128 --batch 40 --context 5k \
+      --launch graph --check-rows 2
+  run gqa_n8_h24_b72_ctx2k_graph --dcp 8 --heads 24 --kv-heads 6 --head-dim 128 --batch 72 --context 2k \
+      --launch graph --check-rows 2
+  run gqa_n3_h96_b12_ctx14k_pdl --dcp 3 --heads 96 --kv-heads 6 --head-dim 128 --batch 12 --context 14k \
+      --launch pdl --check-rows 2
   exit 0
 fi
 if [ "$set_name" = rows ]; then

@@ -1,28 +1,39 @@
 #!/usr/bin/env bash
 # The kernel tables the h200-sxm profile carries (models/tables/), made with `dcpsim hw sweep` over full grids
-# and timed on the GPU timeline; run on the GPU machine. Rows and tokens step by 2x (log-log interpolation
-# between them, kernel_table.h); merge heads are multiples of 24 above 16 so that every N of the grid divides
+# and timed on the GPU timeline; run on the GPU machine. Merge rows step by 2x (log-log interpolation
+# between them, kernel_table.h), attention's more finely; merge heads are multiples of 24 above 16 so that every N of the grid divides
 # them (A2A needs N | H). One file per kernel family, so that one can be re-made alone:
-#   OUT_DIR/<prefix>-attention.json  attention: MLA and GQA (1, 4, 8, 16 query heads per KV head)
+#   OUT_DIR/<prefix>-attention.json  attention: GQA (1, 4, 8, 16 query heads per KV head), dcpsim's kernel
+#   OUT_DIR/<prefix>-attention-mla.json  attention: MLA, FlashInfer's kernel
 #   OUT_DIR/<prefix>-attention-dcpsim.json  MLA on dcpsim's own kernel (row stamps, row-stream)
 #   OUT_DIR/<prefix>-merge.json      correction, A2A pack and unpack-combine at value head dims 128 and 512
 #   OUT_DIR/<prefix>-merge-cold.json the merge kernels with L2 flushed before each call (--merge-inputs cold)
 #   OUT_DIR/<prefix>-merge-cold-lse.json the correction cold, its gathered LSEs read back (--warm-lse)
 #   OUT_DIR/<prefix>-merge-stamped[-cold].json  correction and A2A combine as `hw run --row-stamps` runs them
-#   scripts/hw_tables.sh DCPSIM_BINARY OUT_DIR [attention|merge|stamped|all] [prefix] [extra hw sweep flags]
+#   OUT_DIR/<prefix>-merge[-stamped]-pdl[-cold].json, <prefix>-merge-pdl-cold-lse.json  the merge kernels
+#                                    alone and after their like under PDL, point by point (--pdl)
+#   scripts/hw_tables.sh DCPSIM_BINARY OUT_DIR [attention|merge|stamped|pdl|all] [prefix] [extra hw sweep flags]
 set -uo pipefail
 bin=${1:?dcpsim binary}
 out=${2:?output folder}
 which=${3:-all}
+case $which in attention|merge|stamped|pdl|all) ;; *) echo "hw_tables.sh: unknown part '$which' (attention merge stamped pdl all)" >&2; exit 2 ;; esac
 prefix=${4:-h200-sxm}
 shift $(($# < 4 ? $# : 4))
 mkdir -p "$out"
 status=0
 if [ "$which" = all ] || [ "$which" = attention ]; then
+  # Rows and tokens step by 1.5x and 1.33x (2x above 16k), heads likewise: the kernels' schedules (waves of
+  # blocks, FlashInfer's chunks per cluster) are not smooth between 2x neighbours. FlashInfer's MLA kernel
+  # tiles heads above 64 by 128 (the sweep refuses other counts there), so MLA has its own file.
   "$bin" hw sweep --out "$out/$prefix-attention.json" --kernels attention \
-    --geometry mla,gqa:1,gqa:4,gqa:8,gqa:16 --heads 16,32,64,128,256 \
-    --batch 1,2,4,8,16,32,64,128,256 --tokens 128,256,512,1k,2k,4k,8k,16k,32k,64k,128k --reps 10 --warmup 3 \
-    "$@" || status=1
+    --geometry gqa:1,gqa:4,gqa:8,gqa:16 --heads 16,24,32,48,64,96,128,192,256 \
+    --batch 1,2,3,4,6,8,12,16,24,32,48,64,96,128,192,256 \
+    --tokens 128,256,384,512,768,1k,1536,2k,3k,4k,6k,8k,12k,16k,32k,64k,128k --reps 10 --warmup 3 "$@" || status=1
+  "$bin" hw sweep --out "$out/$prefix-attention-mla.json" --kernels attention \
+    --geometry mla --heads 16,24,32,48,64,128,256 \
+    --batch 1,2,3,4,6,8,12,16,24,32,48,64,96,128,192,256 \
+    --tokens 128,256,384,512,768,1k,1536,2k,3k,4k,6k,8k,12k,16k,32k,64k,128k --reps 10 --warmup 3 "$@" || status=1
 fi
 if [ "$which" = all ] || [ "$which" = attention ]; then
   # dcpsim's own MLA kernel: what runs where FlashInfer cannot (row stamps, row-stream).
@@ -54,5 +65,21 @@ if [ "$which" = all ] || [ "$which" = stamped ]; then
       --merge-heads-per-rank 1,2,3,4,6,8,12,16,24,32,48,64,96,128 --merge-head-dims 128,512 --merge-inputs $inputs \
       --reps 10 --warmup 3 "$@" || status=1
   done
+fi
+if [ "$which" = all ] || [ "$which" = pdl ]; then
+  # Each point alone and after a call of its kind (on another input set) under PDL, alternating: the merge
+  # kernels warm and cold, the correction cold with its LSEs read back, and the stamped kernels
+  # `hw run --row-stamps` runs, warm and cold.
+  grid=(--merge-dcp 2,3,4,6,8 --merge-batch 1,2,4,8,16,32,64,128,256 --merge-heads 8,16,24,48,96,192
+    --merge-heads-per-rank 1,2,3,4,6,8,12,16,24,32,48,64,96,128 --merge-head-dims 128,512 --reps 10 --warmup 3)
+  for inputs in warm cold; do
+    suffix=$([ $inputs = cold ] && echo -cold)
+    "$bin" hw sweep --out "$out/$prefix-merge-pdl$suffix.json" --kernels correction,a2a_pack,a2a_combine --pdl \
+      --merge-inputs $inputs "${grid[@]}" "$@" || status=1
+    "$bin" hw sweep --out "$out/$prefix-merge-stamped-pdl$suffix.json" --kernels correction,a2a_combine \
+      --row-stamps --pdl --merge-inputs $inputs "${grid[@]}" "$@" || status=1
+  done
+  "$bin" hw sweep --out "$out/$prefix-merge-pdl-cold-lse.json" --kernels correction --pdl --merge-inputs cold \
+    --warm-lse "${grid[@]}" "$@" || status=1
 fi
 exit $status

@@ -35,6 +35,7 @@ struct SweepFlags {
   std::string merge_prelude_copy = "0";
   bool merge_prelude_copy_in_graph = false;
   bool warm_lse = false;
+  bool pdl = false;
   bool row_stamps = false;
   int warmup = 5, reps = 20, device = 0;
   std::string date, out;
@@ -89,6 +90,7 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
     c.merge_prelude_copy_bytes = parse_byte_count(f.merge_prelude_copy, "--merge-prelude-copy");
   c.merge_prelude_copy_in_graph = f.merge_prelude_copy_in_graph;
   c.warm_lse = f.warm_lse;
+  c.pdl = f.pdl;
   if (c.warm_lse && !c.cold_merge_inputs)
     throw InputError(
         "kernel sweep: --warm-lse reads the LSEs back after the eviction of --merge-inputs cold");
@@ -189,6 +191,10 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
   s->add_flag("--warm-lse", f->warm_lse,
               "with --merge-inputs cold: the correction's LSEs read back into L2 after the eviction, as the "
               "emulated LSE all-gather leaves them (tables keyed \"... cold lse\")");
+  s->add_flag("--pdl", f->pdl,
+              "merge kernels: each timed call follows another call of the same kernel, both launched with "
+              "PDL, and is charged from that call's end (as an emulated step's later ranks under --launch "
+              "pdl; tables keyed \"... pdl\"; needs CUPTI)");
   s->add_flag("--row-stamps", f->row_stamps,
               "correction, a2a_combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps "
               "on; tables keyed \"... stamped\")");

@@ -101,9 +101,10 @@ L2Flush make_l2_flush(bool cold, std::int64_t prelude, double busy_us, std::int6
 // `rotate`: replays cycle through the operation's input sets (cold inputs, as a step's KV cache is);
 // otherwise every replay reads set 0, which stays in L2 when it fits (as a merge kernel's inputs do in a
 // step, written by the kernel just before it) unless `flush` evicts it before each replay. `warm_lse`: after
-// the eviction a correction's LSEs are read back (what the emulated LSE all-gather leaves in L2).
+// the eviction a correction's LSEs are read back (what the emulated LSE all-gather leaves in L2). `pdl`: the
+// graph holds two calls launched with PDL and the second is timed from the first one's end.
 std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int reps, GpuTimeline* timeline,
-                               cudaStream_t stream, L2Flush& flush, bool warm_lse = false) {
+                               cudaStream_t stream, L2Flush& flush, bool warm_lse = false, bool pdl = false) {
   const auto before = [&] {
     flush(stream);
     if (!warm_lse) return;
@@ -119,7 +120,13 @@ std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int re
     cudaGraph_t graph = nullptr;
     DCPSIM_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     if (flush.copy_in_graph) flush.copy(stream);
-    op.launch(static_cast<int>(g), stream);
+    {
+      ops::PdlScope scope(pdl);
+      // The predecessor the timed call overlaps, on another input set (as in a step the previous rank's
+      // kernel works on its own buffers): cold inputs stay cold for the timed call.
+      if (pdl) op.launch(static_cast<int>(g) + 1, stream);
+      op.launch(static_cast<int>(g), stream);
+    }
     DCPSIM_CUDA(cudaStreamEndCapture(stream, &graph));
     DCPSIM_CUDA(cudaGraphInstantiate(&graphs[g].exec, graph, 0));
     cudaGraphDestroy(graph);
@@ -129,10 +136,10 @@ std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int re
   if (timeline != nullptr) timeline->take();  // drop the warm-up's activities
 
   std::vector<double> t;
-  if (timeline == nullptr && flush.copy_in_graph)
+  if (timeline == nullptr && (flush.copy_in_graph || pdl))
     throw RuntimeError(
-        "kernel sweep: a prelude copy inside the graph needs the GPU timeline (CUPTI) to time "
-        "the kernels apart from it");
+        "kernel sweep: a prelude copy inside the graph or --pdl needs the GPU timeline (CUPTI) to time "
+        "the kernels apart");
   if (timeline == nullptr) {
     cudaEvent_t a = nullptr, b = nullptr;
     DCPSIM_CUDA(cudaEventCreate(&a));
@@ -158,13 +165,32 @@ std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int re
     // One replay at a time: the next one's launch must not overlap this one's kernels.
     wait_stream(stream, 120, nullptr);
   }
-  std::vector<std::uint64_t> first(reps, UINT64_MAX), last(reps, 0);
-  for (const GpuActivity& a : timeline->take()) {
+  std::vector<std::vector<GpuActivity>> by_rep(reps);
+  for (GpuActivity& a : timeline->take()) {
     if (a.tag == 0 || (flush.copy_in_graph && a.kind != GpuActivity::Kind::kKernel)) continue;
     const int r = tag_rep(a.tag);
-    if (r < 0 || r >= reps) continue;
-    first[r] = std::min(first[r], a.start_ns);
-    last[r] = std::max(last[r], a.end_ns);
+    if (r >= 0 && r < reps) by_rep[r].push_back(std::move(a));
+  }
+  std::vector<std::uint64_t> first(reps, UINT64_MAX), last(reps, 0);
+  for (int r = 0; r < reps; ++r) {
+    std::vector<GpuActivity>& v = by_rep[r];
+    std::size_t from = 0;
+    std::uint64_t busy = 0;  // end of the first call's activities
+    if (pdl) {
+      // Under PDL each kernel is scheduled only once its predecessor has started, so in start order the
+      // first call's activities come first; the second call is charged from max(start, their end), as the
+      // runner charges a phase (timing.cc).
+      if (v.size() % 2 != 0) continue;
+      std::sort(v.begin(), v.end(), [](const GpuActivity& x, const GpuActivity& y) {
+        return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns < y.end_ns;
+      });
+      from = v.size() / 2;
+      for (std::size_t i = 0; i < from; ++i) busy = std::max(busy, v[i].end_ns);
+    }
+    for (std::size_t i = from; i < v.size(); ++i) {
+      first[r] = std::min(first[r], std::max(v[i].start_ns, std::min(busy, v[i].end_ns)));
+      last[r] = std::max(last[r], v[i].end_ns);
+    }
   }
   for (int r = 0; r < reps; ++r) {
     if (last[r] > first[r]) t.push_back(double(last[r] - first[r]));
@@ -212,10 +238,10 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
 
   std::string why;
   std::unique_ptr<GpuTimeline> timeline = GpuTimeline::start(&why);
-  if (c.merge_prelude_copy_in_graph && !timeline)  // before any point is timed
+  if ((c.merge_prelude_copy_in_graph || c.pdl) && !timeline)  // before any point is timed
     throw RuntimeError(
-        "kernel sweep: a prelude copy inside the graph needs the GPU timeline to time the kernels "
-        "apart from it (CUPTI: " +
+        "kernel sweep: a prelude copy inside the graph or --pdl needs the GPU timeline to time the kernels "
+        "apart (CUPTI: " +
         why + ")");
 
   models::KernelTables out;
@@ -243,7 +269,7 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
   for (const detail::SweepPoint& p : points) {
     SweepProgress pr{++done, total, p.label, false, ""};
     std::unique_ptr<ops::BenchOp> op;
-    std::vector<double> t;
+    std::vector<double> t, t_pdl;
     try {
       if (p.op == "attention") op = ops::make_attention_bench(p.shape, c.seed);
       if (p.op == "correct") op = ops::make_correct_bench(p.shape, c.seed);
@@ -253,6 +279,8 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
       L2Flush none;
       t = time_point(*op, attention, c.warmup, c.reps, timeline.get(), stream.s, attention ? none : flush,
                      !attention && c.warm_lse);
+      if (!p.pdl_key.empty())
+        t_pdl = time_point(*op, false, c.warmup, c.reps, timeline.get(), stream.s, flush, c.warm_lse, true);
     } catch (const InputError& e) {  // a shape the kernel refuses: a hole in the grid, said as such
       pr.skipped = true;
       pr.why = e.what();
@@ -260,20 +288,24 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
       continue;
     }
     op.reset();
-    const auto [it, fresh] = index.try_emplace({p.kernel, p.key}, out.tables.size());
-    if (fresh) {
-      models::KernelTable table;
-      table.kernel = p.kernel;
-      table.key = p.key;
-      out.tables.push_back(std::move(table));
-    }
-    models::TablePoint tp;
-    tp.at = p.at;
-    tp.median_ns = median_of(t);
-    tp.samples = static_cast<int>(t.size());
-    tp.min_ns = *std::min_element(t.begin(), t.end());
-    tp.max_ns = *std::max_element(t.begin(), t.end());
-    out.tables[it->second].points.push_back(tp);
+    const auto record = [&](const std::string& key, const std::vector<double>& times) {
+      const auto [it, fresh] = index.try_emplace({p.kernel, key}, out.tables.size());
+      if (fresh) {
+        models::KernelTable table;
+        table.kernel = p.kernel;
+        table.key = key;
+        out.tables.push_back(std::move(table));
+      }
+      models::TablePoint tp;
+      tp.at = p.at;
+      tp.median_ns = median_of(times);
+      tp.samples = static_cast<int>(times.size());
+      tp.min_ns = *std::min_element(times.begin(), times.end());
+      tp.max_ns = *std::max_element(times.begin(), times.end());
+      out.tables[it->second].points.push_back(tp);
+    };
+    record(p.key, t);
+    if (!p.pdl_key.empty()) record(p.pdl_key, t_pdl);
     if (progress) progress(pr);
   }
   for (models::KernelTable& t : out.tables) t.finalize("kernel sweep " + t.key);

@@ -100,6 +100,8 @@ std::vector<SweepPoint> grid_points(const KernelSweepConfig& c, std::vector<std:
               m.row_stamps = c.row_stamps;
               m.rs_layout = rs;
               p.key = models::merge_table_key(m);
+              m.pdl = true;
+              if (c.pdl) p.pdl_key = models::merge_table_key(m);
               p.label = std::string(models::to_string(k)) + " d" + std::to_string(d) +
                         " N=" + std::to_string(n) + " B=" + std::to_string(b) + " H=" + std::to_string(h) +
                         (rs ? " rs" : "");
@@ -152,6 +154,13 @@ void check_grid(const KernelSweepConfig& c) {
             "kernel sweep: --row-stamps times correction and a2a_combine only (the kernels that "
             "stamp rows), not " +
             k);
+  }
+  if (c.pdl) {
+    for (const std::string& k : c.kernels)
+      if (k == "attention")
+        throw InputError(
+            "kernel sweep: --pdl times the merge kernels (FlashInfer's attention is launched without "
+            "PDL), not attention");
   }
   if (c.reps < 3 || c.warmup < 0) throw InputError("kernel sweep: --reps must be >= 3 and --warmup >= 0");
 }

@@ -16,6 +16,7 @@ struct SweepPoint {
   std::string key;         // the table key (models::attention_table_key / merge_table_key)
   std::vector<double> at;  // the table coordinates
   std::string label;
+  std::string pdl_key = {};  // with --pdl: the key of the same call timed after its like under PDL
 };
 
 // InputError for an empty list, a value < 1, a merge N < 2, a head dim other than 128/512, too few reps.

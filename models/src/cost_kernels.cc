@@ -1,4 +1,5 @@
 // Memory-bound kernels and the merge kernels' byte counts.
+#include <algorithm>
 #include <string>
 
 #include "dcpsim/error.h"
@@ -128,8 +129,8 @@ double direct_combine_time(const HardwareProfile& p, const MergeShape& m) {
 
 std::string merge_table_key(const MergeShape& m) {
   return "d" + std::to_string(m.head_dim) + " " + std::string(to_string(m.out_dtype)) +
-         (m.rs_layout ? " rs" : "") + (m.row_stamps ? " stamped" : "") + (m.cold_inputs ? " cold" : "") +
-         (m.cold_inputs && m.warm_lse ? " lse" : "");
+         (m.rs_layout ? " rs" : "") + (m.row_stamps ? " stamped" : "") + (m.pdl ? " pdl" : "") +
+         (m.cold_inputs ? " cold" : "") + (m.cold_inputs && m.warm_lse ? " lse" : "");
 }
 
 std::vector<double> merge_table_at(TableKernel k, const MergeShape& m) {
@@ -138,41 +139,58 @@ std::vector<double> merge_table_at(TableKernel k, const MergeShape& m) {
   return {double(m.dcp), double(m.rows), heads};
 }
 
+namespace {
+TableKernel table_kernel(MemoryKernel k) {
+  switch (k) {
+    case MemoryKernel::kCorrection:
+      return TableKernel::kCorrection;
+    case MemoryKernel::kA2aPack:
+      return TableKernel::kA2aPack;
+    case MemoryKernel::kA2aCombine:
+      return TableKernel::kA2aCombine;
+    case MemoryKernel::kDirectCombine:
+      return TableKernel::kDirectCombine;
+  }
+  return TableKernel::kCorrection;
+}
+}  // namespace
+
 KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const MergeShape& m) {
   double analytic = 0.0;
-  TableKernel table = TableKernel::kCorrection;
+  const TableKernel table = table_kernel(k);
   switch (k) {
     case MemoryKernel::kCorrection:
       analytic = correction_time(p, m);
       break;
     case MemoryKernel::kA2aPack:
       analytic = a2a_pack_time(p, m);
-      table = TableKernel::kA2aPack;
       break;
     case MemoryKernel::kA2aCombine:
       analytic = unpack_combine_time(p, m);
-      table = TableKernel::kA2aCombine;
       break;
     case MemoryKernel::kDirectCombine:
       analytic = direct_combine_time(p, m);
-      table = TableKernel::kDirectCombine;
       break;
   }
   if (m.dcp == 1 || p.tables.empty() || m.rows == 0) return {analytic, FigureSource::kAnalytic};
   const std::vector<double> at = merge_table_at(table, m);
-  // The exact key first; then the cold tables without warm LSEs, then without cold inputs (warm tables only),
-  // then in place for the RS layout.
-  for (int relax = 0; relax < 8; ++relax) {
+  // The exact key first; then the cold tables without warm LSEs, then without PDL, then without cold inputs
+  // (warm tables only), then in place for the RS layout.
+  for (int relax = 0; relax < 16; ++relax) {
     MergeShape q = m;
     if (relax & 1) {
       if (!(m.cold_inputs && m.warm_lse)) continue;
       q.warm_lse = false;
     }
     if (relax & 2) {
+      if (!m.pdl) continue;
+      q.pdl = false;
+    }
+    if (relax & 4) {
       if (!m.cold_inputs || (m.warm_lse && !(relax & 1))) continue;  // once, after dropping warm LSEs
       q.cold_inputs = false;
     }
-    if (relax & 4) {
+    if (relax & 8) {
       if (!m.rs_layout) continue;
       q.rs_layout = false;
     }

@@ -101,13 +101,20 @@ struct StepGraph {
   // The runner's emulated collectives are device-to-device copies, and a kernel after a copy node of its
   // graph runs longer (profile launch.kernel_after_copy_node). Its emulated step is phase-major on one
   // stream (every rank's copies, then every rank's next kernel), so only rank 0's kernel follows the copies.
-  // NCCL's collectives are kernels: nothing on GPUs. Left out, unmeasured: PDL (captured in a graph too, but
-  // each kernel may start before its predecessor ends) and emulated row-stream, whose ranks all start after
-  // the query all-gather's last copy (validate compares no emulated row-stream phase).
+  // NCCL's collectives are kernels: nothing on GPUs. PDL graphs hold the same copy nodes (a kernel cannot
+  // overlap a copy). Left out: emulated row-stream, whose ranks all start after the query all-gather's last
+  // copy (validate compares no emulated row-stream phase).
   double after_copies_s(int rank) const {
-    return emulated_ranks && rank == 0 && scenario.launch == models::LaunchMode::kGraph
+    return emulated_ranks && rank == 0 && scenario.launch != models::LaunchMode::kEager
                ? profile.launch.kernel_after_copy_node.si()
                : 0.0;
+  }
+
+  // Whether rank `rank`'s merge kernel of an emulated step is launched with PDL right after the previous
+  // rank's kernel of the same kind (phase-major on one stream), so that its launch and prologue overlap that
+  // kernel and are not charged to it (the runner charges a phase from its predecessor's end).
+  bool pdl_after_same_kernel(int rank) const {
+    return emulated_ranks && rank > 0 && scenario.launch == models::LaunchMode::kPdl;
   }
 
   // A merge kernel's time (table or analytic), recorded as a figure of `rank`; `after_copies`: it follows a
@@ -117,6 +124,10 @@ struct StepGraph {
     // merge's stamped kernel has no table (`hw sweep --row-stamps` times those two only).
     m.row_stamps =
         row_stamps && (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aCombine);
+    // The " pdl" tables where the profile has them (`hw sweep --pdl`), else as without.
+    m.pdl = pdl_after_same_kernel(rank) &&
+            (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack ||
+             k == models::MemoryKernel::kA2aCombine);
     models::KernelPrice price = models::merge_kernel_price(profile, k, m);
     if (emulated_ranks && (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack ||
                            k == models::MemoryKernel::kA2aCombine)) {

@@ -2,6 +2,7 @@
 // their own measured points exactly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "dcpsim/error.h"
@@ -104,6 +105,13 @@ TEST(SweepGrid, BadGridsAreInputErrors) {
   EXPECT_THROW(kernel_sweep_points(c), InputError);
   c.kernels = {"correction", "a2a_combine"};
   EXPECT_EQ(kernel_sweep_points(c), 8 + 6 + 8);
+  c = small_config();
+  c.pdl = true;  // FlashInfer's attention is launched without PDL
+  EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c.kernels = {"correction", "a2a_pack"};
+  EXPECT_EQ(kernel_sweep_points(c), 8 + 6 + 8);
+  c.cold_merge_inputs = true;  // the predecessor works on another input set: both cold
+  EXPECT_EQ(kernel_sweep_points(c), 8 + 6 + 8);
 }
 
 TEST(SweepGpu, TablesAreFullGridsThatPriceTheirPointsExactly) {
@@ -182,6 +190,35 @@ TEST(SweepGpu, WarmLsesHaveTheirOwnColdTables) {
   EXPECT_EQ(table_keys(t),
             (std::set<std::string>{"correction|d128 bf16 cold lse", "correction|d128 bf16 rs cold lse",
                                    "a2a_pack|d128 bf16 cold"}));
+}
+
+// --pdl times every point twice, alone and after another call of the same kernel under PDL (charged from
+// that one's end): both keys in one file, and never the two calls' time.
+TEST(SweepGpu, PdlCallsAreTimedFromTheirPredecessorsEnd) {
+  KernelSweepConfig c = small_config();
+  c.kernels = {"correction", "a2a_combine"};
+  c.pdl = true;
+  models::KernelTables t;
+  try {
+    DCPSIM_REQUIRE_GPU(run_kernel_sweep(c, {}));
+    t = run_kernel_sweep(c, {});
+  } catch (const RuntimeError& e) {  // without CUPTI (e.g. under compute-sanitizer) the sweep refuses
+    if (std::string(e.what()).find("needs the GPU timeline") == std::string::npos) throw;
+    GTEST_SKIP() << e.what();
+  }
+  EXPECT_EQ(table_keys(t), (std::set<std::string>{"correction|d128 bf16", "correction|d128 bf16 pdl",
+                                                  "correction|d128 bf16 rs", "correction|d128 bf16 rs pdl",
+                                                  "a2a_combine|d128 bf16", "a2a_combine|d128 bf16 pdl"}));
+  for (const models::KernelTable& pdl : t.tables) {
+    if (pdl.key.size() < 4 || pdl.key.substr(pdl.key.size() - 4) != " pdl") continue;
+    const auto plain = std::find_if(t.tables.begin(), t.tables.end(), [&](const models::KernelTable& k) {
+      return k.kernel == pdl.kernel && k.key == pdl.key.substr(0, pdl.key.size() - 4);
+    });
+    ASSERT_NE(plain, t.tables.end()) << pdl.key;
+    ASSERT_EQ(plain->points.size(), pdl.points.size());
+    for (std::size_t j = 0; j < pdl.points.size(); ++j)
+      EXPECT_LT(pdl.points[j].median_ns, 1.5 * plain->points[j].median_ns) << pdl.key;
+  }
 }
 
 // A copy captured into each call's graph runs before the kernel but is not part of its time: a 256 MiB copy

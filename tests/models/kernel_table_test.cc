@@ -320,6 +320,36 @@ TEST_F(ProfileTablesTest, WarmLsesPreferTheColdLseTable) {
   EXPECT_DOUBLE_EQ(merge_kernel_price(warm_only, MemoryKernel::kCorrection, m).seconds, 5552e-9);
 }
 
+// A kernel launched under PDL after one of its kind reads the " pdl" table first, else the plain ones.
+TEST_F(ProfileTablesTest, PdlKernelsPreferThePdlTable) {
+  write("tables/warm.json", correction_tables());
+  write("tables/pdl.json", scaled_correction_tables("d512 bf16 pdl", 0.5));
+  MergeShape m{2, 16, 32, 512, DType::kBF16, false};
+  m.pdl = true;
+  EXPECT_EQ(merge_table_key(m), "d512 bf16 pdl");
+  profile_["tables"] = {"tables/warm.json", "tables/pdl.json"};
+  const HardwareProfile both = load_profile(write("b.json", profile_).string());
+  EXPECT_DOUBLE_EQ(merge_kernel_price(both, MemoryKernel::kCorrection, m).seconds, 0.5 * 5552e-9);
+  profile_["tables"] = {"tables/warm.json"};
+  const HardwareProfile warm_only = load_profile(write("w.json", profile_).string());
+  const KernelPrice fallback = merge_kernel_price(warm_only, MemoryKernel::kCorrection, m);
+  EXPECT_EQ(fallback.source, FigureSource::kTable);
+  EXPECT_DOUBLE_EQ(fallback.seconds, 5552e-9);
+  m.pdl = false;  // a plain launch never reads the " pdl" table
+  EXPECT_DOUBLE_EQ(merge_kernel_price(both, MemoryKernel::kCorrection, m).seconds, 5552e-9);
+  // Cold inputs: the " pdl cold" table first, then the plain cold one (the inputs' residency matters more).
+  write("tables/pdl_cold.json", scaled_correction_tables("d512 bf16 pdl cold", 0.9));
+  write("tables/cold.json", scaled_correction_tables("d512 bf16 cold", 3.0));
+  m.pdl = m.cold_inputs = true;
+  EXPECT_EQ(merge_table_key(m), "d512 bf16 pdl cold");
+  profile_["tables"] = {"tables/warm.json", "tables/cold.json", "tables/pdl.json", "tables/pdl_cold.json"};
+  const HardwareProfile all = load_profile(write("a.json", profile_).string());
+  EXPECT_DOUBLE_EQ(merge_kernel_price(all, MemoryKernel::kCorrection, m).seconds, 0.9 * 5552e-9);
+  profile_["tables"] = {"tables/warm.json", "tables/cold.json", "tables/pdl.json"};
+  const HardwareProfile no_pdl_cold = load_profile(write("n.json", profile_).string());
+  EXPECT_DOUBLE_EQ(merge_kernel_price(no_pdl_cold, MemoryKernel::kCorrection, m).seconds, 3.0 * 5552e-9);
+}
+
 TEST_F(ProfileTablesTest, ProfileWithATablePricesInsideItAndFlagsOutside) {
   write("tables/corr.json", correction_tables());
   profile_["tables"] = {"tables/corr.json"};

@@ -36,7 +36,7 @@ double phase_s(const StepResult& r, int rank, const std::string& name) {
 // h200-sxm with only flat merge tables of `kernel`: each key one time (ns) at every point of N ∈ {2, 8} × the
 // rows × the heads given (heads per rank for the owner-slice kernels).
 models::HardwareProfile flat_merge_tables(models::TableKernel kernel,
-                                          std::initializer_list<std::pair<std::string, double>> keys,
+                                          const std::vector<std::pair<std::string, double>>& keys,
                                           std::initializer_list<double> rows,
                                           std::initializer_list<double> heads) {
   models::HardwareProfile p = builtin("h200-sxm");
@@ -285,7 +285,7 @@ TEST(Step, AgRsCorrectionIsPricedFromTheRsLayoutTable) {
 
 // The runner's emulated all-gather and all-to-all are copies, phase-major on one stream: in a graph, rank 0's
 // next kernel follows a copy node and runs launch.kernel_after_copy_node longer; the other ranks' follow a
-// kernel. Eager launches, and real GPUs (NCCL's kernels), add nothing.
+// kernel. PDL graphs hold the same copy nodes. Eager launches, and real GPUs (NCCL's kernels), add nothing.
 TEST(Step, EmulatedGraphsAddTheCopyNodeDelayToRankZerosNextKernel) {
   models::HardwareProfile p =
       flat_merge_tables(models::TableKernel::kCorrection, {{"d512 bf16", 5000.0}, {"d512 bf16 cold", 5000.0}},
@@ -295,11 +295,12 @@ TEST(Step, EmulatedGraphsAddTheCopyNodeDelayToRankZerosNextKernel) {
   emulated.emulated_ranks = true;
   const auto correction = [](const StepResult& r, int rank) { return phase_s(r, rank, "correction"); };
   const auto attention = [](const StepResult& r, int rank) { return phase_s(r, rank, "attention"); };
-  for (models::LaunchMode launch : {models::LaunchMode::kGraph, models::LaunchMode::kEager}) {
+  for (models::LaunchMode launch :
+       {models::LaunchMode::kGraph, models::LaunchMode::kPdl, models::LaunchMode::kEager}) {
     const models::Scenario s = mla(4, 128, 8, 4 * 1024, Strategy::kAgAr, launch);
     const StepResult real = Simulator(p).run(s);
     const StepResult emu = Simulator(p, emulated).run(s);
-    const double delay = launch == models::LaunchMode::kGraph ? 0.25e-6 : 0.0;
+    const double delay = launch == models::LaunchMode::kEager ? 0.0 : 0.25e-6;
     EXPECT_NEAR(correction(emu, 0), 5e-6 + delay, 1e-12);
     EXPECT_NEAR(attention(emu, 0) - attention(real, 0), delay, 1e-12);  // after the query all-gather
     for (int rank = 1; rank < 4; ++rank) {
@@ -308,6 +309,37 @@ TEST(Step, EmulatedGraphsAddTheCopyNodeDelayToRankZerosNextKernel) {
     }
     for (int rank = 0; rank < 4; ++rank) EXPECT_NEAR(correction(real, rank), 5e-6, 1e-12) << rank;
   }
+}
+
+// Under PDL an emulated step's later ranks launch each merge kernel right after the previous rank's kernel
+// of its kind: priced from the " pdl" tables, warm and cold, with the same share of its inputs left in L2;
+// rank 0 follows the copies instead, and graph launches never read them.
+TEST(Step, EmulatedPdlKernelsAfterTheirLikeReadThePdlTables) {
+  const auto tables = [](bool with_pdl) {
+    std::vector<std::pair<std::string, double>> keys = {{"d512 bf16", 5000.0}, {"d512 bf16 cold", 7000.0}};
+    if (with_pdl) {
+      keys.push_back({"d512 bf16 pdl", 4600.0});
+      keys.push_back({"d512 bf16 pdl cold", 6000.0});
+    }
+    return flat_merge_tables(models::TableKernel::kCorrection, keys, {4, 16}, {64, 256});
+  };
+  SimOptions emulated;
+  emulated.emulated_ranks = true;
+  const models::Scenario s = mla(4, 128, 8, 4 * 1024, Strategy::kAgAr, models::LaunchMode::kPdl);
+  const StepResult plain = Simulator(tables(false), emulated).run(s);
+  const StepResult pdl = Simulator(tables(true), emulated).run(s);
+  EXPECT_NEAR(phase_s(pdl, 0, "correction"), phase_s(plain, 0, "correction"), 1e-12);
+  for (int rank = 1; rank < 4; ++rank) {
+    const double plain_ns = phase_s(plain, rank, "correction") * 1e9;
+    ASSERT_GT(plain_ns, 5000.0) << rank;  // some of it cold
+    const double resident = (7000.0 - plain_ns) / 2000.0;
+    EXPECT_NEAR(phase_s(pdl, rank, "correction") * 1e9, 6000.0 - 1400.0 * resident, 1e-3) << rank;
+  }
+  models::Scenario graph = s;  // graph launches never read the " pdl" tables
+  graph.launch = models::LaunchMode::kGraph;
+  for (int rank = 1; rank < 4; ++rank)
+    EXPECT_NEAR(phase_s(Simulator(tables(true), emulated).run(graph), rank, "correction"),
+                phase_s(Simulator(tables(false), emulated).run(graph), rank, "correction"), 1e-12);
 }
 
 TEST(Step, EagerLaunchesAreSlowerThanAGraph) {

@@ -143,6 +143,11 @@ struct MergeShape {
   // all-gather copies them just before. Priced from the " cold lse" tables (`hw sweep --merge-inputs cold
   // --warm-lse`; H200: a third of the way from the cold time to the warm one, median), else as cold_inputs.
   bool warm_lse = false;
+  // Launched with programmatic dependent launch right after another kernel of the same kind (an emulated
+  // step's ranks after the first under --launch pdl): it is scheduled while its predecessor runs and is
+  // charged from the predecessor's end, as the runner charges a phase. Priced from the " pdl" tables (`hw
+  // sweep --pdl`, warm and cold), else as without.
+  bool pdl = false;
 };
 MergeShape merge_shape(const Scenario& s);
 
