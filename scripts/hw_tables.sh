@@ -24,14 +24,15 @@ mkdir -p "$out"
 status=0
 if [ "$which" = all ] || [ "$which" = attention ]; then
   # Rows and tokens step by 1.5x and 1.33x (2x above 16k), heads likewise: the kernels' schedules (waves of
-  # blocks, FlashInfer's chunks per cluster) are not smooth between 2x neighbours. FlashInfer's MLA kernel
-  # tiles heads above 64 by 128 (the sweep refuses other counts there), so MLA has its own file.
+  # blocks, FlashInfer's chunks per cluster) are not smooth between 2x neighbours. FlashInfer's MLA kernel is
+  # read at its heads up to 128 and at 128-head tiles above (the sweep refuses other counts), so MLA has its
+  # own file.
   "$bin" hw sweep --out "$out/$prefix-attention.json" --kernels attention \
     --geometry gqa:1,gqa:4,gqa:8,gqa:16 --heads 16,24,32,48,64,96,128,192,256 \
     --batch 1,2,3,4,6,8,12,16,24,32,48,64,96,128,192,256 \
     --tokens 128,256,384,512,768,1k,1536,2k,3k,4k,6k,8k,12k,16k,32k,64k,128k --reps 10 --warmup 3 "$@" || status=1
   "$bin" hw sweep --out "$out/$prefix-attention-mla.json" --kernels attention \
-    --geometry mla --heads 16,24,32,48,64,128,256 \
+    --geometry mla --heads 16,24,32,48,64,72,80,96,112,128,256 \
     --batch 1,2,3,4,6,8,12,16,24,32,48,64,96,128,192,256 \
     --tokens 128,256,384,512,768,1k,1536,2k,3k,4k,6k,8k,12k,16k,32k,64k,128k --reps 10 --warmup 3 "$@" || status=1
 fi

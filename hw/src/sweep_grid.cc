@@ -4,6 +4,7 @@
 #include "dcpsim/error.h"
 #include "dcpsim/hw/attention_impl.h"
 #include "dcpsim/models/cost_kernels.h"
+#include "dcpsim/models/kernel_plan.h"
 
 namespace dcpsim::hw {
 namespace detail {
@@ -134,17 +135,24 @@ void check_grid(const KernelSweepConfig& c) {
   for (int d : c.merge_dims)
     if (d != 128 && d != 512) throw InputError("kernel sweep: merge head dims are 128 or 512");
   if (c.geometries.empty()) throw InputError("kernel sweep: no attention geometry");
-  // The simulator looks MLA attention above one 64-head tile up at whole tiles (models::
-  // attention_table_heads): 64-head CTA tiles for dcpsim's kernel, FlashInfer's 128-head cluster tiles
-  // otherwise; a point at H = 96 would be recorded where H = 128 is.
+  // A point is recorded at its heads, so only heads the simulator reads a table at (models::
+  // attention_table_heads): dcpsim's MLA kernel at whole 64-head CTA tiles above 64; FlashInfer's at H up to
+  // 128 (72 at least above 64) and whole 128-head cluster tiles above. A point at H = 160 would be recorded
+  // where H = 256 is read.
   for (const SweepGeometry& g : c.geometries) {
     if (!g.mla) continue;
     for (int h : c.heads) {
       const AttentionImpl impl = resolve_attention_impl(c.attention, {h, 1, 576, 512, true, false});
-      const int tile = impl == AttentionImpl::kDcpsim ? 64 : 128;
-      if (h > 64 && h % tile != 0)
-        throw InputError("kernel sweep: MLA heads above 64 must be multiples of " + std::to_string(tile) +
-                         " (the kernel's head tile), got " + std::to_string(h));
+      if (impl == AttentionImpl::kDcpsim && h > 64 && h % 64 != 0)
+        throw InputError(
+            "kernel sweep: MLA heads above 64 must be multiples of 64 for dcpsim's kernel (its "
+            "head tile), got " +
+            std::to_string(h));
+      if (impl != AttentionImpl::kDcpsim && models::flashinfer_mla_table_heads(h) != h)
+        throw InputError(
+            "kernel sweep: MLA heads for FlashInfer's kernel are up to 64, 72 to 128, or multiples of 128 "
+            "above (where the simulator reads its tables), got " +
+            std::to_string(h));
     }
   }
   if (c.row_stamps) {

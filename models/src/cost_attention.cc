@@ -114,7 +114,7 @@ double attention_table_heads(const HardwareProfile& p, const AttentionShape& a) 
 
 double attention_table_heads(const AttentionShape& a, int heads_per_cta) {
   check_shape(a);
-  if (a.shared_kv && a.impl == "flashinfer") return flashinfer_mla_tile_heads(a.heads);
+  if (a.shared_kv && a.impl == "flashinfer") return flashinfer_mla_table_heads(a.heads);
   const int q_per_kv = a.heads / a.kv_heads;
   if (!a.shared_kv || heads_per_cta < 1 || q_per_kv <= heads_per_cta) return double(a.heads);
   return double(a.kv_heads) * double(ceil_div(q_per_kv, heads_per_cta) * heads_per_cta);

@@ -35,6 +35,12 @@ int flashinfer_mla_tile_heads(int heads) {
   return static_cast<int>(div_up(heads, 128) * 128);
 }
 
+int flashinfer_mla_table_heads(int heads) {
+  const int tile = flashinfer_mla_tile_heads(heads);
+  if (heads <= 64) return heads;
+  return tile == 128 ? std::max(heads, 72) : tile;
+}
+
 MlaPlanCost flashinfer_mla_plan_cost(int heads, std::span<const int64_t> tokens, int sms) {
   if (heads < 1 || sms < 2 || tokens.empty()) {
     throw InputError("FlashInfer MLA plan: expected heads >= 1, sms >= 2 and at least one row, got heads " +

@@ -85,16 +85,22 @@ TEST(SweepGrid, BadGridsAreInputErrors) {
   c.reps = 2;
   EXPECT_THROW(kernel_sweep_points(c), InputError);
   c = small_config();
-  c.heads = {16, 96};  // MLA above one 64-head tile: whole tiles only
+  c.heads = {16, 96};  // dcpsim's MLA kernel above one 64-head tile: whole tiles only
+  c.attention = AttentionImpl::kDcpsim;
   EXPECT_THROW(kernel_sweep_points(c), InputError);
   c.geometries = {parse_sweep_geometry("gqa:8")};  // GQA has no such tile
   EXPECT_NO_THROW(kernel_sweep_points(c));
   c = small_config();
   c.heads = {64,
-             192};  // FlashInfer's MLA tiles are 128 heads above 64 (dcpsim's: 64), by what auto resolves to
+             192};  // FlashInfer's MLA tables are read at 128-head tiles above 128, by what auto resolves to
   if (resolve_attention_impl(AttentionImpl::kAuto, {192, 1, 576, 512, true, false}) ==
       AttentionImpl::kFlashInfer) {
     EXPECT_THROW(kernel_sweep_points(c), InputError);
+    c.heads = {64, 72, 100, 128, 256};  // the heads themselves up to 128
+    EXPECT_NO_THROW(kernel_sweep_points(c));
+    c.heads = {68};  // read at 72
+    EXPECT_THROW(kernel_sweep_points(c), InputError);
+    c.heads = {64, 192};
   } else {
     EXPECT_NO_THROW(kernel_sweep_points(c));  // a build without FlashInfer runs dcpsim's kernel
   }

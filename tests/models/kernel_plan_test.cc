@@ -24,6 +24,11 @@ TEST(FlashInferMlaPlan, TilesHeadsAsThePlannerDoes) {
   EXPECT_EQ(flashinfer_mla_tile_heads(144), 256);
   EXPECT_EQ(flashinfer_mla_tile_heads(256), 256);
   EXPECT_THROW(flashinfer_mla_tile_heads(0), InputError);
+  EXPECT_EQ(flashinfer_mla_table_heads(48), 48);
+  EXPECT_EQ(flashinfer_mla_table_heads(65), 72);  // never interpolated across the 64 -> 65 schedule change
+  EXPECT_EQ(flashinfer_mla_table_heads(100), 100);
+  EXPECT_EQ(flashinfer_mla_table_heads(144), 256);
+  EXPECT_THROW(flashinfer_mla_table_heads(0), InputError);
 }
 
 TEST(FlashInferMlaPlan, ChunksAndLoads) {
@@ -173,8 +178,10 @@ TEST_F(FlashInferTableTest, WorkBeyondTheMeasuredSlicesFallsBackToThePlainLookup
 TEST_F(FlashInferTableTest, HeadsAtEachKernelsTiles) {
   AttentionShape a = a_;
   EXPECT_DOUBLE_EQ(attention_table_heads(p_, a), 128.0);
+  a.heads = 100;
+  EXPECT_DOUBLE_EQ(attention_table_heads(p_, a), 100.0);  // FlashInfer: the heads themselves up to 128
   a.heads = 144;
-  EXPECT_DOUBLE_EQ(attention_table_heads(p_, a), 256.0);  // FlashInfer: 128-head cluster tiles
+  EXPECT_DOUBLE_EQ(attention_table_heads(p_, a), 256.0);  // then 128-head cluster tiles
   a.impl = "dcpsim";
   EXPECT_DOUBLE_EQ(attention_table_heads(p_, a), 192.0);  // dcpsim: 64-head blocks
 }

@@ -69,9 +69,10 @@ std::string attention_table_key(const AttentionShape& a);  // without the implem
 std::optional<double> attention_table_time_s(const HardwareProfile& p, const AttentionShape& a,
                                              std::span<const double> at);
 // The `heads` coordinate of an attention table lookup: the query heads the kernel computes. FlashInfer's MLA
-// kernel (impl "flashinfer"): H up to 64, whole 128-head cluster tiles above (flashinfer_mla_tile_heads:
-// H = 144 costs what H = 256 does). Other MLA kernels with more query heads than one work unit takes
-// (attention.heads_per_cta): whole units (dcpsim's pads the last 64-head tile). Otherwise H.
+// kernel (impl "flashinfer"): H up to 128 (at least 72 above 64), whole 128-head cluster tiles above
+// (flashinfer_mla_table_heads: H = 144 costs what H = 256 does). Other MLA kernels with more query heads than
+// one work unit takes (attention.heads_per_cta): whole units (dcpsim's pads the last 64-head tile). Otherwise
+// H.
 double attention_table_heads(const HardwareProfile& p, const AttentionShape& a);
 // The same with an explicit MLA work unit (heads_per_cta) instead of the profile's.
 double attention_table_heads(const AttentionShape& a, int heads_per_cta);

@@ -34,6 +34,12 @@ MlaPlanCost flashinfer_mla_plan_cost(int heads, std::span<const int64_t> tokens,
 // H = 256 does).
 int flashinfer_mla_tile_heads(int heads);
 
+// Where a table of FlashInfer's MLA kernel is read for `heads`: H itself up to 128 (one CTA per 64-head tile
+// up to 64, one two-CTA cluster above; H = 80 on one H200 takes 15% less than H = 128, so the tile alone does
+// not price it), but at least 72 above 64 (the first two-CTA value such a table holds: the schedule changes
+// between 64 and 65, and nothing is interpolated across that); whole 128-head cluster tiles above 128.
+int flashinfer_mla_table_heads(int heads);
+
 // dcpsim's split kernel (hw/ops/attention.cu: attention_splits, launch_split): one grid of rows × head blocks
 // × splits; head blocks of 64 MLA heads or of 16 query heads of one KV head; KV tiles of 32 (MLA) or 64 (GQA)
 // tokens; 1 (MLA) or 2 (GQA) blocks resident per SM; as many splits of the longest row's tiles as fill the
