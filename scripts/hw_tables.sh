@@ -10,8 +10,8 @@
 #   OUT_DIR/<prefix>-merge-cold.json the merge kernels with L2 flushed before each call (--merge-inputs cold)
 #   OUT_DIR/<prefix>-merge-cold-lse.json the correction cold, its gathered LSEs read back (--warm-lse)
 #   OUT_DIR/<prefix>-merge-stamped[-cold].json  correction and A2A combine as `hw run --row-stamps` runs them
-#   OUT_DIR/<prefix>-merge[-stamped]-pdl[-cold].json, <prefix>-merge-pdl-cold-lse.json  the merge kernels
-#                                    alone and after their like under PDL, point by point (--pdl)
+#   OUT_DIR/<prefix>-merge[-stamped]-pdl.json  the merge kernels (warm) alone and after their like under
+#                                    PDL, point by point (--pdl)
 #   scripts/hw_tables.sh DCPSIM_BINARY OUT_DIR [attention|merge|stamped|pdl|all] [prefix] [extra hw sweep flags]
 set -uo pipefail
 bin=${1:?dcpsim binary}
@@ -68,19 +68,14 @@ if [ "$which" = all ] || [ "$which" = stamped ]; then
   done
 fi
 if [ "$which" = all ] || [ "$which" = pdl ]; then
-  # Each point alone and after a call of its kind (on another input set) under PDL, alternating: the merge
-  # kernels warm and cold, the correction cold with its LSEs read back, and the stamped kernels
-  # `hw run --row-stamps` runs, warm and cold.
+  # Each point alone and after a call of its kind under PDL, alternating, warm (the operations share some
+  # buffers between input sets, so --pdl refuses cold inputs): the plain kernels, then the stamped ones
+  # `hw run --row-stamps` runs.
   grid=(--merge-dcp 2,3,4,6,8 --merge-batch 1,2,4,8,16,32,64,128,256 --merge-heads 8,16,24,48,96,192
     --merge-heads-per-rank 1,2,3,4,6,8,12,16,24,32,48,64,96,128 --merge-head-dims 128,512 --reps 10 --warmup 3)
-  for inputs in warm cold; do
-    suffix=$([ $inputs = cold ] && echo -cold)
-    "$bin" hw sweep --out "$out/$prefix-merge-pdl$suffix.json" --kernels correction,a2a_pack,a2a_combine --pdl \
-      --merge-inputs $inputs "${grid[@]}" "$@" || status=1
-    "$bin" hw sweep --out "$out/$prefix-merge-stamped-pdl$suffix.json" --kernels correction,a2a_combine \
-      --row-stamps --pdl --merge-inputs $inputs "${grid[@]}" "$@" || status=1
-  done
-  "$bin" hw sweep --out "$out/$prefix-merge-pdl-cold-lse.json" --kernels correction --pdl --merge-inputs cold \
-    --warm-lse "${grid[@]}" "$@" || status=1
+  "$bin" hw sweep --out "$out/$prefix-merge-pdl.json" --kernels correction,a2a_pack,a2a_combine --pdl \
+    "${grid[@]}" "$@" || status=1
+  "$bin" hw sweep --out "$out/$prefix-merge-stamped-pdl.json" --kernels correction,a2a_combine --row-stamps \
+    --pdl "${grid[@]}" "$@" || status=1
 fi
 exit $status

@@ -122,8 +122,8 @@ std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int re
     if (flush.copy_in_graph) flush.copy(stream);
     {
       ops::PdlScope scope(pdl);
-      // The predecessor the timed call overlaps, on another input set (as in a step the previous rank's
-      // kernel works on its own buffers): cold inputs stay cold for the timed call.
+      // The predecessor the timed call overlaps, on another input set where the operation has several (as in
+      // a step the previous rank's kernel works on its own buffers; inputs are warm, see check_grid).
       if (pdl) op.launch(static_cast<int>(g) + 1, stream);
       op.launch(static_cast<int>(g), stream);
     }
@@ -178,8 +178,9 @@ std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int re
     std::uint64_t busy = 0;  // end of the first call's activities
     if (pdl) {
       // Under PDL each kernel is scheduled only once its predecessor has started, so in start order the
-      // first call's activities come first; the second call is charged from max(start, their end), as the
-      // runner charges a phase (timing.cc).
+      // first call's activities come first (every merge kernel launches one kernel whose first statement is
+      // pdl_begin; an operation with a kernel that does not would break this); the second call is charged
+      // from max(start, their end), as the runner charges a phase (timing.cc).
       if (v.size() % 2 != 0) continue;
       std::sort(v.begin(), v.end(), [](const GpuActivity& x, const GpuActivity& y) {
         return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns < y.end_ns;

@@ -124,7 +124,8 @@ struct StepGraph {
     // merge's stamped kernel has no table (`hw sweep --row-stamps` times those two only).
     m.row_stamps =
         row_stamps && (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aCombine);
-    // The " pdl" tables where the profile has them (`hw sweep --pdl`), else as without.
+    // The " pdl" tables where the profile has them (`hw sweep --pdl`, warm: the cold end below falls back to
+    // the plain cold tables), else as without.
     m.pdl = pdl_after_same_kernel(rank) &&
             (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack ||
              k == models::MemoryKernel::kA2aCombine);

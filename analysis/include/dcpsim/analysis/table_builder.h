@@ -20,7 +20,8 @@ struct TableBuildOptions {
   std::string command;  // the builder's command line, recorded in the provenance
   std::string clocks;   // clock policy during the measurement, when the traces do not say
   // MLA query heads per work unit (the profile's attention.heads_per_cta): attention points are recorded at
-  // the heads the kernel computes (models::attention_table_heads), whole 64-head tiles above one tile.
+  // the heads coordinate the simulator reads them at (models::attention_table_heads: FlashInfer's MLA kernel
+  // at its heads up to 128, dcpsim's at whole 64-head tiles above one tile).
   int heads_per_cta = 64;
 };
 

@@ -147,7 +147,7 @@ struct MergeShape {
   // Launched with programmatic dependent launch right after another kernel of the same kind (an emulated
   // step's ranks after the first under --launch pdl): it is scheduled while its predecessor runs and is
   // charged from the predecessor's end, as the runner charges a phase. Priced from the " pdl" tables (`hw
-  // sweep --pdl`, warm and cold), else as without.
+  // sweep --pdl`, warm), else as without.
   bool pdl = false;
 };
 MergeShape merge_shape(const Scenario& s);

@@ -37,7 +37,8 @@ int flashinfer_mla_tile_heads(int heads);
 // Where a table of FlashInfer's MLA kernel is read for `heads`: H itself up to 128 (one CTA per 64-head tile
 // up to 64, one two-CTA cluster above; H = 80 on one H200 takes 15% less than H = 128, so the tile alone does
 // not price it), but at least 72 above 64 (the first two-CTA value such a table holds: the schedule changes
-// between 64 and 65, and nothing is interpolated across that); whole 128-head cluster tiles above 128.
+// between 64 and 65, and nothing is interpolated across that); whole 128-head cluster tiles above 128. A
+// table measured at 64 and 128 alone (before 2026-12-02, evening) is then read between them for H = 72-127.
 int flashinfer_mla_table_heads(int heads);
 
 // dcpsim's split kernel (hw/ops/attention.cu: attention_splits, launch_split): one grid of rows × head blocks
