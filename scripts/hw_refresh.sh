@@ -14,8 +14,8 @@
 #   attention  the attention tables (hw_tables.sh attention)         -> tables.tgz
 #   fit        the fit traces (scripts/hw_sweep.sh fit)              -> traces.tgz
 # Each result lands in $OUT as soon as its stage ends, so a call cut short by its time limit still returns
-# what finished. All stages take about 10 minutes on one H200 (attention alone 4.5): more than one 600 s call,
-# so split STAGES over two. Each archive holds the stage's folder and log under the stage's name (fit/ and fit.log in
+# what finished. All stages add up to about 10 minutes on one H200 (their times measured on 2026-12-02, the
+# attention stage 4.5 of them): more than one 600 s call, so split STAGES over two. Each archive holds the stage's folder and log under the stage's name (fit/ and fit.log in
 # traces.tgz). With FUZZ_DIR/FUZZ_TARGETS the long fuzz run uses the idle CPU cores meanwhile
 # (fuzz_long.txt).
 #   OUT=... [BIN=.carry/bin] [STAGES="tests merge ..."] [FUZZ_DIR=... FUZZ_TARGETS=... FUZZ_SECONDS=...]

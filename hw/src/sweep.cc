@@ -137,9 +137,8 @@ std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int re
 
   std::vector<double> t;
   if (timeline == nullptr && (flush.copy_in_graph || pdl))
-    throw RuntimeError(
-        "kernel sweep: a prelude copy inside the graph or --pdl needs the GPU timeline (CUPTI) to time "
-        "the kernels apart");
+    throw RuntimeError(std::string("kernel sweep: ") + (pdl ? "--pdl" : "a prelude copy inside the graph") +
+                       " needs the GPU timeline (CUPTI) to time the kernels apart");
   if (timeline == nullptr) {
     cudaEvent_t a = nullptr, b = nullptr;
     DCPSIM_CUDA(cudaEventCreate(&a));
@@ -240,10 +239,8 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
   std::string why;
   std::unique_ptr<GpuTimeline> timeline = GpuTimeline::start(&why);
   if ((c.merge_prelude_copy_in_graph || c.pdl) && !timeline)  // before any point is timed
-    throw RuntimeError(
-        "kernel sweep: a prelude copy inside the graph or --pdl needs the GPU timeline to time the kernels "
-        "apart (CUPTI: " +
-        why + ")");
+    throw RuntimeError(std::string("kernel sweep: ") + (c.pdl ? "--pdl" : "a prelude copy inside the graph") +
+                       " needs the GPU timeline to time the kernels apart (CUPTI: " + why + ")");
 
   models::KernelTables out;
   const DeviceInfo info = device_info(c.device);

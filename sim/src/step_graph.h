@@ -111,8 +111,8 @@ struct StepGraph {
   }
 
   // Whether rank `rank`'s merge kernel of an emulated step is launched with PDL right after the previous
-  // rank's kernel of the same kind (phase-major on one stream), so that its launch and prologue overlap that
-  // kernel and are not charged to it (the runner charges a phase from its predecessor's end).
+  // rank's kernel of the same kind (phase-major on one stream): it may be scheduled while that kernel runs
+  // and is charged from its end, as the runner charges a phase.
   bool pdl_after_same_kernel(int rank) const {
     return emulated_ranks && rank > 0 && scenario.launch == models::LaunchMode::kPdl;
   }
@@ -124,14 +124,13 @@ struct StepGraph {
     // merge's stamped kernel has no table (`hw sweep --row-stamps` times those two only).
     m.row_stamps =
         row_stamps && (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aCombine);
-    // The " pdl" tables where the profile has them (`hw sweep --pdl`, warm: the cold end below falls back to
-    // the plain cold tables), else as without.
-    m.pdl = pdl_after_same_kernel(rank) &&
-            (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack ||
-             k == models::MemoryKernel::kA2aCombine);
+    // The merge kernels an emulated step runs phase-major, rank after rank.
+    const bool rank_by_rank = k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack ||
+                              k == models::MemoryKernel::kA2aCombine;
+    // The " pdl" tables where the profile has them (`hw sweep --pdl`, warm), else as without.
+    m.pdl = rank_by_rank && pdl_after_same_kernel(rank);
     models::KernelPrice price = models::merge_kernel_price(profile, k, m);
-    if (emulated_ranks && (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack ||
-                           k == models::MemoryKernel::kA2aCombine)) {
+    if (emulated_ranks && rank_by_rank) {
       // Bytes through the L2 between this kernel's inputs being written and it reading them. Correction and
       // pack read their rank's attention output: the later ranks' attention ran in between. The A2A combine
       // reads the blocks the emulated all-to-all copied to its rank, rank after rank: the later ranks'
@@ -153,6 +152,7 @@ struct StepGraph {
       const double resident = l2 > 0 ? std::exp(-through / l2) : 0.0;
       models::MergeShape cold_shape = m;
       cold_shape.cold_inputs = true;
+      cold_shape.pdl = false;  // `hw sweep --pdl` times warm inputs only
       // The correction's gathered LSEs were copied just before it by the emulated all-gather: in L2.
       cold_shape.warm_lse = k == models::MemoryKernel::kCorrection;
       const models::KernelPrice cold = models::merge_kernel_price(profile, k, cold_shape);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "dcpsim/error.h"
@@ -40,6 +41,18 @@ std::set<std::string> table_keys(const models::KernelTables& t) {
   for (const models::KernelTable& k : t.tables)
     keys.insert(std::string(models::to_string(k.kernel)) + "|" + k.key);
   return keys;
+}
+
+// The sweep's tables, or nullopt with `why` where it refuses for want of the GPU timeline (CUPTI is taken
+// under compute-sanitizer); any other error propagates.
+std::optional<models::KernelTables> sweep_on_the_timeline(const KernelSweepConfig& c, std::string* why) {
+  try {
+    return run_kernel_sweep(c, {});
+  } catch (const RuntimeError& e) {
+    if (std::string(e.what()).find("needs the GPU timeline") == std::string::npos) throw;
+    *why = e.what();
+    return std::nullopt;
+  }
 }
 
 TEST(SweepGrid, GeometriesParseAndNameBack) {
@@ -204,14 +217,11 @@ TEST(SweepGpu, PdlCallsAreTimedFromTheirPredecessorsEnd) {
   KernelSweepConfig c = small_config();
   c.kernels = {"correction", "a2a_combine"};
   c.pdl = true;
-  models::KernelTables t;
-  try {
-    DCPSIM_REQUIRE_GPU(run_kernel_sweep(c, {}));
-    t = run_kernel_sweep(c, {});
-  } catch (const RuntimeError& e) {  // without CUPTI (e.g. under compute-sanitizer) the sweep refuses
-    if (std::string(e.what()).find("needs the GPU timeline") == std::string::npos) throw;
-    GTEST_SKIP() << e.what();
-  }
+  std::string why;
+  DCPSIM_REQUIRE_GPU(sweep_on_the_timeline(c, &why));
+  const std::optional<models::KernelTables> swept = sweep_on_the_timeline(c, &why);
+  if (!swept) GTEST_SKIP() << why;
+  const models::KernelTables& t = *swept;
   EXPECT_EQ(table_keys(t), (std::set<std::string>{"correction|d128 bf16", "correction|d128 bf16 pdl",
                                                   "correction|d128 bf16 rs", "correction|d128 bf16 rs pdl",
                                                   "a2a_combine|d128 bf16", "a2a_combine|d128 bf16 pdl"}));
@@ -236,14 +246,11 @@ TEST(SweepGpu, APreludeCopyInTheGraphIsNotTimed) {
   c.kernels = {"correction"};
   c.merge_prelude_copy_bytes = std::int64_t{256} << 20;
   c.merge_prelude_copy_in_graph = true;
-  models::KernelTables t;
-  try {
-    DCPSIM_REQUIRE_GPU(run_kernel_sweep(c, {}));
-    t = run_kernel_sweep(c, {});
-  } catch (const RuntimeError& e) {  // without CUPTI (e.g. under compute-sanitizer) the sweep refuses
-    if (std::string(e.what()).find("needs the GPU timeline") == std::string::npos) throw;
-    GTEST_SKIP() << e.what();
-  }
+  std::string why;
+  DCPSIM_REQUIRE_GPU(sweep_on_the_timeline(c, &why));
+  const std::optional<models::KernelTables> swept = sweep_on_the_timeline(c, &why);
+  if (!swept) GTEST_SKIP() << why;
+  const models::KernelTables& t = *swept;
   ASSERT_FALSE(t.tables.empty());
   for (const models::KernelTable& k : t.tables)
     for (const models::TablePoint& p : k.points) EXPECT_LT(p.median_ns, 30e3) << k.key;
