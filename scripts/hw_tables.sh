@@ -10,8 +10,8 @@
 #   OUT_DIR/<prefix>-merge-cold.json the merge kernels with L2 flushed before each call (--merge-inputs cold)
 #   OUT_DIR/<prefix>-merge-cold-lse.json the correction cold, its gathered LSEs read back (--warm-lse)
 #   OUT_DIR/<prefix>-merge-stamped[-cold].json  correction and A2A combine as `hw run --row-stamps` runs them
-#   OUT_DIR/<prefix>-merge[-stamped]-pdl.json  the merge kernels (warm) alone and after their like under
-#                                    PDL, point by point (--pdl)
+#   OUT_DIR/<prefix>-merge[-stamped]-pdl[-cold].json  the merge kernels alone and after their like under
+#                                    PDL, point by point (--pdl), warm and with both calls' inputs evicted
 #   scripts/hw_tables.sh DCPSIM_BINARY OUT_DIR [attention|merge|stamped|pdl|all] [prefix] [extra hw sweep flags]
 set -uo pipefail
 bin=${1:?dcpsim binary}
@@ -23,18 +23,20 @@ shift $(($# < 4 ? $# : 4))
 mkdir -p "$out"
 status=0
 if [ "$which" = all ] || [ "$which" = attention ]; then
-  # Rows and tokens step by 1.5x and 1.33x (2x above 16k), heads likewise: the kernels' schedules (waves of
-  # blocks, FlashInfer's chunks per cluster) are not smooth between 2x neighbours. FlashInfer's MLA kernel is
-  # read at its heads up to 128 and at 128-head tiles above (the sweep refuses other counts), so MLA has its
-  # own file.
+  # The kernels' schedules (waves of dcpsim's blocks, FlashInfer's chunks per cluster) are not smooth between
+  # neighbours 1.5x apart: GQA heads step by 1.14-1.33x (a group's heads only where they divide: the sweep
+  # skips the rest), rows by 1.5x, tokens by 1.33-1.5x (2x above 16k); FlashInfer's MLA rows by 1.14-1.33x and
+  # tokens by 1.14-1.25x up to 16k. FlashInfer's MLA kernel is read at its heads up to 128 and at 128-head
+  # tiles above (the sweep refuses other counts), so MLA has its own file.
   "$bin" hw sweep --out "$out/$prefix-attention.json" --kernels attention \
-    --geometry gqa:1,gqa:4,gqa:8,gqa:16 --heads 16,24,32,48,64,96,128,192,256 \
+    --geometry gqa:1,gqa:4,gqa:8,gqa:16 --heads 16,20,24,28,32,40,48,56,64,80,96,112,128,160,192,224,256 \
     --batch 1,2,3,4,6,8,12,16,24,32,48,64,96,128,192,256 \
     --tokens 128,256,384,512,768,1k,1536,2k,3k,4k,6k,8k,12k,16k,32k,64k,128k --reps 10 --warmup 3 "$@" || status=1
   "$bin" hw sweep --out "$out/$prefix-attention-mla.json" --kernels attention \
     --geometry mla --heads 16,24,32,48,64,72,80,96,112,128,256 \
-    --batch 1,2,3,4,6,8,12,16,24,32,48,64,96,128,192,256 \
-    --tokens 128,256,384,512,768,1k,1536,2k,3k,4k,6k,8k,12k,16k,32k,64k,128k --reps 10 --warmup 3 "$@" || status=1
+    --batch 1,2,3,4,5,6,8,10,12,14,16,20,24,28,32,40,48,56,64,80,96,112,128,160,192,256 \
+    --tokens 128,192,256,320,384,448,512,640,768,896,1k,1280,1536,1792,2k,2560,3k,3584,4k,5k,6k,7k,8k,10k,12k,14k,16k,32k,64k,128k \
+    --reps 10 --warmup 3 "$@" || status=1
 fi
 if [ "$which" = all ] || [ "$which" = attention ]; then
   # dcpsim's own MLA kernel: what runs where FlashInfer cannot (row stamps, row-stream).
@@ -68,14 +70,18 @@ if [ "$which" = all ] || [ "$which" = stamped ]; then
   done
 fi
 if [ "$which" = all ] || [ "$which" = pdl ]; then
-  # Each point alone and after a call of its kind under PDL, alternating, warm (the operations share some
-  # buffers between input sets, so --pdl refuses cold inputs): the plain kernels, then the stamped ones
-  # `hw run --row-stamps` runs.
+  # Each point alone and after a call of its kind (on its own inputs) under PDL, alternating: the plain
+  # kernels, then the stamped ones `hw run --row-stamps` runs; warm, then with both calls' inputs evicted
+  # (the correction's gathered LSEs read back, as the emulated all-gather leaves them).
   grid=(--merge-dcp 2,3,4,6,8 --merge-batch 1,2,4,8,16,32,64,128,256 --merge-heads 8,16,24,48,96,192
     --merge-heads-per-rank 1,2,3,4,6,8,12,16,24,32,48,64,96,128 --merge-head-dims 128,512 --reps 10 --warmup 3)
   "$bin" hw sweep --out "$out/$prefix-merge-pdl.json" --kernels correction,a2a_pack,a2a_combine --pdl \
     "${grid[@]}" "$@" || status=1
   "$bin" hw sweep --out "$out/$prefix-merge-stamped-pdl.json" --kernels correction,a2a_combine --row-stamps \
     --pdl "${grid[@]}" "$@" || status=1
+  "$bin" hw sweep --out "$out/$prefix-merge-pdl-cold.json" --kernels correction,a2a_pack,a2a_combine --pdl \
+    --merge-inputs cold --warm-lse "${grid[@]}" "$@" || status=1
+  "$bin" hw sweep --out "$out/$prefix-merge-stamped-pdl-cold.json" --kernels correction,a2a_combine \
+    --row-stamps --pdl --merge-inputs cold "${grid[@]}" "$@" || status=1
 fi
 exit $status

@@ -193,9 +193,10 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
               "emulated LSE all-gather leaves them (tables keyed \"... cold lse\")");
   s->add_flag(
       "--pdl", f->pdl,
-      "merge kernels (give --kernels without attention), warm inputs: every point is also timed "
-      "after another call of the same kernel, both launched with PDL, charged from that call's end "
-      "(as an emulated step's later ranks under --launch pdl; tables keyed \"... pdl\"; needs CUPTI)");
+      "merge kernels (give --kernels without attention): every point is also timed after another call "
+      "of the same kernel on its own inputs, both launched with PDL, charged from that call's end (as an "
+      "emulated step's later ranks under --launch pdl; with --merge-inputs cold both calls' inputs are "
+      "evicted first; tables keyed \"... pdl\"; needs CUPTI)");
   s->add_flag("--row-stamps", f->row_stamps,
               "correction, a2a_combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps "
               "on; tables keyed \"... stamped\")");

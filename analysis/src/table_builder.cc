@@ -80,6 +80,13 @@ std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase&
       why = "attention over empty shards";
       return std::nullopt;
     }
+    if (s.launch != models::LaunchMode::kGraph) {
+      why =
+          "attention of eager and PDL steps (tables hold the kernels as `hw sweep` replays them from a "
+          "graph, "
+          "the gap before the split-KV combine included; the simulator adds what other launch modes add)";
+      return std::nullopt;
+    }
     const models::AttentionShape shape = models::attention_shape(s);
     if (s.attention_impl == "flashinfer" && s.dcp > 1 && s.rows() > 1) {
       why = "FlashInfer's attention phase also holds the query repack (`hw sweep` times the kernel alone)";

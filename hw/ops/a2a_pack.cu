@@ -10,7 +10,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "bench_op.h"
 #include "cuda_check.h"
@@ -128,11 +130,17 @@ class PackBench final : public BenchOp {
  public:
   PackBench(const OpShape& s, std::uint64_t seed) : s_(s) {
     if (s.heads % s.dcp != 0) throw InputError("a2a-pack bench: H must be divisible by N");
-    o_ = DeviceBuffer(std::size_t(s.rows) * s.heads * s.dim * 2);
-    lse_ = DeviceBuffer(std::size_t(s.rows) * s.heads * 4);
+    const std::int64_t o_elems = std::int64_t(s.rows) * s.heads * s.dim,
+                       lse_elems = std::int64_t(s.rows) * s.heads;
+    // At least two input sets: a call and the one before it read different buffers, as two ranks' packs do.
+    sets_ = std::max(2, rotation_sets(double(o_elems) * 2 + double(lse_elems) * 4));
+    for (int i = 0; i < sets_; ++i) {
+      o_.emplace_back(std::size_t(o_elems) * 2);
+      lse_.emplace_back(std::size_t(lse_elems) * 4);
+      launch_fill_uniform(o_.back().get(), o_elems, Elem::kBF16, 1.f, seed + 2 * i, 0, nullptr);
+      launch_fill_uniform(lse_.back().get(), lse_elems, Elem::kF32, 8.f, seed + 2 * i + 1, 0, nullptr);
+    }
     send_ = DeviceBuffer(std::size_t(s.rows) * s.heads * (s.dim + 2) * 2);
-    launch_fill_uniform(o_.get(), std::int64_t(s.rows) * s.heads * s.dim, Elem::kBF16, 1.f, seed, 0, nullptr);
-    launch_fill_uniform(lse_.get(), std::int64_t(s.rows) * s.heads, Elem::kF32, 8.f, seed + 1, 0, nullptr);
     DCPSIM_CUDA(cudaDeviceSynchronize());
   }
   std::string label() const override {
@@ -140,12 +148,12 @@ class PackBench final : public BenchOp {
            " H=" + std::to_string(s_.heads) + " D=" + std::to_string(s_.dim);
   }
   double bytes() const override { return double(s_.rows) * s_.heads * (2.0 * s_.dim * 2 + 4 + 4); }
-  void launch(int, cudaStream_t stream) override {
+  void launch(int call, cudaStream_t stream) override {
     auto a = with_dims<PackArgs>({s_.dcp, s_.rows, s_.rows, s_.heads, s_.dim, false, Elem::kBF16});
-    a.o = o_.get();
+    a.o = o_[call % sets_].get();
     a.o_row_stride = std::int64_t(s_.heads) * s_.dim;
     a.o_head_stride = s_.dim;
-    a.lse = lse_.as<float>();
+    a.lse = lse_[call % sets_].as<float>();
     a.lse_row_stride = s_.heads;
     a.lse_head_stride = 1;
     a.send = send_.get();
@@ -154,7 +162,9 @@ class PackBench final : public BenchOp {
 
  private:
   OpShape s_;
-  DeviceBuffer o_, lse_, send_;
+  int sets_ = 2;
+  std::vector<DeviceBuffer> o_, lse_;
+  DeviceBuffer send_;
 };
 
 }  // namespace

@@ -9,7 +9,8 @@
 
 namespace dcpsim::hw::ops {
 
-// The LSE buffer of a correction bench (make_correct_bench); nullopt for any other operation.
-std::optional<std::pair<const void*, std::size_t>> correct_bench_lse(const BenchOp& op);
+// The LSE buffer call `call` of a correction bench (make_correct_bench) reads; nullopt for any other
+// operation.
+std::optional<std::pair<const void*, std::size_t>> correct_bench_lse(const BenchOp& op, int call);
 
 }  // namespace dcpsim::hw::ops

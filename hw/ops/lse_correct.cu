@@ -219,13 +219,15 @@ class CorrectBench final : public BenchOp {
     row_stride_ = std::int64_t(s.heads) * s.dim + s.out_row_pad;
     const std::int64_t o_elems = std::int64_t(s.rows) * row_stride_;
     const std::int64_t lse_elems = std::int64_t(s.dcp) * s.rows * s.heads;
-    sets_ = rotation_sets(double(o_elems) * 2);
+    // At least two input sets, each with its own gathered LSEs: a call and the one before it read different
+    // buffers, as two ranks' corrections do.
+    sets_ = std::max(2, rotation_sets(double(o_elems) * 2 + double(lse_elems) * 4));
     for (int i = 0; i < sets_; ++i) {
       o_.emplace_back(std::size_t(o_elems) * 2);
       launch_fill_uniform(o_.back().get(), o_elems, elem_, 1.f, seed + i, 0, nullptr);
+      lse_.emplace_back(std::size_t(lse_elems) * 4);
+      launch_fill_uniform(lse_.back().get(), lse_elems, Elem::kF32, 8.f, seed + 100 + i, 0, nullptr);
     }
-    lse_ = DeviceBuffer(std::size_t(lse_elems) * 4);
-    launch_fill_uniform(lse_.get(), lse_elems, Elem::kF32, 8.f, seed + 100, 0, nullptr);
     merged_ = DeviceBuffer(std::size_t(s.rows) * s.heads * 4);
     if (s.rs_layout) {
       if (s.heads % s.dcp != 0) throw InputError("correct bench: the RS layout needs H divisible by N");
@@ -244,13 +246,16 @@ class CorrectBench final : public BenchOp {
     return 2.0 * 2 * s_.rows * s_.heads * s_.dim + 4.0 * (s_.dcp + 1) * s_.rows * s_.heads;
   }
   void set_variant(int v) override { s_.variant = v; }
-  // The gathered LSEs (one set for every call).
-  std::pair<const void*, std::size_t> lse() const { return {lse_.get(), lse_.bytes()}; }
+  // The gathered LSEs call `call` reads.
+  std::pair<const void*, std::size_t> lse(int call) const {
+    const DeviceBuffer& b = lse_[call % sets_];
+    return {b.get(), b.bytes()};
+  }
   void launch(int call, cudaStream_t stream) override {
     auto a = with_dims<CorrectArgs>({s_.dcp, s_.rows, s_.rows, s_.heads, s_.dim, false, elem_});
     a.variant = s_.variant;
     const std::int64_t rs = s_.transposed_lse ? 1 : s_.heads, hs = s_.transposed_lse ? s_.rows : 1;
-    a.lse = {lse_.as<float>(), std::int64_t(s_.rows) * s_.heads, rs, hs};
+    a.lse = {lse_[call % sets_].as<float>(), std::int64_t(s_.rows) * s_.heads, rs, hs};
     a.in = a.out = o_[call % sets_].get();
     a.in_row_stride = a.out_row_stride = row_stride_;
     a.in_head_stride = a.out_head_stride = s_.dim;
@@ -273,17 +278,17 @@ class CorrectBench final : public BenchOp {
   Elem elem_;
   std::int64_t row_stride_ = 0;
   int sets_ = 1;
-  std::vector<DeviceBuffer> o_;
-  DeviceBuffer lse_, merged_, rs_out_;
+  std::vector<DeviceBuffer> o_, lse_;
+  DeviceBuffer merged_, rs_out_;
   BenchStamps stamps_;
 };
 
 }  // namespace
 
-std::optional<std::pair<const void*, std::size_t>> correct_bench_lse(const BenchOp& op) {
+std::optional<std::pair<const void*, std::size_t>> correct_bench_lse(const BenchOp& op, int call) {
   const auto* c = dynamic_cast<const CorrectBench*>(&op);
   if (c == nullptr) return std::nullopt;
-  return c->lse();
+  return c->lse(call);
 }
 
 std::unique_ptr<BenchOp> make_correct_bench(const OpShape& s, std::uint64_t seed) {

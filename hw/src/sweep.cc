@@ -102,14 +102,16 @@ L2Flush make_l2_flush(bool cold, std::int64_t prelude, double busy_us, std::int6
 // otherwise every replay reads set 0, which stays in L2 when it fits (as a merge kernel's inputs do in a
 // step, written by the kernel just before it) unless `flush` evicts it before each replay. `warm_lse`: after
 // the eviction a correction's LSEs are read back (what the emulated LSE all-gather leaves in L2). `pdl`: the
-// graph holds two calls launched with PDL and the second is timed from the first one's end.
+// graph holds two calls launched with PDL, on sets 1 and 0, and the second is timed from the first one's end.
 std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int reps, GpuTimeline* timeline,
                                cudaStream_t stream, L2Flush& flush, bool warm_lse = false, bool pdl = false) {
+  // Set 0 is timed; under PDL its predecessor reads set 1 (each with its own LSEs).
   const auto before = [&] {
     flush(stream);
     if (!warm_lse) return;
-    if (const auto lse = ops::correct_bench_lse(op))
-      ops::launch_read_through(lse->first, lse->second, flush.sink.as<unsigned>(), stream);
+    for (int set = 0; set < (pdl ? 2 : 1); ++set)
+      if (const auto lse = ops::correct_bench_lse(op, set))
+        ops::launch_read_through(lse->first, lse->second, flush.sink.as<unsigned>(), stream);
   };
 
   for (int i = 0; i < std::max(warmup, 1); ++i) op.launch(rotate ? i : 0, stream);  // module load, plans
@@ -122,8 +124,8 @@ std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int re
     if (flush.copy_in_graph) flush.copy(stream);
     {
       ops::PdlScope scope(pdl);
-      // The predecessor the timed call overlaps, on another input set where the operation has several (as in
-      // a step the previous rank's kernel works on its own buffers; inputs are warm, see check_grid).
+      // The predecessor the timed call overlaps, on another input set (as in a step the previous rank's
+      // kernel works on its own buffers); with cold inputs both sets were evicted before the replay.
       if (pdl) op.launch(static_cast<int>(g) + 1, stream);
       op.launch(static_cast<int>(g), stream);
     }

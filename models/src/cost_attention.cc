@@ -434,6 +434,7 @@ void apply_table(const HardwareProfile& p, const AttentionShape& shape, std::spa
   t.kernel_end_s *= scale;
   t.combine_s *= scale;
   t.source = FigureSource::kTable;
+  t.table_one_launch = a.shared_kv && a.impl == "flashinfer";
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Memory-bound kernels and the merge kernels' byte counts.
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "dcpsim/error.h"
@@ -150,8 +151,10 @@ TableKernel table_kernel(MemoryKernel k) {
       return TableKernel::kA2aCombine;
     case MemoryKernel::kDirectCombine:
       return TableKernel::kDirectCombine;
+    case MemoryKernel::kQRepack:  // no table: the simulator prices it from kernel.q_repack
+      break;
   }
-  return TableKernel::kCorrection;
+  throw std::logic_error("merge_kernel_price: " + std::string(to_string(k)) + " is not a merge kernel");
 }
 }  // namespace
 
@@ -170,6 +173,8 @@ KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const M
       break;
     case MemoryKernel::kDirectCombine:
       analytic = direct_combine_time(p, m);
+      break;
+    case MemoryKernel::kQRepack:  // table_kernel() refused it above
       break;
   }
   if (m.dcp == 1 || p.tables.empty() || m.rows == 0) return {analytic, FigureSource::kAnalytic};

@@ -22,7 +22,15 @@ double gpu_launch_latency(const HardwareProfile& p) {
 }
 
 double dependent_kernel_gap(const HardwareProfile& p, LaunchMode mode) {
-  return mode == LaunchMode::kPdl ? p.launch.dependent_gap_pdl.si() : p.launch.dependent_gap.si();
+  switch (mode) {
+    case LaunchMode::kPdl:
+      return p.launch.dependent_gap_pdl.si();
+    case LaunchMode::kEager:
+      return (p.launch.dependent_gap_eager ? *p.launch.dependent_gap_eager : p.launch.dependent_gap).si();
+    case LaunchMode::kGraph:
+      break;
+  }
+  return p.launch.dependent_gap.si();
 }
 
 double kernel_start_time(const HardwareProfile& p, LaunchMode mode, double issued_s, double previous_end_s) {

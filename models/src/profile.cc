@@ -108,6 +108,8 @@ std::string_view to_string(MemoryKernel k) {
       return "a2a_combine";
     case MemoryKernel::kDirectCombine:
       return "direct_combine";
+    case MemoryKernel::kQRepack:
+      return "q_repack";
   }
   return "?";
 }

@@ -98,6 +98,7 @@ void visit_profile(V& v, P& p) {
     v.number("gpu_launch_latency", p.launch.gpu_launch_latency, kTime, Check::kNonNegative);
     v.number("dependent_gap", p.launch.dependent_gap, kTime, Check::kNonNegative);
     v.number("dependent_gap_pdl", p.launch.dependent_gap_pdl, kTime, Check::kNonNegative);
+    v.optional_number("dependent_gap_eager", p.launch.dependent_gap_eager, kTime, Check::kNonNegative);
     v.number("kernel_after_copy_node", p.launch.kernel_after_copy_node, kTime, Check::kNonNegative);
   });
   v.section("kernel", [&] {

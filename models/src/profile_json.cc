@@ -108,6 +108,14 @@ class Reader {
     });
   }
 
+  // A quantity the file may leave out (left unset then).
+  void optional_number(std::string_view key, std::optional<Quantity>& out, Dimension dim, Check check) {
+    allow(key);
+    if (frames_.back().object->find(std::string(key)) == frames_.back().object->end()) return;
+    out.emplace();
+    number(key, *out, dim, check);
+  }
+
   void flag(std::string_view key, Switch& out) {
     const Json* j = member(key);
     if (j == nullptr) return;

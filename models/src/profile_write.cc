@@ -39,6 +39,10 @@ class Writer {
     top()[std::string(key)] = std::move(j);
   }
 
+  void optional_number(std::string_view key, const std::optional<Quantity>& q, Dimension dim, Check check) {
+    if (q) number(key, *q, dim, check);
+  }
+
   void flag(std::string_view key, const Switch& s) {
     top()[std::string(key)] = Json{{"value", s.value}, {"source", s.source}};
   }
@@ -95,6 +99,10 @@ class Validator {
     if (q.source.empty())
       paths_.fail("source", "expected a non-empty string naming where the value comes from");
     paths_.pop();
+  }
+
+  void optional_number(std::string_view key, const std::optional<Quantity>& q, Dimension dim, Check check) {
+    if (q) number(key, *q, dim, check);
   }
 
   void flag(std::string_view key, const Switch& s) {

@@ -81,6 +81,18 @@ bool repacks_query(const models::Scenario& s) {
   return s.attention_impl == "flashinfer" && s.dcp > 1 && s.rows() > 1;
 }
 
+// The gap before the split-KV combine of an attention priced from a table, or none (the launch mode's gap).
+// A table's time is the whole operation as `hw sweep` replayed it from a CUDA graph: dcpsim's kernel, the
+// graph's gap and its combine kernel; FlashInfer's MLA kernel, which merges its splits itself (one launch).
+// So only what the step's launch mode adds to a graph's gap is left to add: eager launches' longer gap.
+std::optional<double> table_combine_gap(const models::HardwareProfile& p, models::LaunchMode mode,
+                                        const models::AttentionTiming& t) {
+  if (t.source != models::FigureSource::kTable) return std::nullopt;
+  if (t.table_one_launch) return 0.0;
+  return std::max(0.0, models::dependent_kernel_gap(p, mode) -
+                           models::dependent_kernel_gap(p, models::LaunchMode::kGraph));
+}
+
 // Attention on one rank: [the query repack,] the decode kernel, then the split-KV combine kernel when some
 // row was split. The attention phase spans all of them.
 AttentionOut add_attention(StepGraph& step, RankStream& stream) {
@@ -96,8 +108,9 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   if (repacks_query(s)) {
     const double bytes = 2.0 * s.rows() * s.heads * s.qk_dim * double(models::dtype_bytes(s.kv_dtype));
     phase_start = stream.begin("q_repack");
-    const NodeId body =
-        step.graph.exec(step.platform.gpu(r), models::memory_kernel_time(step.profile, bytes) + after_gather);
+    const NodeId body = step.graph.exec(
+        step.platform.gpu(r),
+        models::memory_kernel_time(step.profile, models::MemoryKernel::kQRepack, bytes) + after_gather);
     after_gather = 0.0;
     step.graph.after(phase_start, body);
     stream.finish(body, traces::v1::EVENT_KIND_KERNEL, bytes);
@@ -117,7 +130,8 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   step.attention_bytes.resize(std::max<std::size_t>(step.attention_bytes.size(), r + 1), 0.0);
   step.attention_bytes[r] = att.timing.total_bytes;
   if (att.timing.needs_combine) {
-    att.combine_end = stream.kernel("split_kv_combine", att.timing.combine_s, att.timing.combine_bytes);
+    att.combine_end = stream.kernel("split_kv_combine", att.timing.combine_s, att.timing.combine_bytes,
+                                    table_combine_gap(step.profile, s.launch, att.timing));
     att.end = att.combine_end;
   }
   for (int b = 0; b < s.rows(); ++b) {

@@ -7,7 +7,7 @@ namespace dcpsim::sim::detail {
 RankStream::RankStream(StepGraph& step, int rank, std::string lane)
     : step_(step), rank_(rank), lane_(std::move(lane)), cpu_(std::make_shared<NodeId>(-1)) {}
 
-NodeId RankStream::begin(std::string_view name) {
+NodeId RankStream::begin(std::string_view name, std::optional<double> gap) {
   ActivityGraph& g = step_.graph;
   const models::HardwareProfile& p = step_.profile;
   const models::LaunchMode mode = step_.scenario.launch;
@@ -19,7 +19,8 @@ NodeId RankStream::begin(std::string_view name) {
 
   const NodeId start = g.join();
   g.after(g.after_latency(issue, models::gpu_launch_latency(p)), start);
-  if (last_end_ >= 0) g.after(g.after_latency(last_end_, models::dependent_kernel_gap(p, mode)), start);
+  if (last_end_ >= 0)
+    g.after(g.after_latency(last_end_, gap ? *gap : models::dependent_kernel_gap(p, mode)), start);
   g.label(start, "rank " + std::to_string(rank_) + " " + std::string(name) + " kernel");
   open_begin_ = start;
   open_name_ = name;
@@ -31,8 +32,8 @@ void RankStream::finish(NodeId end, traces::v1::EventKind kind, double bytes) {
   last_end_ = end;
 }
 
-NodeId RankStream::kernel(std::string_view name, double seconds, double bytes) {
-  const NodeId start = begin(name);
+NodeId RankStream::kernel(std::string_view name, double seconds, double bytes, std::optional<double> gap) {
+  const NodeId start = begin(name, gap);
   const NodeId body = step_.graph.exec(step_.platform.gpu(rank_), seconds);
   step_.graph.after(start, body);
   finish(body, traces::v1::EVENT_KIND_KERNEL, bytes);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -152,7 +153,8 @@ struct StepGraph {
       const double resident = l2 > 0 ? std::exp(-through / l2) : 0.0;
       models::MergeShape cold_shape = m;
       cold_shape.cold_inputs = true;
-      cold_shape.pdl = false;  // `hw sweep --pdl` times warm inputs only
+      // Under PDL the cold " pdl cold" table where the profile has one (merge_kernel_price falls back to the
+      // plain cold one).
       // The correction's gathered LSEs were copied just before it by the emulated all-gather: in L2.
       cold_shape.warm_lse = k == models::MemoryKernel::kCorrection;
       const models::KernelPrice cold = models::merge_kernel_price(profile, k, cold_shape);
@@ -176,11 +178,14 @@ class RankStream {
  public:
   RankStream(StepGraph& step, int rank, std::string lane = "stream0");
 
-  // Issues the next kernel and returns the node at which it starts; finish() with its last node.
-  NodeId begin(std::string_view name);
+  // Issues the next kernel and returns the node at which it starts; finish() with its last node. `gap`: the
+  // time from the previous kernel's end to this one's start when it is already queued (default: the launch
+  // mode's dependent-kernel gap).
+  NodeId begin(std::string_view name, std::optional<double> gap = std::nullopt);
   void finish(NodeId end, traces::v1::EventKind kind = traces::v1::EVENT_KIND_KERNEL, double bytes = 0.0);
   // A kernel whose body is one execution of `seconds` on the rank's GPU; returns its end.
-  NodeId kernel(std::string_view name, double seconds, double bytes = 0.0);
+  NodeId kernel(std::string_view name, double seconds, double bytes = 0.0,
+                std::optional<double> gap = std::nullopt);
 
   NodeId last_end() const { return last_end_; }
   int rank() const { return rank_; }

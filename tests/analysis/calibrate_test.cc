@@ -162,6 +162,7 @@ TEST(CalibrateClosedLoop, RecoversPerKernelTypeNumbersAndTheTensorRate) {
   testing::write_sim_trace(dir / "truth.pb", truth, testing::calibration_grid(), traces::v1::SOURCE_EMULATED);
   models::HardwareProfile base = models::load_profile("h200-sxm");
   base.tables.clear();
+  base.launch.dependent_gap_eager.reset();  // as the truth's (testing::base_profile)
   const CalibrationResult r = calibrate(base, load_measured(dir / "truth.pb").sections, {});
   for (const char* name :
        {"kernel.correction.floor", "kernel.correction.hbm_efficiency_max", "kernel.a2a_pack.floor",

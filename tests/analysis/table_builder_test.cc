@@ -5,6 +5,7 @@
 
 #if DCPSIM_WITH_SIMGRID
 
+#include <algorithm>
 #include <cmath>
 
 #include "calibration_test_support.h"
@@ -43,6 +44,9 @@ TEST(KernelTables, BuiltTableReproducesEveryKernelFigureItCameFrom) {
   EXPECT_EQ(built.tables.provenance.date, "2026-12-01");
   ASSERT_FALSE(built.tables.tables.empty());
   EXPECT_FALSE(built.notes.empty());  // emulated collectives are left out
+  EXPECT_TRUE(std::any_of(built.notes.begin(), built.notes.end(), [](const std::string& n) {
+    return n.find("attention of eager") != std::string::npos;
+  })) << "eager steps' attention is left out of the tables";
 
   // h200-sxm's analytic numbers are off from the truth's; with the table the kernel phases are the truth's.
   models::HardwareProfile with = models::load_profile("h200-sxm");
@@ -55,9 +59,11 @@ TEST(KernelTables, BuiltTableReproducesEveryKernelFigureItCameFrom) {
     if (o.kind != ObservationKind::kPhase || o.rank < 0) continue;
     const Prediction p = predictor.predict(sections[o.section].scenario);
     const double got = predicted(p, o);
-    // Attention's table time includes the gap before its split-KV combine kernel once more (sim_phase =
-    // scaled kernels + gap): within a gap of the measurement. Merge kernels are exact.
-    const double slack = o.phase == "attention" ? with.launch.dependent_gap.si() * 1.5 : 1e-9 * o.measured_s;
+    // Attention's table holds graph-replayed phases only (the truth's gap before the split-KV combine
+    // included); an eager step's attention adds h200-sxm's eager gap over its graph one, not the truth's, at
+    // shapes the graph-replayed grid may not hold: not compared here. The rest is exact.
+    if (o.phase == "attention" && sections[o.section].scenario.launch != models::LaunchMode::kGraph) continue;
+    const double slack = 1e-9 * o.measured_s;
     EXPECT_NEAR(got, o.measured_s, slack + 1e-11) << sections[o.section].label << " " << o.phase;
     ++compared;
   }
@@ -72,7 +78,11 @@ TEST(KernelTables, SimulatorReportsWhichKernelTimesAreMeasured) {
   models::HardwareProfile with = models::load_profile("h200-sxm");
   with.tables = {built.tables};
   const sim::Simulator simulator(with);
-  const models::Scenario inside = testing::calibration_grid().front();  // a measured shape
+  const std::vector<models::Scenario> grid = testing::calibration_grid();
+  // A shape measured graph-replayed (the tables hold those steps' attention).
+  const models::Scenario inside = *std::find_if(grid.begin(), grid.end(), [](const models::Scenario& s) {
+    return s.launch == models::LaunchMode::kGraph;
+  });
   const sim::StepResult r = simulator.run(inside);
   EXPECT_EQ(r.kernel_figures_from(models::FigureSource::kAnalytic), 0) << r.kernel_figures_text();
   EXPECT_EQ(r.kernel_figures_from(models::FigureSource::kTable), 2 * inside.dcp);  // attention + correction

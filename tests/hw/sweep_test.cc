@@ -129,8 +129,8 @@ TEST(SweepGrid, BadGridsAreInputErrors) {
   EXPECT_THROW(kernel_sweep_points(c), InputError);
   c.kernels = {"correction", "a2a_pack"};
   EXPECT_EQ(kernel_sweep_points(c), 8 + 6 + 8);
-  c.cold_merge_inputs = true;  // its first call would warm the second's inputs
-  EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c.cold_merge_inputs = true;  // each call reads its own inputs, both evicted first
+  EXPECT_EQ(kernel_sweep_points(c), 8 + 6 + 8);
 }
 
 TEST(SweepGpu, TablesAreFullGridsThatPriceTheirPointsExactly) {
@@ -212,29 +212,36 @@ TEST(SweepGpu, WarmLsesHaveTheirOwnColdTables) {
 }
 
 // --pdl times every point twice, alone and after another call of the same kernel under PDL (charged from
-// that one's end): both keys in one file, and never the two calls' time.
+// that one's end): both keys in one file, and never the two calls' time; warm inputs and cold ones.
 TEST(SweepGpu, PdlCallsAreTimedFromTheirPredecessorsEnd) {
-  KernelSweepConfig c = small_config();
-  c.kernels = {"correction", "a2a_combine"};
-  c.pdl = true;
-  std::string why;
-  DCPSIM_REQUIRE_GPU(sweep_on_the_timeline(c, &why));
-  const std::optional<models::KernelTables> swept = sweep_on_the_timeline(c, &why);
-  if (!swept) GTEST_SKIP() << why;
-  const models::KernelTables& t = *swept;
-  EXPECT_EQ(table_keys(t), (std::set<std::string>{"correction|d128 bf16", "correction|d128 bf16 pdl",
-                                                  "correction|d128 bf16 rs", "correction|d128 bf16 rs pdl",
-                                                  "a2a_combine|d128 bf16", "a2a_combine|d128 bf16 pdl"}));
-  for (const models::KernelTable& pdl : t.tables) {
-    if (pdl.key.size() < 4 || pdl.key.substr(pdl.key.size() - 4) != " pdl") continue;
-    const auto plain = std::find_if(t.tables.begin(), t.tables.end(), [&](const models::KernelTable& k) {
-      return k.kernel == pdl.kernel && k.key == pdl.key.substr(0, pdl.key.size() - 4);
-    });
-    ASSERT_NE(plain, t.tables.end()) << pdl.key;
-    ASSERT_EQ(plain->points.size(), pdl.points.size());
-    for (std::size_t j = 0; j < pdl.points.size(); ++j) {
-      EXPECT_LT(pdl.points[j].median_ns, 1.5 * plain->points[j].median_ns) << pdl.key;  // not both calls
-      EXPECT_GT(pdl.points[j].median_ns, 0.5 * plain->points[j].median_ns) << pdl.key;  // nor a sliver
+  for (const bool cold : {false, true}) {
+    KernelSweepConfig c = small_config();
+    c.kernels = {"correction", "a2a_combine"};
+    c.pdl = true;
+    c.cold_merge_inputs = cold;
+    std::string why;
+    DCPSIM_REQUIRE_GPU(sweep_on_the_timeline(c, &why));
+    const std::optional<models::KernelTables> swept = sweep_on_the_timeline(c, &why);
+    if (!swept) GTEST_SKIP() << why;
+    const models::KernelTables& t = *swept;
+    const std::string k = cold ? " cold" : "";
+    EXPECT_EQ(table_keys(t),
+              (std::set<std::string>{"correction|d128 bf16" + k, "correction|d128 bf16 pdl" + k,
+                                     "correction|d128 bf16 rs" + k, "correction|d128 bf16 rs pdl" + k,
+                                     "a2a_combine|d128 bf16" + k, "a2a_combine|d128 bf16 pdl" + k}));
+    for (const models::KernelTable& pdl : t.tables) {
+      const std::size_t at = pdl.key.find(" pdl");
+      if (at == std::string::npos) continue;
+      const std::string plain_key = pdl.key.substr(0, at) + pdl.key.substr(at + 4);
+      const auto plain = std::find_if(t.tables.begin(), t.tables.end(), [&](const models::KernelTable& x) {
+        return x.kernel == pdl.kernel && x.key == plain_key;
+      });
+      ASSERT_NE(plain, t.tables.end()) << pdl.key;
+      ASSERT_EQ(plain->points.size(), pdl.points.size());
+      for (std::size_t j = 0; j < pdl.points.size(); ++j) {
+        EXPECT_LT(pdl.points[j].median_ns, 1.5 * plain->points[j].median_ns) << pdl.key;  // not both calls
+        EXPECT_GT(pdl.points[j].median_ns, 0.5 * plain->points[j].median_ns) << pdl.key;  // nor a sliver
+      }
     }
   }
 }

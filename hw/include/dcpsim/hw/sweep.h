@@ -77,9 +77,9 @@ struct KernelSweepConfig {
   // another input set) in its graph, both launched with programmatic dependent launch (PDL), as an emulated
   // step's ranks after the first run under --launch pdl; that call is charged from its predecessor's end, as
   // the runner charges a phase. The two timings alternate point by point and go to the plain key and to
-  // "... pdl" (models::MergeShape::pdl), in one file. Warm inputs only (the operations share some buffers
-  // between input sets, so a cold timed call would find them warmed by its predecessor). Needs the GPU
-  // timeline (CUPTI).
+  // "... pdl" (models::MergeShape::pdl), in one file. Each call reads its own input set (O, LSEs); with
+  // cold_merge_inputs both are evicted before the replay, as an emulated step's ranks find theirs after the
+  // other ranks' attention. Needs the GPU timeline (CUPTI).
   bool pdl = false;
   int warmup = 5;
   int reps = 20;

@@ -100,6 +100,9 @@ struct AttentionTiming {
   // kTable: the kernel's time (attention and split-KV combine) is a table's, and every time above is the
   // analytic one scaled to it, so the waves keep their order and shares.
   FigureSource source = FigureSource::kAnalytic;
+  // kTable: the table's operation was one launch (FlashInfer's MLA kernel merges its splits itself); else
+  // the attention kernel, a graph's gap and the combine kernel, all inside the table's time.
+  bool table_one_launch = false;
 
   // When each row's final output and LSE exist: rows with one split at row_done_s, split rows when the
   // combine kernel that starts at combine_start_s ends.

@@ -13,8 +13,9 @@ double cpu_issue_time(const HardwareProfile& p, LaunchMode mode);
 // Issue to start of a kernel on an idle stream.
 double gpu_launch_latency(const HardwareProfile& p);
 
-// End of a kernel to the start of the next kernel on the same stream when it is already queued. PDL overlaps
-// the next kernel's launch and prologue with the tail of the previous one, so its gap is smaller.
+// End of a kernel to the start of the next kernel on the same stream when it is already queued: in a graph,
+// launched eagerly (launch.dependent_gap_eager, else the graph's gap), or under PDL, which overlaps the next
+// kernel's launch and prologue with the tail of the previous one, so its gap is smaller.
 double dependent_kernel_gap(const HardwareProfile& p, LaunchMode mode);
 
 // Earliest start of a kernel issued at `issued_s` that must follow a kernel ending at `previous_end_s` on the

@@ -113,7 +113,11 @@ struct LaunchSpec {
   Quantity cpu_issue_pdl;       // time: per kernel with programmatic dependent launch (captured in a graph)
   Quantity gpu_launch_latency;  // time: from issue to the kernel starting on an idle GPU
   Quantity dependent_gap;       // time: end of a kernel to the start of the already-queued dependent kernel
+                                // (graph-replayed)
   Quantity dependent_gap_pdl;   // time: the same gap when PDL lets the next kernel's prologue overlap
+  // time: the same gap between eagerly launched kernels (each its own launch, none in a graph); optional in
+  // a profile file: without it eager kernels get dependent_gap
+  std::optional<Quantity> dependent_gap_eager;
   // time: how much longer a kernel runs on the GPU timeline when it follows a device-to-device copy node of
   // the same CUDA graph (`hw sweep --merge-prelude-copy 4k --prelude-copy-in-graph`); the runner's emulated
   // all-gather and all-to-all are such copies, NCCL's collectives are kernels.
@@ -130,18 +134,20 @@ struct MemoryKernelSpec {
   bool operator==(const MemoryKernelSpec&) const = default;
 };
 
-// The merge kernels that may carry their own memory-kernel numbers (kernel.<name> in the file).
-enum class MemoryKernel { kCorrection, kA2aPack, kA2aCombine, kDirectCombine };
-inline constexpr std::array<MemoryKernel, 4> kAllMemoryKernels = {
+// The kernels that may carry their own memory-kernel numbers (kernel.<name> in the file): the merge kernels,
+// and the copy of the gathered query into the dense layout FlashInfer's MLA kernel reads (`q_repack`).
+enum class MemoryKernel { kCorrection, kA2aPack, kA2aCombine, kDirectCombine, kQRepack };
+inline constexpr std::array<MemoryKernel, 5> kAllMemoryKernels = {
     MemoryKernel::kCorrection, MemoryKernel::kA2aPack, MemoryKernel::kA2aCombine,
-    MemoryKernel::kDirectCombine};
-std::string_view to_string(MemoryKernel k);  // "correction" | "a2a_pack" | "a2a_combine" | "direct_combine"
+    MemoryKernel::kDirectCombine, MemoryKernel::kQRepack};
+// "correction" | "a2a_pack" | "a2a_combine" | "direct_combine" | "q_repack"
+std::string_view to_string(MemoryKernel k);
 
 // The shared numbers (attention's bandwidth share, the split-KV combine, and every merge kernel without its
 // own) plus optional per-kernel-type numbers: the runner's merge kernels differ from each other by 2-4x in
 // floor and efficiency, which one shared set cannot express.
 struct KernelSpec : MemoryKernelSpec {
-  std::array<std::optional<MemoryKernelSpec>, 4> per_type;  // indexed by MemoryKernel
+  std::array<std::optional<MemoryKernelSpec>, kAllMemoryKernels.size()> per_type;  // indexed by MemoryKernel
   // The numbers kernel type `k` uses: its own when present, else the shared ones.
   const MemoryKernelSpec& of(MemoryKernel k) const {
     const auto& own = per_type[static_cast<std::size_t>(k)];

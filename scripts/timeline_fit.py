@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Launch gaps on measured GPU timelines: end of a kernel to the start of the next, already queued kernel.
+
+Reads dcpsim traces (.pb, exported through `dcpsim export --chrome`) or their Chrome JSON exports and prints,
+per launch mode (graph, eager, pdl: read from each section's scenario label), the median, p10 and p90 of the
+gap between two consecutive kernels of one emulated rank's stream where the first ran at least --min-first-us
+(so the host had queued the second before the first ended) and the second started after the first ended.
+Row-stream sections are left out (their ranks' kernels share the GPU at once). These are the numbers a
+profile's launch.dependent_gap (graph) and launch.dependent_gap_eager stand for.
+
+  scripts/timeline_fit.py --dcpsim build/analysis/dcpsim traces/measured/h200/*.pb
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def load(path, dcpsim, tmp):
+    if path.endswith('.json'):
+        with open(path) as f:
+            return json.load(f)
+    out = os.path.join(tmp, os.path.basename(path) + '.json')
+    r = subprocess.run([dcpsim, 'export', path, '--chrome', out], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f'timeline_fit.py: {path}: dcpsim export failed: {r.stderr.strip()}')
+    with open(out) as f:
+        return json.load(f)
+
+
+def mode_of(label):
+    for word in label.split():
+        if word in ('graph', 'eager', 'pdl'):
+            return word
+    return None
+
+
+def scenario_numbers(label):
+    """(rows, heads, qk_dim, elem bytes) from a scenario label such as 'dcp8 h128 d512/576 kv1 b16 ...'."""
+    words = label.split()
+    heads = int(next(w for w in words if w.startswith('h') and w[1:].isdigit())[1:])
+    qk = int(next(w for w in words if w.startswith('d') and '/' in w).split('/')[1])
+    rows = int(next(w for w in words if w.startswith('b') and w[1:].isdigit())[1:])
+    return rows, heads, qk, 2
+
+
+def repacks(trace):
+    """[(bytes, us, first_rank)] of every query repack kernel outside row-stream sections."""
+    events = trace['traceEvents'] if isinstance(trace, dict) else trace
+    sections = [e for e in events if e.get('cat') == 'scenario' and e.get('ph') == 'X']
+    kernels = [e for e in events if e.get('cat') == 'gpu' and e.get('ph') == 'X' and 'repack_q' in e['name']]
+    out = []
+    for s in sections:
+        if ' row-stream ' in f" {s['name']} ":
+            continue
+        rows, heads, qk, elem = scenario_numbers(s['name'])
+        lo, hi = s['ts'], s['ts'] + s['dur']
+        for k in kernels:
+            if lo <= k['ts'] < hi:
+                out.append((2.0 * rows * heads * qk * elem, k['dur'], k['pid'] == 0))
+    return out
+
+
+def line_fit(points):
+    """Least squares t = a + b * x; returns (a, b)."""
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    if sxx == 0:
+        return my, 0.0
+    b = sum((x - mx) * (y - my) for x, y in points) / sxx
+    return my - b * mx, b
+
+
+def gaps(trace, min_first_us):
+    events = trace['traceEvents'] if isinstance(trace, dict) else trace
+    sections = [e for e in events if e.get('cat') == 'scenario' and e.get('ph') == 'X']
+    kernels = [e for e in events if e.get('cat') == 'gpu' and e.get('ph') == 'X'
+               and not e['name'].startswith(('memcpy', 'memset'))]
+    out = {}
+    for s in sections:
+        mode = mode_of(s['name'])
+        if mode is None or ' row-stream ' in f" {s['name']} ":
+            continue
+        lo, hi = s['ts'], s['ts'] + s['dur']
+        inside = sorted((k for k in kernels if lo <= k['ts'] < hi), key=lambda k: k['ts'])
+        for a, b in zip(inside, inside[1:]):
+            gap = b['ts'] - (a['ts'] + a['dur'])
+            if a['dur'] >= min_first_us and gap >= 0:
+                out.setdefault(mode, []).append(gap)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('traces', nargs='+', help='dcpsim traces (.pb) or their Chrome JSON exports')
+    ap.add_argument('--dcpsim', default='build/analysis/dcpsim', help='dcpsim binary (to export .pb traces)')
+    ap.add_argument('--min-first-us', type=float, default=5.0,
+                    help='only gaps after a kernel at least this long (us): the next one was queued')
+    args = ap.parse_args()
+    total, repack = {}, []
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in args.traces:
+            trace = load(path, args.dcpsim, tmp)
+            for mode, v in gaps(trace, args.min_first_us).items():
+                total.setdefault(mode, []).extend(v)
+            repack.extend(repacks(trace))
+    if not total:
+        sys.exit('timeline_fit.py: no kernel pairs found (traces without a GPU timeline?)')
+    print('launch gaps (a kernel end to the next queued kernel start)')
+    print('mode   pairs  median_us  p10_us  p90_us')
+    for mode in sorted(total):
+        v = sorted(total[mode])
+        print(f'{mode:6} {len(v):6d}  {statistics.median(v):9.3f}  {v[len(v) // 10]:6.3f}  '
+              f'{v[(9 * len(v)) // 10]:6.3f}')
+    later = [(b, us) for b, us, first in repack if not first]
+    if len(set(b for b, _ in later)) >= 2:
+        a, slope = line_fit(later)
+        sizes = len(set(b for b, _ in later))
+        bw = 1e-6 / slope if slope > 0 else float('inf')
+        print(f'query repack, later ranks (cold): {len(later)} kernels, {sizes} sizes: '
+              f'floor {a:.3f} us, bandwidth {bw:.2f} TB/s')
+        for size in sorted(set(b for b, _, _ in repack)):
+            cold = [us for b, us, first in repack if b == size and not first]
+            warm = [us for b, us, first in repack if b == size and first]
+            med = lambda v: statistics.median(v) if v else float('nan')
+            print(f'  {size / 1e6:7.3f} MB: later ranks {med(cold):.3f} us ({len(cold)}), '
+                  f'first rank {med(warm):.3f} us ({len(warm)}), fit {a + slope * size:.3f} us')
+
+
+if __name__ == '__main__':
+    main()
