@@ -134,6 +134,9 @@ void add_launch_parameters(std::vector<FitParameter>& out) {
                            [](HardwareProfile& p) -> Quantity& { return p.launch.dependent_gap; }));
   out.push_back(time_param("launch.dependent_gap_pdl", kL,
                            [](HardwareProfile& p) -> Quantity& { return p.launch.dependent_gap_pdl; }));
+  // launch.dependent_gap_eager is not fitted: on eager steps it trades against the CPU issue costs and the
+  // launch latency (the host is behind the GPU there), so it is read off the GPU timeline instead
+  // (scripts/timeline_fit.py) and kept as the profile gives it.
   out.push_back(time_param("launch.cpu_issue_graph", kL,
                            [](HardwareProfile& p) -> Quantity& { return p.launch.cpu_issue_graph; }));
   out.push_back(time_param("launch.cpu_issue_pdl", kL,

@@ -281,8 +281,8 @@ class CombineBench final : public BenchOp {
     lanes_ = s.dim + (packed ? 2 : 0);
     const std::int64_t o_elems = std::int64_t(s.dcp) * s.rows * j_ * lanes_;
     const std::int64_t lse_elems = packed ? 0 : std::int64_t(s.dcp) * s.rows * j_;
-    // At least two input sets: a call and the one before it read different buffers, as two ranks' do.
-    sets_ = std::max(2, rotation_sets(double(o_elems) * 2 + double(lse_elems) * 4));
+    // At least kMinInputSets input sets: a call and the ones before it read different buffers, as ranks' do.
+    sets_ = std::max(kMinInputSets, rotation_sets(double(o_elems) * 2 + double(lse_elems) * 4));
     for (int i = 0; i < sets_; ++i) {
       // Packed: random 16-bit lanes, so the LSE lanes hold fp32 patterns whose high half is a bf16 in [-4,
       // 4).

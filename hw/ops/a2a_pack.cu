@@ -132,8 +132,9 @@ class PackBench final : public BenchOp {
     if (s.heads % s.dcp != 0) throw InputError("a2a-pack bench: H must be divisible by N");
     const std::int64_t o_elems = std::int64_t(s.rows) * s.heads * s.dim,
                        lse_elems = std::int64_t(s.rows) * s.heads;
-    // At least two input sets: a call and the one before it read different buffers, as two ranks' packs do.
-    sets_ = std::max(2, rotation_sets(double(o_elems) * 2 + double(lse_elems) * 4));
+    // At least kMinInputSets input sets: a call and the ones before it read different buffers, as ranks'
+    // packs do.
+    sets_ = std::max(kMinInputSets, rotation_sets(double(o_elems) * 2 + double(lse_elems) * 4));
     for (int i = 0; i < sets_; ++i) {
       o_.emplace_back(std::size_t(o_elems) * 2);
       lse_.emplace_back(std::size_t(lse_elems) * 4);

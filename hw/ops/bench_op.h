@@ -28,6 +28,9 @@ class BenchOp {
 
 // How many input sets of `bytes_per_set` make their total at least three times the L2 (at most 8).
 int rotation_sets(double bytes_per_set);
+// The fewest input sets a merge kernel's operation keeps: `hw sweep --pdl` times a call after two others of
+// its kind, each on its own set.
+inline constexpr int kMinInputSets = 3;
 
 // Per-row stamps of an instrumented merge kernel (OpShape::row_stamps): a stamp and a counter per row, or
 // none. The counters are zeroed once, not before every call: the kernel's work per block and row (a barrier,

@@ -219,9 +219,9 @@ class CorrectBench final : public BenchOp {
     row_stride_ = std::int64_t(s.heads) * s.dim + s.out_row_pad;
     const std::int64_t o_elems = std::int64_t(s.rows) * row_stride_;
     const std::int64_t lse_elems = std::int64_t(s.dcp) * s.rows * s.heads;
-    // At least two input sets, each with its own gathered LSEs: a call and the one before it read different
-    // buffers, as two ranks' corrections do.
-    sets_ = std::max(2, rotation_sets(double(o_elems) * 2 + double(lse_elems) * 4));
+    // At least kMinInputSets input sets, each with its own gathered LSEs: a call and the ones before it read
+    // different buffers, as ranks' corrections do.
+    sets_ = std::max(kMinInputSets, rotation_sets(double(o_elems) * 2 + double(lse_elems) * 4));
     for (int i = 0; i < sets_; ++i) {
       o_.emplace_back(std::size_t(o_elems) * 2);
       launch_fill_uniform(o_.back().get(), o_elems, elem_, 1.f, seed + i, 0, nullptr);

@@ -97,19 +97,25 @@ L2Flush make_l2_flush(bool cold, std::int64_t prelude, double busy_us, std::int6
   return f;
 }
 
+// Calls of one kernel in a --pdl graph, the last one timed: a call after two others of its kind, as an
+// emulated step's later ranks run in a chain (the first call of a graph has nothing to wait for).
+constexpr int kPdlChain = 3;
+
 // Per-replay times of one operation, in ns.
 // `rotate`: replays cycle through the operation's input sets (cold inputs, as a step's KV cache is);
 // otherwise every replay reads set 0, which stays in L2 when it fits (as a merge kernel's inputs do in a
 // step, written by the kernel just before it) unless `flush` evicts it before each replay. `warm_lse`: after
 // the eviction a correction's LSEs are read back (what the emulated LSE all-gather leaves in L2). `pdl`: the
-// graph holds two calls launched with PDL, on sets 1 and 0, and the second is timed from the first one's end.
+// graph holds kPdlChain calls launched with PDL, on sets ..., 1, 0, and the last is timed from its
+// predecessor's end.
 std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int reps, GpuTimeline* timeline,
                                cudaStream_t stream, L2Flush& flush, bool warm_lse = false, bool pdl = false) {
-  // Set 0 is timed; under PDL its predecessor reads set 1 (each with its own LSEs).
+  // Set 0 is timed; under PDL its predecessors read sets 2 and 1 (each with its own LSEs).
+  const int calls = pdl ? kPdlChain : 1;
   const auto before = [&] {
     flush(stream);
     if (!warm_lse) return;
-    for (int set = 0; set < (pdl ? 2 : 1); ++set)
+    for (int set = 0; set < calls; ++set)
       if (const auto lse = ops::correct_bench_lse(op, set))
         ops::launch_read_through(lse->first, lse->second, flush.sink.as<unsigned>(), stream);
   };
@@ -124,10 +130,9 @@ std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int re
     if (flush.copy_in_graph) flush.copy(stream);
     {
       ops::PdlScope scope(pdl);
-      // The predecessor the timed call overlaps, on another input set (as in a step the previous rank's
-      // kernel works on its own buffers); with cold inputs both sets were evicted before the replay.
-      if (pdl) op.launch(static_cast<int>(g) + 1, stream);
-      op.launch(static_cast<int>(g), stream);
+      // The predecessors the timed call overlaps, each on its own input set (as in a step the previous ranks'
+      // kernels work on their own buffers); with cold inputs every set was evicted before the replay.
+      for (int c = calls - 1; c >= 0; --c) op.launch(static_cast<int>(g) + c, stream);
     }
     DCPSIM_CUDA(cudaStreamEndCapture(stream, &graph));
     DCPSIM_CUDA(cudaGraphInstantiate(&graphs[g].exec, graph, 0));
@@ -176,17 +181,17 @@ std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int re
   for (int r = 0; r < reps; ++r) {
     std::vector<GpuActivity>& v = by_rep[r];
     std::size_t from = 0;
-    std::uint64_t busy = 0;  // end of the first call's activities
+    std::uint64_t busy = 0;  // end of the predecessors' activities
     if (pdl) {
       // Under PDL each kernel is scheduled only once its predecessor has started, so in start order the
-      // first call's activities come first (every merge kernel launches one kernel whose first statement is
-      // pdl_begin; an operation with a kernel that does not would break this); the second call is charged
+      // earlier calls' activities come first (every merge kernel launches one kernel whose first statement is
+      // pdl_begin; an operation with a kernel that does not would break this); the last call is charged
       // from max(start, their end), as the runner charges a phase (timing.cc).
-      if (v.size() % 2 != 0) continue;
+      if (v.size() % kPdlChain != 0) continue;
       std::sort(v.begin(), v.end(), [](const GpuActivity& x, const GpuActivity& y) {
         return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns < y.end_ns;
       });
-      from = v.size() / 2;
+      from = v.size() / kPdlChain * (kPdlChain - 1);
       for (std::size_t i = 0; i < from; ++i) busy = std::max(busy, v[i].end_ns);
     }
     for (std::size_t i = from; i < v.size(); ++i) {

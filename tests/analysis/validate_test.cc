@@ -342,8 +342,13 @@ TEST(Cli, CalibrateThenValidateExitCodes) {
   TempDir dir;
   const std::string out = (dir / "cal.json").string();
   std::string err;
-  // The traces come from the analytic models (no tables), so the fit leaves h200-sxm's tables out.
-  ASSERT_EQ(run_dcpsim("calibrate --measured " + truth + " --profile h200-sxm --no-tables --out " + out +
+  // The traces come from the analytic models (no tables), so the fit leaves h200-sxm's tables out; eager
+  // kernels' gap is not fitted, so the base gives them the graph's gap, as the truth does.
+  models::HardwareProfile base = models::load_profile("h200-sxm");
+  base.launch.dependent_gap_eager.reset();
+  const std::string base_file = (dir / "base.json").string();
+  std::ofstream(base_file) << models::to_json(base);
+  ASSERT_EQ(run_dcpsim("calibrate --measured " + truth + " --profile " + base_file + " --no-tables --out " + out +
                            " --hold-out 3",
                        &err),
             0)
