@@ -10,8 +10,9 @@
 #   OUT_DIR/<prefix>-merge-cold.json the merge kernels with L2 flushed before each call (--merge-inputs cold)
 #   OUT_DIR/<prefix>-merge-cold-lse.json the correction cold, its gathered LSEs read back (--warm-lse)
 #   OUT_DIR/<prefix>-merge-stamped[-cold].json  correction and A2A combine as `hw run --row-stamps` runs them
-#   OUT_DIR/<prefix>-merge[-stamped]-pdl[-cold].json  the merge kernels alone and after their like under
-#                                    PDL, point by point (--pdl), warm and with both calls' inputs evicted
+#   OUT_DIR/<prefix>-merge[-stamped]-pdl[-cold].json  the merge kernels alone and as the third of three
+#                                    calls under PDL, point by point (--pdl), warm and with the calls' own
+#                                    inputs evicted
 #   scripts/hw_tables.sh DCPSIM_BINARY OUT_DIR [attention|merge|stamped|pdl|all] [prefix] [extra hw sweep flags]
 set -uo pipefail
 bin=${1:?dcpsim binary}
@@ -24,9 +25,9 @@ mkdir -p "$out"
 status=0
 if [ "$which" = all ] || [ "$which" = attention ]; then
   # The kernels' schedules (waves of dcpsim's blocks, FlashInfer's chunks per cluster) are not smooth between
-  # neighbours 1.5x apart: GQA heads step by 1.14-1.33x (a group's heads only where they divide: the sweep
-  # skips the rest), rows by 1.5x, tokens by 1.33-1.5x (2x above 16k); FlashInfer's MLA rows by 1.14-1.33x and
-  # tokens by 1.14-1.25x up to 16k. FlashInfer's MLA kernel is read at its heads up to 128 and at 128-head
+  # neighbours 1.5x apart: GQA heads at 17 counts from 16 to 256 (a group's heads only where they divide: the
+  # sweep skips the rest), rows by 1.5x, tokens by 1.33-1.5x (2x above 16k); FlashInfer's MLA rows at 26 counts
+  # (1.14-1.33x apart from 6 up) and tokens at 30 (1.14-1.5x apart up to 16k). FlashInfer's MLA kernel is read at its heads up to 128 and at 128-head
   # tiles above (the sweep refuses other counts), so MLA has its own file.
   "$bin" hw sweep --out "$out/$prefix-attention.json" --kernels attention \
     --geometry gqa:1,gqa:4,gqa:8,gqa:16 --heads 16,20,24,28,32,40,48,56,64,80,96,112,128,160,192,224,256 \
@@ -70,9 +71,10 @@ if [ "$which" = all ] || [ "$which" = stamped ]; then
   done
 fi
 if [ "$which" = all ] || [ "$which" = pdl ]; then
-  # Each point alone and after a call of its kind (on its own inputs) under PDL, alternating: the plain
-  # kernels, then the stamped ones `hw run --row-stamps` runs; warm, then with both calls' inputs evicted
-  # (the correction's gathered LSEs read back, as the emulated all-gather leaves them).
+  # Each point alone and as the third of three calls of its kind under PDL, alternating: the plain kernels,
+  # then the stamped ones `hw run --row-stamps` runs; warm, then each call on its own inputs, all evicted (the
+  # plain correction's gathered LSEs read back, as the emulated all-gather leaves them; the stamped cold tables
+  # have no such variant).
   grid=(--merge-dcp 2,3,4,6,8 --merge-batch 1,2,4,8,16,32,64,128,256 --merge-heads 8,16,24,48,96,192
     --merge-heads-per-rank 1,2,3,4,6,8,12,16,24,32,48,64,96,128 --merge-head-dims 128,512 --reps 10 --warmup 3)
   "$bin" hw sweep --out "$out/$prefix-merge-pdl.json" --kernels correction,a2a_pack,a2a_combine --pdl \

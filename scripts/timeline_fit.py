@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
-"""Launch gaps on measured GPU timelines: end of a kernel to the start of the next, already queued kernel.
+"""Launch gaps and the query repack's cost, read off measured GPU timelines.
 
-Reads dcpsim traces (.pb, exported through `dcpsim export --chrome`) or their Chrome JSON exports and prints,
-per launch mode (graph, eager, pdl: read from each section's scenario label), the median, p10 and p90 of the
-gap between two consecutive kernels of one emulated rank's stream where the first ran at least --min-first-us
-(so the host had queued the second before the first ended) and the second started after the first ended.
-Row-stream sections are left out (their ranks' kernels share the GPU at once). These are the numbers a
-profile's launch.dependent_gap (graph) and launch.dependent_gap_eager stand for.
+Reads dcpsim traces (.pb, exported through `dcpsim export --chrome`) or their Chrome JSON exports and prints:
+- per launch mode (graph and eager, from each section's scenario label; under PDL a kernel starts before its
+  predecessor ends, so PDL sections give no gap), the median, p10 and p90 of the gap between two consecutive
+  kernels (no copy between them) where the first ran at least --min-first-us, so the host had queued the second
+  before the first ended: what a profile's launch.dependent_gap (graph) and launch.dependent_gap_eager stand
+  for;
+- the query repack ahead of FlashInfer's MLA kernel (kernel.q_repack): the least-squares line duration =
+  floor + bytes / bandwidth over the repacks of emulated ranks after the first (bytes: the query read and
+  written, 2 x B x H x D_qk x 2; the ranks' attention before them evicted their query, so they are cold), with
+  the first rank's repacks (after the gathered query's copies) beside it.
+Row-stream sections are left out (their ranks' kernels share the GPU at once). Element sizes are taken as 2
+bytes (bf16 / fp16 queries, as the runner's traces hold).
 
-  scripts/timeline_fit.py --dcpsim build/analysis/dcpsim traces/measured/h200/*.pb
+  scripts/timeline_fit.py [--min-first-us 10] --dcpsim build/analysis/dcpsim traces/measured/h200/*.pb
 """
 import argparse
 import json
@@ -79,8 +85,7 @@ def line_fit(points):
 def gaps(trace, min_first_us):
     events = trace['traceEvents'] if isinstance(trace, dict) else trace
     sections = [e for e in events if e.get('cat') == 'scenario' and e.get('ph') == 'X']
-    kernels = [e for e in events if e.get('cat') == 'gpu' and e.get('ph') == 'X'
-               and not e['name'].startswith(('memcpy', 'memset'))]
+    activities = [e for e in events if e.get('cat') == 'gpu' and e.get('ph') == 'X']
     out = {}
     for s in sections:
         mode = mode_of(s['name'])
@@ -88,8 +93,11 @@ def gaps(trace, min_first_us):
         if mode in (None, 'pdl') or ' row-stream ' in f" {s['name']} ":
             continue
         lo, hi = s['ts'], s['ts'] + s['dur']
-        inside = sorted((k for k in kernels if lo <= k['ts'] < hi), key=lambda k: k['ts'])
+        inside = sorted((k for k in activities if lo <= k['ts'] < hi), key=lambda k: k['ts'])
+        # Consecutive activities that are both kernels: a copy or memset between two kernels is no gap.
         for a, b in zip(inside, inside[1:]):
+            if a['name'].startswith(('memcpy', 'memset')) or b['name'].startswith(('memcpy', 'memset')):
+                continue
             gap = b['ts'] - (a['ts'] + a['dur'])
             if a['dur'] >= min_first_us and gap >= 0:
                 out.setdefault(mode, []).append(gap)
@@ -100,7 +108,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('traces', nargs='+', help='dcpsim traces (.pb) or their Chrome JSON exports')
     ap.add_argument('--dcpsim', default='build/analysis/dcpsim', help='dcpsim binary (to export .pb traces)')
-    ap.add_argument('--min-first-us', type=float, default=5.0,
+    ap.add_argument('--min-first-us', type=float, default=10.0,
                     help='only gaps after a kernel at least this long (us): the next one was queued')
     args = ap.parse_args()
     total, repack = {}, []

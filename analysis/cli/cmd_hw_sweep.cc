@@ -164,7 +164,7 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
                 "a2a_pack, a2a_combine: heads of one owner's slice, H / N (list; measured at H = N x each)")
       ->capture_default_str();
   s->add_option("--merge-inputs", f->merge_inputs,
-                "merge kernels' inputs: warm (one set, in L2 as after the kernel that wrote them) or cold "
+                "merge kernels' inputs: warm (in L2 as after the kernel that wrote them) or cold "
                 "(L2 flushed before each call, as in an emulated step; tables keyed \"... cold\")")
       ->check(CLI::IsMember({"warm", "cold"}))
       ->capture_default_str();
@@ -193,10 +193,10 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
               "emulated LSE all-gather leaves them (tables keyed \"... cold lse\")");
   s->add_flag(
       "--pdl", f->pdl,
-      "merge kernels (give --kernels without attention): every point is also timed after another call "
-      "of the same kernel on its own inputs, both launched with PDL, charged from that call's end (as an "
-      "emulated step's later ranks under --launch pdl; with --merge-inputs cold both calls' inputs are "
-      "evicted first; tables keyed \"... pdl\"; needs CUPTI)");
+      "merge kernels (give --kernels without attention): every point is also timed as the third of "
+      "three calls of the same kernel, all launched with PDL, charged from the second one's end (as an "
+      "emulated step's later ranks under --launch pdl; with --merge-inputs cold each call reads its own "
+      "inputs, all evicted first; tables keyed \"... pdl\"; needs CUPTI)");
   s->add_flag("--row-stamps", f->row_stamps,
               "correction, a2a_combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps "
               "on; tables keyed \"... stamped\")");

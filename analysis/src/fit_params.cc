@@ -95,7 +95,7 @@ void add_kernel_parameters(std::vector<FitParameter>& out) {
       [](HardwareProfile& p) -> Quantity& { return p.attention.tensor_rate; }, nullptr, 2e-15));
 }
 
-// A merge kernel's own numbers, created from the shared ones the first time a fit writes one.
+// A kernel type's own numbers, created from the shared ones the first time a fit writes one.
 models::MemoryKernelSpec& own(HardwareProfile& p, models::MemoryKernel k) {
   auto& spec = p.kernel.per_type[static_cast<std::size_t>(k)];
   if (!spec) spec = static_cast<const models::MemoryKernelSpec&>(p.kernel);
@@ -104,9 +104,12 @@ models::MemoryKernelSpec& own(HardwareProfile& p, models::MemoryKernel k) {
 
 // After the shared sets: the shared numbers then describe attention's bandwidth and the split-KV combine, and
 // each merge kernel type gets its own floor and efficiency (a 1% change of a type's value moves only that
-// type's kernels, so the two sets are not confounded).
+// type's kernels, so the two sets are not confounded). Not the query repack's: it is seen only inside
+// FlashInfer's attention phases, whose table errors it would absorb; it is read off the GPU timeline instead
+// (scripts/timeline_fit.py) and kept as the profile gives it.
 void add_kernel_type_parameters(std::vector<FitParameter>& out) {
   for (models::MemoryKernel k : models::kAllMemoryKernels) {
+    if (k == models::MemoryKernel::kQRepack) continue;
     const std::string name = "kernel." + std::string(models::to_string(k));
     FitParameter floor = time_param(name + ".floor", ParameterGroup::kKernel,
                                     [k](HardwareProfile& p) -> Quantity& { return own(p, k).floor; });

@@ -163,7 +163,7 @@ class PackBench final : public BenchOp {
 
  private:
   OpShape s_;
-  int sets_ = 2;
+  int sets_ = 1;
   std::vector<DeviceBuffer> o_, lse_;
   DeviceBuffer send_;
 };

@@ -12,6 +12,7 @@
 #include <memory>
 #include <numeric>
 #include <sstream>
+#include <stdexcept>
 
 #include "bench_op.h"
 #include "correct_bench.h"
@@ -56,6 +57,7 @@ struct L2Flush {
   long long busy_ns = 0;            // first keep every SM busy this long
   DeviceBuffer copy_from, copy_to;  // then a device-to-device copy between these (copy engine)
   bool copy_in_graph = false;       // the copy is a node of the call's graph instead (copy() at capture)
+  bool evicts = false;              // it evicts the L2 (cold inputs)
   void copy(cudaStream_t stream) {
     if (copy_to.bytes() > 0)
       DCPSIM_CUDA(
@@ -90,6 +92,7 @@ L2Flush make_l2_flush(bool cold, std::int64_t prelude, double busy_us, std::int6
   int l2 = 0;
   DCPSIM_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
   f.pages = !cold;
+  f.evicts = cold;
   f.scratch = DeviceBuffer(cold ? 2 * static_cast<std::size_t>(l2) : static_cast<std::size_t>(prelude));
   f.sink = DeviceBuffer(sizeof(unsigned));
   DCPSIM_CUDA(cudaMemset(f.scratch.get(), 1, f.scratch.bytes()));  // written once, clean after the first read
@@ -110,12 +113,16 @@ constexpr int kPdlChain = 3;
 // predecessor's end.
 std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int reps, GpuTimeline* timeline,
                                cudaStream_t stream, L2Flush& flush, bool warm_lse = false, bool pdl = false) {
-  // Set 0 is timed; under PDL its predecessors read sets 2 and 1 (each with its own LSEs).
+  if (rotate && pdl) throw std::logic_error("time_point: --pdl chains one input set per call, never rotated");
+  // Set 0 is timed. Under PDL with cold inputs its predecessors read sets 2 and 1 (each with its own LSEs),
+  // all evicted before the replay; with warm ones they read set 0 too, so that it stays in L2 whatever its
+  // size.
   const int calls = pdl ? kPdlChain : 1;
+  const bool own_sets = pdl && flush.evicts;
   const auto before = [&] {
     flush(stream);
     if (!warm_lse) return;
-    for (int set = 0; set < calls; ++set)
+    for (int set = 0; set < (own_sets ? calls : 1); ++set)
       if (const auto lse = ops::correct_bench_lse(op, set))
         ops::launch_read_through(lse->first, lse->second, flush.sink.as<unsigned>(), stream);
   };
@@ -130,9 +137,10 @@ std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int re
     if (flush.copy_in_graph) flush.copy(stream);
     {
       ops::PdlScope scope(pdl);
-      // The predecessors the timed call overlaps, each on its own input set (as in a step the previous ranks'
-      // kernels work on their own buffers); with cold inputs every set was evicted before the replay.
-      for (int c = calls - 1; c >= 0; --c) op.launch(static_cast<int>(g) + c, stream);
+      // The predecessors the timed call overlaps: cold, each on its own input set (as in a step the previous
+      // ranks' kernels work on their own buffers), every set evicted before the replay; warm, on the timed
+      // call's set.
+      for (int c = calls - 1; c >= 0; --c) op.launch(static_cast<int>(g) + (own_sets ? c : 0), stream);
     }
     DCPSIM_CUDA(cudaStreamEndCapture(stream, &graph));
     DCPSIM_CUDA(cudaGraphInstantiate(&graphs[g].exec, graph, 0));

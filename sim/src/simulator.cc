@@ -76,19 +76,22 @@ void check_group(const models::HardwareProfile& p, const detail::Platform& platf
 
 // FlashInfer reads Q with one stride per row and per head, so the gathered query (N blocks of H / N heads,
 // one after another) is first copied into one dense [B, H, D_qk] array: a copy kernel at the head of the
-// attention phase (as the runner's FlashInfer glue does; one row's blocks already lie back to back).
-bool repacks_query(const models::Scenario& s) {
-  return s.attention_impl == "flashinfer" && s.dcp > 1 && s.rows() > 1;
+// attention phase (as the runner's FlashInfer glue does; one row's blocks already lie back to back). A
+// scenario that names no implementation runs the one its table measured (FlashInfer's MLA kernel where the
+// profile has its table).
+bool repacks_query(const models::Scenario& s, const models::AttentionTiming& t) {
+  const bool flashinfer =
+      s.attention_impl == "flashinfer" || (s.attention_impl.empty() && t.table_one_launch);
+  return flashinfer && s.dcp > 1 && s.rows() > 1;
 }
 
-// The gap before the split-KV combine of an attention priced from a table, or none (the launch mode's gap).
-// A table's time is the whole operation as `hw sweep` replayed it from a CUDA graph: dcpsim's kernel, the
-// graph's gap and its combine kernel; FlashInfer's MLA kernel, which merges its splits itself (one launch).
-// So only what the step's launch mode adds to a graph's gap is left to add: eager launches' longer gap.
+// The gap before the split-KV combine kernel of an attention priced from a table, or none (the launch mode's
+// gap). A table's time is the whole operation as `hw sweep` replayed it from a CUDA graph: dcpsim's kernel,
+// the graph's gap and its combine kernel. So only what the step's launch mode adds to a graph's gap is left
+// to add: eager launches' longer gap (PDL's shorter one adds nothing).
 std::optional<double> table_combine_gap(const models::HardwareProfile& p, models::LaunchMode mode,
                                         const models::AttentionTiming& t) {
   if (t.source != models::FigureSource::kTable) return std::nullopt;
-  if (t.table_one_launch) return 0.0;
   return std::max(0.0, models::dependent_kernel_gap(p, mode) -
                            models::dependent_kernel_gap(p, models::LaunchMode::kGraph));
 }
@@ -105,7 +108,7 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   // The query all-gather (N > 1) comes just before: what its emulated copies add goes to the next kernel.
   double after_gather = s.dcp > 1 ? step.after_copies_s(r) : 0.0;
   NodeId phase_start = -1;
-  if (repacks_query(s)) {
+  if (repacks_query(s, att.timing)) {
     const double bytes = 2.0 * s.rows() * s.heads * s.qk_dim * double(models::dtype_bytes(s.kv_dtype));
     phase_start = stream.begin("q_repack");
     const NodeId body = step.graph.exec(
@@ -124,12 +127,17 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
     for (double& t : att.timing.row_done_s) t += after_gather;
     for (double& t : att.timing.wave_end_s) t += after_gather;
   }
-  att.end = step.graph.exec(step.platform.gpu(r), att.timing.kernel_end_s);
+  // FlashInfer's MLA kernel (its table's time) merges its splits in the same launch: no second kernel.
+  const bool one_launch = att.timing.needs_combine && att.timing.table_one_launch;
+  att.end = step.graph.exec(step.platform.gpu(r),
+                            att.timing.kernel_end_s + (one_launch ? att.timing.combine_s : 0.0));
   step.graph.after(att.start, att.end);
   stream.finish(att.end, traces::v1::EVENT_KIND_KERNEL, att.timing.total_bytes);
   step.attention_bytes.resize(std::max<std::size_t>(step.attention_bytes.size(), r + 1), 0.0);
   step.attention_bytes[r] = att.timing.total_bytes;
-  if (att.timing.needs_combine) {
+  if (one_launch) {
+    att.combine_end = att.end;
+  } else if (att.timing.needs_combine) {
     att.combine_end = stream.kernel("split_kv_combine", att.timing.combine_s, att.timing.combine_bytes,
                                     table_combine_gap(step.profile, s.launch, att.timing));
     att.end = att.combine_end;

@@ -128,8 +128,12 @@ struct StepGraph {
     // The merge kernels an emulated step runs phase-major, rank after rank.
     const bool rank_by_rank = k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack ||
                               k == models::MemoryKernel::kA2aCombine;
-    // The " pdl" tables where the profile has them (`hw sweep --pdl`, warm), else as without.
-    m.pdl = rank_by_rank && pdl_after_same_kernel(rank);
+    // The " pdl" tables where the profile has them (`hw sweep --pdl`: the third of three calls), else as
+    // without; not the A2A combine's: in a step it gains nothing under PDL (the later ranks' combines take
+    // the same time graph-replayed and under PDL, docs/hw/2026-12-03/pdl_vs_graph), though its sweep gains
+    // 160 ns.
+    m.pdl = (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack) &&
+            pdl_after_same_kernel(rank);
     models::KernelPrice price = models::merge_kernel_price(profile, k, m);
     if (emulated_ranks && rank_by_rank) {
       // Bytes through the L2 between this kernel's inputs being written and it reading them. Correction and

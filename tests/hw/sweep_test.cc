@@ -211,8 +211,8 @@ TEST(SweepGpu, WarmLsesHaveTheirOwnColdTables) {
                                    "a2a_pack|d128 bf16 cold"}));
 }
 
-// --pdl times every point twice, alone and after another call of the same kernel under PDL (charged from
-// that one's end): both keys in one file, and never the two calls' time; warm inputs and cold ones.
+// --pdl times every point twice, alone and as the third of three calls of the same kernel under PDL (charged
+// from the second one's end): both keys in one file, and never two calls' time; warm inputs and cold ones.
 TEST(SweepGpu, PdlCallsAreTimedFromTheirPredecessorsEnd) {
   for (const bool cold : {false, true}) {
     KernelSweepConfig c = small_config();
@@ -239,7 +239,7 @@ TEST(SweepGpu, PdlCallsAreTimedFromTheirPredecessorsEnd) {
       ASSERT_NE(plain, t.tables.end()) << pdl.key;
       ASSERT_EQ(plain->points.size(), pdl.points.size());
       for (std::size_t j = 0; j < pdl.points.size(); ++j) {
-        EXPECT_LT(pdl.points[j].median_ns, 1.5 * plain->points[j].median_ns) << pdl.key;  // not both calls
+        EXPECT_LT(pdl.points[j].median_ns, 1.5 * plain->points[j].median_ns) << pdl.key;  // not two calls
         EXPECT_GT(pdl.points[j].median_ns, 0.5 * plain->points[j].median_ns) << pdl.key;  // nor a sliver
       }
     }

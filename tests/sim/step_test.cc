@@ -340,6 +340,46 @@ TEST(Step, EmulatedPdlKernelsAfterTheirLikeReadThePdlTables) {
                 phase_s(Simulator(tables(false), emulated).run(graph), rank, "correction"), 1e-12);
 }
 
+// An attention priced from a table holds its graph-replayed gap before the split-KV combine: graph steps add
+// none, eager ones only their longer gap's difference; FlashInfer's MLA kernel is one launch (no combine
+// kernel, no gap); its query repack is priced from kernel.q_repack.
+TEST(Step, TablePricedAttentionCountsItsCombineGapOnce) {
+  const models::HardwareProfile p = builtin("h200-sxm");
+  ASSERT_TRUE(p.launch.dependent_gap_eager.has_value());
+  const double extra = p.launch.dependent_gap_eager->si() - p.launch.dependent_gap.si();
+  ASSERT_GT(extra, 0.5e-6);
+  const Simulator sim(p);
+  const auto graph_and_eager = [&](models::Scenario s) {
+    s.launch = models::LaunchMode::kGraph;
+    const double graph = phase_s(sim.run(s), 0, "attention");
+    s.launch = models::LaunchMode::kEager;
+    return std::pair{graph, phase_s(sim.run(s), 0, "attention")};
+  };
+  // dcpsim's GQA kernel (every row through its combine): the graph phase is the table's time.
+  models::Scenario g = testing::gqa(2, 64, 1, 8192, Strategy::kAgRs);
+  g.attention_impl = "dcpsim";
+  const std::vector<int64_t> local(1, models::local_length(8192, 0, 2, 1));
+  const models::AttentionTiming t = models::decode_attention_time(p, models::attention_shape(g), local);
+  ASSERT_EQ(t.source, models::FigureSource::kTable);
+  ASSERT_TRUE(t.needs_combine);
+  const auto [gqa_graph, gqa_eager] = graph_and_eager(g);
+  EXPECT_NEAR(gqa_graph, t.kernel_end_s + t.combine_s, 1e-12);
+  EXPECT_NEAR(gqa_eager - gqa_graph, extra, 1e-12);
+  // FlashInfer's MLA kernel over split rows: the repack, one gap, the kernel; eager adds the repack's gap
+  // only.
+  models::Scenario m = mla(4, 128, 8, 4 * 8192, Strategy::kAgRs);
+  m.attention_impl = "flashinfer";
+  const std::vector<int64_t> rows(8, models::local_length(4 * 8192, 0, 4, 1));
+  const models::AttentionTiming f = models::decode_attention_time(p, models::attention_shape(m), rows);
+  ASSERT_EQ(f.source, models::FigureSource::kTable);
+  ASSERT_TRUE(f.needs_combine && f.table_one_launch);
+  const double repack =
+      models::memory_kernel_time(p, models::MemoryKernel::kQRepack, 2.0 * 8 * 128 * 576 * 2);
+  const auto [mla_graph, mla_eager] = graph_and_eager(m);
+  EXPECT_NEAR(mla_graph, repack + p.launch.dependent_gap.si() + f.kernel_end_s + f.combine_s, 1e-12);
+  EXPECT_NEAR(mla_eager - mla_graph, extra, 1e-12);
+}
+
 TEST(Step, EagerLaunchesAreSlowerThanAGraph) {
   const Simulator sim(builtin("h200-sxm"));
   const StepResult graph = sim.run(mla(8, 128, 4, 2048, Strategy::kAgRs, models::LaunchMode::kGraph));

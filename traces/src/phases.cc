@@ -24,8 +24,12 @@ const std::vector<StepPhase>& step_phases() {
       {"query_all_gather", "all (N > 1)",
        "NCCL all-gather of every TP rank's query heads, before attention (SPEC \"What a rank must also get "
        "right\")"},
+      {"q_repack", "all, FlashInfer's MLA kernel at N > 1 and B > 1",
+       "copies the gathered query into the one dense array FlashInfer's MLA kernel reads; the attention "
+       "phase summary includes it (the runner's GPU timeline names its kernel repack_q_kernel)",
+       false},
       {"attention", "all",
-       "local attention over the rank's KV shard; its phase summary includes split_kv_combine"},
+       "local attention over the rank's KV shard; its phase summary includes q_repack and split_kv_combine"},
       {"split_kv_combine", "all", "the split-KV combine kernel after attention, when a row was split", false},
       {"lse_all_gather", "ag-rs, ag-ar", "NCCL all-gather of the [B,H] fp32 LSEs"},
       {"correction", "ag-rs, ag-ar", "each rank scales its O_r in place by its merge weight"},

@@ -73,13 +73,13 @@ struct KernelSweepConfig {
   // Correction and A2A combine as `hw run --row-stamps` runs them (per-row stamps on): tables keyed
   // "... stamped" (models::MergeShape::row_stamps). Only those two kernels stamp rows.
   bool row_stamps = false;
-  // Merge kernels: every point is also timed as a call that follows another call of the same kernel (on
-  // another input set) in its graph, both launched with programmatic dependent launch (PDL), as an emulated
-  // step's ranks after the first run under --launch pdl; that call is charged from its predecessor's end, as
-  // the runner charges a phase. The two timings alternate point by point and go to the plain key and to
-  // "... pdl" (models::MergeShape::pdl), in one file. Each call reads its own input set (O, LSEs); with
-  // cold_merge_inputs both are evicted before the replay, as an emulated step's ranks find theirs after the
-  // other ranks' attention. Needs the GPU timeline (CUPTI).
+  // Merge kernels: every point is also timed as the third of three calls of the same kernel in its graph,
+  // all launched with programmatic dependent launch (PDL), as an emulated step's ranks after the first run
+  // under --launch pdl; that call is charged from its predecessor's end, as the runner charges a phase. The
+  // two timings alternate point by point and go to the plain key and to "... pdl" (models::MergeShape::pdl),
+  // in one file. With cold_merge_inputs each call reads its own input set (O, LSEs), all evicted before the
+  // replay, as an emulated step's ranks find theirs after the other ranks' attention; warm, all three read
+  // the timed call's. Needs the GPU timeline (CUPTI).
   bool pdl = false;
   int warmup = 5;
   int reps = 20;

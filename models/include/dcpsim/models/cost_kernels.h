@@ -100,8 +100,8 @@ struct AttentionTiming {
   // kTable: the kernel's time (attention and split-KV combine) is a table's, and every time above is the
   // analytic one scaled to it, so the waves keep their order and shares.
   FigureSource source = FigureSource::kAnalytic;
-  // kTable: the table's operation was one launch (FlashInfer's MLA kernel merges its splits itself); else
-  // the attention kernel, a graph's gap and the combine kernel, all inside the table's time.
+  // kTable: the table read was FlashInfer's MLA kernel's, one launch that merges its splits itself; else the
+  // attention kernel, a graph's gap and the combine kernel, all inside the table's time.
   bool table_one_launch = false;
 
   // When each row's final output and LSE exist: rows with one split at row_done_s, split rows when the
@@ -150,7 +150,7 @@ struct MergeShape {
   // Launched with programmatic dependent launch right after another kernel of the same kind (an emulated
   // step's ranks after the first under --launch pdl): it is scheduled while its predecessor runs and is
   // charged from the predecessor's end, as the runner charges a phase. Priced from the " pdl" tables (`hw
-  // sweep --pdl`, warm), else as without.
+  // sweep --pdl`: the third of three calls, warm or cold), else as without.
   bool pdl = false;
 };
 MergeShape merge_shape(const Scenario& s);
