@@ -348,8 +348,8 @@ TEST(Cli, CalibrateThenValidateExitCodes) {
   base.launch.dependent_gap_eager.reset();
   const std::string base_file = (dir / "base.json").string();
   std::ofstream(base_file) << models::to_json(base);
-  ASSERT_EQ(run_dcpsim("calibrate --measured " + truth + " --profile " + base_file + " --no-tables --out " + out +
-                           " --hold-out 3",
+  ASSERT_EQ(run_dcpsim("calibrate --measured " + truth + " --profile " + base_file + " --no-tables --out " +
+                           out + " --hold-out 3",
                        &err),
             0)
       << err;
