@@ -8,8 +8,13 @@
 # off every table grid). `rows`: one rank (real, not emulated) with per-row stamps in dcpsim's attention
 # kernel, for the per-row ready times within a kernel.
 # `holdout3`: a third, chosen before the PDL tables were measured (PDL at N = 3 and 6, GQA partial waves).
+# `holdout4`: a fourth, chosen on 2026-12-03 after the PDL savings were fitted on `pdl` and before any model
+# change was checked against it: N = 3, 4, 5, 6, 7, 8; heads, rows and tokens off the fit grid; PDL, graph and
+# eager.
+# `pdl`: the fit set's scenarios launched with PDL (its files are the fit set's, with `pdl` for `graph`): what
+# PDL saves a merge kernel in a step, for calibrating launch.pdl_* (never the held-out sets' PDL scenarios).
 # Phases are timed on the GPU timeline (CUPTI) whenever it loads (`hw run --timing auto`).
-#   scripts/hw_sweep.sh DCPSIM_BINARY OUT_DIR [fit|holdout|holdout2|holdout3|rows]
+#   scripts/hw_sweep.sh DCPSIM_BINARY OUT_DIR [fit|pdl|holdout|holdout2|holdout3|holdout4|rows]
 set -uo pipefail
 bin=${1:?dcpsim binary}
 out=${2:?output directory}
@@ -75,6 +80,21 @@ if [ "$set_name" = holdout3 ]; then
       --launch pdl --check-rows 2
   exit 0
 fi
+if [ "$set_name" = holdout4 ]; then
+  run mla_n5_h80_b24_ctx16k_pdl --dcp 5 --heads 80 $mla --batch 24 --context 16k --launch pdl --check-rows 2
+  run mla_n7_h112_b6_ctx64k_graph --dcp 7 --heads 112 $mla --batch 6 --context 64k --launch graph --check-rows 2
+  run mla_n3_h36_b128_ctx2k_eager --dcp 3 --heads 36 $mla --batch 128 --context 2k --launch eager --check-rows 4
+  run mla_n8_h64_b32_ctx12k_pdl --dcp 8 --heads 64 $mla --batch 32 --context 12k --launch pdl --check-rows 2
+  run gqa_n6_h72_b48_ctx6k_pdl --dcp 6 --heads 72 --kv-heads 6 --head-dim 128 --batch 48 --context 6k \
+      --launch pdl --check-rows 2
+  run gqa_n5_h40_b10_ctx40k_graph --dcp 5 --heads 40 --kv-heads 5 --head-dim 128 --batch 10 --context 40k \
+      --launch graph --check-rows 2
+  run gqa_n3_h48_b64_ctx3k_eager --dcp 3 --heads 48 --kv-heads 3 --head-dim 128 --batch 64 --context 3k \
+      --launch eager --check-rows 4
+  run gqa_n4_h96_b160_ctx1k_graph --dcp 4 --heads 96 --kv-heads 8 --head-dim 128 --batch 160 --context 1k \
+      --launch graph --check-rows 4
+  exit 0
+fi
 if [ "$set_name" = rows ]; then
   # One rank: no collective to emulate, so these are real single-GPU steps (source hw).
   one() {
@@ -93,6 +113,20 @@ if [ "$set_name" = rows ]; then
       --check-rows 4
   one gqa_n1_h64_b200_ctx2k_graph --heads 64 --kv-heads 8 --head-dim 128 --batch 200 --context 2k \
       --launch graph --check-rows 4
+  exit 0
+fi
+if [ "$set_name" = pdl ]; then
+  for N in 2 3 4 8; do
+    mla="--heads $((16 * N)) --kv-heads 1 --head-dim 512 --qk-dim 576"
+    gqa="--heads $((8 * N)) --kv-heads $N --head-dim 128"
+    for geo in mla gqa; do
+      flags=${!geo}
+      run "${geo}_n${N}_b1_ctx32k_pdl" --dcp $N $flags --batch 1 --context 32k --launch pdl
+      run "${geo}_n${N}_b16_ctx8k_pdl" --dcp $N $flags --batch 16 --context 8k --launch pdl --check-rows 2
+      run "${geo}_n${N}_b64_ctx1k_pdl" --dcp $N $flags --batch 64 --context 1k --launch pdl --check-rows 4 \
+          --row-stamps --padded-rows 4
+    done
+  done
   exit 0
 fi
 for N in 2 3 4 8; do

@@ -140,6 +140,22 @@ void add_launch_parameters(std::vector<FitParameter>& out) {
   // launch.dependent_gap_eager is not fitted: on eager steps it trades against the CPU issue costs and the
   // launch latency (the host is behind the GPU there), so it is read off the GPU timeline instead
   // (scripts/timeline_fit.py) and kept as the profile gives it.
+  // Seen only in PDL steps' merge kernels (a base profile without them reads 0; a fit writes them).
+  for (models::MemoryKernel k : models::kPdlChainKernels) {
+    const auto i = static_cast<std::size_t>(k);
+    FitParameter saving = time_param("launch.pdl_saving_" + std::string(models::to_string(k)), kL,
+                                     [i](HardwareProfile& p) -> Quantity& {
+                                       auto& q = p.launch.pdl_saving[i];
+                                       if (!q) q = Quantity{0.0, models::Unit::kMicroseconds, "unset"};
+                                       return *q;
+                                     });
+    saving.read = [i](const HardwareProfile& p) -> const Quantity& {
+      static const Quantity kNone{0.0, models::Unit::kMicroseconds, "unset"};
+      const auto& q = p.launch.pdl_saving[i];
+      return q ? *q : kNone;
+    };
+    out.push_back(saving);
+  }
   out.push_back(time_param("launch.cpu_issue_graph", kL,
                            [](HardwareProfile& p) -> Quantity& { return p.launch.cpu_issue_graph; }));
   out.push_back(time_param("launch.cpu_issue_pdl", kL,

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "dcpsim/analysis/phase_map.h"
@@ -95,6 +97,32 @@ std::vector<MeasuredRow> read_rows(const traces::TraceSection& s, const std::str
   return rows;
 }
 
+// MeasuredPhase::largest_inner_gap_s of every phase from the section's GPU activities.
+void add_inner_gaps(const traces::TraceSection& s, std::vector<MeasuredPhase>& phases) {
+  // (rank, runner phase, repetition) -> its activities' [start, end], in ns.
+  std::map<std::tuple<int, std::string, int>, std::vector<std::pair<std::int64_t, std::int64_t>>> spans;
+  for (const auto& a : s.gpu_activities)
+    spans[{a.rank(), a.phase(), a.repetition()}].push_back({a.start_ns(), a.end_ns()});
+  std::map<std::pair<int, std::string>, std::vector<double>> gaps;  // per repetition
+  for (auto& [key, v] : spans) {
+    std::sort(v.begin(), v.end());
+    double largest = 0.0;
+    std::int64_t busy_until = v.front().second;
+    for (std::size_t i = 1; i < v.size(); ++i) {
+      largest = std::max(largest, double(v[i].first - busy_until));
+      busy_until = std::max(busy_until, v[i].second);
+    }
+    gaps[{std::get<0>(key), std::get<1>(key)}].push_back(largest * kNs);
+  }
+  for (MeasuredPhase& m : phases) {
+    const auto it = gaps.find({m.rank, m.measured_name});
+    if (it == gaps.end()) continue;
+    std::vector<double>& g = it->second;
+    std::nth_element(g.begin(), g.begin() + g.size() / 2, g.end());
+    m.largest_inner_gap_s = g[g.size() / 2];
+  }
+}
+
 MeasuredSection read_section(const std::filesystem::path& path, int index, traces::v1::Source source,
                              const traces::TraceSection& s) {
   MeasuredSection out;
@@ -121,6 +149,7 @@ MeasuredSection read_section(const std::filesystem::path& path, int index, trace
                      "from `dcpsim simulate` or `dcpsim hw run` has them)");
   }
   out.phases = read_phases(s, source, where);
+  add_inner_gaps(s, out.phases);
   out.rows = read_rows(s, where);
   if (!s.summaries.empty() && s.summaries.back().step_latency_ns() > 0) {
     check_duration(s.summaries.back().step_latency_ns(), where, "step latency");

@@ -100,24 +100,26 @@ L2Flush make_l2_flush(bool cold, std::int64_t prelude, double busy_us, std::int6
   return f;
 }
 
-// Calls of one kernel in a --pdl graph, the last one timed: a call after two others of its kind, as an
-// emulated step's later ranks run in a chain (the first call of a graph has nothing to wait for).
-constexpr int kPdlChain = 3;
-
 // Per-replay times of one operation, in ns.
 // `rotate`: replays cycle through the operation's input sets (cold inputs, as a step's KV cache is);
 // otherwise every replay reads set 0, which stays in L2 when it fits (as a merge kernel's inputs do in a
 // step, written by the kernel just before it) unless `flush` evicts it before each replay. `warm_lse`: after
-// the eviction a correction's LSEs are read back (what the emulated LSE all-gather leaves in L2). `pdl`: the
-// graph holds kPdlChain calls launched with PDL, on sets ..., 1, 0, and the last is timed from its
-// predecessor's end.
+// the eviction a correction's LSEs are read back (what the emulated LSE all-gather leaves in L2).
+// `pdl_chain` > 0: the graph holds that many calls launched with PDL (a call after others of its kind, as an
+// emulated step's later ranks run in a chain; the first call of a graph has nothing to wait for), on sets
+// ..., 1, 0, and the last is timed from its predecessor's end.
 std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int reps, GpuTimeline* timeline,
-                               cudaStream_t stream, L2Flush& flush, bool warm_lse = false, bool pdl = false) {
+                               cudaStream_t stream, L2Flush& flush, bool warm_lse = false,
+                               int pdl_chain = 0) {
+  const bool pdl = pdl_chain > 0;
   if (rotate && pdl) throw std::logic_error("time_point: --pdl chains one input set per call, never rotated");
-  // Set 0 is timed. Under PDL with cold inputs its predecessors read sets 2 and 1 (each with its own LSEs),
+  static_assert(kPdlColdChainMax == ops::kMinInputSets);
+  if (pdl && (pdl_chain < 2 || (flush.evicts && pdl_chain > ops::kMinInputSets)))
+    throw std::logic_error("time_point: a PDL chain of " + std::to_string(pdl_chain) + " calls");
+  // Set 0 is timed. Under PDL with cold inputs its predecessors read sets ..., 2, 1 (each with its own LSEs),
   // all evicted before the replay; with warm ones they read set 0 too, so that it stays in L2 whatever its
   // size.
-  const int calls = pdl ? kPdlChain : 1;
+  const int calls = pdl ? pdl_chain : 1;
   const bool own_sets = pdl && flush.evicts;
   const auto before = [&] {
     flush(stream);
@@ -195,11 +197,11 @@ std::vector<double> time_point(ops::BenchOp& op, bool rotate, int warmup, int re
       // earlier calls' activities come first (every merge kernel launches one kernel whose first statement is
       // pdl_begin; an operation with a kernel that does not would break this); the last call is charged
       // from max(start, their end), as the runner charges a phase (timing.cc).
-      if (v.size() % kPdlChain != 0) continue;
+      if (v.size() % static_cast<std::size_t>(calls) != 0) continue;
       std::sort(v.begin(), v.end(), [](const GpuActivity& x, const GpuActivity& y) {
         return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns < y.end_ns;
       });
-      from = v.size() / kPdlChain * (kPdlChain - 1);
+      from = v.size() / calls * (calls - 1);
       for (std::size_t i = 0; i < from; ++i) busy = std::max(busy, v[i].end_ns);
     }
     for (std::size_t i = from; i < v.size(); ++i) {
@@ -293,7 +295,8 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
       t = time_point(*op, attention, c.warmup, c.reps, timeline.get(), stream.s, attention ? none : flush,
                      !attention && c.warm_lse);
       if (!p.pdl_key.empty())
-        t_pdl = time_point(*op, false, c.warmup, c.reps, timeline.get(), stream.s, flush, c.warm_lse, true);
+        t_pdl = time_point(*op, false, c.warmup, c.reps, timeline.get(), stream.s, flush, c.warm_lse,
+                           c.pdl_chain);
     } catch (const InputError& e) {  // a shape the kernel refuses: a hole in the grid, said as such
       pr.skipped = true;
       pr.why = e.what();

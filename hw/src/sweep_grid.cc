@@ -168,6 +168,13 @@ void check_grid(const KernelSweepConfig& c) {
       if (k == "attention")
         throw InputError(
             "kernel sweep: only merge kernels are timed under --pdl (give --kernels without attention)");
+    if (c.pdl_chain < 2 || c.pdl_chain > 16)
+      throw InputError("kernel sweep: --pdl-chain must be in [2, 16], got " + std::to_string(c.pdl_chain));
+    if (c.cold_merge_inputs && c.pdl_chain > kPdlColdChainMax)
+      throw InputError("kernel sweep: a cold --pdl-chain is at most " + std::to_string(kPdlColdChainMax) +
+                       " calls long (each call reads its own input set), got " + std::to_string(c.pdl_chain));
+  } else if (c.pdl_chain != 3) {
+    throw InputError("kernel sweep: --pdl-chain needs --pdl");
   }
   if (c.reps < 3 || c.warmup < 0) throw InputError("kernel sweep: --reps must be >= 3 and --warmup >= 0");
 }

@@ -392,6 +392,62 @@ AttentionShape with_measured_impl(const HardwareProfile& p, AttentionShape a) {
   return a;
 }
 
+// The query-head group sizes (H / H_kv) the profile's GQA tables measured for `a`'s dims, element type and
+// implementation (keys "gqa qk<Dqk> d<D> g<G> <dtype>[ <impl>]"), ascending.
+std::vector<int> measured_gqa_groups(const HardwareProfile& p, const AttentionShape& a) {
+  const std::string head = "gqa qk" + std::to_string(a.qk_dim) + " d" + std::to_string(a.head_dim) + " g";
+  const std::string tail = " " + std::string(to_string(a.kv_dtype));
+  std::vector<int> out;
+  for (const KernelTables& file : p.tables) {
+    for (const KernelTable& t : file.tables) {
+      if (t.kernel != TableKernel::kAttention || t.key.compare(0, head.size(), head) != 0) continue;
+      std::size_t used = 0;
+      int g = 0;
+      try {
+        g = std::stoi(t.key.substr(head.size()), &used);
+      } catch (const std::exception&) {
+        continue;
+      }
+      const std::string rest = t.key.substr(head.size() + used);
+      if (g >= 1 && (rest == tail || (!a.impl.empty() && rest == tail + " " + a.impl) ||
+                     (a.impl.empty() && rest.compare(0, tail.size() + 1, tail + " ") == 0)))
+        out.push_back(g);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// GQA at a group size no table measured but two bracket (the H200 tables hold groups 1, 4, 8 and 16; a model
+// with 96 query heads over 8 KV heads has 12): the same KV heads and rows at the nearest measured group below
+// and above, each from its table, linear in the group between them. Both read the same KV bytes and run the
+// same plan (blocks per KV head, splits); the group sets the query heads each block multiplies and the Q and
+// O bytes. Exact at a measured group; nullopt outside the measured groups (the analytic model then, marked
+// as such).
+std::optional<double> between_groups_time_s(const HardwareProfile& p, const AttentionShape& a,
+                                            std::span<const int64_t> local_tokens) {
+  if (a.shared_kv || a.kv_heads < 1 || a.heads % a.kv_heads != 0) return std::nullopt;
+  const int g = a.heads / a.kv_heads;
+  const std::vector<int> groups = measured_gqa_groups(p, a);
+  const auto hi = std::upper_bound(groups.begin(), groups.end(), g);
+  if (hi == groups.begin() || hi == groups.end()) return std::nullopt;
+  const int g_lo = *std::prev(hi), g_hi = *hi;
+  if (g_lo == g) return std::nullopt;  // measured: its own table decided
+  const auto at_group = [&](int group) -> std::optional<double> {
+    AttentionShape b = a;
+    b.heads = a.kv_heads * group;
+    const AttentionTiming t = decode_attention_time(p, b, local_tokens, true);
+    if (t.source != FigureSource::kTable) return std::nullopt;
+    return t.kernel_end_s + t.combine_s;
+  };
+  const auto lo = at_group(g_lo);
+  const auto up = lo ? at_group(g_hi) : std::nullopt;
+  if (!lo || !up) return std::nullopt;
+  const double w = double(g - g_lo) / double(g_hi - g_lo);
+  return *lo + w * (*up - *lo);
+}
+
 // The kernel's time (attention and split-KV combine) from the profile's tables at (heads computed, rows, mean
 // tokens of the non-empty rows): every analytic time is scaled by measured / analytic, so per-row order and
 // the waves' shares stay the model's while the total is the measurement.
@@ -426,6 +482,7 @@ void apply_table(const HardwareProfile& p, const AttentionShape& shape, std::spa
     measured = planned_table_time_s(p, a, local_tokens, mean, key, at[0], planner);
   }
   if (!measured) measured = attention_table_time_s(p, a, at);
+  if (!measured) measured = between_groups_time_s(p, a, local_tokens);
   const double analytic = t.kernel_end_s + t.combine_s;
   if (!measured || !(analytic > 0)) return;
   const double scale = *measured / analytic;

@@ -65,7 +65,7 @@ std::string_view to_string(FigureSource s) {
 }
 
 MergeShape merge_shape(const Scenario& s) {
-  MergeShape m{s.dcp, s.rows(), s.heads, s.head_dim, s.out_dtype, false};
+  MergeShape m{s.dcp, s.merge_rows(), s.heads, s.head_dim, s.out_dtype, false};
   m.rs_layout = s.strategy == Strategy::kAgRs;  // AG+RS corrects into the reduce-scatter's head blocks
   return m;
 }

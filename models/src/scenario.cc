@@ -64,6 +64,10 @@ void Scenario::validate() const {
                        " is above the limit of " + std::to_string(kMaxTokens) + " tokens");
     }
   }
+  if (padded_rows < 0 || padded_rows > kMaxRows - static_cast<int>(contexts.size())) {
+    throw InputError("padded_rows = " + std::to_string(padded_rows) + " must be in [0, " +
+                     std::to_string(kMaxRows) + " - rows]");
+  }
   require_positive("dcp", dcp);
   require_positive("heads", heads);
   require_positive("kv_heads", kv_heads);
@@ -101,6 +105,7 @@ std::string Scenario::label() const {
   std::string s = "dcp" + std::to_string(dcp) + " h" + std::to_string(heads) + " d" +
                   std::to_string(head_dim) + "/" + std::to_string(qk_dim) + " kv" + std::to_string(kv_heads) +
                   " b" + std::to_string(rows());
+  if (padded_rows > 0) s += "+" + std::to_string(padded_rows);
   if (!contexts.empty()) {
     int64_t lo = contexts.front(), hi = contexts.front();
     for (int64_t c : contexts) {

@@ -97,6 +97,7 @@ v1::Scenario to_proto(const Scenario& s) {
   m.mutable_contexts()->Assign(s.contexts.begin(), s.contexts.end());
   m.set_strategy(to_proto(s.strategy));
   m.set_launch_mode(to_proto(s.launch));
+  m.set_padded_rows(s.padded_rows);
   return m;
 }
 
@@ -115,6 +116,7 @@ Scenario from_proto(const v1::Scenario& m) {
   s.contexts.assign(m.contexts().begin(), m.contexts().end());
   s.strategy = from_proto(m.strategy());
   s.launch = from_proto(m.launch_mode());
+  s.padded_rows = m.padded_rows();
   return s;
 }
 

@@ -2,6 +2,7 @@
 // One decode step as an activity graph plus what is needed to report it: kernel and launch spans per rank and
 // lane, transfers, flag-to-wait flows, phases and per-row readiness, all as references to graph nodes whose
 // times are known once the graph has run.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -118,6 +119,16 @@ struct StepGraph {
     return emulated_ranks && rank > 0 && scenario.launch == models::LaunchMode::kPdl;
   }
 
+  // Whether merge kernel `k` of `rank` runs under PDL right after a kernel that lets it launch early
+  // (profile launch.pdl_saving): the later ranks' kernels of an emulated step's chain (correction, pack,
+  // A2A combine), and the pack after its rank's attention (the first rank's in an emulated step; every
+  // rank's on GPUs). The first correction and A2A combine of an emulated step follow the emulated
+  // collective's copies, and on GPUs NCCL's kernels: nothing launches them early.
+  bool pdl_after_kernel(int rank, models::MemoryKernel k) const {
+    if (scenario.launch != models::LaunchMode::kPdl) return false;
+    return k == models::MemoryKernel::kA2aPack || pdl_after_same_kernel(rank);
+  }
+
   // A merge kernel's time (table or analytic), recorded as a figure of `rank`; `after_copies`: it follows a
   // collective the runner emulates with copies (after_copies_s).
   double price(int rank, models::MemoryKernel k, models::MergeShape m, bool after_copies = false) {
@@ -128,11 +139,14 @@ struct StepGraph {
     // The merge kernels an emulated step runs phase-major, rank after rank.
     const bool rank_by_rank = k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack ||
                               k == models::MemoryKernel::kA2aCombine;
-    // The " pdl" tables where the profile has them (`hw sweep --pdl`: the third of three calls), else as
-    // without; not the A2A combine's: in a step it gains nothing under PDL (the later ranks' combines take
-    // the same time graph-replayed and under PDL, docs/hw/2026-12-03/pdl_vs_graph), though its sweep gains
-    // 160 ns.
-    m.pdl = (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack) &&
+    // Under PDL after a kernel that lets it launch early: the graph-replayed price less the profile's
+    // launch.pdl_saving for the kernel type where it has one (measured on steps). Else the " pdl" tables
+    // where the profile has them (`hw sweep --pdl`: the last of a chain of calls), else as without; never
+    // the A2A combine's: in a step it gains nothing under PDL (docs/hw/2026-12-03/pdl_vs_graph), though its
+    // sweep gains 160 ns.
+    const std::optional<models::Quantity>& saving = profile.launch.pdl_saving[static_cast<std::size_t>(k)];
+    const bool saves = saving && pdl_after_kernel(rank, k);
+    m.pdl = !saving && (k == models::MemoryKernel::kCorrection || k == models::MemoryKernel::kA2aPack) &&
             pdl_after_same_kernel(rank);
     models::KernelPrice price = models::merge_kernel_price(profile, k, m);
     if (emulated_ranks && rank_by_rank) {
@@ -165,6 +179,8 @@ struct StepGraph {
       price.seconds = cold.seconds - (cold.seconds - price.seconds) * resident;
       if (cold.source != price.source) price.source = models::FigureSource::kAnalytic;
     }
+    // At most half the kernel: a saving is the launch and ramp PDL hides, never the kernel's own work.
+    if (saves) price.seconds -= std::min(saving->si(), 0.5 * price.seconds);
     figures.push_back({rank, std::string(models::to_string(k)), price.source});
     return price.seconds + (after_copies ? after_copies_s(rank) : 0.0);
   }

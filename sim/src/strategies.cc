@@ -42,7 +42,8 @@ void add_query_gather(StepGraph& step, std::vector<RankStream>& streams,
   const int n = s.dcp;
   // Each rank contributes the query heads of its TP rank: ⌈H/N⌉ heads of every row.
   const double heads_per_rank = (s.heads + n - 1) / n;
-  const double bytes = double(s.rows()) * heads_per_rank * s.qk_dim * double(models::dtype_bytes(s.kv_dtype));
+  const double bytes =
+      double(s.merge_rows()) * heads_per_rank * s.qk_dim * double(models::dtype_bytes(s.kv_dtype));
   const CollectiveSpans q = collective_kernel(step, streams, kPhaseQueryGather, "query_all_gather",
                                               Collective::kAllGather, bytes, options);
   for (int r = 0; r < n; ++r) step.ranks[r].phases.push_back({kPhaseQueryGather, q.begin[r], q.end[r]});
@@ -57,7 +58,7 @@ void add_gather_merge(StepGraph& step, std::vector<RankStream>& streams,
 
   const CollectiveSpans lse =
       collective_kernel(step, streams, kPhaseLseGather, "lse_all_gather", Collective::kAllGather,
-                        s.rows() * double(s.heads) * kLseBytes, options);
+                        s.merge_rows() * double(s.heads) * kLseBytes, options);
   std::vector<NodeId> corr(n);
   for (int r = 0; r < n; ++r) {
     corr[r] = streams[r].kernel("correction", step.price(r, models::MemoryKernel::kCorrection, m, true),
@@ -68,7 +69,7 @@ void add_gather_merge(StepGraph& step, std::vector<RankStream>& streams,
   const CollectiveSpans out =
       collective_kernel(step, streams, kPhaseCollective, rs ? "reduce_scatter" : "all_reduce",
                         rs ? Collective::kReduceScatter : Collective::kAllReduce,
-                        s.rows() * heads_out * s.head_dim * out_bytes, options);
+                        s.merge_rows() * heads_out * s.head_dim * out_bytes, options);
   for (int r = 0; r < n; ++r) {
     RankNodes& rank = step.ranks[r];
     rank.phases.push_back({kPhaseLseGather, lse.begin[r], lse.end[r]});

@@ -122,13 +122,14 @@ void add_one_kernel_merge(StepGraph& step, std::vector<RankStream>& streams, con
   const int n = s.dcp;
   const int rows = s.rows();
   const models::MergeShape m = models::merge_shape(s);
+  const double block = block_bytes(s, s.merge_rows());  // padding rows are stored and combined too
 
   std::vector<NodeId> start(n), gate(n);
   for (int r = 0; r < n; ++r) {
     start[r] = streams[r].begin(k.kernel);
     gate[r] = g.after_latency(start[r], k.gate_s);
   }
-  const KernelPushes pushes = push_from_kernels(step, gate, block_bytes(s, rows));
+  const KernelPushes pushes = push_from_kernels(step, gate, block);
   for (int o = 0; o < n; ++o) {
     // A barrier before the flags are published delays what the owner sees by as much.
     std::vector<Flag> flags = pushes.flags_to[o];
@@ -143,8 +144,7 @@ void add_one_kernel_merge(StepGraph& step, std::vector<RankStream>& streams, con
     const NodeId body = g.exec(step.platform.gpu(o), combine_s(o));
     g.after(seen, body);
     const NodeId end = g.join_of({body, pushes.drained[o]});  // its own flags out too
-    streams[o].finish(end, traces::v1::EVENT_KIND_KERNEL,
-                      (n - 1) * block_bytes(s, rows) + models::direct_combine_bytes(m));
+    streams[o].finish(end, traces::v1::EVENT_KIND_KERNEL, (n - 1) * block + models::direct_combine_bytes(m));
     RankNodes& rank = step.ranks[o];
     rank.phases.push_back({kPhasePush, start[o], pushed});
     rank.phases.push_back({kPhaseWait, pushed, seen});

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <set>
 
@@ -131,6 +132,17 @@ TEST(SweepGrid, BadGridsAreInputErrors) {
   EXPECT_EQ(kernel_sweep_points(c), 8 + 6 + 8);
   c.cold_merge_inputs = true;  // each call reads its own inputs, both evicted first
   EXPECT_EQ(kernel_sweep_points(c), 8 + 6 + 8);
+  c.pdl_chain = kPdlColdChainMax + 1;  // a cold chain's calls each read their own input set
+  EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c.cold_merge_inputs = false;  // a warm chain reads the timed call's set throughout
+  EXPECT_EQ(kernel_sweep_points(c), 8 + 6 + 8);
+  c.pdl_chain = 1;
+  EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c.pdl_chain = 17;
+  EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c.pdl = false;  // a chain length without --pdl says so
+  c.pdl_chain = 8;
+  EXPECT_THROW(kernel_sweep_points(c), InputError);
 }
 
 TEST(SweepGpu, TablesAreFullGridsThatPriceTheirPointsExactly) {
@@ -211,13 +223,16 @@ TEST(SweepGpu, WarmLsesHaveTheirOwnColdTables) {
                                    "a2a_pack|d128 bf16 cold"}));
 }
 
-// --pdl times every point twice, alone and as the third of three calls of the same kernel under PDL (charged
-// from the second one's end): both keys in one file, and never two calls' time; warm inputs and cold ones.
+// --pdl times every point twice, alone and as the last of a chain of calls of the same kernel under PDL
+// (charged from its predecessor's end): both keys in one file, and never two calls' time; warm inputs and
+// cold ones, and a longer warm chain.
 TEST(SweepGpu, PdlCallsAreTimedFromTheirPredecessorsEnd) {
-  for (const bool cold : {false, true}) {
+  for (const int chain : {-3, 3, 8}) {  // negative: cold
+    const bool cold = chain < 0;
     KernelSweepConfig c = small_config();
     c.kernels = {"correction", "a2a_combine"};
     c.pdl = true;
+    c.pdl_chain = std::abs(chain);
     c.cold_merge_inputs = cold;
     std::string why;
     DCPSIM_REQUIRE_GPU(sweep_on_the_timeline(c, &why));

@@ -145,6 +145,8 @@ TEST(CostKernels, MergeShapeFromScenario) {
   EXPECT_EQ(m.rows, 3);
   EXPECT_EQ(m.heads, 128);
   EXPECT_EQ(m.head_dim, 512);
+  s.padded_rows = 2;  // CUDA-graph padding: merged like any row
+  EXPECT_EQ(merge_shape(s).rows, 5);
 }
 
 TEST(CostSignals, ExpectedWaitIsHalfThePollInterval) {

@@ -481,6 +481,39 @@ TEST(KernelCosts, AttentionTablesOfEachImplementation) {
   EXPECT_EQ(decode_attention_time(p, a, rows).source, FigureSource::kAnalytic);
 }
 
+// GQA at a group size between two measured ones (tables of groups 8 and 16; 12 query heads per KV head):
+// the same KV heads priced from each table, linear in the group; exact at a measured group, analytic (and
+// flagged) outside the measured groups.
+TEST(KernelCosts, GqaBetweenMeasuredGroupsInterpolatesTheirTables) {
+  HardwareProfile p = load_profile("h200-sxm");
+  p.tables.clear();
+  KernelTables t;
+  t.provenance.device = "NVIDIA H200";
+  for (const auto& [group, ns] : {std::pair{8, 20000.0}, std::pair{16, 28000.0}}) {
+    const AttentionShape g{8 * group, 8, 128, 128, false, DType::kBF16, DType::kBF16, {}};
+    KernelTable k{TableKernel::kAttention, attention_table_key(g), {}, {}, {}, {}};
+    for (double heads : {32.0, 256.0})
+      for (double rows : {8.0, 64.0})
+        for (double tokens : {1024.0, 8192.0}) k.points.push_back({{heads, rows, tokens}, ns, 5, 1, 1e9});
+    k.finalize("test");
+    t.tables.push_back(k);
+  }
+  p.tables.push_back(t);
+  const std::vector<int64_t> rows(16, 4096);
+  const auto total = [&](int heads, int kv_heads) {
+    const AttentionTiming x =
+        decode_attention_time(p, {heads, kv_heads, 128, 128, false, DType::kBF16, DType::kBF16, {}}, rows);
+    return std::pair{x.kernel_end_s + x.combine_s, x.source};
+  };
+  EXPECT_NEAR(total(64, 8).first, 20000e-9, 1e-12);  // group 8, measured
+  EXPECT_NEAR(total(96, 8).first, 24000e-9, 1e-12);  // group 12: halfway
+  EXPECT_EQ(total(96, 8).second, FigureSource::kTable);
+  EXPECT_NEAR(total(60, 6).first, 22000e-9, 1e-12);          // group 10 at 6 KV heads: a quarter of the way
+  EXPECT_NEAR(total(60, 5).first, 24000e-9, 1e-12);          // group 12 at 5
+  EXPECT_EQ(total(160, 8).second, FigureSource::kAnalytic);  // group 20: beyond every measured group
+  EXPECT_EQ(total(32, 8).second, FigureSource::kAnalytic);   // group 4: below them
+}
+
 TEST(KernelCosts, MlaDecodeAtManyHeadsIsComputeBound) {
   HardwareProfile p = load_profile("h200-sxm");
   p.tables.clear();

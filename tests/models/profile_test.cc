@@ -252,6 +252,22 @@ TEST(Profile, ValidateCatchesEditsMadeInCode) {
   EXPECT_THROW(validate_profile(p, "calibrated"), InputError);
 }
 
+// launch.pdl_saving_<kernel> is optional per chain kernel: absent reads as none, present round-trips, and a
+// negative one is an error naming the field.
+TEST(Profile, PdlSavingsAreOptionalPerChainKernel) {
+  HardwareProfile p = load_profile("b200");
+  for (const auto& q : p.launch.pdl_saving) EXPECT_FALSE(q.has_value());
+  const auto pack = static_cast<std::size_t>(MemoryKernel::kA2aPack);
+  p.launch.pdl_saving[pack] = quantity_from_si(0.18e-6, Unit::kMicroseconds, "test");
+  const std::string json = to_json(p);
+  EXPECT_THAT(json, HasSubstr("\"pdl_saving_a2a_pack\""));
+  EXPECT_THAT(json, ::testing::Not(HasSubstr("pdl_saving_correction")));
+  EXPECT_EQ(parse_profile(json, "round trip"), p);
+  p.launch.pdl_saving[pack]->value = -0.1;
+  EXPECT_THAT([&] { validate_profile(p, "edited"); },
+              ::testing::ThrowsMessage<InputError>(HasSubstr("edited: launch.pdl_saving_a2a_pack.value")));
+}
+
 TEST(Profile, NcclLatencyTableOnlyForRingAndTree) {
   const HardwareProfile p = load_profile("h100-sxm");
   EXPECT_DOUBLE_EQ(nccl_latency(p, Algorithm::kTree, Protocol::kLL128).nvlink_hop_latency.si(), 1.25e-6);

@@ -28,6 +28,7 @@ void expect_same(const Scenario& a, const Scenario& b) {
   EXPECT_EQ(a.contexts, b.contexts);
   EXPECT_EQ(a.strategy, b.strategy);
   EXPECT_EQ(a.launch, b.launch);
+  EXPECT_EQ(a.padded_rows, b.padded_rows);
 }
 
 // Scenarios that together use every value of every enum, odd sizes and an empty-shard-heavy batch.
@@ -53,6 +54,7 @@ std::vector<Scenario> varied_scenarios() {
       s.contexts = {1, 0, 131072, 5 + i, int64_t{1} << 40};
       s.strategy = strategy;
       s.launch = launches[i % 3];
+      s.padded_rows = i % 3;
       out.push_back(s);
       ++i;
     }

@@ -88,6 +88,18 @@ TEST(Scenario, HeadScatteringStrategiesNeedDivisibleHeads) {
   }
 }
 
+// CUDA-graph padding rows: no context, but every merge kernel and collective moves them; the label says so.
+TEST(Scenario, PaddingRowsJoinTheMergeButNotTheBatch) {
+  Scenario s = valid();
+  s.padded_rows = 4;
+  EXPECT_NO_THROW(s.validate());
+  EXPECT_EQ(s.rows(), 64);
+  EXPECT_EQ(s.merge_rows(), 68);
+  EXPECT_THAT(s.label(), HasSubstr(" b64+4 "));
+  s.padded_rows = -1;
+  EXPECT_THAT(error_of(s), HasSubstr("padded_rows = -1"));
+}
+
 TEST(Scenario, UniformContexts) {
   EXPECT_EQ(uniform_contexts(3, 7), (std::vector<int64_t>{7, 7, 7}));
   EXPECT_TRUE(uniform_contexts(0, 7).empty());

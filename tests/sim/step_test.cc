@@ -41,6 +41,7 @@ models::HardwareProfile flat_merge_tables(models::TableKernel kernel,
                                           std::initializer_list<double> heads) {
   models::HardwareProfile p = builtin("h200-sxm");
   p.tables.clear();
+  p.launch.pdl_saving = {};  // PDL prices from the tables given (Step.PdlSavingMeasuredOnSteps... sets them)
   models::KernelTables t;
   for (const auto& [key, ns] : keys) {
     models::KernelTable k{kernel, key, {}, {}, {}, {}};
@@ -338,6 +339,54 @@ TEST(Step, EmulatedPdlKernelsAfterTheirLikeReadThePdlTables) {
   for (int rank = 1; rank < 4; ++rank)
     EXPECT_NEAR(phase_s(Simulator(tables(true), emulated).run(graph), rank, "correction"),
                 phase_s(Simulator(tables(false), emulated).run(graph), rank, "correction"), 1e-12);
+}
+
+// launch.pdl_saving (measured on steps) prices a merge kernel under PDL after a kernel that launches it
+// early as its graph-replayed price less the saving, in place of the " pdl" tables: an emulated step's later
+// ranks (correction, pack, A2A combine), and the pack after its rank's attention, on GPUs too. Rank 0's
+// correction and combine follow the emulated collective's copies (on GPUs NCCL's kernels): no saving. A
+// saving never takes more than half the kernel.
+TEST(Step, PdlSavingMeasuredOnStepsReplacesThePdlTables) {
+  const auto profile = [](double saving_us) {
+    models::HardwareProfile p = flat_merge_tables(
+        models::TableKernel::kCorrection,
+        {{"d512 bf16", 5000.0}, {"d512 bf16 cold", 5000.0}, {"d512 bf16 pdl", 3000.0}}, {4, 16}, {64, 256});
+    const models::KernelTables pack =
+        flat_merge_tables(models::TableKernel::kA2aPack, {{"d512 bf16", 4000.0}, {"d512 bf16 cold", 4000.0}},
+                          {4, 16}, {8, 64})
+            .tables.front();
+    p.tables.push_back(pack);
+    if (saving_us >= 0) {
+      for (models::MemoryKernel k : models::kPdlChainKernels)
+        p.launch.pdl_saving[static_cast<std::size_t>(k)] =
+            models::quantity_from_si(saving_us * 1e-6, models::Unit::kMicroseconds, "test");
+    }
+    return p;
+  };
+  SimOptions emulated;
+  emulated.emulated_ranks = true;
+  const models::Scenario ag = mla(4, 128, 8, 4 * 1024, Strategy::kAgAr, models::LaunchMode::kPdl);
+  const models::Scenario a2a = mla(4, 128, 8, 4 * 1024, Strategy::kA2a, models::LaunchMode::kPdl);
+  const StepResult tables_only = Simulator(profile(-1), emulated).run(ag);
+  EXPECT_LT(phase_s(tables_only, 1, "correction"), 4.5e-6);  // no saving: the " pdl" table's warm end
+  const StepResult ag_emu = Simulator(profile(0.3), emulated).run(ag);
+  const StepResult a2a_emu = Simulator(profile(0.3), emulated).run(a2a);
+  const StepResult a2a_gpus = Simulator(profile(0.3)).run(a2a);
+  const StepResult ag_gpus = Simulator(profile(0.3)).run(ag);
+  const double after_copies = profile(0.3).launch.kernel_after_copy_node.si();
+  EXPECT_NEAR(phase_s(ag_emu, 0, "correction"), 5e-6 + after_copies, 1e-12);  // after the copies
+  for (int rank = 0; rank < 4; ++rank) {
+    if (rank > 0) {
+      EXPECT_NEAR(phase_s(ag_emu, rank, "correction"), 4.7e-6, 1e-12) << rank;
+    }
+    EXPECT_NEAR(phase_s(a2a_emu, rank, "pack"), 3.7e-6, 1e-12) << rank;      // rank 0 after attention
+    EXPECT_NEAR(phase_s(a2a_gpus, rank, "pack"), 3.7e-6, 1e-12) << rank;     // after its attention
+    EXPECT_NEAR(phase_s(ag_gpus, rank, "correction"), 5e-6, 1e-12) << rank;  // after NCCL's kernel
+  }
+  models::Scenario graph = ag;  // graph launches save nothing
+  graph.launch = models::LaunchMode::kGraph;
+  EXPECT_NEAR(phase_s(Simulator(profile(0.3), emulated).run(graph), 2, "correction"), 5e-6, 1e-12);
+  EXPECT_NEAR(phase_s(Simulator(profile(4.0), emulated).run(ag), 2, "correction"), 2.5e-6, 1e-12);  // half
 }
 
 // An attention priced from a table holds its graph-replayed gap before the split-KV combine: graph steps add

@@ -23,6 +23,10 @@ struct MeasuredPhase {
   double min_s = 0.0;
   double max_s = 0.0;
   int repetitions = 0;
+  // From the GPU timeline (the trace's GPU activities; 0 without them): the median over repetitions of the
+  // longest time the GPU sat idle between two consecutive activities of this rank's phase. Queued kernels
+  // follow each other within ~2 µs even when launched eagerly; much more means the GPU waited for the host.
+  double largest_inner_gap_s = 0.0;
 };
 
 // When a row's merged LSE and output were ready on a rank, relative to the section's first event.

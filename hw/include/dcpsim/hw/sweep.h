@@ -26,6 +26,9 @@ struct SweepGeometry {
 SweepGeometry parse_sweep_geometry(const std::string& s);  // InputError naming the accepted forms
 std::string sweep_geometry_name(const SweepGeometry& g);
 
+// The input sets every merge kernel's benchmark keeps (ops::kMinInputSets): the longest cold PDL chain.
+inline constexpr int kPdlColdChainMax = 3;
+
 struct KernelSweepConfig {
   // "attention", "correction", "a2a_pack", "a2a_combine" (models::to_string(TableKernel) names).
   std::vector<std::string> kernels = {"attention", "correction", "a2a_pack", "a2a_combine"};
@@ -81,6 +84,9 @@ struct KernelSweepConfig {
   // replay, as an emulated step's ranks find theirs after the other ranks' attention; warm, all three read
   // the timed call's. Needs the GPU timeline (CUPTI).
   bool pdl = false;
+  // With pdl: calls in each graph's chain, the last one timed (2 to 16). Each of a cold chain's calls reads
+  // its own input set, so a cold chain is at most kPdlColdChainMax long.
+  int pdl_chain = 3;
   int warmup = 5;
   int reps = 20;
   int device = 0;

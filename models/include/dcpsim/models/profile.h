@@ -107,6 +107,19 @@ struct InterNodeSpec {
   bool operator==(const InterNodeSpec&) const = default;
 };
 
+// The kernels that may carry their own memory-kernel numbers (kernel.<name> in the file): the merge kernels,
+// and the copy of the gathered query into the dense layout FlashInfer's MLA kernel reads (`q_repack`).
+enum class MemoryKernel { kCorrection, kA2aPack, kA2aCombine, kDirectCombine, kQRepack };
+inline constexpr std::array<MemoryKernel, 5> kAllMemoryKernels = {
+    MemoryKernel::kCorrection, MemoryKernel::kA2aPack, MemoryKernel::kA2aCombine,
+    MemoryKernel::kDirectCombine, MemoryKernel::kQRepack};
+// "correction" | "a2a_pack" | "a2a_combine" | "direct_combine" | "q_repack"
+std::string_view to_string(MemoryKernel k);
+// The merge kernels an emulated step runs rank after rank, each after the previous rank's kernel of its kind
+// (LaunchSpec::pdl_saving).
+inline constexpr std::array<MemoryKernel, 3> kPdlChainKernels = {
+    MemoryKernel::kCorrection, MemoryKernel::kA2aPack, MemoryKernel::kA2aCombine};
+
 struct LaunchSpec {
   Quantity cpu_issue_eager;     // time: host cost of one eager kernel launch (per kernel)
   Quantity cpu_issue_graph;     // time: per kernel inside a replayed CUDA graph
@@ -122,6 +135,14 @@ struct LaunchSpec {
   // the same CUDA graph (`hw sweep --merge-prelude-copy 4k --prelude-copy-in-graph`); the runner's emulated
   // all-gather and all-to-all are such copies, NCCL's collectives are kernels.
   Quantity kernel_after_copy_node;
+  // time, per merge kernel type (correction, a2a_pack, a2a_combine; optional in a profile file as
+  // launch.pdl_saving_<type>): how much less the kernel takes under PDL than graph-replayed when the kernel
+  // before it on its stream lets it launch early (dcpsim's kernels trigger their dependents as they start):
+  // an emulated step's later ranks, each after the previous rank's kernel of its kind, and the A2A pack after
+  // its rank's attention. Measured on steps (`hw run --launch pdl` against the same scenarios
+  // graph-replayed); a three-call sweep of one kernel (`hw sweep --pdl`) shows less for the pack. Without it
+  // the " pdl" kernel tables price those kernels, else the graph-replayed ones do.
+  std::array<std::optional<Quantity>, kAllMemoryKernels.size()> pdl_saving;
   bool operator==(const LaunchSpec&) const = default;
 };
 
@@ -133,15 +154,6 @@ struct MemoryKernelSpec {
   Quantity floor;                  // time: fixed cost of any small kernel (prologue, tail, write-back)
   bool operator==(const MemoryKernelSpec&) const = default;
 };
-
-// The kernels that may carry their own memory-kernel numbers (kernel.<name> in the file): the merge kernels,
-// and the copy of the gathered query into the dense layout FlashInfer's MLA kernel reads (`q_repack`).
-enum class MemoryKernel { kCorrection, kA2aPack, kA2aCombine, kDirectCombine, kQRepack };
-inline constexpr std::array<MemoryKernel, 5> kAllMemoryKernels = {
-    MemoryKernel::kCorrection, MemoryKernel::kA2aPack, MemoryKernel::kA2aCombine,
-    MemoryKernel::kDirectCombine, MemoryKernel::kQRepack};
-// "correction" | "a2a_pack" | "a2a_combine" | "direct_combine" | "q_repack"
-std::string_view to_string(MemoryKernel k);
 
 // The shared numbers (attention's bandwidth share, the split-KV combine, and every merge kernel without its
 // own) plus optional per-kernel-type numbers: the runner's merge kernels differ from each other by 2-4x in

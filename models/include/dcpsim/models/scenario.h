@@ -28,8 +28,14 @@ struct Scenario {
   // trace's `attention` parameter): picks the attention table measured on it. Empty: the profile's first
   // table for the geometry, whichever implementation it measured.
   std::string attention_impl;
+  // CUDA-graph padding: rows beyond `contexts` that the step carries through every buffer with no context (a
+  // serving engine pads its batch to a captured size; `hw run --padded-rows`). The merge kernels and the
+  // collectives move them like any row; attention has no work for them; no row time is reported for them.
+  int padded_rows = 0;
 
   int rows() const { return static_cast<int>(contexts.size()); }
+  // Rows the merge kernels and collectives move: the batch and its padding.
+  int merge_rows() const { return rows() + padded_rows; }
   double scale() const;
   // Throws InputError naming the first impossible field (N < 1, H_kv not dividing H, N not dividing H for a
   // head-scattering strategy, negative context, D_qk < D, ...).

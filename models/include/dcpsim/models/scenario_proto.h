@@ -11,7 +11,7 @@ traces::v1::Scenario to_proto(const Scenario& scenario);
 
 // Faithful field-by-field copy; it does not call Scenario::validate(). Throws InputError naming the field
 // when an enum is unspecified (the LSE base is never implied) or has a value this dcpsim does not know. The
-// message's padded_rows, name and params have no counterpart in Scenario and are not carried over.
+// message's name and params have no counterpart in Scenario and are not carried over.
 Scenario from_proto(const traces::v1::Scenario& message);
 
 traces::v1::DType to_proto(DType v);
