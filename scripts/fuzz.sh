@@ -7,7 +7,8 @@ corpus=$root/$name
 rm -rf "$corpus" && mkdir -p "$corpus"
 data=$src/tests/data
 case $name in
-  trace_reader) cp "$src"/traces/measured/h200/gqa_n2_b16_ctx8k_graph.pb "$src"/traces/measured/h200/gqa_n2_b1_ctx32k_graph.pb "$corpus"/ ;;
+  trace_reader) for f in gqa_n2_b16_ctx8k_graph gqa_n2_b1_ctx32k_graph; do
+      zcat "$src/traces/measured/h200/$f.pb.gz" >"$corpus/$f.pb"; done ;;
   profile) cp "$src"/models/profiles/*.json "$corpus"/ ;;
   merge_json) printf '{"lse":[[[0.5,1e8]],[[-inf_,2]]],"out":[[[[1,2],[3,4]]],[[[5,6],[7,8]]]]}' | sed 's/-inf_/"-inf"/' >"$corpus"/p.json ;;
   mooncake) cp "$data"/mooncake_conversation_trace.head20.jsonl "$corpus"/ ;;

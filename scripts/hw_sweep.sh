@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The measured traces in traces/measured/h200/: `dcpsim hw run --emulate` for N in {2, 3, 4, 8}, every strategy,
-# GQA and MLA geometries, a few batch sizes and contexts, eager and graph launches. One .pb per (geometry, N,
+# GQA and MLA geometries, a few batch sizes and contexts, eager and graph launches. One trace per (geometry, N,
 # batch, context, launch), each with one section per strategy; every run checks itself against the reference.
+# Each trace is gzip-compressed (.pb.gz, as committed; dcpsim reads it as it reads a .pb).
 # With the set name `holdout`, scenarios the fit never sees: other group sizes (5, 6), head counts, batch sizes
 # and contexts, PDL launches — for validating by held-out scenario (docs/VALIDATION.md). `holdout2`: a second
 # such set, chosen before any model change was checked against it (N = 2, 3, 4, 7, 8; heads, rows and tokens
@@ -25,6 +26,7 @@ run() {
   local name=$1; shift
   if "$bin" hw run --emulate --strategy all --warmup 3 --reps 10 --seed 7 --out "$out/$name.pb" "$@" \
        >"$out/$name.txt" 2>&1; then
+    gzip -9nf "$out/$name.pb"  # as committed: dcpsim reads .pb.gz as it reads .pb
     echo "ok $name $(grep -c 'check passed' "$out/$name.txt") sections"
   else
     echo "FAIL $name: $(tail -1 "$out/$name.txt")"
@@ -101,7 +103,8 @@ if [ "$set_name" = rows ]; then
     local name=$1; shift
     if "$bin" hw run --dcp 1 --strategy ag-rs --warmup 3 --reps 10 --seed 7 --row-stamps --attention dcpsim \
          --out "$out/$name.pb" "$@" >"$out/$name.txt" 2>&1; then
-      echo "ok $name $(grep -c 'check passed' "$out/$name.txt") sections"
+      gzip -9nf "$out/$name.pb"  # as committed: dcpsim reads .pb.gz as it reads .pb
+    echo "ok $name $(grep -c 'check passed' "$out/$name.txt") sections"
     else
       echo "FAIL $name: $(tail -1 "$out/$name.txt")"
     fi

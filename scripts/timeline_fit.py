@@ -14,7 +14,7 @@ Reads dcpsim traces (.pb, exported through `dcpsim export --chrome`) or their Ch
 Row-stream sections are left out (their ranks' kernels share the GPU at once). Element sizes are taken as 2
 bytes (bf16 / fp16 queries, as the runner's traces hold).
 
-  scripts/timeline_fit.py [--min-first-us 10] --dcpsim build/analysis/dcpsim traces/measured/h200/*.pb
+  scripts/timeline_fit.py [--min-first-us 10] --dcpsim build/analysis/dcpsim traces/measured/h200/*.pb.gz
 """
 import argparse
 import json

@@ -11,6 +11,7 @@
 #include "dcpsim/analysis/table_builder.h"
 #include "dcpsim/error.h"
 #include "dcpsim/traces/output_file.h"
+#include "dcpsim/traces/trace_reader.h"
 
 namespace dcpsim::cli {
 namespace {
@@ -24,7 +25,7 @@ struct TablesArgs {
   std::vector<std::string> argv;
 };
 
-// Files as given; a directory stands for every .pb under it, sorted.
+// Files as given; a directory stands for every .pb (or .pb.gz) under it, sorted.
 std::vector<std::filesystem::path> expand(const std::vector<std::string>& inputs) {
   std::vector<std::filesystem::path> out;
   for (const std::string& in : inputs) {
@@ -35,7 +36,7 @@ std::vector<std::filesystem::path> expand(const std::vector<std::string>& inputs
     }
     std::vector<std::filesystem::path> found;
     for (const auto& e : std::filesystem::recursive_directory_iterator(in)) {
-      if (e.is_regular_file() && e.path().extension() == ".pb") found.push_back(e.path());
+      if (e.is_regular_file() && traces::is_trace_file_name(e.path())) found.push_back(e.path());
     }
     if (found.empty()) throw InputError(in + ": directory holds no .pb trace");
     std::sort(found.begin(), found.end());

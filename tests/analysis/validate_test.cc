@@ -245,7 +245,7 @@ TEST(BadTraces, TruncatedNotATraceNoSummariesAreOneLineErrors) {
 
 TEST(MeasuredTraces, EmulatedH200RunnerTracesMapToKernelPhases) {
   const std::filesystem::path path =
-      std::filesystem::path(DCPSIM_SOURCE_DIR) / "traces/measured/h200/mla_n2_b64_ctx1k_graph.pb";
+      std::filesystem::path(DCPSIM_SOURCE_DIR) / "traces/measured/h200/mla_n2_b64_ctx1k_graph.pb.gz";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not in this tree";
   const MeasuredTrace t = load_measured(path);
   EXPECT_EQ(t.header.source(), traces::v1::SOURCE_EMULATED);
@@ -270,10 +270,10 @@ TEST(MeasuredTraces, EmulatedH200RunnerTracesMapToKernelPhases) {
 // tables, the others never are.
 TEST(MeasuredTraces, StampedSectionsArePricedFromStampedTables) {
   const std::filesystem::path dir = std::filesystem::path(DCPSIM_SOURCE_DIR) / "traces/measured/h200";
-  if (!std::filesystem::exists(dir / "mla_n2_b64_ctx1k_graph.pb"))
+  if (!std::filesystem::exists(dir / "mla_n2_b64_ctx1k_graph.pb.gz"))
     GTEST_SKIP() << dir << " is not in this tree";
-  const MeasuredSection stamped = load_measured(dir / "mla_n2_b64_ctx1k_graph.pb").sections.at(0);
-  const MeasuredSection plain = load_measured(dir / "mla_n2_b16_ctx8k_graph.pb").sections.at(0);
+  const MeasuredSection stamped = load_measured(dir / "mla_n2_b64_ctx1k_graph.pb.gz").sections.at(0);
+  const MeasuredSection plain = load_measured(dir / "mla_n2_b16_ctx8k_graph.pb.gz").sections.at(0);
   ASSERT_EQ(stamped.scenario.strategy, models::Strategy::kAgRs);
   ASSERT_EQ(plain.scenario.strategy, models::Strategy::kAgRs);
   EXPECT_TRUE(stamped.row_stamps);
@@ -305,9 +305,9 @@ TEST(MeasuredTraces, StampedSectionsArePricedFromStampedTables) {
 // ~1 µs), and that figure is left out with a note; a graph-launched step leaves nothing out for it.
 TEST(MeasuredTraces, EmulatedEagerPhasesThatWaitedForTheHostAreLeftOut) {
   const std::filesystem::path dir = std::filesystem::path(DCPSIM_SOURCE_DIR) / "traces/measured/h200";
-  if (!std::filesystem::exists(dir / "mla_n4_b16_ctx8k_eager.pb"))
+  if (!std::filesystem::exists(dir / "mla_n4_b16_ctx8k_eager.pb.gz"))
     GTEST_SKIP() << dir << " is not in this tree";
-  const MeasuredTrace eager = load_measured(dir / "mla_n4_b16_ctx8k_eager.pb");
+  const MeasuredTrace eager = load_measured(dir / "mla_n4_b16_ctx8k_eager.pb.gz");
   const MeasuredSection& s = eager.sections.at(0);
   ASSERT_EQ(s.scenario.launch, models::LaunchMode::kEager);
   for (const MeasuredPhase& p : s.phases) {
@@ -330,13 +330,13 @@ TEST(MeasuredTraces, EmulatedEagerPhasesThatWaitedForTheHostAreLeftOut) {
   for (const std::string& why : set.excluded) noted = noted || why.find("host thread") != std::string::npos;
   EXPECT_TRUE(noted);
   for (const std::string& why :
-       build_observations(load_measured(dir / "mla_n4_b16_ctx8k_graph.pb").sections).excluded)
+       build_observations(load_measured(dir / "mla_n4_b16_ctx8k_graph.pb.gz").sections).excluded)
     EXPECT_EQ(why.find("host thread"), std::string::npos) << why;
 }
 
 TEST(MeasuredTraces, RealTwoGpuTracesCompareStepFromTheFirstPhase) {
   const std::filesystem::path path =
-      std::filesystem::path(DCPSIM_SOURCE_DIR) / "traces/measured/h200x2/mla_n2_b64_ctx1k_graph.pb";
+      std::filesystem::path(DCPSIM_SOURCE_DIR) / "traces/measured/h200x2/mla_n2_b64_ctx1k_graph.pb.gz";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not in this tree";
   const MeasuredTrace t = load_measured(path);
   EXPECT_EQ(t.header.source(), traces::v1::SOURCE_HW);

@@ -11,7 +11,7 @@ DCPSIM, SRC = sys.argv[1], sys.argv[2]
 FILTER = sys.argv[3] if len(sys.argv) > 3 else ""
 DATA = os.path.join(SRC, "tests", "data")
 PROFILE = os.path.join(SRC, "models", "profiles", "h200-sxm.json")
-MEASURED = os.path.join(SRC, "traces", "measured", "h200", "gqa_n2_b16_ctx8k_graph.pb")
+MEASURED = os.path.join(SRC, "traces", "measured", "h200", "gqa_n2_b16_ctx8k_graph.pb.gz")  # gzip-compressed
 INT64_MAX = 9223372036854775807
 CASES = []
 
@@ -69,7 +69,7 @@ def crc32c(data):
 def v2_trace():
     """The committed measured trace in version 2 framing (a CRC32C after every record): as written by the
     runner now, or a version 1 trace re-framed."""
-    raw = open(MEASURED, "rb").read()
+    raw = gzip.decompress(open(MEASURED, "rb").read())
     if raw[:8] == b"DCPTRC2\n":
         return raw
     assert raw[:8] == b"DCPTRC1\n"
@@ -242,7 +242,7 @@ case("nsys not sqlite", N, {"n.sqlite": "not a database"}, outputs=["o.pb"])
 
 # --- traces ------------------------------------------------------------------------------------------------
 def flipped(offset):
-    b = bytearray(open(MEASURED, "rb").read())
+    b = bytearray(gzip.decompress(open(MEASURED, "rb").read()))
     b[offset] ^= 0x40
     return bytes(b)
 
@@ -438,7 +438,7 @@ def materialise(d, files):
                 b[arg] ^= 0x40
                 open(path, "wb").write(bytes(b))
             elif kind == "flip1":
-                b = bytearray(open(MEASURED, "rb").read())
+                b = bytearray(gzip.decompress(open(MEASURED, "rb").read()))
                 b[arg] ^= 0x40
                 open(path, "wb").write(bytes(b))
             elif kind == "cut":

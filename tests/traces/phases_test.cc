@@ -9,6 +9,7 @@
 #include "dcpsim/traces/phases.h"
 #include "dcpsim/traces/protobuf_writer.h"
 #include "dcpsim/traces/trace_collector.h"
+#include "dcpsim/traces/trace_reader.h"
 #include "trace_test_support.h"
 
 namespace dcpsim::traces {
@@ -85,7 +86,7 @@ TEST(StepPhases, CommittedMeasuredTracesReadInTheVocabulary) {
   std::set<std::string> seen;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(
            std::filesystem::path(DCPSIM_SOURCE_DIR) / "traces" / "measured")) {
-    if (entry.path().extension() != ".pb" || ++traces > 6) continue;  // a few of each folder's kinds suffice
+    if (!is_trace_file_name(entry.path()) || ++traces > 6) continue;  // a few of each folder's kinds suffice
     const Trace t = read_trace(entry.path());
     for (const TraceSection& s : t.sections) {
       for (const auto& ps : s.phase_summaries) {

@@ -1,6 +1,9 @@
 // Every way a trace file can be wrong is an InputError that names the file and, past the magic, the offset.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "dcpsim/error.h"
@@ -46,6 +49,40 @@ std::filesystem::path write_sample(const ScratchDir& dir) {
   ProtobufTraceWriter writer(dir / "t.pb");
   replay(testing::sample_trace(), writer);
   return dir / "t.pb";
+}
+
+// `path` gzip-compressed into `out`, cut to its first `keep` bytes (all of them by default).
+void gzip_file(const std::filesystem::path& path, const std::filesystem::path& out,
+               std::size_t keep = std::string::npos) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string plain((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::filesystem::path whole = out.string() + ".whole";
+  gzFile z = gzopen(whole.c_str(), "wb9");
+  ASSERT_NE(z, nullptr);
+  ASSERT_EQ(gzwrite(z, plain.data(), static_cast<unsigned>(plain.size())), static_cast<int>(plain.size()));
+  ASSERT_EQ(gzclose(z), Z_OK);
+  std::ifstream zin(whole, std::ios::binary);
+  std::string packed((std::istreambuf_iterator<char>(zin)), std::istreambuf_iterator<char>());
+  std::ofstream(out, std::ios::binary) << packed.substr(0, keep);
+}
+
+// A gzip-compressed trace reads as the trace itself; one cut short is an error naming the file.
+TEST(TraceReaderErrors, GzipCompressedTracesReadAsThemselves) {
+  ScratchDir dir;
+  const std::filesystem::path plain = write_sample(dir);
+  gzip_file(plain, dir / "t.pb.gz");
+  const Trace a = read_trace(plain), b = read_trace(dir / "t.pb.gz");
+  ASSERT_EQ(a.sections.size(), b.sections.size());
+  for (std::size_t i = 0; i < a.sections.size(); ++i) {
+    EXPECT_EQ(a.sections[i].events.size(), b.sections[i].events.size());
+    EXPECT_EQ(a.sections[i].phase_summaries.size(), b.sections[i].phase_summaries.size());
+  }
+  const auto size = std::filesystem::file_size(dir / "t.pb.gz");
+  gzip_file(plain, dir / "cut.pb.gz", size / 2);
+  const std::string why = read_error(dir / "cut.pb.gz");
+  expect_mentions(why, "cut.pb.gz");
+  expect_mentions(why, "gzip");
+  EXPECT_EQ(why.find('\n'), std::string::npos);
 }
 
 TEST(TraceReaderErrors, MissingFile) {

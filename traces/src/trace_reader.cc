@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "dcpsim/error.h"
+#include "dcpsim/traces/import_io.h"
 #include "dcpsim/traces/phases.h"
 #include "dcpsim/traces/protobuf_writer.h"
 #include "trace_checker.h"
@@ -46,14 +47,20 @@ TraceReader::TraceReader(std::filesystem::path path)
   if (std::filesystem::is_directory(path_, ec)) {
     throw InputError("trace file '" + path_.string() + "' is a directory, not a trace");
   }
-  in_.open(path_, std::ios::binary);
-  if (!in_) throw InputError("cannot open trace file '" + path_.string() + "' for reading");
+  try {
+    file_ = std::make_unique<InputFile>(path_);
+  } catch (const InputError& e) {
+    throw InputError("cannot open trace file '" + path_.string() + "' for reading (" + e.what() + ")");
+  }
+  in_ = &file_->stream();
   file_size_ = std::filesystem::file_size(path_, ec);
-  if (ec) file_size_ = std::numeric_limits<std::uint64_t>::max();  // not a regular file: rely on reads
+  // Not a regular file, or compressed: the reads say where it ends.
+  if (ec || file_->gzipped()) file_size_ = std::numeric_limits<std::uint64_t>::max();
 
   char magic[kTraceMagicSize] = {};
-  in_.read(magic, kTraceMagicSize);
-  if (static_cast<std::size_t>(in_.gcount()) != kTraceMagicSize ||
+  in_->read(magic, kTraceMagicSize);
+  gzip_check();
+  if (static_cast<std::size_t>(in_->gcount()) != kTraceMagicSize ||
       !is_trace_magic(std::string_view(magic, kTraceMagicSize))) {
     fail(0, "not a dcpsim trace (its first bytes are not the magic \"DCPTRC1\\n\" or \"DCPTRC2\\n\")");
   }
@@ -63,6 +70,15 @@ TraceReader::TraceReader(std::filesystem::path path)
 
 TraceReader::~TraceReader() = default;
 
+void TraceReader::gzip_check() const {
+  try {
+    file_->check();
+  } catch (const InputError& e) {
+    throw InputError("trace file '" + path_.string() + "', offset " + std::to_string(offset_) +
+                     ": corrupt or truncated gzip data");
+  }
+}
+
 void TraceReader::fail(std::uint64_t at, const std::string& what) const {
   throw InputError("trace file '" + path_.string() + "', offset " + std::to_string(at) + ": " + what);
 }
@@ -71,8 +87,9 @@ void TraceReader::fail(std::uint64_t at, const std::string& what) const {
 bool TraceReader::read_length(std::uint64_t& length) {
   length = 0;
   for (int i = 0; i < 10; ++i) {
-    const int c = in_.get();
+    const int c = in_->get();
     if (c == std::char_traits<char>::eof()) {
+      gzip_check();
       if (i == 0) return false;
       fail(offset_, "truncated record (the file ends inside its length prefix)");
     }
@@ -99,16 +116,18 @@ bool TraceReader::next(v1::Record& record) {
                       std::to_string(file_size_ - body_at) + " remain");
   }
   buffer_.resize(length);
-  in_.read(buffer_.data(), static_cast<std::streamsize>(length));
-  if (static_cast<std::uint64_t>(in_.gcount()) != length) {
+  in_->read(buffer_.data(), static_cast<std::streamsize>(length));
+  if (static_cast<std::uint64_t>(in_->gcount()) != length) {
+    gzip_check();
     fail(offset_, "truncated record: it declares " + std::to_string(length) + " bytes but only " +
-                      std::to_string(in_.gcount()) + " remain");
+                      std::to_string(in_->gcount()) + " remain");
   }
   const std::string record_name = "record " + std::to_string(records_);
   if (checksummed_) {
     unsigned char crc_bytes[4] = {};
-    in_.read(reinterpret_cast<char*>(crc_bytes), 4);
-    if (in_.gcount() != 4) fail(offset_, record_name + " is truncated (its checksum is missing)");
+    in_->read(reinterpret_cast<char*>(crc_bytes), 4);
+    if (in_->gcount() != 4) gzip_check();
+    if (in_->gcount() != 4) fail(offset_, record_name + " is truncated (its checksum is missing)");
     const std::uint32_t stored = static_cast<std::uint32_t>(crc_bytes[0]) |
                                  (std::uint32_t{crc_bytes[1]} << 8) | (std::uint32_t{crc_bytes[2]} << 16) |
                                  (std::uint32_t{crc_bytes[3]} << 24);
@@ -127,6 +146,14 @@ bool TraceReader::next(v1::Record& record) {
   offset_ = body_at + length + trailer;
   ++records_;
   return true;
+}
+
+bool is_trace_file_name(const std::filesystem::path& path) {
+  const std::string name = path.filename().string();
+  const auto ends_with = [&](std::string_view tail) {
+    return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return ends_with(".pb") || ends_with(".pb.gz");
 }
 
 void stream_trace(const std::filesystem::path& path, TraceSink& sink) {
