@@ -36,7 +36,7 @@ struct SweepFlags {
   bool merge_prelude_copy_in_graph = false;
   bool warm_lse = false;
   bool pdl = false;
-  int pdl_chain = 3;
+  int pdl_chain = 0;  // 0: not given (the config's default)
   bool row_stamps = false;
   int warmup = 5, reps = 20, device = 0;
   std::string date, out;
@@ -92,7 +92,10 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
   c.merge_prelude_copy_in_graph = f.merge_prelude_copy_in_graph;
   c.warm_lse = f.warm_lse;
   c.pdl = f.pdl;
-  c.pdl_chain = f.pdl_chain;
+  if (f.pdl_chain != 0) {
+    if (!f.pdl) throw InputError("kernel sweep: --pdl-chain needs --pdl");
+    c.pdl_chain = f.pdl_chain;
+  }
   if (c.warm_lse && !c.cold_merge_inputs)
     throw InputError(
         "kernel sweep: --warm-lse reads the LSEs back after the eviction of --merge-inputs cold");
@@ -195,13 +198,14 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
               "emulated LSE all-gather leaves them (tables keyed \"... cold lse\")");
   s->add_flag(
       "--pdl", f->pdl,
-      "merge kernels (give --kernels without attention): every point is also timed as the third of "
-      "three calls of the same kernel, all launched with PDL, charged from the second one's end (as an "
+      "merge kernels (give --kernels without attention): every point is also timed as the last of a "
+      "chain of calls of the same kernel (three; --pdl-chain), all launched with PDL, charged from its "
+      "predecessor's end (as an "
       "emulated step's later ranks under --launch pdl; with --merge-inputs cold each call reads its own "
       "inputs, all evicted first; tables keyed \"... pdl\"; needs CUPTI)");
   s->add_option("--pdl-chain", f->pdl_chain,
-                "with --pdl: calls in the chain, the last one timed (2 to 16; cold inputs: at most 3)")
-      ->capture_default_str();
+                "with --pdl: calls in the chain, the last one timed (2 to 16, default 3; cold inputs: at most 3)")
+      ->check(CLI::Range(2, 16));
   s->add_flag("--row-stamps", f->row_stamps,
               "correction, a2a_combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps "
               "on; tables keyed \"... stamped\")");

@@ -146,11 +146,11 @@ void add_launch_parameters(std::vector<FitParameter>& out) {
     FitParameter saving = time_param("launch.pdl_saving_" + std::string(models::to_string(k)), kL,
                                      [i](HardwareProfile& p) -> Quantity& {
                                        auto& q = p.launch.pdl_saving[i];
-                                       if (!q) q = Quantity{0.0, models::Unit::kMicroseconds, "unset"};
+                                       if (!q) q = Quantity{0.0, models::Unit::kMicroseconds, "absent from the base profile"};
                                        return *q;
                                      });
     saving.read = [i](const HardwareProfile& p) -> const Quantity& {
-      static const Quantity kNone{0.0, models::Unit::kMicroseconds, "unset"};
+      static const Quantity kNone{0.0, models::Unit::kMicroseconds, "absent from the base profile"};
       const auto& q = p.launch.pdl_saving[i];
       return q ? *q : kNone;
     };

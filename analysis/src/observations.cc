@@ -186,8 +186,10 @@ ObservationSet build_observations(const std::vector<MeasuredSection>& sections, 
     set.excluded.push_back(
         std::to_string(host_bound_count) +
         " phase medians of emulated eager steps whose GPU waited for the runner's one host "
-        "thread inside the phase (an idle gap over 4 us between its activities on the GPU "
-        "timeline): they time the emulator's host, which a real rank does not share");
+        "thread inside the phase (an idle gap over " +
+        std::to_string(static_cast<int>(kHostBoundGap * 1e6)) +
+        " us between its activities on the GPU timeline): they time the emulator's host, which a real rank "
+        "does not share");
   }
   if (step_rows_skipped > 0) {
     set.excluded.push_back(

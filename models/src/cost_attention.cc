@@ -1,5 +1,6 @@
 // Split-KV decode attention: work units in SM waves, each row's completion time in closed form per wave.
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <cmath>
 #include <functional>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "dcpsim/checked.h"
 #include "dcpsim/error.h"
 #include "dcpsim/models/cost_kernels.h"
 #include "dcpsim/models/kernel_plan.h"
@@ -392,26 +394,35 @@ AttentionShape with_measured_impl(const HardwareProfile& p, AttentionShape a) {
   return a;
 }
 
-// The query-head group sizes (H / H_kv) the profile's GQA tables measured for `a`'s dims, element type and
-// implementation (keys "gqa qk<Dqk> d<D> g<G> <dtype>[ <impl>]"), ascending.
-std::vector<int> measured_gqa_groups(const HardwareProfile& p, const AttentionShape& a) {
+// The query-head group sizes (H / H_kv) the profile's GQA tables measured for `a`'s dims and element type
+// (keys "gqa qk<Dqk> d<D> g<G> <dtype>[ <impl>]"), ascending, all of one implementation: `a`'s, or where it
+// names none the first one listed (so that two groups of different kernels are never mixed); `impl` is set
+// to it. A table of no implementation serves every one.
+std::vector<int> measured_gqa_groups(const HardwareProfile& p, const AttentionShape& a, std::string& impl) {
   const std::string head = "gqa qk" + std::to_string(a.qk_dim) + " d" + std::to_string(a.head_dim) + " g";
   const std::string tail = " " + std::string(to_string(a.kv_dtype));
+  impl = a.impl;
+  bool chosen = !a.impl.empty();
   std::vector<int> out;
   for (const KernelTables& file : p.tables) {
     for (const KernelTable& t : file.tables) {
       if (t.kernel != TableKernel::kAttention || t.key.compare(0, head.size(), head) != 0) continue;
-      std::size_t used = 0;
-      int g = 0;
-      try {
-        g = std::stoi(t.key.substr(head.size()), &used);
-      } catch (const std::exception&) {
-        continue;
+      std::size_t end = head.size();
+      while (end < t.key.size() && std::isdigit(static_cast<unsigned char>(t.key[end]))) ++end;
+      if (end == head.size() || end - head.size() > 5) continue;
+      const int g = std::stoi(t.key.substr(head.size(), end - head.size()));
+      const std::string rest = t.key.substr(end);
+      if (g < 1 || g > kMaxHeads || rest.compare(0, tail.size(), tail) != 0) continue;
+      std::string suffix;  // the implementation, "" for none
+      if (rest.size() > tail.size()) {
+        if (rest[tail.size()] != ' ' || rest.size() == tail.size() + 1) continue;
+        suffix = rest.substr(tail.size() + 1);
       }
-      const std::string rest = t.key.substr(head.size() + used);
-      if (g >= 1 && (rest == tail || (!a.impl.empty() && rest == tail + " " + a.impl) ||
-                     (a.impl.empty() && rest.compare(0, tail.size() + 1, tail + " ") == 0)))
-        out.push_back(g);
+      if (!chosen && !suffix.empty()) {
+        impl = suffix;
+        chosen = true;
+      }
+      if (suffix.empty() || suffix == impl) out.push_back(g);
     }
   }
   std::sort(out.begin(), out.end());
@@ -421,22 +432,25 @@ std::vector<int> measured_gqa_groups(const HardwareProfile& p, const AttentionSh
 
 // GQA at a group size no table measured but two bracket (the H200 tables hold groups 1, 4, 8 and 16; a model
 // with 96 query heads over 8 KV heads has 12): the same KV heads and rows at the nearest measured group below
-// and above, each from its table, linear in the group between them. Both read the same KV bytes and run the
-// same plan (blocks per KV head, splits); the group sets the query heads each block multiplies and the Q and
-// O bytes. Exact at a measured group; nullopt outside the measured groups (the analytic model then, marked
+// and above, each from its table, linear in the group between them. Both read the same KV bytes and run
+// blocks per KV head (for groups up to 16 one block holds the whole group in dcpsim's kernel); the group sets
+// the query heads each block multiplies and the Q and O bytes. Exact at a measured group; nullopt outside the measured groups (the analytic model then, marked
 // as such).
 std::optional<double> between_groups_time_s(const HardwareProfile& p, const AttentionShape& a,
                                             std::span<const int64_t> local_tokens) {
   if (a.shared_kv || a.kv_heads < 1 || a.heads % a.kv_heads != 0) return std::nullopt;
   const int g = a.heads / a.kv_heads;
-  const std::vector<int> groups = measured_gqa_groups(p, a);
+  std::string impl;
+  const std::vector<int> groups = measured_gqa_groups(p, a, impl);
   const auto hi = std::upper_bound(groups.begin(), groups.end(), g);
   if (hi == groups.begin() || hi == groups.end()) return std::nullopt;
   const int g_lo = *std::prev(hi), g_hi = *hi;
   if (g_lo == g) return std::nullopt;  // measured: its own table decided
   const auto at_group = [&](int group) -> std::optional<double> {
+    if (std::int64_t(a.kv_heads) * group > kMaxHeads) return std::nullopt;
     AttentionShape b = a;
     b.heads = a.kv_heads * group;
+    b.impl = impl;
     const AttentionTiming t = decode_attention_time(p, b, local_tokens, true);
     if (t.source != FigureSource::kTable) return std::nullopt;
     return t.kernel_end_s + t.combine_s;

@@ -66,7 +66,7 @@ void Scenario::validate() const {
   }
   if (padded_rows < 0 || padded_rows > kMaxRows - static_cast<int>(contexts.size())) {
     throw InputError("padded_rows = " + std::to_string(padded_rows) + " must be in [0, " +
-                     std::to_string(kMaxRows) + " - rows]");
+                     std::to_string(kMaxRows - static_cast<int>(contexts.size())) + "]");
   }
   require_positive("dcp", dcp);
   require_positive("heads", heads);

@@ -125,7 +125,10 @@ struct StepGraph {
   // rank's on GPUs). The first correction and A2A combine of an emulated step follow the emulated
   // collective's copies, and on GPUs NCCL's kernels: nothing launches them early.
   bool pdl_after_kernel(int rank, models::MemoryKernel k) const {
-    if (scenario.launch != models::LaunchMode::kPdl) return false;
+    const auto& chain = models::kPdlChainKernels;
+    if (scenario.launch != models::LaunchMode::kPdl ||
+        std::find(chain.begin(), chain.end(), k) == chain.end())
+      return false;
     return k == models::MemoryKernel::kA2aPack || pdl_after_same_kernel(rank);
   }
 

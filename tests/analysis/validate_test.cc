@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -20,6 +21,7 @@
 #include "dcpsim/analysis/validate.h"
 #include "dcpsim/error.h"
 #include "dcpsim/models/scenario_proto.h"
+#include "dcpsim/traces/protobuf_writer.h"
 #include "dcpsim/traces/provenance.h"
 #include "dcpsim/traces/trace_collector.h"
 
@@ -332,6 +334,67 @@ TEST(MeasuredTraces, EmulatedEagerPhasesThatWaitedForTheHostAreLeftOut) {
   for (const std::string& why :
        build_observations(load_measured(dir / "mla_n4_b16_ctx8k_graph.pb.gz").sections).excluded)
     EXPECT_EQ(why.find("host thread"), std::string::npos) << why;
+}
+
+// The longest idle gap inside a phase, from the GPU activities: per repetition, overlapping activities
+// counted as busy, the median over repetitions; a phase with one activity has none.
+TEST(MeasuredTraces, InnerGapIsTheMedianOverRepetitionsOfTheLongestIdle) {
+  TempDir dir;
+  {
+    traces::ProtobufTraceWriter w(dir / "g.pb");
+    w.on_header(traces::make_header(traces::v1::SOURCE_EMULATED));
+    w.on_scenario(models::to_proto(testing::make_scenario(
+        2, 32, 1, 512, 576, 4, 4096, models::Strategy::kAgRs, models::LaunchMode::kEager)));
+    for (int rank : {0, 1}) {
+      for (const char* phase : {"attention", "correction"}) {
+        traces::v1::PhaseSummary ph;
+        ph.set_rank(rank);
+        ph.set_phase(phase);
+        ph.set_median_ns(20000);
+        ph.set_min_ns(20000);
+        ph.set_max_ns(20000);
+        ph.set_repetitions(3);
+        w.on_phase_summary(ph);
+      }
+    }
+    const auto activity = [&](int rank, int rep, const char* phase, std::int64_t start, std::int64_t end) {
+      traces::v1::GpuActivity a;
+      a.set_rank(rank);
+      a.set_repetition(rep);
+      a.set_phase(phase);
+      a.set_kind(traces::v1::GpuActivity::KIND_KERNEL);
+      a.set_name("k");
+      a.set_start_ns(start);
+      a.set_end_ns(end);
+      w.on_gpu_activity(a);
+    };
+    // Rank 0: gaps of 6, 7 and 1 µs in its three repetitions (median 6); the second kernel of repetition 1
+    // overlaps the first's end, the third starts 7 µs after the busier one ended. Rank 1: 1 µs each time.
+    activity(0, 0, "attention", 0, 3000), activity(0, 0, "attention", 9000, 20000);
+    activity(0, 1, "attention", 0, 3000), activity(0, 1, "attention", 2000, 5000),
+        activity(0, 1, "attention", 12000, 20000);
+    activity(0, 2, "attention", 0, 3000), activity(0, 2, "attention", 4000, 20000);
+    for (int rep = 0; rep < 3; ++rep) {
+      activity(1, rep, "attention", 0, 3000), activity(1, rep, "attention", 4000, 20000);
+      activity(1, rep, "correction", 30000, 32000);
+    }
+    w.finish();
+  }
+  const MeasuredSection s = load_measured(dir / "g.pb").sections.at(0);
+  std::map<std::pair<int, std::string>, double> gap;
+  for (const MeasuredPhase& p : s.phases) gap[{p.rank, p.measured_name}] = p.largest_inner_gap_s;
+  EXPECT_NEAR(gap.at({0, "attention"}), 6e-6, 1e-15);
+  EXPECT_NEAR(gap.at({1, "attention"}), 1e-6, 1e-15);
+  EXPECT_EQ(gap.at({1, "correction"}), 0.0);  // one activity
+  EXPECT_EQ(gap.at({0, "correction"}), 0.0);  // none at all
+  int attention = 0;  // eager and emulated: rank 0's attention (6 µs > 4 µs) is left out, rank 1's is kept
+  for (const Observation& o : build_observations({s}).observations) {
+    if (o.phase == "attention") {
+      ++attention;
+      EXPECT_EQ(o.rank, 1);
+    }
+  }
+  EXPECT_EQ(attention, 1);
 }
 
 TEST(MeasuredTraces, RealTwoGpuTracesCompareStepFromTheFirstPhase) {

@@ -136,6 +136,10 @@ TEST(SweepGrid, BadGridsAreInputErrors) {
   EXPECT_THROW(kernel_sweep_points(c), InputError);
   c.cold_merge_inputs = false;  // a warm chain reads the timed call's set throughout
   EXPECT_EQ(kernel_sweep_points(c), 8 + 6 + 8);
+  c.pdl_chain = 2;  // the shortest chain and the longest
+  EXPECT_EQ(kernel_sweep_points(c), 8 + 6 + 8);
+  c.pdl_chain = 16;
+  EXPECT_EQ(kernel_sweep_points(c), 8 + 6 + 8);
   c.pdl_chain = 1;
   EXPECT_THROW(kernel_sweep_points(c), InputError);
   c.pdl_chain = 17;

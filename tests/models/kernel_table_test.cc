@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -483,18 +484,21 @@ TEST(KernelCosts, AttentionTablesOfEachImplementation) {
 
 // GQA at a group size between two measured ones (tables of groups 8 and 16; 12 query heads per KV head):
 // the same KV heads priced from each table, linear in the group; exact at a measured group, analytic (and
-// flagged) outside the measured groups.
+// flagged) outside the measured groups. The tables grow with heads at different rates, so "the same KV heads"
+// (64 and 128 heads over 8) is told apart from "the same heads" (96 over 12 and over 6).
 TEST(KernelCosts, GqaBetweenMeasuredGroupsInterpolatesTheirTables) {
   HardwareProfile p = load_profile("h200-sxm");
   p.tables.clear();
   KernelTables t;
   t.provenance.device = "NVIDIA H200";
-  for (const auto& [group, ns] : {std::pair{8, 20000.0}, std::pair{16, 28000.0}}) {
+  for (const auto& [group, base_ns, per_head_ns] :
+       {std::tuple{8, 20000.0, 10.0}, std::tuple{16, 28000.0, 30.0}}) {
     const AttentionShape g{8 * group, 8, 128, 128, false, DType::kBF16, DType::kBF16, {}};
-    KernelTable k{TableKernel::kAttention, attention_table_key(g), {}, {}, {}, {}};
+    KernelTable k{TableKernel::kAttention, attention_table_key(g) + " dcpsim", {}, {}, {}, {}};
     for (double heads : {32.0, 256.0})
       for (double rows : {8.0, 64.0})
-        for (double tokens : {1024.0, 8192.0}) k.points.push_back({{heads, rows, tokens}, ns, 5, 1, 1e9});
+        for (double tokens : {1024.0, 8192.0})
+          k.points.push_back({{heads, rows, tokens}, base_ns + per_head_ns * heads, 5, 1, 1e9});
     k.finalize("test");
     t.tables.push_back(k);
   }
@@ -505,13 +509,14 @@ TEST(KernelCosts, GqaBetweenMeasuredGroupsInterpolatesTheirTables) {
         decode_attention_time(p, {heads, kv_heads, 128, 128, false, DType::kBF16, DType::kBF16, {}}, rows);
     return std::pair{x.kernel_end_s + x.combine_s, x.source};
   };
-  EXPECT_NEAR(total(64, 8).first, 20000e-9, 1e-12);  // group 8, measured
-  EXPECT_NEAR(total(96, 8).first, 24000e-9, 1e-12);  // group 12: halfway
+  const double g8 = total(64, 8).first, g16 = total(128, 8).first;  // measured groups, 8 KV heads
+  EXPECT_GT(g16, g8);
+  EXPECT_NEAR(total(96, 8).first, 0.5 * (g8 + g16), 1e-12);  // group 12: halfway, same KV heads
   EXPECT_EQ(total(96, 8).second, FigureSource::kTable);
-  EXPECT_NEAR(total(60, 6).first, 22000e-9, 1e-12);          // group 10 at 6 KV heads: a quarter of the way
-  EXPECT_NEAR(total(60, 5).first, 24000e-9, 1e-12);          // group 12 at 5
-  EXPECT_EQ(total(160, 8).second, FigureSource::kAnalytic);  // group 20: beyond every measured group
-  EXPECT_EQ(total(32, 8).second, FigureSource::kAnalytic);   // group 4: below them
+  EXPECT_GT(std::abs(total(96, 8).first - 0.5 * (total(96, 12).first + total(96, 6).first)), 1e-7);
+  EXPECT_NEAR(total(80, 8).first, g8 + 0.25 * (g16 - g8), 1e-12);  // group 10: a quarter of the way
+  EXPECT_EQ(total(160, 8).second, FigureSource::kAnalytic);        // group 20: beyond every measured group
+  EXPECT_EQ(total(32, 8).second, FigureSource::kAnalytic);         // group 4: below them
 }
 
 TEST(KernelCosts, MlaDecodeAtManyHeadsIsComputeBound) {

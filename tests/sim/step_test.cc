@@ -356,6 +356,10 @@ TEST(Step, PdlSavingMeasuredOnStepsReplacesThePdlTables) {
                           {4, 16}, {8, 64})
             .tables.front();
     p.tables.push_back(pack);
+    p.tables.push_back(flat_merge_tables(models::TableKernel::kA2aCombine,
+                                         {{"d512 bf16", 6000.0}, {"d512 bf16 cold", 6000.0}}, {4, 16},
+                                         {8, 64})
+                           .tables.front());
     if (saving_us >= 0) {
       for (models::MemoryKernel k : models::kPdlChainKernels)
         p.launch.pdl_saving[static_cast<std::size_t>(k)] =
@@ -379,6 +383,7 @@ TEST(Step, PdlSavingMeasuredOnStepsReplacesThePdlTables) {
     if (rank > 0) {
       EXPECT_NEAR(phase_s(ag_emu, rank, "correction"), 4.7e-6, 1e-12) << rank;
     }
+    EXPECT_NEAR(phase_s(a2a_emu, rank, "combine"), rank > 0 ? 5.7e-6 : 6e-6 + after_copies, 1e-12) << rank;
     EXPECT_NEAR(phase_s(a2a_emu, rank, "pack"), 3.7e-6, 1e-12) << rank;      // rank 0 after attention
     EXPECT_NEAR(phase_s(a2a_gpus, rank, "pack"), 3.7e-6, 1e-12) << rank;     // after its attention
     EXPECT_NEAR(phase_s(ag_gpus, rank, "correction"), 5e-6, 1e-12) << rank;  // after NCCL's kernel

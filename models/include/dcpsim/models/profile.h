@@ -141,7 +141,8 @@ struct LaunchSpec {
   // an emulated step's later ranks, each after the previous rank's kernel of its kind, and the A2A pack after
   // its rank's attention. Measured on steps (`hw run --launch pdl` against the same scenarios
   // graph-replayed); a three-call sweep of one kernel (`hw sweep --pdl`) shows less for the pack. Without it
-  // the " pdl" kernel tables price those kernels, else the graph-replayed ones do.
+  // the " pdl" kernel tables price those kernels, else the graph-replayed ones do; a saving of 0 prices them
+  // graph-replayed. Indexed by MemoryKernel; only kPdlChainKernels' entries are read, written or validated.
   std::array<std::optional<Quantity>, kAllMemoryKernels.size()> pdl_saving;
   bool operator==(const LaunchSpec&) const = default;
 };
