@@ -1,7 +1,7 @@
 // Split-KV decode attention: work units in SM waves, each row's completion time in closed form per wave.
 #include <algorithm>
-#include <cctype>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -434,8 +434,8 @@ std::vector<int> measured_gqa_groups(const HardwareProfile& p, const AttentionSh
 // with 96 query heads over 8 KV heads has 12): the same KV heads and rows at the nearest measured group below
 // and above, each from its table, linear in the group between them. Both read the same KV bytes and run
 // blocks per KV head (for groups up to 16 one block holds the whole group in dcpsim's kernel); the group sets
-// the query heads each block multiplies and the Q and O bytes. Exact at a measured group; nullopt outside the measured groups (the analytic model then, marked
-// as such).
+// the query heads each block multiplies and the Q and O bytes. Exact at a measured group; nullopt outside the
+// measured groups (the analytic model then, marked as such).
 std::optional<double> between_groups_time_s(const HardwareProfile& p, const AttentionShape& a,
                                             std::span<const int64_t> local_tokens) {
   if (a.shared_kv || a.kv_heads < 1 || a.heads % a.kv_heads != 0) return std::nullopt;
