@@ -143,12 +143,12 @@ void add_launch_parameters(std::vector<FitParameter>& out) {
   // Seen only in PDL steps' merge kernels (a base profile without them reads 0; a fit writes them).
   for (models::MemoryKernel k : models::kPdlChainKernels) {
     const auto i = static_cast<std::size_t>(k);
-    FitParameter saving = time_param("launch.pdl_saving_" + std::string(models::to_string(k)), kL,
-                                     [i](HardwareProfile& p) -> Quantity& {
-                                       auto& q = p.launch.pdl_saving[i];
-                                       if (!q) q = Quantity{0.0, models::Unit::kMicroseconds, "absent from the base profile"};
-                                       return *q;
-                                     });
+    FitParameter saving = time_param(
+        "launch.pdl_saving_" + std::string(models::to_string(k)), kL, [i](HardwareProfile& p) -> Quantity& {
+          auto& q = p.launch.pdl_saving[i];
+          if (!q) q = Quantity{0.0, models::Unit::kMicroseconds, "absent from the base profile"};
+          return *q;
+        });
     saving.read = [i](const HardwareProfile& p) -> const Quantity& {
       static const Quantity kNone{0.0, models::Unit::kMicroseconds, "absent from the base profile"};
       const auto& q = p.launch.pdl_saving[i];
