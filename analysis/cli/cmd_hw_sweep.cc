@@ -203,8 +203,9 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
       "predecessor's end (as an "
       "emulated step's later ranks under --launch pdl; with --merge-inputs cold each call reads its own "
       "inputs, all evicted first; tables keyed \"... pdl\"; needs CUPTI)");
-  s->add_option("--pdl-chain", f->pdl_chain,
-                "with --pdl: calls in the chain, the last one timed (2 to 16, default 3; cold inputs: at most 3)")
+  s->add_option(
+       "--pdl-chain", f->pdl_chain,
+       "with --pdl: calls in the chain, the last one timed (2 to 16, default 3; cold inputs: at most 3)")
       ->check(CLI::Range(2, 16));
   s->add_flag("--row-stamps", f->row_stamps,
               "correction, a2a_combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps "
