@@ -30,6 +30,7 @@ struct HwRunFlags {
   std::string devices;
   int warmup = 5, reps = 20, check_rows = -1, padded_rows = 0;
   bool row_stamps = false;
+  bool row_probe = false;
   std::string out, json;
   std::uint64_t seed = 1;
   std::int64_t direct_timeout_ms = 2000;
@@ -97,6 +98,17 @@ nlohmann::json to_json(const models::Scenario& s, const hw::RunResult& r) {
   j["check"] = {{"passed", r.check.passed},           {"rows", r.check.rows_checked},
                 {"rel_l2", r.check.rel_l2},           {"max_abs", r.check.max_abs},
                 {"worst_bound", r.check.worst_bound}, {"lse_max_abs", r.check.lse_max_abs}};
+  for (const auto& it : r.row_probe) {
+    nlohmann::json t;
+    for (std::size_t k = 0; k < it.t_ns.size(); ++k) t[hw::kRowProbeStages[k]] = it.t_ns[k];
+    j["row_probe"].push_back({{"rank", it.rank},
+                              {"item", it.item},
+                              {"row", it.row},
+                              {"grid", it.tail ? "tail" : "streaming"},
+                              {"sm", it.sm},
+                              {"warp", it.warp},
+                              {"t_ns", t}});
+  }
   for (const auto& p : r.phases)
     j["phases"].push_back({{"rank", p.rank},
                            {"phase", p.phase},
@@ -128,6 +140,7 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   base.reps = f.reps;
   base.check_rows = f.check_rows;
   base.row_stamps = f.row_stamps;
+  base.row_probe = f.row_probe;
   base.seed = f.seed;
   base.padded_rows = f.padded_rows;
   base.direct_timeout_ms = f.direct_timeout_ms;
@@ -182,6 +195,9 @@ void add_run(CLI::App& hw_cmd) {
       ->capture_default_str();
   run->add_flag("--row-stamps", f->row_stamps,
                 "stamp %globaltimer where each row's LSE and output become ready (always on for row-stream)");
+  run->add_flag("--row-probe", f->row_probe,
+                "row-stream: stamp %globaltimer at each stage of each combine item of the last step (figures "
+                "row_stream.probe.*; every item under row_probe in --json); other strategies ignore it");
   run->add_option("--padded-rows", f->padded_rows, "CUDA-graph padding rows after the batch (masked)")
       ->capture_default_str();
   run->add_option("--direct-timeout-ms", f->direct_timeout_ms,

@@ -320,6 +320,9 @@ struct RowCombineArgs : MergeDims {  // heads: J; elem: the window's and the out
   bool system_scope = false;
   int ranks_on_device = 1;  // how many ranks' combines share the device (sizes the grid)
   bool tail = false;        // the grid launched after the producers (else the streaming grid)
+  // Optional: %globaltimer at each stage of each item, [items][row_stream::kProbeSlots]
+  // (row_stream_layout.h), written by the warp that merges the item; zero it before the step.
+  unsigned long long* probe = nullptr;
 };
 void launch_row_combine(const RowCombineArgs& a, cudaStream_t stream);
 

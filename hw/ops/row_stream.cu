@@ -69,6 +69,56 @@ struct CombineParams {
   int warp_smem;                         // bytes of shared memory per warp (stages, LSEs, weights)
 };
 
+// The calling warp claims the next of `items` items (rows in order) from the owner's counter: the item, or
+// ≥ `items` when none is left. With a probe, records who took it and when.
+class ItemClaim {
+ public:
+  __device__ ItemClaim(const RowCombineArgs& a, int items) : a_(a), items_(items) {}
+
+  __device__ int next() {
+    if (threadIdx.x % 32 == 0) item_ = static_cast<int>(atomicAdd(a_.claim, 1u));
+    item_ = __shfl_sync(0xffffffffu, item_, 0);
+    if (probing()) {
+      unsigned sm = 0;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+      slot(row_stream::kProbeWho) = (static_cast<unsigned long long>(a_.tail) << 63) |
+                                    (static_cast<unsigned long long>(sm) << 32) |
+                                    (blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32);
+      mark(row_stream::kProbeClaimed);
+    }
+    return item_;
+  }
+  // With a probe, lane 0 records the end of stage `s` of the item claimed last (a valid one).
+  __device__ void mark(int s) const {
+    if (probing()) slot(s) = global_timer();
+  }
+
+ private:
+  __device__ bool probing() const { return a_.probe != nullptr && threadIdx.x % 32 == 0 && item_ < items_; }
+  __device__ unsigned long long& slot(int s) const {
+    return a_.probe[std::int64_t(item_) * row_stream::kProbeSlots + s];
+  }
+  const RowCombineArgs& a_;
+  int items_;
+  int item_ = 0;
+};
+
+// Lane 0, after the warp's output stores for an item of row b: the warp that completes the row stamps it.
+__device__ __forceinline__ void item_stored(const RowCombineArgs& a, int b, int items_per_row) {
+  if (threadIdx.x % 32 == 0 && a.out_stamps.stamps != nullptr) {
+    __threadfence();
+    if (atomicAdd(&a.out_stamps.counters[b], 1u) + 1u == static_cast<unsigned>(items_per_row))
+      a.out_stamps.stamps[b] = global_timer();
+  }
+}
+
+// Lane 0, after the warp's wait for row b's flags: the first warp to see them stamps the row's LSE.
+__device__ __forceinline__ void row_flags_seen(const RowCombineArgs& a, int b) {
+  if (threadIdx.x % 32 == 0 && a.lse_stamps.stamps != nullptr &&
+      atomicAdd(&a.lse_stamps.counters[b], 1u) == 0u)
+    a.lse_stamps.stamps[b] = global_timer();
+}
+
 // The calling warp waits until every source's flag of row b holds `epoch`, lane s polling source s (and
 // s + 32, ...). False when this wait timed out (the error word names the source and the row) or another's
 // did. The warp barrier orders each lane's acquire before every lane's reads of the row.
@@ -99,7 +149,7 @@ __device__ bool wait_row(const CombineParams& p, const unsigned long long* flags
 }
 
 template <typename T>
-__global__ void __launch_bounds__(32 * kCombineWarps) row_combine_kernel(CombineParams p) {
+__global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_kernel(CombineParams p) {
   pdl_begin();
   constexpr int kV = 16 / sizeof(T);                   // elements per 16-byte piece
   constexpr int kPerLane = 512 * sizeof(T) / 16 / 32;  // pieces of one head a lane accumulates (D ≤ 512)
@@ -118,21 +168,21 @@ __global__ void __launch_bounds__(32 * kCombineWarps) row_combine_kernel(Combine
   const float k = a.base2 ? 1.f : kLog2e;
   const int pieces = a.dim * static_cast<int>(sizeof(T)) / 16;
   const int items = a.rows * p.items_per_row;
+  ItemClaim claim(a, items);
   for (;;) {
-    int item = 0;
-    if (lane == 0) item = static_cast<int>(atomicAdd(a.claim, 1u));
-    item = __shfl_sync(0xffffffffu, item, 0);
+    const int item = claim.next();
     if (item >= items) return;
     const int b = item / p.items_per_row;
     const int j0 = (item % p.items_per_row) * p.heads_per_item;
     const int nj = min(p.heads_per_item, a.heads - j0);
     if (!wait_row(p, flags, b, epoch)) return;
-    if (lane == 0 && a.lse_stamps.stamps != nullptr && atomicAdd(&a.lse_stamps.counters[b], 1u) == 0u)
-      a.lse_stamps.stamps[b] = global_timer();  // the first warp to see the row's flags
+    claim.mark(row_stream::kProbeFlags);
+    row_flags_seen(a, b);
     const bool real = b < a.valid_rows;
     for (int i = lane; i < nj * N; i += 32)
       sl[i] = real ? sanitize_lse(__ldcg(win_lse + row_stream::slot(s, i % N, b, j0 + i / N))) : -INFINITY;
     __syncwarp();
+    claim.mark(row_stream::kProbeLse);
     // Tiles (head jj, sources [g·spt, ...)) through a kStages-deep cp.async pipeline, the first ones issued
     // before the weights are known.
     const int tiles = nj * p.tiles_per_head;
@@ -140,12 +190,14 @@ __global__ void __launch_bounds__(32 * kCombineWarps) row_combine_kernel(Combine
       if (t < tiles) {
         const int jj = t / p.tiles_per_head, s0 = (t % p.tiles_per_head) * p.sources_per_tile;
         const int ns = min(p.sources_per_tile, N - s0);
+        // Source si's pieces land at dst + (si · pieces + q) · 16; its slice lies one source stride past the
+        // previous one's (no division or 64-bit product per piece: a lone warp's issue is instruction-bound).
         unsigned char* dst = stage + (t % kStages) * kStageBytes;
-        for (int c = lane; c < ns * pieces; c += 32) {
-          const int si = c / pieces, q = c % pieces;
+        const T* src = win + row_stream::o_offset(s, s0, b, j0 + jj);
+        const std::int64_t stride = row_stream::o_offset(s, 1, 0, 0);
+        for (int si = 0; si < ns; ++si, src += stride, dst += pieces * 16) {
           const bool live = sl[jj * N + s0 + si] != -INFINITY;
-          const T* src = win + row_stream::o_offset(s, s0 + si, b, j0 + jj) + q * kV;
-          cp_async16(dst + c * 16, live ? src : win, live);
+          for (int q = lane; q < pieces; q += 32) cp_async16(dst + q * 16, live ? src + q * kV : win, live);
         }
       }
       cp_async_commit();
@@ -160,6 +212,7 @@ __global__ void __launch_bounds__(32 * kCombineWarps) row_combine_kernel(Combine
                          std::int64_t(j0 + lane) * a.merged_lse.head_stride] = merged_lse(sh, k);
     }
     __syncwarp();
+    claim.mark(row_stream::kProbeWeights);
     float acc[kPerLane][kV];
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i)
@@ -168,6 +221,7 @@ __global__ void __launch_bounds__(32 * kCombineWarps) row_combine_kernel(Combine
     for (int t = 0; t < tiles; ++t) {
       cp_async_wait<kStages - 2>();
       __syncwarp();
+      if (t == 0) claim.mark(row_stream::kProbePartials);
       issue(t + kStages - 1);
       const int jj = t / p.tiles_per_head, g = t % p.tiles_per_head, s0 = g * p.sources_per_tile;
       const int ns = min(p.sources_per_tile, N - s0);
@@ -205,11 +259,8 @@ __global__ void __launch_bounds__(32 * kCombineWarps) row_combine_kernel(Combine
     }
     cp_async_wait<0>();
     __syncwarp();  // the stages, LSEs and weights are free for the next item
-    if (lane == 0 && a.out_stamps.stamps != nullptr) {  // the warp that finishes the row's last item
-      __threadfence();
-      if (atomicAdd(&a.out_stamps.counters[b], 1u) + 1u == static_cast<unsigned>(p.items_per_row))
-        a.out_stamps.stamps[b] = global_timer();
-    }
+    claim.mark(row_stream::kProbeStored);
+    item_stored(a, b, p.items_per_row);
   }
 }
 

@@ -59,6 +59,20 @@ DCPSIM_HD inline unsigned long long publish_count(unsigned long long epoch, int 
   return epoch * static_cast<unsigned long long>(heads_per_owner);
 }
 
+// The combine's optional probe (`hw run --row-probe`): per item, %globaltimer when its warp had claimed it,
+// saw the row's flags, held its LSEs, held its weights, held its first partials, and had stored its output;
+// then who merged it: (tail grid << 63) | (SM << 32) | warp of the grid.
+enum ProbeSlot : int {
+  kProbeClaimed,
+  kProbeFlags,
+  kProbeLse,
+  kProbeWeights,
+  kProbePartials,
+  kProbeStored,
+  kProbeWho,
+  kProbeSlots
+};
+
 // Elements of one parity of a window, and of a producer's counters.
 DCPSIM_HD inline std::int64_t o_elems(const Shape& s) {
   return std::int64_t(s.dcp) * s.rows * s.heads_per_owner * s.dim;

@@ -37,7 +37,7 @@ void record(cudaEvent_t e, cudaStream_t s, bool external) {
     DCPSIM_CUDA(cudaEventRecord(e, s));
 }
 
-void alloc_rank(const StepPlan& p, RankState& r) {
+void alloc_rank(const StepPlan& p, const RunConfig& c, RankState& r) {
   const row_stream::Shape s = shape_of(p);
   const std::size_t ob = ops::elem_bytes(p.out);
   auto rs = std::make_unique<RowStreamRank>();
@@ -48,6 +48,9 @@ void alloc_rank(const StepPlan& p, RankState& r) {
   rs->counters = DeviceBuffer((1 + row_stream::counter_elems(s)) * sizeof(unsigned long long));
   rs->error = DeviceBuffer(2 * sizeof(int));
   rs->claim = DeviceBuffer(sizeof(unsigned));
+  if (c.row_probe)
+    rs->probe = DeviceBuffer(std::size_t(p.rows_total) * row_stream::items_per_row(p.J, p.D) *
+                             row_stream::kProbeSlots * sizeof(unsigned long long));
   DCPSIM_CUDA(cudaMemset(rs->win_flags.get(), 0, rs->win_flags.bytes()));
   DCPSIM_CUDA(cudaMemset(rs->counters.get(), 0, rs->counters.bytes()));
   DCPSIM_CUDA(cudaMemset(rs->error.get(), 0, rs->error.bytes()));
@@ -115,6 +118,7 @@ ops::RowCombineArgs combine_args(const StepPlan& p, const RunConfig& c, RankStat
   a.error = rs.error.as<int>();
   a.claim = rs.claim.as<unsigned>();
   a.ranks_on_device = p.N;
+  a.probe = rs.probe.get() != nullptr ? rs.probe.as<unsigned long long>() : nullptr;
   return a;
 }
 
@@ -136,7 +140,6 @@ bool is_row_stream(const StepPlan& p) {
 }
 
 void setup_row_stream(const StepPlan& p, const RunConfig& c, Ranks& ranks) {
-  (void)c;
   int sms = 0;
   DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ranks.front()->device));
   if (2 * p.N > sms)  // every owner's combine holds at least one multiprocessor while it waits
@@ -145,7 +148,7 @@ void setup_row_stream(const StepPlan& p, const RunConfig& c, Ranks& ranks) {
                      std::to_string(p.N));
   for (auto& r : ranks) {
     DCPSIM_CUDA(cudaSetDevice(r->device));
-    alloc_rank(p, *r);
+    alloc_rank(p, c, *r);
   }
   const int N = p.N;
   const std::size_t ob = ops::elem_bytes(p.out);
@@ -192,6 +195,8 @@ void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks
     TimelineTag tag(r->timeline, timeline_tag(rep, r->rank, 0));
     ops::launch_advance_epoch(r->row_stream->counters.as<unsigned long long>(), r->stream);
     DCPSIM_CUDA(cudaMemsetAsync(r->row_stream->claim.get(), 0, sizeof(unsigned), r->stream));
+    if (r->row_stream->probe.get() != nullptr)
+      DCPSIM_CUDA(cudaMemsetAsync(r->row_stream->probe.get(), 0, r->row_stream->probe.bytes(), r->stream));
   }
   for (std::size_t i = 0; i < ia; ++i)  // the query all-gather, as every strategy runs it
     for (auto& r : ranks) enqueue_phase(p, c, i, *r, ex, capturing);
@@ -313,6 +318,76 @@ std::vector<std::pair<std::string, double>> row_stream_figures(const StepPlan& p
   out.emplace_back("row_stream.output_after_attention_p50_us", at(0.5));
   out.emplace_back("row_stream.output_after_attention_p90_us", at(0.9));
   out.emplace_back("row_stream.output_after_attention_max_us", at(1.0));
+  return out;
+}
+
+std::vector<RowProbeItem> row_stream_probe(const StepPlan& p, const Ranks& ranks, const Samples& s) {
+  std::vector<RowProbeItem> out;
+  const std::size_t ia = phase_index(p, Phase::kAttention);
+  const bool timeline =
+      s.timing == Timing::kCupti && ia < p.phases.size() && !s.rank_step.empty() && !s.rank_step[0].empty();
+  double att = 0;  // the slowest rank's attention end on the last repetition's timeline
+  if (timeline) {
+    const std::size_t k = s.rank_step[0].size() - 1;
+    for (std::size_t r = 0; r < s.duration.size(); ++r)
+      att = std::max(att, s.phase_origin[r][k] + s.offset[r][ia][k] + s.duration[r][ia][k]);
+  }
+  const int per_row = row_stream::items_per_row(p.J, p.D);
+  for (const auto& rp : ranks) {
+    const RankState& r = *rp;
+    if (!r.row_stream || r.row_stream->probe.get() == nullptr) continue;
+    DCPSIM_CUDA(cudaSetDevice(r.device));
+    const std::size_t items =
+        r.row_stream->probe.bytes() / (row_stream::kProbeSlots * sizeof(unsigned long long));
+    const auto raw = download<unsigned long long>(r.row_stream->probe, items * row_stream::kProbeSlots);
+    const auto rank = static_cast<std::size_t>(r.rank);
+    const unsigned long long origin =
+        rank < s.stamps.size() && !s.stamps[rank].empty() ? s.stamps[rank][0] : 0;
+    const double placed = timeline && rank < s.stamp_origin.size() ? s.stamp_origin[rank] - att : 0.0;
+    for (std::size_t i = 0; i < items; ++i) {
+      const unsigned long long* v = raw.data() + i * row_stream::kProbeSlots;
+      if (v[row_stream::kProbeStored] == 0) continue;  // not merged (a failed wait)
+      RowProbeItem it;
+      it.rank = r.rank;
+      it.item = static_cast<int>(i);
+      it.row = static_cast<int>(i) / per_row;
+      const unsigned long long who = v[row_stream::kProbeWho];
+      it.tail = (who >> 63) != 0;
+      it.sm = static_cast<int>((who >> 32) & 0x7fffffffULL);
+      it.warp = static_cast<int>(who & 0xffffffffULL);
+      for (std::size_t k = 0; k < it.t_ns.size(); ++k)
+        it.t_ns[k] = placed + (static_cast<double>(v[k]) - static_cast<double>(origin));
+      out.push_back(it);
+    }
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, double>> row_probe_figures(const std::vector<RowProbeItem>& items) {
+  std::vector<std::pair<std::string, double>> out;
+  for (const bool tail : {false, true}) {
+    const std::string grid = tail ? "tail" : "streaming";
+    std::vector<const RowProbeItem*> mine;
+    for (const auto& it : items)
+      if (it.tail == tail) mine.push_back(&it);
+    if (mine.empty()) continue;
+    out.emplace_back("row_stream.probe." + grid + ".items", static_cast<double>(mine.size()));
+    for (std::size_t k = 1; k < kRowProbeStages.size(); ++k) {
+      std::vector<double> d;
+      for (const RowProbeItem* it : mine) d.push_back(it->t_ns[k] - it->t_ns[k - 1]);
+      std::sort(d.begin(), d.end());
+      const std::string name = "row_stream.probe." + grid + "." + kRowProbeStages[k];
+      out.emplace_back(name + "_p50_us", median_of(d) / 1e3);
+      out.emplace_back(name + "_max_us", d.back() / 1e3);
+    }
+    double first = mine.front()->t_ns[1], last = mine.front()->t_ns.back();
+    for (const RowProbeItem* it : mine) {
+      first = std::min(first, it->t_ns[1]);
+      last = std::max(last, it->t_ns.back());
+    }
+    out.emplace_back("row_stream.probe." + grid + ".first_claim_us", first / 1e3);
+    out.emplace_back("row_stream.probe." + grid + ".last_stored_us", last / 1e3);
+  }
   return out;
 }
 

@@ -31,6 +31,7 @@ struct RowStreamRank {
   DeviceBuffer counters;                    // [0] the epoch, then this rank's push counters [B'][N]
   DeviceBuffer error;                       // int[2]: 1 + the rank whose row never came, the row
   DeviceBuffer claim;                       // the combines' item counter, zeroed each step
+  DeviceBuffer probe;                       // --row-probe: [items][kProbeSlots] stage times, zeroed each step
   DeviceBuffer dst_o, dst_lse, dst_flags;   // [2N] the owners' windows as this rank addresses them
   ops::RowPush push;                        // the target, rows from 0
   int splits = 1;                           // dcpsim's attention: split count of the whole batch
@@ -68,5 +69,11 @@ void check_row_stream_error(const RankState& r, std::int64_t timeout_ms);
 // output ready time after the slowest rank's attention ended (min, median, p90, max over ranks and real
 // rows, µs), and per repetition the last combine's end after it (median).
 std::vector<std::pair<std::string, double>> row_stream_figures(const StepPlan& p, const Samples& s);
+
+// --row-probe: every combine item of the last measured step (RowProbeItem), and figures summarising them per
+// grid (streaming, tail): the median and the longest of each stage, µs, and the tail grid's first claim and
+// last store after the slowest rank's attention ended.
+std::vector<RowProbeItem> row_stream_probe(const StepPlan& p, const Ranks& ranks, const Samples& s);
+std::vector<std::pair<std::string, double>> row_probe_figures(const std::vector<RowProbeItem>& items);
 
 }  // namespace dcpsim::hw

@@ -181,7 +181,13 @@ RunResult run_step(const RunConfig& config, traces::TraceSink* sink) {
   RunResult result = summarize(p, config, run.samples);
   result.timing_note = note;
   result.check = check_outputs(p, config, run.outputs);
-  if (is_row_stream(p)) result.figures = row_stream_figures(p, run.samples);
+  if (is_row_stream(p)) {
+    result.figures = row_stream_figures(p, run.samples);
+    if (config.row_probe) {
+      result.row_probe = row_stream_probe(p, run.ranks, run.samples);
+      for (auto& f : row_probe_figures(result.row_probe)) result.figures.push_back(std::move(f));
+    }
+  }
   if (sink != nullptr) emit_section(*sink, p, config, run.samples, result);
   return result;
 }

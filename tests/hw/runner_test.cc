@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "dcpsim/hw/runner.h"
 #include "dcpsim/traces/trace_collector.h"
@@ -359,6 +360,43 @@ TEST(Runner, RowStreamReportsRowReadyTimesOnTheTimeline) {
   // inside the step.
   EXPECT_LT(std::fabs(f["row_stream.output_after_attention_max_us"]), r.step_median_ns / 1e3);
   EXPECT_LT(std::fabs(f["row_stream.output_after_attention_min_us"]), r.step_median_ns / 1e3);
+}
+
+// --row-probe: every item of every owner is recorded once, by the grid and warp that merged it, with its
+// stages in order, and summarised per grid.
+TEST(Runner, RowStreamProbeTimesEveryItemInOrder) {
+  DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
+  models::Scenario s =
+      scenario(4, 64, 1, 512, 576, models::Strategy::kRowStream, std::vector<std::int64_t>(20, 2048));
+  s.launch = models::LaunchMode::kGraph;
+  RunConfig c = config(s);
+  c.timing = Timing::kAuto;
+  c.reps = 3;
+  c.row_probe = true;
+  const RunResult r = run_step(c, nullptr);
+  EXPECT_TRUE(r.check.passed) << r.check.summary;
+  // J = 16 heads per owner at D = 512: two heads per item, eight items per row, 20 rows, 4 owners.
+  ASSERT_EQ(r.row_probe.size(), 4u * 20 * 8);
+  std::set<std::pair<int, int>> seen;
+  std::map<bool, int> by_grid;
+  for (const RowProbeItem& it : r.row_probe) {
+    EXPECT_TRUE(seen.insert({it.rank, it.item}).second) << "item " << it.item << " of rank " << it.rank;
+    EXPECT_EQ(it.row, it.item / 8);
+    for (std::size_t k = 1; k < it.t_ns.size(); ++k)
+      EXPECT_LE(it.t_ns[k - 1], it.t_ns[k]) << kRowProbeStages[k] << " of item " << it.item;
+    ++by_grid[it.tail];
+  }
+  std::map<std::string, double> f(r.figures.begin(), r.figures.end());
+  for (const auto& [tail, n] : by_grid) {
+    const std::string grid = tail ? "tail" : "streaming";
+    EXPECT_EQ(f["row_stream.probe." + grid + ".items"], n);
+    EXPECT_LE(f["row_stream.probe." + grid + ".first_claim_us"],
+              f["row_stream.probe." + grid + ".last_stored_us"]);
+    EXPECT_LE(f["row_stream.probe." + grid + ".lse_p50_us"], f["row_stream.probe." + grid + ".lse_max_us"]);
+  }
+  // Without the flag nothing is recorded.
+  c.row_probe = false;
+  EXPECT_TRUE(run_step(c, nullptr).row_probe.empty());
 }
 
 // FlashInfer's kernels have no epilogue to push rows from: refused in one line, before any device work.

@@ -4,6 +4,7 @@
 // each collective replaced by a device-local stand-in and marked as emulated. Warm-up, repetitions, CUDA
 // events per phase per rank, medians; the merged output is checked against the fp64 no-DCP reference
 // (models/).
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -64,6 +65,8 @@ struct RunConfig {
   std::int64_t direct_timeout_ms = 2000;  // how long an owner waits for a flag (direct, row-stream)
   Timing timing = Timing::kAuto;
   AttentionImpl attention = AttentionImpl::kAuto;  // local attention: FlashInfer where it runs, else dcpsim
+  bool row_probe =
+      false;  // row-stream: %globaltimer at each stage of each combine item (RunResult::row_probe)
 };
 
 struct PhaseStats {
@@ -86,6 +89,20 @@ struct CheckResult {
   std::string summary;  // one line with the figures
 };
 
+// One item of the row-stream combine (a slice of one row's heads at its owner), as the last
+// measured step merged it (`hw run --row-probe`): which grid and warp took it, and when each stage ended.
+// Times are ns after the slowest rank's attention ended on the GPU timeline (CUPTI); with other timings,
+// after the owner's step stamp.
+struct RowProbeItem {
+  int rank = 0, item = 0, row = 0;
+  bool tail = false;  // the tail grid (else the streaming grid beside the attention)
+  int sm = 0, warp = 0;
+  // claimed, saw the row's flags, held the LSEs, the weights, the first partials, stored the output
+  std::array<double, 6> t_ns{};
+};
+inline constexpr std::array<const char*, 6> kRowProbeStages = {"claimed", "flags",    "lse",
+                                                               "weights", "partials", "stored"};
+
 struct RunResult {
   std::vector<PhaseStats> phases;
   double step_median_ns = 0;  // threads/MPI: slowest rank's step; emulate: Σ over phases of the slowest rank
@@ -96,6 +113,7 @@ struct RunResult {
   CheckResult check;
   // Further named figures (row-stream: when rows became ready after the slowest rank's attention, µs).
   std::vector<std::pair<std::string, double>> figures;
+  std::vector<RowProbeItem> row_probe;  // with RunConfig::row_probe: every item of the last measured step
 };
 
 // Runs the step, writes one trace section (scenario, events of the median repetition, phase summaries, row
