@@ -104,22 +104,42 @@ __device__ __forceinline__ void pdl_begin() {
 }
 
 // Launches `kernel` on `stream`, with the programmatic-serialization attribute when PDL is on for this
-// thread (see PdlScope); throws RuntimeError naming `name` when the launch fails.
+// thread (see PdlScope) and, when `high_priority`, at the device's greatest priority (kept by a captured
+// graph's kernel node; the runner instantiates graphs with node priorities); throws RuntimeError naming
+// `name` when the launch fails.
 template <typename... Params, typename... Args>
-void launch_kernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
-                   cudaStream_t stream, Args&&... args) {
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+void launch_kernel_with(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
+                        cudaStream_t stream, bool high_priority, Args&&... args) {
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (pdl_enabled()) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  if (high_priority) {
+    int least = 0, greatest = 0;
+    const cudaError_t e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+    if (e != cudaSuccess) launch_failed(name, e);
+    attr[n].id = cudaLaunchAttributePriority;
+    attr[n].val.priority = greatest;
+    ++n;
+  }
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cfg.attrs = attr;
-  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  cfg.numAttrs = n;
   const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
   if (e != cudaSuccess) launch_failed(name, e);
+}
+
+template <typename... Params, typename... Args>
+void launch_kernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
+                   cudaStream_t stream, Args&&... args) {
+  launch_kernel_with(name, kernel, grid, block, smem, stream, false, std::forward<Args>(args)...);
 }
 
 __device__ __forceinline__ unsigned long long global_timer() {

@@ -264,36 +264,6 @@ __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_kernel(Comb
   }
 }
 
-// cudaLaunchKernelEx with PDL when it is on for this thread and, when asked, the device's greatest
-// priority (kept by a captured graph's kernel node; the runner instantiates graphs with node priorities).
-template <typename... Params, typename... Args>
-void launch_at(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
-               cudaStream_t stream, bool high_priority, Args&&... args) {
-  cudaLaunchAttribute attr[2];
-  int n = 0;
-  if (pdl_enabled()) {
-    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n].val.programmaticStreamSerializationAllowed = 1;
-    ++n;
-  }
-  if (high_priority) {
-    int least = 0, greatest = 0;
-    DCPSIM_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    attr[n].id = cudaLaunchAttributePriority;
-    attr[n].val.priority = greatest;
-    ++n;
-  }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = n;
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
-  if (e != cudaSuccess) launch_failed(name, e);
-}
-
 void check_target(const RowPush& q, int heads, Elem e) {
   const int eb = static_cast<int>(elem_bytes(e));
   if (q.dcp < 1 || q.heads_per_owner < 1 || q.dcp * q.heads_per_owner != heads || q.rank < 0 ||
@@ -366,7 +336,7 @@ void launch_row_combine(const RowCombineArgs& a, cudaStream_t stream) {
   const int blocks = row_stream::combine_blocks(sms, a.ranks_on_device, ceil_div(items, warps), a.tail);
   auto run = [&](auto kernel) {
     DCPSIM_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    launch_at("row_combine_kernel", kernel, blocks, 32 * warps, smem, stream, !a.tail, p);
+    launch_kernel_with("row_combine_kernel", kernel, blocks, 32 * warps, smem, stream, !a.tail, p);
   };
   with_elem(a.elem, [&](auto tag) {
     using T = typename decltype(tag)::type;
