@@ -15,7 +15,8 @@
 # `pdl`: the fit set's scenarios launched with PDL (its files are the fit set's, with `pdl` for `graph`): what
 # PDL saves a merge kernel in a step, for calibrating launch.pdl_* (never the held-out sets' PDL scenarios).
 # Phases are timed on the GPU timeline (CUPTI) whenever it loads (`hw run --timing auto`).
-#   scripts/hw_sweep.sh DCPSIM_BINARY OUT_DIR [fit|pdl|holdout|holdout2|holdout3|holdout4|rows]
+# `holdout5`: a fifth, chosen on 2026-12-04 before the model of that day was checked against it.
+#   scripts/hw_sweep.sh DCPSIM_BINARY OUT_DIR [fit|pdl|holdout|holdout2|holdout3|holdout4|holdout5|rows]
 set -uo pipefail
 bin=${1:?dcpsim binary}
 out=${2:?output directory}
@@ -95,6 +96,24 @@ if [ "$set_name" = holdout4 ]; then
       --launch eager --check-rows 4
   run gqa_n4_h96_b160_ctx1k_graph --dcp 4 --heads 96 --kv-heads 8 --head-dim 128 --batch 160 --context 1k \
       --launch graph --check-rows 4
+  exit 0
+fi
+if [ "$set_name" = holdout5 ]; then
+  # Chosen on 2026-12-04 before this model was checked against them: N = 2, 3, 4, 6, 8; MLA heads per owner
+  # 15, 8, 20, 12; GQA groups 16, 6, 5 and 10 (none a measured group but 16); rows and tokens off the grids;
+  # PDL, graph and eager.
+  run mla_n4_h60_b12_ctx20k_pdl --dcp 4 --heads 60 $mla --batch 12 --context 20k --launch pdl --check-rows 2
+  run mla_n6_h48_b40_ctx5k_graph --dcp 6 --heads 48 $mla --batch 40 --context 5k --launch graph --check-rows 2
+  run mla_n2_h40_b64_ctx3k_eager --dcp 2 --heads 40 $mla --batch 64 --context 3k --launch eager --check-rows 4
+  run mla_n8_h96_b3_ctx80k_pdl --dcp 8 --heads 96 $mla --batch 3 --context 80k --launch pdl
+  run gqa_n4_h64_b28_ctx14k_pdl --dcp 4 --heads 64 --kv-heads 4 --head-dim 128 --batch 28 --context 14k \
+      --launch pdl --check-rows 2
+  run gqa_n6_h36_b80_ctx2k_graph --dcp 6 --heads 36 --kv-heads 6 --head-dim 128 --batch 80 --context 2k \
+      --launch graph --check-rows 4
+  run gqa_n8_h40_b6_ctx56k_eager --dcp 8 --heads 40 --kv-heads 8 --head-dim 128 --batch 6 --context 56k \
+      --launch eager --check-rows 2
+  run gqa_n3_h60_b36_ctx7k_graph --dcp 3 --heads 60 --kv-heads 6 --head-dim 128 --batch 36 --context 7k \
+      --launch graph --check-rows 2
   exit 0
 fi
 if [ "$set_name" = rows ]; then

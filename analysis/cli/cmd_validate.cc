@@ -51,12 +51,17 @@ std::string command_line(const std::vector<std::string>& argv) {
 }
 
 void print_report(const analysis::ValidationReport& r, const analysis::ValidateOptions& opt) {
-  std::printf("%-12s %6s %9s %9s %9s %9s %9s\n", "figure", "n", "median", "p90", "max", "in-tol", "in-band");
+  std::printf("%-12s %6s %9s %9s %9s %9s %9s %9s\n", "figure", "n", "median", "p90", "max", "p90-floor",
+              "in-tol", "in-band");
   for (const analysis::ErrorSummary& s : r.per_figure) {
-    std::printf("%-12s %6d %9s %9s %9s %9s %9s\n", s.key.c_str(), s.count, pct(s.median).c_str(),
-                pct(s.p90).c_str(), pct(s.max).c_str(), pct(s.within_tolerance).c_str(),
+    std::printf("%-12s %6d %9s %9s %9s %9s %9s %9s\n", s.key.c_str(), s.count, pct(s.median).c_str(),
+                pct(s.p90).c_str(), pct(s.max).c_str(), pct(s.p90_floored).c_str(),
+                pct(s.within_tolerance).c_str(),
                 s.with_interval > 0 ? pct(s.inside_interval).c_str() : "n/a");
   }
+  std::cout << "(p90-floor: the p90 with an error within " << opt.tolerance_absolute_s * 1e6
+            << " us counted as 0; in-tol: the share within max(" << pct(opt.tolerance_relative) << ", "
+            << opt.tolerance_absolute_s * 1e6 << " us))\n";
   if (r.emulated) std::cout << "note: emulated traces: kernel phases only\n";
   for (const std::string& e : r.excluded) std::cout << "note: left out " << e << "\n";
   for (const std::string& w : r.warnings) std::cerr << "warning: " << w << "\n";

@@ -23,15 +23,16 @@ double percentile_of(std::vector<double> v, double q) {
   return v[lo] + (pos - double(lo)) * (v[hi] - v[lo]);
 }
 
-ErrorSummary summarise(std::string key, const std::vector<const Comparison*>& items) {
+ErrorSummary summarise(std::string key, const std::vector<const Comparison*>& items, double floor_s) {
   ErrorSummary s;
   s.key = std::move(key);
   s.count = static_cast<int>(items.size());
   if (items.empty()) return s;
-  std::vector<double> err;
+  std::vector<double> err, floored;
   int within = 0, inside = 0;
   for (const Comparison* c : items) {
     err.push_back(std::abs(c->relative_error));
+    floored.push_back(std::abs(c->predicted_s - c->observation.measured_s) <= floor_s ? 0.0 : err.back());
     within += c->within_tolerance ? 1 : 0;
     if (c->interval_low_s) {
       ++s.with_interval;
@@ -40,6 +41,8 @@ ErrorSummary summarise(std::string key, const std::vector<const Comparison*>& it
   }
   s.median = percentile_of(err, 0.5);
   s.p90 = percentile_of(err, 0.9);
+  s.median_floored = percentile_of(floored, 0.5);
+  s.p90_floored = percentile_of(floored, 0.9);
   s.max = *std::max_element(err.begin(), err.end());
   s.within_tolerance = double(within) / double(items.size());
   s.inside_interval = s.with_interval > 0 ? double(inside) / double(s.with_interval) : 0.0;
@@ -175,18 +178,21 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
     by_section[c.observation.section].push_back(&c);
     everything.push_back(&c);
   }
-  for (const auto& [figure, items] : by_figure) rep.per_figure.push_back(summarise(figure, items));
-  rep.per_figure.push_back(summarise("all", everything));
+  for (const auto& [figure, items] : by_figure)
+    rep.per_figure.push_back(summarise(figure, items, opt.tolerance_absolute_s));
+  rep.per_figure.push_back(summarise("all", everything, opt.tolerance_absolute_s));
   for (const auto& [section, items] : by_section)
-    rep.per_section.push_back(summarise(sections[section].where(), items));
+    rep.per_section.push_back(summarise(sections[section].where(), items, opt.tolerance_absolute_s));
   std::map<std::string, std::vector<const Comparison*>> by_source, source_totals;
   for (const Comparison& c : rep.comparisons) {
     if (c.price_source.empty()) continue;
     by_source[figure_of(c.observation) + " [" + c.price_source + "]"].push_back(&c);
     source_totals["all [" + c.price_source + "]"].push_back(&c);
   }
-  for (const auto& [key, items] : by_source) rep.per_source.push_back(summarise(key, items));
-  for (const auto& [key, items] : source_totals) rep.per_source.push_back(summarise(key, items));
+  for (const auto& [key, items] : by_source)
+    rep.per_source.push_back(summarise(key, items, opt.tolerance_absolute_s));
+  for (const auto& [key, items] : source_totals)
+    rep.per_source.push_back(summarise(key, items, opt.tolerance_absolute_s));
   rep.median_error = rep.per_figure.back().median;
   rep.passed = rep.median_error <= opt.max_median_error;
   return rep;

@@ -250,9 +250,203 @@ __global__ void __launch_bounds__(kThreads, 3) direct_merge_kernel(DirectMergeAr
   }
 }
 
+// ---- the chunk kernel (the default): per-chunk flags, no grid-wide dependency ----
+
+constexpr int kChunk = DirectLayout::kChunkPairs;
+static_assert(kChunk == kWarps, "the chunk kernel combines one pair of a chunk per warp");
+constexpr int kSendPairs = 4;      // pairs a warp loads at once before it stores them
+constexpr int kUnitsInFlight = 8;  // 16-byte loads a lane issues before it stores
+
+// Item i of a chunk's sends: owner i / count, pair q0 + i % count of that owner, as (row, rank head, slot).
+struct SendItem {
+  int b, h, owner, j;
+};
+__device__ __forceinline__ SendItem send_item(int i, int q0, int count, int J) {
+  const int owner = i / count, q = q0 + i % count;
+  const int b = q / J, j = q - b * J;
+  return {b, owner * J + j, owner, j};
+}
+
+// 1. The block's chunk c to every owner: N × count pairs, kSendPairs per warp at a time with every lane's
+// 16-byte loads of them issued before any store (a warp's pairs are D·sizeof(T)/16 units each, spread over
+// its lanes), then the LSEs.
 template <typename T>
-void* kernel_of() {
-  return reinterpret_cast<void*>(direct_merge_kernel<T>);
+__device__ void send_chunk(const DirectMergeArgs& a, const DirectRank& me, const Step& st, int q0, int count,
+                           int warp, int lane) {
+  const DirectLayout& L = st.layout;
+  const int items = a.dcp * count;
+  if (!st.vec) {
+    for (int i = warp; i < items; i += kWarps) {
+      const SendItem it = send_item(i, q0, count, L.heads);
+      send<T>(me, st, it.b, it.h, lane);
+    }
+    return;
+  }
+  const int U = L.dim * int(sizeof(T)) / 16;
+  for (int i0 = warp * kSendPairs; i0 < items; i0 += kWarps * kSendPairs) {
+    const int n = min(kSendPairs, items - i0), units = n * U;
+    for (int u0 = lane; u0 < units; u0 += 32 * kUnitsInFlight) {
+      int4 v[kUnitsInFlight];
+      int4* d[kUnitsInFlight];
+#pragma unroll
+      for (int k = 0; k < kUnitsInFlight; ++k) {
+        const int u = u0 + 32 * k;
+        if (u < units) {
+          const int p = u / U, w = u - p * U;
+          const SendItem it = send_item(i0 + p, q0, count, L.heads);
+          const int4* src = reinterpret_cast<const int4*>(static_cast<const T*>(me.o) +
+                                                          it.b * me.o_row_stride + it.h * me.o_head_stride);
+          v[k] = __ldg(src + w);
+          d[k] = reinterpret_cast<int4*>(me.windows[it.owner] + L.o(st.par, me.rank, it.b, it.j)) + w;
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < kUnitsInFlight; ++k)
+        if (u0 + 32 * k < units) *d[k] = v[k];
+    }
+    if (lane < n) {
+      const SendItem it = send_item(i0 + lane, q0, count, L.heads);
+      *reinterpret_cast<float*>(me.windows[it.owner] + L.lse(st.par, me.rank, it.b, it.j)) =
+          me.lse[it.b * me.lse_row_stride + it.h * me.lse_head_stride];
+    }
+  }
+}
+
+// 2. After the block's stores of chunk c: thread n raises the chunk's flag in owner n's window.
+__device__ void publish_chunk(const DirectMergeArgs& a, const DirectRank& me, const Step& st, int c) {
+  __threadfence_system();  // each thread's peer stores are visible system-wide before the flags
+  __syncthreads();
+  for (int n = threadIdx.x; n < a.dcp; n += blockDim.x)
+    store_release_sys(
+        reinterpret_cast<unsigned long long*>(me.windows[n] + st.layout.chunk_flag(st.par, me.rank, c)),
+        st.epoch);
+}
+
+// 3. Every source's flag of chunk c in the rank's own window; false after the timeout (the error names the
+// first source found missing).
+__device__ bool wait_chunk(const DirectMergeArgs& a, const DirectRank& me, const Step& st, int c) {
+  __shared__ int failed;
+  if (threadIdx.x == 0) failed = 0;
+  __syncthreads();
+  const unsigned char* own = me.windows[me.rank];
+  for (int s = threadIdx.x; s < a.dcp; s += blockDim.x) {
+    const auto* flag = reinterpret_cast<const unsigned long long*>(own + st.layout.chunk_flag(st.par, s, c));
+    const unsigned long long start = global_timer();
+    while (load_acquire_sys(flag) != st.epoch) {
+      if (static_cast<long long>(global_timer() - start) > a.timeout_ns) {
+        atomicCAS(me.error, 0, 1 + s);
+        atomicOr(&failed, 1);
+        break;
+      }
+      __nanosleep(32);
+    }
+  }
+  __syncthreads();
+  return failed == 0;
+}
+
+// 4. One (row, kept head) of the owner, N ≤ 32, 16-byte rows: lane s loads LSE s once, and the lane's slot
+// loads of its first units go out with it, before the weights are known (a slot is read whatever its weight
+// but accumulated only under a non-zero one, so the NaN partial of an empty shard never reaches the sum).
+// One rounding to the output type.
+constexpr int kPrefetch = 4;  // sources whose first 16-byte unit a lane loads beside the LSE
+
+template <typename T>
+__device__ void combine_one(const DirectMergeArgs& a, const DirectRank& me, const Step& st, int b, int j,
+                            int lane) {
+  const DirectLayout& L = st.layout;
+  const int N = a.dcp;
+  const unsigned char* own = me.windows[me.rank];
+  constexpr int kVec = 16 / sizeof(T);
+  const int units = L.dim / kVec;
+  auto slot = [&](int s) { return reinterpret_cast<const int4*>(own + L.o(st.par, s, b, j)); };
+  int4 first[kPrefetch];
+#pragma unroll
+  for (int i = 0; i < kPrefetch; ++i)
+    if (i < N && lane < units) first[i] = __ldcg(slot(i) + lane);
+  const float x = lane < N
+                      ? sanitize_lse(__ldcg(reinterpret_cast<const float*>(own + L.lse(st.par, lane, b, j))))
+                      : -INFINITY;
+  const float k = a.base2 ? 1.f : kLog2e;
+  const float m = warp_max(x);
+  const float e = m == -INFINITY ? 0.f : exp2f((x - m) * k);
+  const LseShift shift{m, warp_sum(e)};
+  float w_lane = m == -INFINITY ? 0.f : e / shift.sum;
+  w_lane = w_lane == w_lane ? w_lane : 0.f;
+  T* dst = static_cast<T*>(me.out) + (std::int64_t(b) * L.heads + j) * L.dim;
+  // The lane's first unit: the prefetched sources, then the rest; then its further units, if any.
+  for (int c0 = 0; c0 < units; c0 += 32) {
+    const int c = c0 + lane;
+    const bool active = c < units;
+    float acc[kVec] = {};
+    int s0 = 0;
+    if (c0 == 0) {
+#pragma unroll
+      for (int i = 0; i < kPrefetch; ++i) {
+        const float w = i < N ? __shfl_sync(kFull, w_lane, i) : 0.f;
+        if (w != 0.f && active) accumulate<T>(acc, first[i], w);
+      }
+      s0 = kPrefetch;
+    }
+    for (; s0 < N; s0 += kPrefetch) {
+      int4 v[kPrefetch];
+#pragma unroll
+      for (int i = 0; i < kPrefetch; ++i)
+        if (s0 + i < N && active) v[i] = __ldcg(slot(s0 + i) + c);
+#pragma unroll
+      for (int i = 0; i < kPrefetch; ++i) {
+        const float w = s0 + i < N ? __shfl_sync(kFull, w_lane, min(s0 + i, 31)) : 0.f;
+        if (w != 0.f && active) accumulate<T>(acc, v[i], w);
+      }
+    }
+    if (active) reinterpret_cast<int4*>(dst)[c] = round_out<T>(acc);
+  }
+  if (lane == 0 && me.merged_lse != nullptr)
+    me.merged_lse[std::int64_t(b) * L.heads + j] = merged_lse(shift, k);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 2) direct_chunk_kernel(DirectMergeArgs a, bool vec) {
+  pdl_begin();
+  const DirectRank& me = a.ranks[blockIdx.y];
+  Step st;
+  st.layout = {a.dcp, a.rows, a.heads / a.dcp, a.dim, int(sizeof(T))};
+  st.epoch = *reinterpret_cast<volatile const unsigned long long*>(me.control) + 1ull;
+  st.par = DirectLayout::parity(st.epoch);
+  st.vec = vec;
+  const int J = st.layout.heads, pairs = a.valid_rows * J, chunks = st.layout.chunks(a.valid_rows);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int c = blockIdx.x; c < chunks; c += gridDim.x) {
+    send_chunk<T>(a, me, st, c * kChunk, min(kChunk, pairs - c * kChunk), warp, lane);
+    publish_chunk(a, me, st, c);
+  }
+  // Every block reads the epoch before it counts itself, so the block that completes the count records it
+  // for the next step once no block of this one can still read it.
+  if (threadIdx.x == 0 &&
+      atomicAdd(me.control + 1, 1ull) + 1ull == st.epoch * static_cast<unsigned long long>(gridDim.x))
+    *reinterpret_cast<volatile unsigned long long*>(me.control) = st.epoch;
+  // Padding rows: nothing was sent, nothing to wait for.
+  for (int pair = pairs + blockIdx.x * kWarps + warp; pair < a.rows * J; pair += gridDim.x * kWarps) {
+    combine<T>(a, me, st, pair / J, pair % J, lane);
+    row_head_done(me.stamps, pair / J, J, lane);
+  }
+  const bool fast = vec && a.dcp <= 32;
+  for (int c = blockIdx.x; c < chunks; c += gridDim.x) {
+    if (!wait_chunk(a, me, st, c)) return;
+    const int q = c * kChunk + warp;
+    if (q >= pairs) continue;
+    if (fast)
+      combine_one<T>(a, me, st, q / J, q % J, lane);
+    else
+      combine<T>(a, me, st, q / J, q % J, lane);
+    row_head_done(me.stamps, q / J, J, lane);
+  }
+}
+
+template <typename T>
+void* kernel_of(bool chunk) {
+  return chunk ? reinterpret_cast<void*>(direct_chunk_kernel<T>)
+               : reinterpret_cast<void*>(direct_merge_kernel<T>);
 }
 
 void check_args(const DirectMergeArgs& a) {
@@ -274,17 +468,28 @@ std::size_t direct_window_bytes(int dcp, int rows, int heads, int dim, Elem e) {
   return DirectLayout{dcp, rows, heads / dcp, dim, int(elem_bytes(e))}.bytes();
 }
 
+bool direct_uses_chunks(const DirectMergeArgs& a) {
+  return a.variant != DirectVariant::kGrid;
+}
+
 int direct_merge_blocks(const DirectMergeArgs& a, int device) {
+  const bool chunk = direct_uses_chunks(a);
   void* kernel = nullptr;
-  with_elem(a.elem, [&](auto tag) { kernel = kernel_of<typename decltype(tag)::type>(); });
+  with_elem(a.elem, [&](auto tag) { kernel = kernel_of<typename decltype(tag)::type>(chunk); });
   int per_sm = 0, sms = 0;
   DCPSIM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
   DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int resident = std::max(1, per_sm * sms / a.launch_ranks);
   if (a.blocks_per_rank > 0) return std::min(a.blocks_per_rank, resident);
+  const int J = a.heads / a.dcp;
+  // The chunk kernel: a block per chunk of the owner's pairs (it sends that chunk to every owner and combines
+  // its own), or per eight padding pairs; the grid kernel: enough warps for the larger of the two phases.
   const std::int64_t work =
-      std::max<std::int64_t>(std::int64_t(a.valid_rows) * a.heads, std::int64_t(a.rows) * (a.heads / a.dcp));
-  return std::min(std::max(1, ceil_div(work, kWarps)), resident);
+      chunk ? std::max<std::int64_t>(ceil_div(std::int64_t(a.valid_rows) * J, kChunk),
+                                     ceil_div(std::int64_t(a.rows - a.valid_rows) * J, kWarps))
+            : ceil_div(std::max<std::int64_t>(std::int64_t(a.valid_rows) * a.heads, std::int64_t(a.rows) * J),
+                       kWarps);
+  return static_cast<int>(std::min<std::int64_t>(std::max<std::int64_t>(1, work), resident));
 }
 
 void launch_direct_merge(const DirectMergeArgs& a, cudaStream_t stream) {
@@ -297,10 +502,18 @@ void launch_direct_merge(const DirectMergeArgs& a, cudaStream_t stream) {
   const bool vec = (a.dim * elem_bytes(a.elem)) % 16 == 0 && a.o_rows_aligned;
   with_elem(a.elem, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    launch_kernel("direct_merge_kernel", direct_merge_kernel<T>, dim3(blocks, a.launch_ranks), kThreads, 0,
-                  stream, a, vec);
+    if (direct_uses_chunks(a))
+      launch_kernel("direct_chunk_kernel", direct_chunk_kernel<T>, dim3(blocks, a.launch_ranks), kThreads, 0,
+                    stream, a, vec);
+    else
+      launch_kernel("direct_merge_kernel", direct_merge_kernel<T>, dim3(blocks, a.launch_ranks), kThreads, 0,
+                    stream, a, vec);
   });
   DCPSIM_CUDA_LAUNCHED("direct_merge_kernel");
+}
+
+std::vector<std::string> direct_variants() {
+  return {"chunk", "grid"};
 }
 
 }  // namespace dcpsim::hw::ops
@@ -313,7 +526,7 @@ namespace {
 
 class DirectBench final : public BenchOp {
  public:
-  DirectBench(const OpShape& s, std::uint64_t seed) : s_(s) {
+  DirectBench(const OpShape& s, std::uint64_t seed) : s_(s), variant_(s.variant) {
     if (s.heads % s.dcp != 0) throw InputError("direct bench: H must be divisible by N");
     const int N = s.dcp, J = s.heads / N;
     const std::size_t window = direct_window_bytes(N, s.rows, s.heads, s.dim, Elem::kBF16);
@@ -366,11 +579,16 @@ class DirectBench final : public BenchOp {
     a.ranks = ranks_.as<const DirectRank>();
     a.launch_ranks = s_.dcp;
     a.blocks_per_rank = s_.blocks;
+    a.variant = variant_ == 1   ? DirectVariant::kGrid
+                : variant_ == 0 ? DirectVariant::kChunk
+                                : DirectVariant::kAuto;
     launch_direct_merge(a, stream);
   }
+  void set_variant(int v) override { variant_ = v; }
 
  private:
   OpShape s_;
+  int variant_;  // -1: auto; else direct_variants()[variant_]
   std::vector<DeviceBuffer> o_, lse_, windows_, out_;
   DeviceBuffer table_, control_, error_, ranks_;
 };

@@ -224,13 +224,21 @@ struct DirectRank {
   RowStamps stamps;
 };
 
+// Which kernel runs the protocol (dcpsim/hw/direct_protocol.h): `chunk` raises a flag per chunk of an owner's
+// pairs and combines a chunk once every source has sent it; `grid` raises one flag per source once all its
+// blocks have stored, so every combine waits for every store. kAuto: chunk.
+enum class DirectVariant { kAuto, kChunk, kGrid };
+
 struct DirectMergeArgs : MergeDims {     // heads: H; elem: O's, the slots' and the output's type
   const DirectRank* ranks = nullptr;     // device array, one entry per rank of this launch
   int launch_ranks = 1;                  // blockIdx.y picks the entry
   long long timeout_ns = 2'000'000'000;  // per wait for the peers' flags
   int blocks_per_rank = 0;               // 0: what direct_merge_blocks() says
   bool o_rows_aligned = true;            // every rank's O rows start on 16 bytes (else element-wise loads)
+  DirectVariant variant = DirectVariant::kAuto;
 };
+// The variants' names as `hw bench --op direct --variant I` numbers them (I = 0, 1, ...).
+std::vector<std::string> direct_variants();
 // Blocks per rank the launch uses: enough warps for the work, and every block of the launch resident at once
 // (the blocks spin on flags that other blocks of the same launch, or other GPUs, raise).
 int direct_merge_blocks(const DirectMergeArgs& a, int device);

@@ -153,6 +153,7 @@ std::vector<std::string> op_variants(const std::string& op) {
   if (factories().count(op) == 0) throw InputError("--op '" + op + "' is not an operation");
   if (op == "correct") return ops::correct_variants();
   if (op == "combine" || op == "a2a-combine") return ops::combine_variants();
+  if (op == "direct") return ops::direct_variants();
   return {};
 }
 

@@ -78,6 +78,7 @@ ops::DirectMergeArgs merge_args(const Shape& s, const GpuDirectOptions& o, ops::
   auto a =
       ops::with_dims<ops::DirectMergeArgs>({s.N, s.B, s.valid, s.H, s.D, o.base == models::LseBase::k2, e});
   a.timeout_ns = o.timeout_ns;
+  a.variant = o.grid_kernel ? ops::DirectVariant::kGrid : ops::DirectVariant::kChunk;
   const std::size_t eb = ops::elem_bytes(e);
   for (const auto& p : partials)
     a.o_rows_aligned =

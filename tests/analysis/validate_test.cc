@@ -113,6 +113,42 @@ TEST(Validate, AWrongProfileFailsTheGate) {
   EXPECT_TRUE(validate(models::load_profile("h200-sxm"), std::nullopt, sections, lax).passed);
 }
 
+// The floored p90 (a figure within the absolute floor counts as 0): the plain p90 with no floor, zero with a
+// floor above every error, and in between the p90 of the errors left once those under the floor are zeroed.
+TEST(Validate, FlooredPercentilesCountErrorsWithinTheFloorAsZero) {
+  const auto sections = load_measured(truth_traces().path).sections;
+  const auto profile = models::load_profile("h200-sxm");
+  ValidateOptions none;
+  none.tolerance_absolute_s = 0.0;
+  const ValidationReport plain = validate(profile, std::nullopt, sections, none);
+  ASSERT_GT(plain.per_figure.back().p90, 0.0);
+  EXPECT_DOUBLE_EQ(plain.per_figure.back().p90_floored, plain.per_figure.back().p90);
+  EXPECT_DOUBLE_EQ(plain.per_figure.back().median_floored, plain.per_figure.back().median);
+  ValidateOptions huge;
+  huge.tolerance_absolute_s = 1.0;
+  const ValidationReport all_within = validate(profile, std::nullopt, sections, huge);
+  EXPECT_EQ(all_within.per_figure.back().p90_floored, 0.0);
+  EXPECT_DOUBLE_EQ(all_within.per_figure.back().p90, plain.per_figure.back().p90);
+  // 0.5 µs: recomputed from the comparisons.
+  const ValidationReport r = validate(profile, std::nullopt, sections);
+  std::vector<double> floored;
+  int zeroed = 0;
+  for (const Comparison& c : r.comparisons) {
+    const bool within = std::abs(c.predicted_s - c.observation.measured_s) <= 0.5e-6;
+    zeroed += within ? 1 : 0;
+    floored.push_back(within ? 0.0 : std::abs(c.relative_error));
+  }
+  ASSERT_GT(zeroed, 0);
+  ASSERT_LT(zeroed, static_cast<int>(floored.size()));
+  std::sort(floored.begin(), floored.end());
+  const double pos = 0.9 * double(floored.size() - 1);
+  const auto lo = static_cast<std::size_t>(pos);
+  const double p90 =
+      floored[lo] + (pos - double(lo)) * (floored[std::min(lo + 1, floored.size() - 1)] - floored[lo]);
+  EXPECT_NEAR(r.per_figure.back().p90_floored, p90, 1e-15);
+  EXPECT_LE(r.per_figure.back().p90_floored, r.per_figure.back().p90);
+}
+
 TEST(Validate, ReportsAndPredictionIntervals) {
   const auto sections = load_measured(truth_traces().path).sections;
   CalibrationInfo cal;

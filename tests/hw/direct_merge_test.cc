@@ -91,7 +91,12 @@ void expect_block(const GpuMergedBlock& g, const models::RankOutput& ref, DType 
   }
 }
 
-TEST(DirectMerge, EmulatedMatchesTheReferenceAtOddShapes) {
+// Both kernels of the protocol: per-chunk flags (the default) and per-source flags ("grid").
+class DirectKernels : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(DirectMerge, DirectKernels, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "grid" : "chunk"; });
+
+TEST_P(DirectKernels, EmulatedMatchesTheReferenceAtOddShapes) {
   DCPSIM_REQUIRE_GPU(gpu_direct_merge({}, {}));
   std::vector<DirectCase> cases;
   cases.push_back({3, 96, 512, rows_17(), models::LseBase::kE, DType::kBF16});
@@ -100,6 +105,9 @@ TEST(DirectMerge, EmulatedMatchesTheReferenceAtOddShapes) {
   cases.push_back({6, 96, 128, rows_17(), models::LseBase::kE, DType::kF32, true, 8});
   cases.push_back({6, 96, 100, rows_17(), models::LseBase::kE, DType::kBF16, false, 3});  // element-wise
   cases.push_back({3, 96, 512, std::vector<std::int64_t>(17, 0), models::LseBase::kE, DType::kBF16});
+  cases.push_back({8, 128, 512, {4000}, models::LseBase::kE, DType::kBF16});  // B = 1: two chunks per owner
+  cases.push_back({7, 7, 128, rows_17(), models::LseBase::kE, DType::kBF16, false, 0, 16});  // one head each
+  cases.push_back({1, 16, 512, rows_17(), models::LseBase::kE, DType::kBF16});
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const DirectCase& c = cases[i];
     SCOPED_TRACE("case " + std::to_string(i) + ": N=" + std::to_string(c.dcp) +
@@ -110,6 +118,7 @@ TEST(DirectMerge, EmulatedMatchesTheReferenceAtOddShapes) {
     o.out_dtype = c.out;
     o.valid_rows = c.valid_rows;
     o.steps = 3;
+    o.grid_kernel = GetParam();
     const auto got = gpu_direct_merge(parts, o);
     const auto ref = direct_reference(parts, c, models::Strategy::kDirect);
     ASSERT_EQ(got.size(), std::size_t(c.dcp));
@@ -117,11 +126,12 @@ TEST(DirectMerge, EmulatedMatchesTheReferenceAtOddShapes) {
   }
 }
 
-TEST(DirectMerge, TimeoutErrorNamesTheMissingRank) {
+TEST_P(DirectKernels, TimeoutErrorNamesTheMissingRank) {
   DCPSIM_REQUIRE_GPU(gpu_direct_merge({}, {}));
   DirectCase c{5, 10, 128, {7, 30}};
   const auto parts = partials(c, 3);
   GpuDirectOptions o;
+  o.grid_kernel = GetParam();
   o.skip_writer = 3;
   o.timeout_ns = 20'000'000;
   o.steps = 2;

@@ -48,6 +48,37 @@ TEST(DirectLayout, SlotsAreDistinctAlignedAndInsideTheirRegions) {
   }
 }
 
+// The chunk flags: one per (parity, source, chunk), distinct from each other and from the per-source flags,
+// all inside the flag region (which is what the host zeroes), and enough chunks for every pair of every row.
+TEST(DirectLayout, ChunkFlagsAreDistinctAndInsideTheFlagRegion) {
+  for (const DirectLayout l :
+       {DirectLayout{3, 17, 32, 512, 2}, DirectLayout{6, 17, 16, 512, 2}, DirectLayout{1, 1, 1, 7, 2},
+        DirectLayout{8, 1, 16, 512, 2}, DirectLayout{72, 3, 2, 128, 2}, DirectLayout{5, 9, 3, 128, 2}}) {
+    SCOPED_TRACE("N=" + std::to_string(l.dcp) + " B=" + std::to_string(l.rows) +
+                 " J=" + std::to_string(l.heads));
+    const int chunks = l.chunks(l.rows);
+    EXPECT_GE(chunks * DirectLayout::kChunkPairs, l.rows * l.heads);
+    EXPECT_LT((chunks - 1) * DirectLayout::kChunkPairs, l.rows * l.heads);
+    EXPECT_LE(l.chunks(l.rows - 1), chunks);  // fewer valid rows never need more flags
+    EXPECT_EQ(l.chunks(0), 0);
+    std::set<std::size_t> at;
+    for (int par = 0; par < 2; ++par)
+      for (int src = 0; src < l.dcp; ++src) {
+        at.insert(l.flag(par, src));
+        for (int c = 0; c < chunks; ++c) {
+          const std::size_t f = l.chunk_flag(par, src, c);
+          ASSERT_EQ(f % 8, 0u);
+          ASSERT_GE(f, l.source_flags_bytes());
+          ASSERT_LE(f + 8, l.flags_bytes());
+          at.insert(f);
+        }
+      }
+    EXPECT_EQ(at.size(), 2u * l.dcp * (1 + chunks));
+    EXPECT_LE(l.flags_bytes(), l.o_region());
+    EXPECT_EQ(l.o_region() % DirectLayout::kAlign, 0u);
+  }
+}
+
 TEST(DirectLayout, HeadsGoToTheirBlockOwner) {
   const DirectLayout l{4, 2, 8, 128, 2};  // H = 32
   for (int h = 0; h < 32; ++h) {

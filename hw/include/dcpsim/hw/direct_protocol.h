@@ -3,14 +3,19 @@
 // tests (no CUDA types; the kernel includes it too).
 //
 // Every owner rank n exposes one window (an NCCL symmetric window across GPUs, a plain device allocation in
-// emulation) laid out as DirectLayout says: epoch flags [2][N_src] (u64), then O slots [2][N_src][B][H/N][D]
-// in the output type, then LSE slots [2][N_src][B][H/N] (fp32), each region 256-byte aligned so 16-byte
-// vector stores stay aligned. Writer r sends head h of its O [B][H][D] to owner owner_of(h) as that owner's
-// head local_head(h), into slot r of the step's buffer (parity = epoch & 1), then raises flag r of that
-// buffer with the epoch. Owners wait for flag == epoch from every source, combine, and never read a buffer a
-// writer may be filling: a writer reaches step e + 2 only after its own step e + 1 saw the owner's flag of
-// step e + 1, which the owner raises after it finished step e (one kernel per rank per step, in stream
-// order).
+// emulation) laid out as DirectLayout says: epoch flags [2][N_src] (u64), chunk flags [2][N_src][C] (u64),
+// then O slots [2][N_src][B][H/N][D] in the output type, then LSE slots [2][N_src][B][H/N] (fp32), each
+// region 256-byte aligned so 16-byte vector stores stay aligned. Writer r sends head h of its O [B][H][D] to
+// owner owner_of(h) as that owner's head local_head(h), into slot r of the step's buffer (parity = epoch &
+// 1), then raises a flag of that buffer with the epoch. Two granularities share the layout:
+//   - per source ("grid" kernel): flag r once all of r's stores to every owner are done;
+//   - per chunk ("chunk" kernel, the default): an owner's (row, local head) pairs of the valid rows, in row-
+//     major order, are cut into chunks of kChunkPairs; writer r raises chunk flag (r, c) in owner n's window
+//     once it has stored chunk c of n's pairs, and n combines chunk c as soon as every source's flag (s, c)
+//     holds the epoch, so no block waits for the whole of another rank's stores.
+// Owners wait for flag == epoch from every source, combine, and never read a buffer a writer may be filling:
+// a writer reaches step e + 2 only after its own step e + 1 saw every flag the owner raises in step e + 1,
+// which the owner does after it finished step e (one kernel per rank per step, in stream order).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -31,6 +36,7 @@ struct DirectLayout {
   int elem_bytes = 2;  // the output type's size
 
   static constexpr std::size_t kAlign = 256;
+  static constexpr int kChunkPairs = 8;  // an owner's (row, local head) pairs per chunk flag
   DCPSIM_HOST_DEVICE static constexpr std::size_t align(std::size_t b) {
     return (b + kAlign - 1) / kAlign * kAlign;
   }
@@ -41,7 +47,14 @@ struct DirectLayout {
   DCPSIM_HOST_DEVICE std::size_t entry(int src, int row, int head) const {
     return (std::size_t(src) * rows + row) * heads + head;
   }
-  DCPSIM_HOST_DEVICE std::size_t flags_bytes() const { return align(2 * std::size_t(dcp) * 8); }
+  // Chunks of an owner's pairs when `valid_rows` rows are sent (the window holds flags for every row).
+  DCPSIM_HOST_DEVICE int chunks(int valid_rows) const {
+    return (valid_rows * heads + kChunkPairs - 1) / kChunkPairs;
+  }
+  DCPSIM_HOST_DEVICE std::size_t source_flags_bytes() const { return align(2 * std::size_t(dcp) * 8); }
+  DCPSIM_HOST_DEVICE std::size_t flags_bytes() const {
+    return source_flags_bytes() + align(2 * std::size_t(dcp) * chunks(rows) * 8);
+  }
   DCPSIM_HOST_DEVICE std::size_t o_buffer_bytes() const { return align(entries() * dim * elem_bytes); }
   DCPSIM_HOST_DEVICE std::size_t lse_buffer_bytes() const { return align(entries() * 4); }
   DCPSIM_HOST_DEVICE std::size_t o_region() const { return flags_bytes(); }
@@ -50,6 +63,9 @@ struct DirectLayout {
 
   // Byte offsets inside an owner's window.
   DCPSIM_HOST_DEVICE std::size_t flag(int par, int src) const { return (std::size_t(par) * dcp + src) * 8; }
+  DCPSIM_HOST_DEVICE std::size_t chunk_flag(int par, int src, int chunk) const {
+    return source_flags_bytes() + ((std::size_t(par) * dcp + src) * chunks(rows) + chunk) * 8;
+  }
   DCPSIM_HOST_DEVICE std::size_t o(int par, int src, int row, int head) const {
     return o_region() + par * o_buffer_bytes() + entry(src, row, head) * dim * elem_bytes;
   }
