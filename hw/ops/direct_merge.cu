@@ -49,6 +49,26 @@ __device__ __forceinline__ unsigned long long load_acquire_sys(const unsigned lo
   return v;
 }
 
+// The chunk kernel's flags at the scope its observers need: every other GPU of the NVLink domain (sys), or,
+// when every window is on this device (emulation), the device (gpu).
+template <bool SYS>
+__device__ __forceinline__ void store_release(unsigned long long* p, unsigned long long v) {
+  if constexpr (SYS)
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  else
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+template <bool SYS>
+__device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* p) {
+  unsigned long long v;
+  if constexpr (SYS)
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  else
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
 __device__ __forceinline__ float warp_max(float v) {
   for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(kFull, v, o));
   return v;
@@ -79,7 +99,8 @@ struct Step {
   DirectLayout layout;
   unsigned long long epoch;
   int par;
-  bool vec;  // every row of O, the slots and the output is 16-byte aligned
+  bool vec;                       // every row of O, the slots and the output is 16-byte aligned
+  unsigned char* const* windows;  // the owners' window bases (the chunk kernel: a copy in shared memory)
 };
 
 // 1. One (row, head) of the rank's O and its LSE into the owner's slot.
@@ -237,6 +258,7 @@ __global__ void __launch_bounds__(kThreads, 3) direct_merge_kernel(DirectMergeAr
   st.epoch = *reinterpret_cast<volatile const unsigned long long*>(me.control) + 1ull;
   st.par = DirectLayout::parity(st.epoch);
   st.vec = vec;
+  st.windows = me.windows;
   const int warp = blockIdx.x * kWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warps = gridDim.x * kWarps;
   for (int pair = warp; pair < a.valid_rows * a.heads; pair += warps)
@@ -297,7 +319,7 @@ __device__ void send_chunk(const DirectMergeArgs& a, const DirectRank& me, const
           const int4* src = reinterpret_cast<const int4*>(static_cast<const T*>(me.o) +
                                                           it.b * me.o_row_stride + it.h * me.o_head_stride);
           v[k] = __ldg(src + w);
-          d[k] = reinterpret_cast<int4*>(me.windows[it.owner] + L.o(st.par, me.rank, it.b, it.j)) + w;
+          d[k] = reinterpret_cast<int4*>(st.windows[it.owner] + L.o(st.par, me.rank, it.b, it.j)) + w;
         }
       }
 #pragma unroll
@@ -306,33 +328,37 @@ __device__ void send_chunk(const DirectMergeArgs& a, const DirectRank& me, const
     }
     if (lane < n) {
       const SendItem it = send_item(i0 + lane, q0, count, L.heads);
-      *reinterpret_cast<float*>(me.windows[it.owner] + L.lse(st.par, me.rank, it.b, it.j)) =
+      *reinterpret_cast<float*>(st.windows[it.owner] + L.lse(st.par, me.rank, it.b, it.j)) =
           me.lse[it.b * me.lse_row_stride + it.h * me.lse_head_stride];
     }
   }
 }
 
-// 2. After the block's stores of chunk c: thread n raises the chunk's flag in owner n's window.
+// 2. After the block's stores of chunk c: thread n raises the chunk's flag in owner n's window. One barrier,
+// then one release store per flag: the barrier orders every thread's stores of the chunk before the flag
+// threads' release, and a release is cumulative over what its thread has synchronised with (the pattern of
+// cooperative groups' grid sync), so no thread fences its own stores.
+template <bool SYS>
 __device__ void publish_chunk(const DirectMergeArgs& a, const DirectRank& me, const Step& st, int c) {
-  __threadfence_system();  // each thread's peer stores are visible system-wide before the flags
   __syncthreads();
   for (int n = threadIdx.x; n < a.dcp; n += blockDim.x)
-    store_release_sys(
-        reinterpret_cast<unsigned long long*>(me.windows[n] + st.layout.chunk_flag(st.par, me.rank, c)),
+    store_release<SYS>(
+        reinterpret_cast<unsigned long long*>(st.windows[n] + st.layout.chunk_flag(st.par, me.rank, c)),
         st.epoch);
 }
 
 // 3. Every source's flag of chunk c in the rank's own window; false after the timeout (the error names the
 // first source found missing).
+template <bool SYS>
 __device__ bool wait_chunk(const DirectMergeArgs& a, const DirectRank& me, const Step& st, int c) {
   __shared__ int failed;
   if (threadIdx.x == 0) failed = 0;
   __syncthreads();
-  const unsigned char* own = me.windows[me.rank];
+  const unsigned char* own = st.windows[me.rank];
   for (int s = threadIdx.x; s < a.dcp; s += blockDim.x) {
     const auto* flag = reinterpret_cast<const unsigned long long*>(own + st.layout.chunk_flag(st.par, s, c));
     const unsigned long long start = global_timer();
-    while (load_acquire_sys(flag) != st.epoch) {
+    while (load_acquire<SYS>(flag) != st.epoch) {
       if (static_cast<long long>(global_timer() - start) > a.timeout_ns) {
         atomicCAS(me.error, 0, 1 + s);
         atomicOr(&failed, 1);
@@ -356,7 +382,7 @@ __device__ void combine_one(const DirectMergeArgs& a, const DirectRank& me, cons
                             int lane) {
   const DirectLayout& L = st.layout;
   const int N = a.dcp;
-  const unsigned char* own = me.windows[me.rank];
+  const unsigned char* own = st.windows[me.rank];
   constexpr int kVec = 16 / sizeof(T);
   const int units = L.dim / kVec;
   auto slot = [&](int s) { return reinterpret_cast<const int4*>(own + L.o(st.par, s, b, j)); };
@@ -405,11 +431,25 @@ __device__ void combine_one(const DirectMergeArgs& a, const DirectRank& me, cons
     me.merged_lse[std::int64_t(b) * L.heads + j] = merged_lse(shift, k);
 }
 
-template <typename T>
+constexpr int kWindowCache = 72;  // window bases a block keeps in shared memory (an NVL72 domain)
+
+template <typename T, bool SYS>
 __global__ void __launch_bounds__(kThreads, 2) direct_chunk_kernel(DirectMergeArgs a, bool vec) {
   pdl_begin();
-  const DirectRank& me = a.ranks[blockIdx.y];
+  // The rank's arguments and the owners' window bases in shared memory, read once with loads side by side:
+  // read from global memory, each use after a flag's acquire or release (a memory clobber) would be another
+  // dependent round trip before the address it forms.
+  static_assert(sizeof(DirectRank) % 8 == 0 && alignof(DirectRank) <= 8);
+  __shared__ unsigned long long rank_words[sizeof(DirectRank) / 8];
+  __shared__ unsigned char* windows[kWindowCache];
+  for (int i = threadIdx.x; i < int(sizeof(DirectRank) / 8); i += blockDim.x)
+    rank_words[i] = reinterpret_cast<const unsigned long long*>(a.ranks + blockIdx.y)[i];
+  __syncthreads();
+  const DirectRank& me = *reinterpret_cast<const DirectRank*>(rank_words);
+  for (int n = threadIdx.x; n < min(a.dcp, kWindowCache); n += blockDim.x) windows[n] = me.windows[n];
+  __syncthreads();
   Step st;
+  st.windows = a.dcp <= kWindowCache ? windows : me.windows;
   st.layout = {a.dcp, a.rows, a.heads / a.dcp, a.dim, int(sizeof(T))};
   st.epoch = *reinterpret_cast<volatile const unsigned long long*>(me.control) + 1ull;
   st.par = DirectLayout::parity(st.epoch);
@@ -418,7 +458,7 @@ __global__ void __launch_bounds__(kThreads, 2) direct_chunk_kernel(DirectMergeAr
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int c = blockIdx.x; c < chunks; c += gridDim.x) {
     send_chunk<T>(a, me, st, c * kChunk, min(kChunk, pairs - c * kChunk), warp, lane);
-    publish_chunk(a, me, st, c);
+    publish_chunk<SYS>(a, me, st, c);
   }
   // Every block reads the epoch before it counts itself, so the block that completes the count records it
   // for the next step once no block of this one can still read it.
@@ -432,7 +472,7 @@ __global__ void __launch_bounds__(kThreads, 2) direct_chunk_kernel(DirectMergeAr
   }
   const bool fast = vec && a.dcp <= 32;
   for (int c = blockIdx.x; c < chunks; c += gridDim.x) {
-    if (!wait_chunk(a, me, st, c)) return;
+    if (!wait_chunk<SYS>(a, me, st, c)) return;
     const int q = c * kChunk + warp;
     if (q >= pairs) continue;
     if (fast)
@@ -444,9 +484,10 @@ __global__ void __launch_bounds__(kThreads, 2) direct_chunk_kernel(DirectMergeAr
 }
 
 template <typename T>
-void* kernel_of(bool chunk) {
-  return chunk ? reinterpret_cast<void*>(direct_chunk_kernel<T>)
-               : reinterpret_cast<void*>(direct_merge_kernel<T>);
+void* kernel_of(bool chunk, bool sys) {
+  if (!chunk) return reinterpret_cast<void*>(direct_merge_kernel<T>);
+  return sys ? reinterpret_cast<void*>(direct_chunk_kernel<T, true>)
+             : reinterpret_cast<void*>(direct_chunk_kernel<T, false>);
 }
 
 void check_args(const DirectMergeArgs& a) {
@@ -472,10 +513,16 @@ bool direct_uses_chunks(const DirectMergeArgs& a) {
   return a.variant != DirectVariant::kGrid;
 }
 
+// System-scope flags unless every window is on this device and the variant allows device scope.
+bool direct_sys_scope(const DirectMergeArgs& a) {
+  return !a.same_device || a.variant == DirectVariant::kChunkSys;
+}
+
 int direct_merge_blocks(const DirectMergeArgs& a, int device) {
   const bool chunk = direct_uses_chunks(a);
   void* kernel = nullptr;
-  with_elem(a.elem, [&](auto tag) { kernel = kernel_of<typename decltype(tag)::type>(chunk); });
+  with_elem(a.elem,
+            [&](auto tag) { kernel = kernel_of<typename decltype(tag)::type>(chunk, direct_sys_scope(a)); });
   int per_sm = 0, sms = 0;
   DCPSIM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
   DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -502,9 +549,12 @@ void launch_direct_merge(const DirectMergeArgs& a, cudaStream_t stream) {
   const bool vec = (a.dim * elem_bytes(a.elem)) % 16 == 0 && a.o_rows_aligned;
   with_elem(a.elem, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (direct_uses_chunks(a))
-      launch_kernel("direct_chunk_kernel", direct_chunk_kernel<T>, dim3(blocks, a.launch_ranks), kThreads, 0,
-                    stream, a, vec);
+    if (direct_uses_chunks(a) && direct_sys_scope(a))
+      launch_kernel("direct_chunk_kernel", direct_chunk_kernel<T, true>, dim3(blocks, a.launch_ranks),
+                    kThreads, 0, stream, a, vec);
+    else if (direct_uses_chunks(a))
+      launch_kernel("direct_chunk_kernel", direct_chunk_kernel<T, false>, dim3(blocks, a.launch_ranks),
+                    kThreads, 0, stream, a, vec);
     else
       launch_kernel("direct_merge_kernel", direct_merge_kernel<T>, dim3(blocks, a.launch_ranks), kThreads, 0,
                     stream, a, vec);
@@ -513,7 +563,7 @@ void launch_direct_merge(const DirectMergeArgs& a, cudaStream_t stream) {
 }
 
 std::vector<std::string> direct_variants() {
-  return {"chunk", "grid"};
+  return {"chunk", "grid", "chunk-sys"};
 }
 
 }  // namespace dcpsim::hw::ops
@@ -579,9 +629,11 @@ class DirectBench final : public BenchOp {
     a.ranks = ranks_.as<const DirectRank>();
     a.launch_ranks = s_.dcp;
     a.blocks_per_rank = s_.blocks;
-    a.variant = variant_ == 1   ? DirectVariant::kGrid
+    a.variant = variant_ == 2   ? DirectVariant::kChunkSys
+                : variant_ == 1 ? DirectVariant::kGrid
                 : variant_ == 0 ? DirectVariant::kChunk
                                 : DirectVariant::kAuto;
+    a.same_device = true;  // every rank's window is an allocation of this device
     launch_direct_merge(a, stream);
   }
   void set_variant(int v) override { variant_ = v; }

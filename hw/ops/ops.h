@@ -226,8 +226,10 @@ struct DirectRank {
 
 // Which kernel runs the protocol (dcpsim/hw/direct_protocol.h): `chunk` raises a flag per chunk of an owner's
 // pairs and combines a chunk once every source has sent it; `grid` raises one flag per source once all its
-// blocks have stored, so every combine waits for every store. kAuto: chunk.
-enum class DirectVariant { kAuto, kChunk, kGrid };
+// blocks have stored, so every combine waits for every store. The chunk kernel's flags are system-scope
+// unless every window is on this device (DirectMergeArgs::same_device); kChunkSys keeps them system-scope
+// there too (what the flags cost across GPUs, measured on one). kAuto: chunk.
+enum class DirectVariant { kAuto, kChunk, kGrid, kChunkSys };
 
 struct DirectMergeArgs : MergeDims {     // heads: H; elem: O's, the slots' and the output's type
   const DirectRank* ranks = nullptr;     // device array, one entry per rank of this launch
@@ -236,6 +238,7 @@ struct DirectMergeArgs : MergeDims {     // heads: H; elem: O's, the slots' and 
   int blocks_per_rank = 0;               // 0: what direct_merge_blocks() says
   bool o_rows_aligned = true;            // every rank's O rows start on 16 bytes (else element-wise loads)
   DirectVariant variant = DirectVariant::kAuto;
+  bool same_device = false;  // every window is an allocation of the launching device (emulation)
 };
 // The variants' names as `hw bench --op direct --variant I` numbers them (I = 0, 1, ...).
 std::vector<std::string> direct_variants();

@@ -78,7 +78,15 @@ ops::DirectMergeArgs merge_args(const Shape& s, const GpuDirectOptions& o, ops::
   auto a =
       ops::with_dims<ops::DirectMergeArgs>({s.N, s.B, s.valid, s.H, s.D, o.base == models::LseBase::k2, e});
   a.timeout_ns = o.timeout_ns;
-  a.variant = o.grid_kernel ? ops::DirectVariant::kGrid : ops::DirectVariant::kChunk;
+  a.blocks_per_rank = o.blocks_per_rank;
+  if (o.kernel == "chunk")
+    a.variant = ops::DirectVariant::kChunk;
+  else if (o.kernel == "grid")
+    a.variant = ops::DirectVariant::kGrid;
+  else if (o.kernel == "chunk-sys")
+    a.variant = ops::DirectVariant::kChunkSys;
+  else
+    throw InputError("direct merge: no kernel '" + o.kernel + "' (chunk, grid, chunk-sys)");
   const std::size_t eb = ops::elem_bytes(e);
   for (const auto& p : partials)
     a.o_rows_aligned =
@@ -137,6 +145,7 @@ std::vector<GpuMergedBlock> direct_emulated(std::span<const models::Partial> par
   ops::DirectMergeArgs a = merge_args(s, o, e, partials);
   a.ranks = dlaunch.as<const ops::DirectRank>();
   a.launch_ranks = static_cast<int>(launch.size());
+  a.same_device = true;
   for (int step = 0; step < o.steps; ++step) {
     ops::launch_direct_merge(a, nullptr);
     DCPSIM_CUDA(cudaDeviceSynchronize());

@@ -22,6 +22,7 @@ struct DirectState final : MergeState {
   DeviceBuffer windows;  // emulation: every owner's window base (rank 0 holds the table)
   DeviceBuffer launch;   // DirectRank entries this rank launches (emulation: rank 0 all N, others none)
   int launch_ranks = 0;
+  bool same_device = false;  // emulation: every window on this rank's device
 };
 
 DirectState& state(RankState& r) {
@@ -81,6 +82,7 @@ class DirectStrategy final : public HwStrategy {
       for (auto& r : ranks) all.push_back(rank_args(p, *r, first.windows.as<unsigned char* const>()));
       first.launch = upload(all);
       first.launch_ranks = static_cast<int>(all.size());
+      first.same_device = true;
       return;
     }
     std::vector<int> devices;
@@ -103,6 +105,7 @@ class DirectStrategy final : public HwStrategy {
     a.ranks = st.launch.as<const ops::DirectRank>();
     a.launch_ranks = st.launch_ranks;
     a.timeout_ns = c.direct_timeout_ms * 1000000LL;
+    a.same_device = st.same_device;
     ops::launch_direct_merge(a, r.stream);
   }
 

@@ -6,6 +6,7 @@
 // same windows.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -91,10 +92,15 @@ void expect_block(const GpuMergedBlock& g, const models::RankOutput& ref, DType 
   }
 }
 
-// Both kernels of the protocol: per-chunk flags (the default) and per-source flags ("grid").
-class DirectKernels : public ::testing::TestWithParam<bool> {};
-INSTANTIATE_TEST_SUITE_P(DirectMerge, DirectKernels, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "grid" : "chunk"; });
+// Every kernel of the protocol: per-chunk flags (the default; device-scope flags in emulation), per-source
+// flags ("grid"), and per-chunk flags at system scope ("chunk-sys", as across GPUs).
+class DirectKernels : public ::testing::TestWithParam<std::string> {};
+INSTANTIATE_TEST_SUITE_P(DirectMerge, DirectKernels, ::testing::Values("chunk", "grid", "chunk-sys"),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           std::string name = p.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST_P(DirectKernels, EmulatedMatchesTheReferenceAtOddShapes) {
   DCPSIM_REQUIRE_GPU(gpu_direct_merge({}, {}));
@@ -118,10 +124,30 @@ TEST_P(DirectKernels, EmulatedMatchesTheReferenceAtOddShapes) {
     o.out_dtype = c.out;
     o.valid_rows = c.valid_rows;
     o.steps = 3;
-    o.grid_kernel = GetParam();
+    o.kernel = GetParam();
     const auto got = gpu_direct_merge(parts, o);
     const auto ref = direct_reference(parts, c, models::Strategy::kDirect);
     ASSERT_EQ(got.size(), std::size_t(c.dcp));
+    for (int r = 0; r < c.dcp; ++r) expect_block(got[r], ref.ranks[r], c.out, "owner " + std::to_string(r));
+  }
+}
+
+// Two blocks per rank: each loops over many chunks (sends all of its chunks, then waits for and combines
+// each in turn), at both LSE bases and with padding rows.
+TEST_P(DirectKernels, FewBlocksLoopOverTheirChunks) {
+  DCPSIM_REQUIRE_GPU(gpu_direct_merge({}, {}));
+  for (const DirectCase& c :
+       {DirectCase{6, 96, 512, rows_17(), models::LseBase::kE, DType::kBF16, false, 0, 13},
+        DirectCase{4, 64, 128, rows_17(), models::LseBase::k2, DType::kF16}}) {
+    const auto parts = partials(c, 91);
+    GpuDirectOptions o;
+    o.base = c.base;
+    o.out_dtype = c.out;
+    o.valid_rows = c.valid_rows;
+    o.kernel = GetParam();
+    o.blocks_per_rank = 2;
+    const auto got = gpu_direct_merge(parts, o);
+    const auto ref = direct_reference(parts, c, models::Strategy::kDirect);
     for (int r = 0; r < c.dcp; ++r) expect_block(got[r], ref.ranks[r], c.out, "owner " + std::to_string(r));
   }
 }
@@ -131,7 +157,7 @@ TEST_P(DirectKernels, TimeoutErrorNamesTheMissingRank) {
   DirectCase c{5, 10, 128, {7, 30}};
   const auto parts = partials(c, 3);
   GpuDirectOptions o;
-  o.grid_kernel = GetParam();
+  o.kernel = GetParam();
   o.skip_writer = 3;
   o.timeout_ns = 20'000'000;
   o.steps = 2;

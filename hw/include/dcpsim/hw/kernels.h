@@ -95,7 +95,10 @@ struct GpuDirectOptions {
   int steps = 3;         // repeated steps exercise both buffers and the epoch stamps
   int skip_writer = -1;  // testing: this rank is left out of the launch, so its owners must time out
   std::int64_t timeout_ns = 2'000'000'000;
-  bool grid_kernel = false;  // the per-source-flag kernel ("grid") instead of the per-chunk default
+  // The kernel, by its `hw bench --op direct --variant` name: "chunk" (the default), "grid" or "chunk-sys".
+  std::string kernel = "chunk";
+  int blocks_per_rank =
+      0;  // 0: as the launch sizes it; else this many (each block then loops over its chunks)
   // Empty: every rank on the current device, emulated as the runner's --emulate does (plain allocations,
   // every rank in one launch). Otherwise rank r runs on devices[r] over NCCL symmetric windows of one
   // communicator (ncclCommInitAll), one launch per rank: the runner's thread mode.
