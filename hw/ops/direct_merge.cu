@@ -442,12 +442,18 @@ __global__ void __launch_bounds__(kThreads, 2) direct_chunk_kernel(DirectMergeAr
   static_assert(sizeof(DirectRank) % 8 == 0 && alignof(DirectRank) <= 8);
   __shared__ unsigned long long rank_words[sizeof(DirectRank) / 8];
   __shared__ unsigned char* windows[kWindowCache];
+  // With the launch's one table (a.windows), both go out at once.
+  const int cached = min(a.dcp, kWindowCache);
   for (int i = threadIdx.x; i < int(sizeof(DirectRank) / 8); i += blockDim.x)
     rank_words[i] = reinterpret_cast<const unsigned long long*>(a.ranks + blockIdx.y)[i];
+  if (a.windows != nullptr)
+    for (int n = threadIdx.x; n < cached; n += blockDim.x) windows[n] = a.windows[n];
   __syncthreads();
   const DirectRank& me = *reinterpret_cast<const DirectRank*>(rank_words);
-  for (int n = threadIdx.x; n < min(a.dcp, kWindowCache); n += blockDim.x) windows[n] = me.windows[n];
-  __syncthreads();
+  if (a.windows == nullptr) {
+    for (int n = threadIdx.x; n < cached; n += blockDim.x) windows[n] = me.windows[n];
+    __syncthreads();
+  }
   Step st;
   st.windows = a.dcp <= kWindowCache ? windows : me.windows;
   st.layout = {a.dcp, a.rows, a.heads / a.dcp, a.dim, int(sizeof(T))};
@@ -461,8 +467,9 @@ __global__ void __launch_bounds__(kThreads, 2) direct_chunk_kernel(DirectMergeAr
     publish_chunk<SYS>(a, me, st, c);
   }
   // Every block reads the epoch before it counts itself, so the block that completes the count records it
-  // for the next step once no block of this one can still read it.
-  if (threadIdx.x == 0 &&
+  // for the next step once no block of this one can still read it. The block's last thread counts: the
+  // first ones poll the flags meanwhile.
+  if (threadIdx.x == blockDim.x - 1 &&
       atomicAdd(me.control + 1, 1ull) + 1ull == st.epoch * static_cast<unsigned long long>(gridDim.x))
     *reinterpret_cast<volatile unsigned long long*>(me.control) = st.epoch;
   // Padding rows: nothing was sent, nothing to wait for.
@@ -634,6 +641,7 @@ class DirectBench final : public BenchOp {
                 : variant_ == 0 ? DirectVariant::kChunk
                                 : DirectVariant::kAuto;
     a.same_device = true;  // every rank's window is an allocation of this device
+    a.windows = table_.as<unsigned char* const>();
     launch_direct_merge(a, stream);
   }
   void set_variant(int v) override { variant_ = v; }

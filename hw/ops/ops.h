@@ -239,6 +239,10 @@ struct DirectMergeArgs : MergeDims {     // heads: H; elem: O's, the slots' and 
   bool o_rows_aligned = true;            // every rank's O rows start on 16 bytes (else element-wise loads)
   DirectVariant variant = DirectVariant::kAuto;
   bool same_device = false;  // every window is an allocation of the launching device (emulation)
+  // The owners' window bases as every rank of this launch addresses them (device array [N]), when that is one
+  // table (emulation; any one-rank launch): the kernel then reads it beside the rank's entry instead of after
+  // it. Null: each rank's DirectRank::windows.
+  unsigned char* const* windows = nullptr;
 };
 // The variants' names as `hw bench --op direct --variant I` numbers them (I = 0, 1, ...).
 std::vector<std::string> direct_variants();

@@ -146,6 +146,7 @@ std::vector<GpuMergedBlock> direct_emulated(std::span<const models::Partial> par
   a.ranks = dlaunch.as<const ops::DirectRank>();
   a.launch_ranks = static_cast<int>(launch.size());
   a.same_device = true;
+  a.windows = table.as<unsigned char* const>();
   for (int step = 0; step < o.steps; ++step) {
     ops::launch_direct_merge(a, nullptr);
     DCPSIM_CUDA(cudaDeviceSynchronize());
@@ -177,6 +178,7 @@ std::vector<GpuMergedBlock> direct_windows(std::span<const models::Partial> part
       if (r == o.skip_writer) continue;
       DCPSIM_CUDA(cudaSetDevice(o.devices[r]));
       a.ranks = launch[r].as<const ops::DirectRank>();
+      a.windows = windows.at(r).peers.as<unsigned char* const>();
       ops::launch_direct_merge(a, nullptr);
     }
     for (int d : o.devices) {

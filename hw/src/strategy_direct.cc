@@ -22,7 +22,8 @@ struct DirectState final : MergeState {
   DeviceBuffer windows;  // emulation: every owner's window base (rank 0 holds the table)
   DeviceBuffer launch;   // DirectRank entries this rank launches (emulation: rank 0 all N, others none)
   int launch_ranks = 0;
-  bool same_device = false;  // emulation: every window on this rank's device
+  bool same_device = false;               // emulation: every window on this rank's device
+  unsigned char* const* table = nullptr;  // the window bases this rank's launch addresses (device array)
 };
 
 DirectState& state(RankState& r) {
@@ -83,6 +84,7 @@ class DirectStrategy final : public HwStrategy {
       first.launch = upload(all);
       first.launch_ranks = static_cast<int>(all.size());
       first.same_device = true;
+      first.table = first.windows.as<unsigned char* const>();
       return;
     }
     std::vector<int> devices;
@@ -95,6 +97,7 @@ class DirectStrategy final : public HwStrategy {
       st.launch = upload(std::vector<ops::DirectRank>{
           rank_args(p, r, link.windows->at(i).peers.as<unsigned char* const>())});
       st.launch_ranks = 1;
+      st.table = link.windows->at(i).peers.as<unsigned char* const>();
     }
   }
 
@@ -106,6 +109,7 @@ class DirectStrategy final : public HwStrategy {
     a.launch_ranks = st.launch_ranks;
     a.timeout_ns = c.direct_timeout_ms * 1000000LL;
     a.same_device = st.same_device;
+    a.windows = st.table;
     ops::launch_direct_merge(a, r.stream);
   }
 
