@@ -3,9 +3,12 @@
 // in fp32.
 //   direct          ONE kernel per rank after attention, as the runner's (hw/ops/direct_merge.cu): its blocks
 //                   store the rank's slices into the owners' windows with 16-byte vector stores (at the
-//                   measured peer-copy bandwidth), the last block to finish its stores fences and publishes a
-//                   flag per owner, then every block waits for the N − 1 peers' flags and combines its share
-//                   of the owner's rows. One launch, one kernel floor (the combine's), no second kernel.
+//                   measured peer-copy bandwidth) and publish a flag per owner, then wait for the N − 1
+//                   peers' flags and combine the owner's rows. One launch, one kernel floor (the combine's),
+//                   no second kernel. The runner's kernel raises a flag per chunk of eight (row, head) pairs
+//                   and an owner's block combines a chunk once every source sent it; a rank's blocks store
+//                   all their chunks at once, at the link's shared bandwidth, so the chunks of one source
+//                   land together and the model keeps one flag per (source, owner) after its last store.
 //   row-stream      the attention kernel (or its split-KV combine) pushes each group of rows the moment it
 //                   is done; a persistent combine kernel on a second stream merges rows as their partials
 //                   arrive, so the merge overlaps attention. Its SMs are not taken from attention (a limit
