@@ -22,7 +22,7 @@ grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|^\[  SKIPPED \]' "$out/te
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 kernel_tests='DirectMerge/DirectKernels.*:DirectMerge.OverNcclWindows'
 for tool in memcheck racecheck; do
-  [ "$tool" = racecheck ] && kernel_tests='DirectMerge/DirectKernels.EmulatedMatchesTheReferenceAtOddShapes/*'
+  [ "$tool" = racecheck ] && kernel_tests='DirectMerge/DirectKernels.*'
   timeout "$limit" "$cs" --tool "$tool" --report-api-errors no --error-exitcode 9 "$bin/hw_tests" --gtest_filter="$kernel_tests" \
     >"$out/sanitizer_$tool.txt" 2>&1
   echo "compute-sanitizer $tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$tool.txt" | tail -1)"

@@ -1,16 +1,23 @@
-// Direct (one-shot) merge, ONE kernel per rank (protocol in dcpsim/hw/direct_protocol.h):
-//   1. stores: a warp per (row, head) of the rank's O copies the D values with 16-byte vector loads and
-//      stores into slot `rank` of the owner's window (peer memory over NVLink, or a plain allocation in
-//      emulation), plus the fp32 LSE; padding rows are not sent;
-//   2. publish: every thread fences its stores at system scope, each block counts itself on the rank's
-//      arrival counter, and the block that completes the count raises flag `rank` in every owner's window
-//      with a system-scope release store of the epoch (then records the epoch for the next step);
-//   3. wait: every block's first N threads poll the N flags of the rank's own window with acquire loads, at
-//      most timeout_ns (then error = 1 + the missing source, and the block combines nothing);
-//   4. combine: a warp per (row, kept head) reads the N LSEs (lanes over sources), forms the SPEC weights
-//   with
-//      warp shuffles, and accumulates the N slots in fp32 with 16-byte loads, skipping zero weights, one
-//      rounding to the output type.
+// Direct (one-shot) merge, ONE kernel per rank (protocol in dcpsim/hw/direct_protocol.h). Two kernels run it:
+//
+// direct_chunk_kernel (the default, variant "chunk"; "chunk-sys" keeps system-scope flags in emulation).
+// An owner's (row, head) pairs of the valid rows are cut into chunks of eight; block b handles chunks b,
+// b + grid, ...:
+//   1. sends: chunk c of every owner's pairs from the rank's O into slot `rank` of that owner's window (peer
+//      memory over NVLink, or a plain allocation in emulation), four pairs a warp with every lane's 16-byte
+//      loads issued before its stores, plus the fp32 LSEs; padding rows are not sent;
+//   2. publish: a block barrier, then thread n raises chunk flag (rank, c) in owner n's window with a release
+//      store of the epoch (cumulative over the barrier: no thread fences its own stores);
+//   3. wait: once all its chunks are out, for each chunk the block's first N threads poll the N flags (s, c) of
+//      the rank's own window with acquire loads, at most timeout_ns (then error = 1 + the missing source);
+//   4. combine: a warp per pair of the chunk: lane s loads LSE s beside the lane's first slot loads, the SPEC
+//      weights by warp shuffles, fp32 accumulation of the N slots with 16-byte loads, one rounding.
+// No block waits for more than the same chunk of every source.
+//
+// direct_merge_kernel (variant "grid", the 2026-12-01 kernel): a warp per (row, head) stores, every thread
+// fences at system scope, the block that completes the rank's arrival count raises one flag per owner, every
+// block waits for all N flags and combines its share of the owner's rows.
+//
 // The blocks spin on flags raised by other blocks (and other GPUs), so every block of a launch must be
 // resident at once: direct_merge_blocks() sizes the grid from the occupancy. Emulation launches every
 // logical rank of the device at once (blockIdx.y = rank); a rank that is not in the launch never raises its
@@ -39,18 +46,8 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kInFlight = 4;  // 16-byte loads a lane issues before it stores or accumulates
 constexpr unsigned kFull = 0xffffffffu;
 
-__device__ __forceinline__ void store_release_sys(unsigned long long* p, unsigned long long v) {
-  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-__device__ __forceinline__ unsigned long long load_acquire_sys(const unsigned long long* p) {
-  unsigned long long v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
-// The chunk kernel's flags at the scope its observers need: every other GPU of the NVLink domain (sys), or,
-// when every window is on this device (emulation), the device (gpu).
+// Flags at the scope their observers need: every other GPU of the NVLink domain (sys), or, when every window
+// is on this device (emulation, the chunk kernel), the device (gpu).
 template <bool SYS>
 __device__ __forceinline__ void store_release(unsigned long long* p, unsigned long long v) {
   if constexpr (SYS)
@@ -141,31 +138,35 @@ __device__ void publish(const DirectMergeArgs& a, const DirectRank& me, const St
   if (arrived != st.epoch * gridDim.x) return;
   __threadfence_system();
   for (int n = 0; n < a.dcp; ++n)
-    store_release_sys(reinterpret_cast<unsigned long long*>(me.windows[n] + st.layout.flag(st.par, me.rank)),
-                      st.epoch);
+    store_release<true>(
+        reinterpret_cast<unsigned long long*>(me.windows[n] + st.layout.flag(st.par, me.rank)), st.epoch);
   *reinterpret_cast<volatile unsigned long long*>(me.control) = st.epoch;  // read by the next step
 }
 
-// 3. Every source's flag of this epoch in the rank's own window; false after the timeout.
-__device__ bool wait_flags(const DirectMergeArgs& a, const DirectRank& me, const Step& st) {
+// 3. Every source's flag, at offset flag_at(s) of the rank's own window `own`, holds the step's epoch; false
+// after the timeout, with the error word naming the first source found missing.
+template <bool SYS, typename FlagAt>
+__device__ bool wait_flags(const DirectMergeArgs& a, const DirectRank& me, const Step& st,
+                           const unsigned char* own, FlagAt flag_at) {
   __shared__ int failed;
   if (threadIdx.x == 0) failed = 0;
   __syncthreads();
-  const unsigned char* own = me.windows[me.rank];
   for (int s = threadIdx.x; s < a.dcp; s += blockDim.x) {
-    const auto* flag = reinterpret_cast<const unsigned long long*>(own + st.layout.flag(st.par, s));
+    const auto* flag = reinterpret_cast<const unsigned long long*>(own + flag_at(s));
     const unsigned long long start = global_timer();
-    while (load_acquire_sys(flag) != st.epoch) {
+    while (load_acquire<SYS>(flag) != st.epoch) {
       if (static_cast<long long>(global_timer() - start) > a.timeout_ns) {
         atomicCAS(me.error, 0, 1 + s);
         atomicOr(&failed, 1);
         break;
       }
-      __nanosleep(64);
+      __nanosleep(32);
     }
   }
   __syncthreads();
-  return failed == 0;
+  const bool ok = failed == 0;
+  __syncthreads();  // every thread has read `failed` before a next call (the chunk kernel's loop) resets it
+  return ok;
 }
 
 // 4. One (row, kept head) of the owner: N slots in, one rounding out. Every lane of the warp calls it.
@@ -264,7 +265,8 @@ __global__ void __launch_bounds__(kThreads, 3) direct_merge_kernel(DirectMergeAr
   for (int pair = warp; pair < a.valid_rows * a.heads; pair += warps)
     send<T>(me, st, pair / a.heads, pair % a.heads, lane);
   publish(a, me, st);
-  if (!wait_flags(a, me, st)) return;
+  if (!wait_flags<true>(a, me, st, me.windows[me.rank], [&](int src) { return st.layout.flag(st.par, src); }))
+    return;
   const int J = st.layout.heads;
   for (int pair = warp; pair < a.rows * J; pair += warps) {
     combine<T>(a, me, st, pair / J, pair % J, lane);
@@ -345,30 +347,6 @@ __device__ void publish_chunk(const DirectMergeArgs& a, const DirectRank& me, co
     store_release<SYS>(
         reinterpret_cast<unsigned long long*>(st.windows[n] + st.layout.chunk_flag(st.par, me.rank, c)),
         st.epoch);
-}
-
-// 3. Every source's flag of chunk c in the rank's own window; false after the timeout (the error names the
-// first source found missing).
-template <bool SYS>
-__device__ bool wait_chunk(const DirectMergeArgs& a, const DirectRank& me, const Step& st, int c) {
-  __shared__ int failed;
-  if (threadIdx.x == 0) failed = 0;
-  __syncthreads();
-  const unsigned char* own = st.windows[me.rank];
-  for (int s = threadIdx.x; s < a.dcp; s += blockDim.x) {
-    const auto* flag = reinterpret_cast<const unsigned long long*>(own + st.layout.chunk_flag(st.par, s, c));
-    const unsigned long long start = global_timer();
-    while (load_acquire<SYS>(flag) != st.epoch) {
-      if (static_cast<long long>(global_timer() - start) > a.timeout_ns) {
-        atomicCAS(me.error, 0, 1 + s);
-        atomicOr(&failed, 1);
-        break;
-      }
-      __nanosleep(32);
-    }
-  }
-  __syncthreads();
-  return failed == 0;
 }
 
 // 4. One (row, kept head) of the owner, N ≤ 32, 16-byte rows: lane s loads LSE s once, and the lane's slot
@@ -479,7 +457,9 @@ __global__ void __launch_bounds__(kThreads, 2) direct_chunk_kernel(DirectMergeAr
   }
   const bool fast = vec && a.dcp <= 32;
   for (int c = blockIdx.x; c < chunks; c += gridDim.x) {
-    if (!wait_chunk<SYS>(a, me, st, c)) return;
+    if (!wait_flags<SYS>(a, me, st, st.windows[me.rank],
+                         [&](int src) { return st.layout.chunk_flag(st.par, src, c); }))
+      return;
     const int q = c * kChunk + warp;
     if (q >= pairs) continue;
     if (fast)
