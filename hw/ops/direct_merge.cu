@@ -8,7 +8,8 @@
 //      loads issued before its stores, plus the fp32 LSEs; padding rows are not sent;
 //   2. publish: a block barrier, then thread n raises chunk flag (rank, c) in owner n's window with a release
 //      store of the epoch (cumulative over the barrier: no thread fences its own stores);
-//   3. wait: once all its chunks are out, for each chunk the block's first N threads poll the N flags (s, c) of
+//   3. wait: once all its chunks are out, for each chunk the block's first N threads poll the N flags (s, c)
+//   of
 //      the rank's own window with acquire loads, at most timeout_ns (then error = 1 + the missing source);
 //   4. combine: a warp per pair of the chunk: lane s loads LSE s beside the lane's first slot loads, the SPEC
 //      weights by warp shuffles, fp32 accumulation of the N slots with 16-byte loads, one rounding.
