@@ -242,8 +242,8 @@ void add_hw_bench(CLI::App& hw_cmd) {
       ->capture_default_str();
   b->add_option(
        "--variant", f->variant,
-       "kernel variant (correct, combine, a2a-combine: auto chosen by size; direct: chunk, the default, or "
-       "grid): auto, a name, or with --sweep all or a list")
+       "kernel variant (correct, combine, a2a-combine: auto chosen by size; direct: chunk, the default, "
+       "grid or chunk-sys): auto, a name, or with --sweep all or a list")
       ->capture_default_str();
   b->add_flag("--graph", c.graph, "time calls replayed from a CUDA graph");
   b->add_option("--graph-calls", c.graph_calls, "calls per graph (--sweep: also calls per eager batch)")

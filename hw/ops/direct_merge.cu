@@ -135,8 +135,8 @@ __device__ void publish(const DirectMergeArgs& a, const DirectRank& me, const St
   __threadfence_system();  // each thread's peer stores are visible system-wide before it is counted
   __syncthreads();
   if (threadIdx.x != 0) return;
-  const unsigned long long arrived = atomicAdd(me.control + 1, 1ull) + 1ull;
-  if (arrived != st.epoch * gridDim.x) return;
+  if (atomicAdd(me.control + 1, 1ull) + 1ull != gridDim.x) return;
+  me.control[1] = 0;  // every block of this launch has counted: the next launch counts from 0
   __threadfence_system();
   for (int n = 0; n < a.dcp; ++n)
     store_release<true>(
@@ -445,12 +445,15 @@ __global__ void __launch_bounds__(kThreads, 2) direct_chunk_kernel(DirectMergeAr
     send_chunk<T>(a, me, st, c * kChunk, min(kChunk, pairs - c * kChunk), warp, lane);
     publish_chunk<SYS>(a, me, st, c);
   }
-  // Every block reads the epoch before it counts itself, so the block that completes the count records it
-  // for the next step once no block of this one can still read it. The block's last thread counts: the
+  // Every block reads the epoch before it counts itself (the barrier: each of its warps has), so the block
+  // that completes the count records the epoch for the next step once no block of this one can still read
+  // it, and resets the count for the next launch, whatever its grid. The block's last thread counts: the
   // first ones poll the flags meanwhile.
-  if (threadIdx.x == blockDim.x - 1 &&
-      atomicAdd(me.control + 1, 1ull) + 1ull == st.epoch * static_cast<unsigned long long>(gridDim.x))
+  __syncthreads();
+  if (threadIdx.x == blockDim.x - 1 && atomicAdd(me.control + 1, 1ull) + 1ull == gridDim.x) {
+    me.control[1] = 0;
     *reinterpret_cast<volatile unsigned long long*>(me.control) = st.epoch;
+  }
   // Padding rows: nothing was sent, nothing to wait for.
   for (int pair = pairs + blockIdx.x * kWarps + warp; pair < a.rows * J; pair += gridDim.x * kWarps) {
     combine<T>(a, me, st, pair / J, pair % J, lane);
@@ -497,8 +500,10 @@ std::size_t direct_window_bytes(int dcp, int rows, int heads, int dim, Elem e) {
   return DirectLayout{dcp, rows, heads / dcp, dim, int(elem_bytes(e))}.bytes();
 }
 
+// The chunk kernel needs a chunk to synchronise on: a step of padding rows only takes the grid kernel, whose
+// per-source flags keep the double-buffering argument (direct_protocol.h).
 bool direct_uses_chunks(const DirectMergeArgs& a) {
-  return a.variant != DirectVariant::kGrid;
+  return a.variant != DirectVariant::kGrid && a.valid_rows > 0;
 }
 
 // System-scope flags unless every window is on this device and the variant allows device scope.
@@ -547,7 +552,7 @@ void launch_direct_merge(const DirectMergeArgs& a, cudaStream_t stream) {
       launch_kernel("direct_merge_kernel", direct_merge_kernel<T>, dim3(blocks, a.launch_ranks), kThreads, 0,
                     stream, a, vec);
   });
-  DCPSIM_CUDA_LAUNCHED("direct_merge_kernel");
+  DCPSIM_CUDA_LAUNCHED(direct_uses_chunks(a) ? "direct_chunk_kernel" : "direct_merge_kernel");
 }
 
 std::vector<std::string> direct_variants() {

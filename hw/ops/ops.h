@@ -217,8 +217,8 @@ struct DirectRank {
   unsigned char* const* windows = nullptr;  // device array [N]: owner n's window base
   void* out = nullptr;                      // this rank's merged heads, [B][H/N][D]
   float* merged_lse = nullptr;              // optional, [B][H/N]
-  // Local, zero before the first step: [0] the last finished epoch, [1] the blocks that finished their
-  // stores (monotonic; the block that makes it epoch × blocks publishes the flags).
+  // Local, zero before the first step: [0] the last finished epoch, [1] the blocks of the running step that
+  // have counted themselves (the last of the launch's grid records the epoch and resets it to 0).
   unsigned long long* control = nullptr;
   int* error = nullptr;  // set to 1 + s when the flag of source s did not come within the timeout
   RowStamps stamps;

@@ -114,6 +114,8 @@ TEST_P(DirectKernels, EmulatedMatchesTheReferenceAtOddShapes) {
   cases.push_back({8, 128, 512, {4000}, models::LseBase::kE, DType::kBF16});  // B = 1: two chunks per owner
   cases.push_back({7, 7, 128, rows_17(), models::LseBase::kE, DType::kBF16, false, 0, 16});  // one head each
   cases.push_back({1, 16, 512, rows_17(), models::LseBase::kE, DType::kBF16});
+  // Padding rows only: nothing is sent (the chunk kernels take the per-source flags then).
+  cases.push_back({3, 96, 512, rows_17(), models::LseBase::kE, DType::kBF16, false, 0, 0});
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const DirectCase& c = cases[i];
     SCOPED_TRACE("case " + std::to_string(i) + ": N=" + std::to_string(c.dcp) +
