@@ -5,6 +5,7 @@
 # same bytes (both graph-replayed) at decode shapes, and `hw run --strategy all` at the issue's shape on the
 # GPU timeline. Logs and a summary table under OUT.
 #   scripts/hw_direct.sh BIN_DIR OUT      (BIN_DIR holds dcpsim and hw_tests, as scripts/hw_carry.sh makes them)
+# SKIP_SANITIZERS=1 leaves compute-sanitizer out; DIRECT_VARIANTS="chunk grid" times only those kernels.
 set -uo pipefail
 bin=${1:?directory with dcpsim and hw_tests}
 out=${2:?output directory}
@@ -22,6 +23,7 @@ grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|^\[  SKIPPED \]' "$out/te
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 kernel_tests='DirectMerge/DirectKernels.*:DirectMerge.OverNcclWindows'
 for tool in memcheck racecheck; do
+  [ -n "${SKIP_SANITIZERS:-}" ] && break
   [ "$tool" = racecheck ] && kernel_tests='DirectMerge/DirectKernels.*'
   timeout "$limit" "$cs" --tool "$tool" --report-api-errors no --error-exitcode 9 "$bin/hw_tests" --gtest_filter="$kernel_tests" \
     >"$out/sanitizer_$tool.txt" 2>&1
@@ -29,32 +31,44 @@ for tool in memcheck racecheck; do
 done
 
 # Write + combine of every emulated rank (one launch) against a device copy of the bytes the ranks exchange
-# (N·B·H·(2·D + 4): every rank's O and LSE), both as 20 calls per CUDA graph; both kernels of the protocol
-# (chunk: per-chunk flags, the default, device-scope here; chunk-sys: the same at system scope, as across GPUs;
+# (N·B·H·(2·D + 4): every rank's O and LSE), both as 20 calls per CUDA graph; every kernel of the protocol
+# (chunk: per-chunk flags, the default, device-scope here, its loads in one round where they fit; chunk-staged:
+# the same with the sends and combines in rounds of four; chunk-sys: chunk at system scope, as across GPUs;
 # grid: one flag per source).
+variants=${DIRECT_VARIANTS:-chunk chunk-staged chunk-sys grid}
 json="$out/direct_vs_copy.jsonl"
 : >"$json"
 us_of() { awk '{for (i = 1; i < NF; ++i) if ($(i + 1) == "us") {print $i; exit}}'; }
-printf '%-16s %10s %10s %10s %10s %8s %8s %8s\n' "N B H D" "chunk_us" "sys_us" "grid_us" "copy_us" "chunk/c" "sys/c" \
-  "grid/c" >"$out/direct_vs_copy.txt"
+{
+  printf '%-16s' "N B H D"
+  for v in $variants; do printf ' %12s' "${v}_us"; done
+  printf ' %10s' copy_us
+  for v in $variants; do printf ' %12s' "$v/c"; done
+  printf '\n'
+} >"$out/direct_vs_copy.txt"
 for shape in "6 17 96 512" "3 17 96 512" "5 17 80 512" "8 1 128 512" "8 8 128 512" "8 32 128 512" \
   "8 64 128 512" "4 40 32 128" "8 256 128 512" "2 1 16 512" "4 16 64 128"; do
   set -- $shape
   bytes=$(($1 * $2 * $3 * (2 * $4 + 4)))
   t=()
-  for v in chunk chunk-sys grid; do
+  for v in $variants; do
     t+=("$("$bin/dcpsim" hw bench --op direct --variant $v --dcp $1 --batch $2 --heads $3 --head-dim $4 --graph \
       --graph-calls 20 --reps 30 --json "$json" | us_of)")
   done
   c=$("$bin/dcpsim" hw bench --op copy --copy-bytes "$bytes" --graph --graph-calls 20 --reps 30 --json "$json" | us_of)
   ratio() { awk -v a="$1" -v b="$c" 'BEGIN {if (b > 0) printf "%.2f", a / b}'; }
-  printf '%-16s %10s %10s %10s %10s %8s %8s %8s\n' "$shape" "${t[0]}" "${t[1]}" "${t[2]}" "$c" "$(ratio "${t[0]}")" \
-    "$(ratio "${t[1]}")" "$(ratio "${t[2]}")" >>"$out/direct_vs_copy.txt"
+  {
+    printf '%-16s' "$shape"
+    for x in "${t[@]}"; do printf ' %12s' "$x"; done
+    printf ' %10s' "$c"
+    for x in "${t[@]}"; do printf ' %12s' "$(ratio "$x")"; done
+    printf '\n'
+  } >>"$out/direct_vs_copy.txt"
 done
 cat "$out/direct_vs_copy.txt"
 # Blocks per rank at the issue's shape (auto: one per chunk, as many as stay resident), and N = 1 (the
 # kernel's own floor: stores, its flags, one wait, a one-source combine).
-for v in chunk chunk-sys grid; do
+for v in $variants; do
   for blocks in 4 8 16 32 0; do
     "$bin/dcpsim" hw bench --op direct --variant $v --dcp 6 --batch 17 --heads 96 --head-dim 512 --graph --graph-calls 20 \
       --reps 30 --blocks "$blocks" --json "$out/direct_blocks.jsonl" | sed "s/^/$v blocks $blocks: /"

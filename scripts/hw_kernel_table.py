@@ -6,7 +6,7 @@ same-size device copy (same launch mode), the worst ratios per batch range, and 
 
   python3 scripts/hw_kernel_table.py DIR [--markdown OUT.md]
 DIR holds correct.jsonl, combine.jsonl, a2a_combine.jsonl, merge_states.jsonl, copy.jsonl, triton.jsonl and
-optionally correct_variants.jsonl, combine_variants.jsonl (any may be missing; each may be gzipped, as in
+optionally correct_variants.jsonl, combine_variants.jsonl, touch.jsonl and empty.jsonl (the correction's floor) (any may be missing; each may be gzipped, as in
 docs/hw/merge_kernels/). Prints the summary; --markdown also writes every row.
 """
 import argparse
@@ -75,6 +75,40 @@ def summarise(title, ours, theirs, target_small=None, lines=None):
                      f"{tgt}   worst at N={wk[0]} B={wk[1]} H={wk[2]} D={wk[3]}")
 
 
+def floor_summary(touch, empty, tri, lines):
+    """The touch kernel (O read and written back, 16 bytes a thread, nothing else) is the least any correction
+    costs at its shape. Where it is above 0.8x Triton, no correction kernel meets the B <= 64 target there."""
+    floor = {}
+    for r in touch:
+        if "median_ns" in r:
+            k = (r["B"], r["H"], r["D"], bool(r["graph"]))
+            floor[k] = min(floor.get(k, float("inf")), r["median_ns"])
+    if not floor:
+        return
+    for r in empty:
+        if "median_ns" in r:
+            lines.append(f"\nEmpty kernel, {mode(bool(r['graph']))}: {r['median_ns']:.0f} ns")
+    lines.append("\nCorrection floor (touch: O read and written back, no LSE, no arithmetic) vs Triton: ratio = "
+                 "floor / Triton; above 0.8 no correction kernel can meet the B <= 64 target at that shape")
+    lines.append(f"  {'dtype':5} {'mode':5} {'B range':12} {'shapes':>6} {'worst':>7} {'median':>7} "
+                 f"{'above 0.8':>9}")
+    groups = collections.defaultdict(list)
+    for k, t in tri.items():
+        n, b, h, d, dtype, graph = k
+        f = floor.get((b, h, d, graph))
+        if f is None:
+            continue
+        for name, pred in B_RANGES[:2]:
+            if pred(b):
+                groups[(dtype, graph, name)].append((f / t["median_ns"], k))
+    for (dtype, graph, name), v in sorted(groups.items()):
+        v.sort()
+        worst, wk = v[-1]
+        above = sum(1 for x, _ in v if x > 0.8)
+        lines.append(f"  {dtype:5} {mode(graph):5} {name:12} {len(v):6d} {worst:7.3f} {v[len(v) // 2][0]:7.3f} "
+                     f"{above:9d}   worst at N={wk[0]} B={wk[1]} H={wk[2]} D={wk[3]}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
@@ -89,6 +123,8 @@ def main():
     fi = load(os.path.join(d, "merge_states.jsonl"))
     copy = load(os.path.join(d, "copy.jsonl"))
     triton = load(os.path.join(d, "triton.jsonl"))
+    touch = load(os.path.join(d, "touch.jsonl"))
+    empty = load(os.path.join(d, "empty.jsonl"))
     lines = []
     copy_bw = next((r["copy_bandwidth"] for r in correct + combine + copy if r.get("copy_bandwidth")), None)
     if copy_bw:
@@ -99,6 +135,7 @@ def main():
     ours = index(correct, "auto")
     tri = index(triton)
     summarise("Correction, dcpsim (auto) vs Triton (vLLM-style)", ours, tri, True, lines)
+    floor_summary(touch, empty, tri, lines)
     comb = index(combine, "auto")
     fis = index(fi)
     summarise("Combine (slots layout), dcpsim (auto) vs FlashInfer MergeStates", comb, fis, False, lines)

@@ -49,6 +49,9 @@ std::unique_ptr<BenchOp> make_copy_bench(const OpShape& s, std::uint64_t seed);
 // One block of one warp that returns at once: what any kernel call costs before it does anything (the floor a
 // small merge kernel sits on, graph-replayed or eager).
 std::unique_ptr<BenchOp> make_empty_bench(const OpShape& s, std::uint64_t seed);
+// O [B][H][D] (16-bit) read and written back in place, 16 bytes a thread: the least a correction at that
+// shape can cost.
+std::unique_ptr<BenchOp> make_touch_bench(const OpShape& s, std::uint64_t seed);
 std::unique_ptr<BenchOp> make_attention_bench(const OpShape& s, std::uint64_t seed);
 std::unique_ptr<BenchOp> make_correct_bench(const OpShape& s, std::uint64_t seed);
 std::unique_ptr<BenchOp> make_a2a_pack_bench(const OpShape& s, std::uint64_t seed);

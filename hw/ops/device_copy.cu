@@ -1,7 +1,8 @@
 // The device-copy ceiling every bandwidth figure is compared with: one large cudaMemcpy device to device,
 // counting the bytes read plus the bytes written. Small copies rotate over enough buffer pairs to exceed L2
 // (as the operations' inputs do), so "a copy of the same size" is a copy through device memory too. And the
-// empty kernel: the launch floor under every small kernel's time.
+// empty kernel: the launch floor under every small kernel's time; the touch kernel: a correction's floor.
+#include <algorithm>
 #include <vector>
 
 #include <string>
@@ -57,7 +58,52 @@ class EmptyBench final : public BenchOp {
   }
 };
 
+// The least any correction does at its shape: every 16-byte unit of O read and written back in place, one
+// unit a thread, no LSE and no arithmetic; O's bytes rotated over input sets as the correction's are. A
+// correction cannot be faster than this at the same shape, whatever its kernel.
+__global__ void touch_kernel(uint4* o, int units, unsigned flip) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= units) return;
+  uint4 v = o[i];
+  v.x ^= flip;  // 0: the store writes what was read, yet the compiler cannot drop it
+  o[i] = v;
+}
+
+class TouchBench final : public BenchOp {
+ public:
+  TouchBench(const OpShape& s, std::uint64_t seed) : s_(s) {
+    const std::int64_t bytes = std::int64_t(s.rows) * s.heads * s.dim * 2;
+    if (bytes < 16 || bytes % 16 != 0 || bytes / 16 > (std::int64_t{1} << 30))
+      throw InputError("touch bench: B·H·D·2 bytes must be a positive multiple of 16");
+    units_ = int(bytes / 16);
+    sets_ = std::max(kMinInputSets, rotation_sets(double(bytes)));  // as the correction rotates O
+    for (int i = 0; i < sets_; ++i) {
+      o_.emplace_back(std::size_t(bytes));
+      launch_fill_uniform(o_.back().get(), bytes / 2, Elem::kBF16, 1.f, seed + i, 0, nullptr);
+    }
+    DCPSIM_CUDA(cudaDeviceSynchronize());
+  }
+  std::string label() const override {
+    return "B=" + std::to_string(s_.rows) + " H=" + std::to_string(s_.heads) + " D=" + std::to_string(s_.dim) +
+           " (O read and written)";
+  }
+  double bytes() const override { return 32.0 * units_; }
+  void launch(int call, cudaStream_t stream) override {
+    touch_kernel<<<(units_ + 255) / 256, 256, 0, stream>>>(o_[call % sets_].as<uint4>(), units_, 0u);
+    DCPSIM_CUDA(cudaGetLastError());
+  }
+
+ private:
+  OpShape s_;
+  int units_ = 0, sets_ = 1;
+  std::vector<DeviceBuffer> o_;
+};
+
 }  // namespace
+
+std::unique_ptr<BenchOp> make_touch_bench(const OpShape& s, std::uint64_t seed) {
+  return std::make_unique<TouchBench>(s, seed);
+}
 
 std::unique_ptr<BenchOp> make_empty_bench(const OpShape&, std::uint64_t) {
   return std::make_unique<EmptyBench>();

@@ -170,6 +170,13 @@ __device__ bool wait_flags(const DirectMergeArgs& a, const DirectRank& me, const
   return ok;
 }
 
+// A padding row's (row, kept head): nothing was sent; zeros and an empty LSE.
+template <typename T>
+__device__ void clear_pair(T* dst, float* merged, int dim, int lane) {
+  for (int d = lane; d < dim; d += 32) dst[d] = from_f32<T>(0.f);
+  if (lane == 0 && merged != nullptr) *merged = -INFINITY;
+}
+
 // 4. One (row, kept head) of the owner: N slots in, one rounding out. Every lane of the warp calls it.
 template <typename T>
 __device__ void combine(const DirectMergeArgs& a, const DirectRank& me, const Step& st, int b, int j,
@@ -179,8 +186,7 @@ __device__ void combine(const DirectMergeArgs& a, const DirectRank& me, const St
   T* dst = static_cast<T*>(me.out) + (std::int64_t(b) * L.heads + j) * L.dim;
   float* merged = me.merged_lse != nullptr ? me.merged_lse + std::int64_t(b) * L.heads + j : nullptr;
   if (b >= a.valid_rows) {  // padding row: nothing was sent
-    for (int d = lane; d < L.dim; d += 32) dst[d] = from_f32<T>(0.f);
-    if (lane == 0 && merged != nullptr) *merged = -INFINITY;
+    clear_pair<T>(dst, merged, L.dim, lane);
     return;
   }
   const unsigned char* own = me.windows[me.rank];
@@ -410,9 +416,150 @@ __device__ void combine_one(const DirectMergeArgs& a, const DirectRank& me, cons
     me.merged_lse[std::int64_t(b) * L.heads + j] = merged_lse(shift, k);
 }
 
+// ---- the one-round paths (variant "chunk"; "chunk-staged" keeps the rounds above) ----
+// At decode shapes the merge is a chain of dependent round trips to the L2, not a stream: the staged sends
+// take a round per four pairs of a warp plus one for the LSEs, the staged combine one per four sources of a
+// lane's unit. These paths issue all of a lane's loads of a phase at once when they fit its registers.
+
+constexpr int kFlatUnits = 16;   // 16-byte loads a lane of the one-round send keeps in flight
+constexpr int kFlatItems = 128;  // a chunk's sends (N × pairs) the block's table holds
+constexpr int kFlatSources = 8;  // sources the one-round combine loads at once
+
+// One send of a chunk: where the pair's O and LSE are read, and where they go in the owner's window for
+// parity 0 (parity 1 adds the buffers' sizes).
+struct SendEntry {
+  const int4* src;
+  unsigned char* dst;
+  const float* lse_src;
+  unsigned char* lse_dst;
+};
+
+// The block's table of chunk c's sends, thread i filling entry i: the divisions by the chunk's count and the
+// heads happen once per pair, not once per 16-byte unit.
+template <typename T>
+__device__ void fill_send_table(SendEntry* tab, const DirectMergeArgs& a, const DirectRank& me, const Step& st,
+                                int q0, int count) {
+  const DirectLayout& L = st.layout;
+  for (int i = threadIdx.x; i < a.dcp * count; i += blockDim.x) {
+    const SendItem it = send_item(i, q0, count, L.heads);
+    unsigned char* win = st.windows[it.owner];
+    tab[i] = {reinterpret_cast<const int4*>(static_cast<const T*>(me.o) + it.b * me.o_row_stride +
+                                            it.h * me.o_head_stride),
+              win + L.o(0, me.rank, it.b, it.j), me.lse + it.b * me.lse_row_stride + it.h * me.lse_head_stride,
+              win + L.lse(0, me.rank, it.b, it.j)};
+  }
+}
+
+// 1. The chunk's sends in one round: warp w takes sends w, w + 8, ...; its lanes walk their 16-byte units
+// (2^log_units a pair) and the first lanes their LSEs, every load issued before any store.
+__device__ void send_chunk_flat(const SendEntry* tab, int items, int log_units, std::size_t o_par,
+                                std::size_t lse_par, int warp, int lane) {
+  const int mine = (items - warp + kWarps - 1) / kWarps;
+  if (mine <= 0) return;
+  const int flat = mine << log_units, unit_mask = (1 << log_units) - 1;
+  for (int f0 = 0; f0 < flat; f0 += 32 * kFlatUnits) {
+    int4 v[kFlatUnits];
+#pragma unroll
+    for (int t = 0; t < kFlatUnits; ++t) {
+      const int f = f0 + lane + 32 * t;
+      if (f < flat) v[t] = __ldg(tab[warp + kWarps * (f >> log_units)].src + (f & unit_mask));
+    }
+    const bool lse_lane = f0 == 0 && lane < mine;
+    const float l = lse_lane ? *tab[warp + kWarps * lane].lse_src : 0.f;
+#pragma unroll
+    for (int t = 0; t < kFlatUnits; ++t) {
+      const int f = f0 + lane + 32 * t;
+      if (f < flat)
+        reinterpret_cast<int4*>(tab[warp + kWarps * (f >> log_units)].dst + o_par)[f & unit_mask] = v[t];
+    }
+    if (lse_lane) *reinterpret_cast<float*>(tab[warp + kWarps * lane].lse_dst + lse_par) = l;
+  }
+}
+
+// Sources whose slots combine_flat loads in one round: all of them on sm_90; on sm_100 the bf16 instance would
+// spill at eight (ptxas of CUDA 13.0), so there it takes two rounds of four.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+constexpr int kFlatRound = 4;
+#else
+constexpr int kFlatRound = kFlatSources;
+#endif
+
+// 4. One (row, kept head) of the owner, N ≤ 8 and at most 32·UPL units a row: every slot load of the lane and
+// the LSE load in one round (kFlatRound sources at a time), then the SPEC weights by shuffles and one rounding
+// (slots of weight 0 are loaded but never accumulated, as in combine_one).
+template <typename T, int UPL>
+__device__ void combine_flat(const DirectMergeArgs& a, const DirectRank& me, const Step& st, int b, int j,
+                             int lane) {
+  const DirectLayout& L = st.layout;
+  const int N = a.dcp;
+  const unsigned char* own = st.windows[me.rank];
+  constexpr int kVec = 16 / sizeof(T);
+  const int units = L.dim / kVec;
+  int4 v[kFlatRound][UPL];
+  auto load_round = [&](int s0) {
+#pragma unroll
+    for (int i = 0; i < kFlatRound; ++i) {
+      const int4* slot = reinterpret_cast<const int4*>(own + L.o(st.par, min(s0 + i, N - 1), b, j));
+#pragma unroll
+      for (int t = 0; t < UPL; ++t) {
+        v[i][t] = make_int4(0, 0, 0, 0);
+        if (s0 + i < N && lane + 32 * t < units) v[i][t] = __ldcg(slot + lane + 32 * t);
+      }
+    }
+  };
+  load_round(0);
+  const float x = lane < N
+                      ? sanitize_lse(__ldcg(reinterpret_cast<const float*>(own + L.lse(st.par, lane, b, j))))
+                      : -INFINITY;
+  const float k = a.base2 ? 1.f : kLog2e;
+  const float m = warp_max(x);
+  const float e = m == -INFINITY ? 0.f : exp2f((x - m) * k);
+  const LseShift shift{m, warp_sum(e)};
+  float w_lane = m == -INFINITY ? 0.f : e / shift.sum;
+  w_lane = w_lane == w_lane ? w_lane : 0.f;
+  T* dst = static_cast<T*>(me.out) + (std::int64_t(b) * L.heads + j) * L.dim;
+  if constexpr (kFlatRound >= kFlatSources) {
+    float w[kFlatSources];
+#pragma unroll
+    for (int s = 0; s < kFlatSources; ++s) w[s] = __shfl_sync(kFull, w_lane, s);
+#pragma unroll
+    for (int t = 0; t < UPL; ++t) {
+      const int c = lane + 32 * t;
+      if (c >= units) continue;
+      float acc[kVec] = {};
+#pragma unroll
+      for (int s = 0; s < kFlatSources; ++s)
+        if (s < N && w[s] != 0.f) accumulate<T>(acc, v[s][t], w[s]);
+      reinterpret_cast<int4*>(dst)[c] = round_out<T>(acc);
+    }
+  } else {
+    float acc[UPL][kVec] = {};
+#pragma unroll
+    for (int s0 = 0; s0 < kFlatSources; s0 += kFlatRound) {
+      if (s0 > 0) {
+        if (s0 >= N) break;
+        load_round(s0);
+      }
+#pragma unroll
+      for (int i = 0; i < kFlatRound; ++i) {
+        const float w = __shfl_sync(kFull, w_lane, s0 + i);
+#pragma unroll
+        for (int t = 0; t < UPL; ++t)
+          if (s0 + i < N && w != 0.f && lane + 32 * t < units) accumulate<T>(acc[t], v[i][t], w);
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < UPL; ++t)
+      if (lane + 32 * t < units) reinterpret_cast<int4*>(dst)[lane + 32 * t] = round_out<T>(acc[t]);
+  }
+  if (lane == 0 && me.merged_lse != nullptr)
+    me.merged_lse[std::int64_t(b) * L.heads + j] = merged_lse(shift, k);
+}
+
 constexpr int kWindowCache = 72;  // window bases a block keeps in shared memory (an NVL72 domain)
 
-template <typename T, bool SYS>
+// FLAT: the one-round paths, which the host picks only where they apply (flat_applies); else the staged ones.
+template <typename T, bool SYS, bool FLAT>
 __global__ void __launch_bounds__(kThreads, 2) direct_chunk_kernel(DirectMergeArgs a, bool vec) {
   pdl_begin();
   // The rank's arguments and the owners' window bases in shared memory, read once with loads side by side:
@@ -421,6 +568,7 @@ __global__ void __launch_bounds__(kThreads, 2) direct_chunk_kernel(DirectMergeAr
   static_assert(sizeof(DirectRank) % 8 == 0 && alignof(DirectRank) <= 8);
   __shared__ unsigned long long rank_words[sizeof(DirectRank) / 8];
   __shared__ unsigned char* windows[kWindowCache];
+  __shared__ SendEntry table[FLAT ? kFlatItems : 1];
   // With the launch's one table (a.windows), both go out at once.
   const int cached = min(a.dcp, kWindowCache);
   for (int i = threadIdx.x; i < int(sizeof(DirectRank) / 8); i += blockDim.x)
@@ -436,15 +584,33 @@ __global__ void __launch_bounds__(kThreads, 2) direct_chunk_kernel(DirectMergeAr
   Step st;
   st.windows = a.dcp <= kWindowCache ? windows : me.windows;
   st.layout = {a.dcp, a.rows, a.heads / a.dcp, a.dim, int(sizeof(T))};
-  st.epoch = *reinterpret_cast<volatile const unsigned long long*>(me.control) + 1ull;
-  st.par = DirectLayout::parity(st.epoch);
   st.vec = vec;
   const int J = st.layout.heads, pairs = a.valid_rows * J, chunks = st.layout.chunks(a.valid_rows);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int units = a.dim * int(sizeof(T)) / 16, log_units = __ffs(units) - 1;  // FLAT: a power of two
+  // The epoch is read once the block's first table is built: its load goes out beside the O loads of the
+  // first chunk, whose stores are the first use of its parity (a barrier would wait for it).
+  bool have_epoch = false;
+  auto read_epoch = [&] {
+    st.epoch = *reinterpret_cast<volatile const unsigned long long*>(me.control) + 1ull;
+    st.par = DirectLayout::parity(st.epoch);
+    have_epoch = true;
+  };
+  if (!FLAT) read_epoch();
   for (int c = blockIdx.x; c < chunks; c += gridDim.x) {
-    send_chunk<T>(a, me, st, c * kChunk, min(kChunk, pairs - c * kChunk), warp, lane);
-    publish_chunk<SYS>(a, me, st, c);
+    const int q0 = c * kChunk, count = min(kChunk, pairs - q0);
+    if constexpr (FLAT) {
+      fill_send_table<T>(table, a, me, st, q0, count);
+      __syncthreads();
+      if (!have_epoch) read_epoch();
+      send_chunk_flat(table, a.dcp * count, log_units, st.par * st.layout.o_buffer_bytes(),
+                      st.par * st.layout.lse_buffer_bytes(), warp, lane);
+    } else {
+      send_chunk<T>(a, me, st, q0, count, warp, lane);
+    }
+    publish_chunk<SYS>(a, me, st, c);  // its barrier also keeps the next chunk's table from this one's reads
   }
+  if (!have_epoch) read_epoch();  // a block with no chunk of its own
   // Every block reads the epoch before it counts itself (the barrier: each of its warps has), so the block
   // that completes the count records the epoch for the next step once no block of this one can still read
   // it, and resets the count for the next launch, whatever its grid. The block's last thread counts: the
@@ -456,8 +622,10 @@ __global__ void __launch_bounds__(kThreads, 2) direct_chunk_kernel(DirectMergeAr
   }
   // Padding rows: nothing was sent, nothing to wait for.
   for (int pair = pairs + blockIdx.x * kWarps + warp; pair < a.rows * J; pair += gridDim.x * kWarps) {
-    combine<T>(a, me, st, pair / J, pair % J, lane);
-    row_head_done(me.stamps, pair / J, J, lane);
+    const int b = pair / J, j = pair % J;
+    clear_pair<T>(static_cast<T*>(me.out) + (std::int64_t(b) * J + j) * a.dim,
+                  me.merged_lse != nullptr ? me.merged_lse + std::int64_t(b) * J + j : nullptr, a.dim, lane);
+    row_head_done(me.stamps, b, J, lane);
   }
   const bool fast = vec && a.dcp <= 32;
   for (int c = blockIdx.x; c < chunks; c += gridDim.x) {
@@ -466,19 +634,17 @@ __global__ void __launch_bounds__(kThreads, 2) direct_chunk_kernel(DirectMergeAr
       return;
     const int q = c * kChunk + warp;
     if (q >= pairs) continue;
-    if (fast)
+    if constexpr (FLAT) {
+      if (units <= 32)
+        combine_flat<T, 1>(a, me, st, q / J, q % J, lane);
+      else
+        combine_flat<T, 2>(a, me, st, q / J, q % J, lane);
+    } else if (fast)
       combine_one<T>(a, me, st, q / J, q % J, lane);
     else
       combine<T>(a, me, st, q / J, q % J, lane);
     row_head_done(me.stamps, q / J, J, lane);
   }
-}
-
-template <typename T>
-void* kernel_of(bool chunk, bool sys) {
-  if (!chunk) return reinterpret_cast<void*>(direct_merge_kernel<T>);
-  return sys ? reinterpret_cast<void*>(direct_chunk_kernel<T, true>)
-             : reinterpret_cast<void*>(direct_chunk_kernel<T, false>);
 }
 
 void check_args(const DirectMergeArgs& a) {
@@ -511,11 +677,35 @@ bool direct_sys_scope(const DirectMergeArgs& a) {
   return !a.same_device || a.variant == DirectVariant::kChunkSys;
 }
 
+// 16-byte units when a row of D values is a whole number of them (the slot and output rows then are too:
+// DirectLayout aligns its regions) and every rank's O rows start on 16 bytes.
+bool direct_vec(const DirectMergeArgs& a) {
+  return (a.dim * elem_bytes(a.elem)) % 16 == 0 && a.o_rows_aligned;
+}
+
+// The one-round paths: 16-byte rows of a power of two of at most 64 units, at most kFlatSources ranks (so a
+// chunk's sends, N × 8, fit the block's table).
+bool direct_flat(const DirectMergeArgs& a) {
+  const std::int64_t units = a.dim * std::int64_t(elem_bytes(a.elem)) / 16;
+  return a.variant != DirectVariant::kChunkStaged && direct_vec(a) && (units & (units - 1)) == 0 &&
+         units <= 64 && a.dcp <= kFlatSources;
+}
+
+using DirectKernel = void (*)(DirectMergeArgs, bool);
+
+template <typename T>
+DirectKernel direct_kernel(const DirectMergeArgs& a) {
+  static_assert(kFlatSources * kChunk <= kFlatItems);
+  if (!direct_uses_chunks(a)) return direct_merge_kernel<T>;
+  if (direct_flat(a))
+    return direct_sys_scope(a) ? direct_chunk_kernel<T, true, true> : direct_chunk_kernel<T, false, true>;
+  return direct_sys_scope(a) ? direct_chunk_kernel<T, true, false> : direct_chunk_kernel<T, false, false>;
+}
+
 int direct_merge_blocks(const DirectMergeArgs& a, int device) {
   const bool chunk = direct_uses_chunks(a);
-  void* kernel = nullptr;
-  with_elem(a.elem,
-            [&](auto tag) { kernel = kernel_of<typename decltype(tag)::type>(chunk, direct_sys_scope(a)); });
+  DirectKernel kernel = nullptr;
+  with_elem(a.elem, [&](auto tag) { kernel = direct_kernel<typename decltype(tag)::type>(a); });
   int per_sm = 0, sms = 0;
   DCPSIM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
   DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -537,26 +727,16 @@ void launch_direct_merge(const DirectMergeArgs& a, cudaStream_t stream) {
   int device = 0;
   DCPSIM_CUDA(cudaGetDevice(&device));
   const int blocks = direct_merge_blocks(a, device);
-  // 16-byte chunks when a row of D values is a whole number of them (the slot and output rows then are too:
-  // DirectLayout aligns its regions) and every rank's O rows start on 16 bytes.
-  const bool vec = (a.dim * elem_bytes(a.elem)) % 16 == 0 && a.o_rows_aligned;
+  const char* name = direct_uses_chunks(a) ? "direct_chunk_kernel" : "direct_merge_kernel";
   with_elem(a.elem, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (direct_uses_chunks(a) && direct_sys_scope(a))
-      launch_kernel("direct_chunk_kernel", direct_chunk_kernel<T, true>, dim3(blocks, a.launch_ranks),
-                    kThreads, 0, stream, a, vec);
-    else if (direct_uses_chunks(a))
-      launch_kernel("direct_chunk_kernel", direct_chunk_kernel<T, false>, dim3(blocks, a.launch_ranks),
-                    kThreads, 0, stream, a, vec);
-    else
-      launch_kernel("direct_merge_kernel", direct_merge_kernel<T>, dim3(blocks, a.launch_ranks), kThreads, 0,
-                    stream, a, vec);
+    launch_kernel(name, direct_kernel<typename decltype(tag)::type>(a), dim3(blocks, a.launch_ranks), kThreads,
+                  0, stream, a, direct_vec(a));
   });
-  DCPSIM_CUDA_LAUNCHED(direct_uses_chunks(a) ? "direct_chunk_kernel" : "direct_merge_kernel");
+  DCPSIM_CUDA_LAUNCHED(name);
 }
 
 std::vector<std::string> direct_variants() {
-  return {"chunk", "grid", "chunk-sys"};
+  return {"chunk", "grid", "chunk-sys", "chunk-staged"};
 }
 
 }  // namespace dcpsim::hw::ops
@@ -622,7 +802,8 @@ class DirectBench final : public BenchOp {
     a.ranks = ranks_.as<const DirectRank>();
     a.launch_ranks = s_.dcp;
     a.blocks_per_rank = s_.blocks;
-    a.variant = variant_ == 2   ? DirectVariant::kChunkSys
+    a.variant = variant_ == 3   ? DirectVariant::kChunkStaged
+                : variant_ == 2 ? DirectVariant::kChunkSys
                 : variant_ == 1 ? DirectVariant::kGrid
                 : variant_ == 0 ? DirectVariant::kChunk
                                 : DirectVariant::kAuto;

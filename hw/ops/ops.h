@@ -228,8 +228,9 @@ struct DirectRank {
 // pairs and combines a chunk once every source has sent it; `grid` raises one flag per source once all its
 // blocks have stored, so every combine waits for every store. The chunk kernel's flags are system-scope
 // unless every window is on this device (DirectMergeArgs::same_device); kChunkSys keeps them system-scope
-// there too (what the flags cost across GPUs, measured on one). kAuto: chunk.
-enum class DirectVariant { kAuto, kChunk, kGrid, kChunkSys };
+// there too (what the flags cost across GPUs, measured on one). kChunkStaged is the chunk kernel with its
+// sends and combines in rounds of four pairs or sources (before the one-round paths). kAuto: chunk.
+enum class DirectVariant { kAuto, kChunk, kGrid, kChunkSys, kChunkStaged };
 
 struct DirectMergeArgs : MergeDims {     // heads: H; elem: O's, the slots' and the output's type
   const DirectRank* ranks = nullptr;     // device array, one entry per rank of this launch

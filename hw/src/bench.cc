@@ -23,6 +23,7 @@ const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> f = {
       {"copy", ops::make_copy_bench},
       {"empty", ops::make_empty_bench},
+      {"touch", ops::make_touch_bench},
       {"attention", ops::make_attention_bench},
       {"correct", ops::make_correct_bench},
       {"a2a-pack", ops::make_a2a_pack_bench},

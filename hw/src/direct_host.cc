@@ -85,8 +85,10 @@ ops::DirectMergeArgs merge_args(const Shape& s, const GpuDirectOptions& o, ops::
     a.variant = ops::DirectVariant::kGrid;
   else if (o.kernel == "chunk-sys")
     a.variant = ops::DirectVariant::kChunkSys;
+  else if (o.kernel == "chunk-staged")
+    a.variant = ops::DirectVariant::kChunkStaged;
   else
-    throw InputError("direct merge: no kernel '" + o.kernel + "' (chunk, grid, chunk-sys)");
+    throw InputError("direct merge: no kernel '" + o.kernel + "' (chunk, grid, chunk-sys, chunk-staged)");
   const std::size_t eb = ops::elem_bytes(e);
   for (const auto& p : partials)
     a.o_rows_aligned =
