@@ -32,10 +32,15 @@ struct FastCorrectParams {
   int lse_rank, lse_row, lse_head, merged_row, merged_head;
   int dcp, rank, valid_rows, heads, out_block_heads, vecs;
   int shift, heads_per_block;
-  float k;
+  float k, inv_k;  // log2 e and ln 2 for natural-log LSEs, 1 and 1 for base 2
   int pdl;
 };
 
+// At decode shapes a call is one round trip to memory plus the instructions between the loads' return and the
+// stores, all on the critical path (nothing else runs to hide them). So: every address is formed before the
+// loads (the reduce-scatter layout's division included), the LSEs go out first and O beside them, the rank's own
+// LSE comes from the lane that holds it (a shuffle, not a second load that would wait for the butterfly), and
+// the merged LSE takes a product where a division was.
 template <typename T, int VPT, int NP, bool SOLO>
 __global__ void __launch_bounds__(kThreads) correct_fast_kernel(FastCorrectParams p) {
   if (p.pdl) pdl_begin();
@@ -45,33 +50,42 @@ __global__ void __launch_bounds__(kThreads) correct_fast_kernel(FastCorrectParam
   if (SOLO && !active) return;  // whole groups; no shuffles in this form
   const int h = min(h_raw, p.heads - 1);
   constexpr bool kStream = VPT >= 4;
+  const float* l = p.lse + (b * p.lse_row + h * p.lse_head);
   const uint4* src = p.in + (b * p.in_row + h * p.in_head);
+  int block = 0, hb = h;
+  if (p.out_block_heads < p.heads) {  // the reduce-scatter layout; in place needs no division
+    block = h / p.out_block_heads;
+    hb = h - block * p.out_block_heads;
+  }
+  uint4* dst = p.out + (block * p.out_block + b * p.out_row + hb * p.out_head);
+  float x[SOLO ? NP : 1];
+  if constexpr (SOLO) {
+    fast::load_lses<NP>(x, l, p.lse_rank, p.dcp);
+  } else {
+    const int r = threadIdx.x & (NP - 1);
+    x[0] = sanitize_lse(l[std::int64_t(min(r, p.dcp - 1)) * p.lse_rank]);
+    x[0] = r < p.dcp ? x[0] : -INFINITY;
+  }
   uint4 v[VPT];
 #pragma unroll
   for (int u = 0; u < VPT; ++u)
     if (lane + u * group < p.vecs) v[u] = fast::load16<kStream>(src + lane + u * group);
-  const float* l = p.lse + (b * p.lse_row + h * p.lse_head);
   float w = 0.f;
   LseShift sh{-INFINITY, 0.f};
   if constexpr (SOLO) {
-    float x[NP];
-    fast::load_lses<NP>(x, l, p.lse_rank, p.dcp);
     float mine = x[0];
 #pragma unroll
     for (int i = 1; i < NP; ++i) mine = i == p.rank ? x[i] : mine;
     if (b < p.valid_rows) sh = fast::shift_of<NP>(x, p.k);
     if (sh.m != -INFINITY) w = exp2f((mine - sh.m) * p.k) * __frcp_rn(sh.sum);
   } else {
-    // Lanes 0..NP-1 of the group hold LSE 0..NP-1; the butterfly runs over the whole warp (every lane takes
-    // part, idle groups on a clamped pair), so no mask is needed and no lane has left.
-    const int r = lane & (NP - 1);
-    float x = sanitize_lse(l[std::int64_t(min(r, p.dcp - 1)) * p.lse_rank]);
-    x = r < p.dcp ? x : -INFINITY;
-    const float mine = sanitize_lse(l[std::int64_t(p.rank) * p.lse_rank]);
-    float m = x;
+    // Lanes 0..NP-1 of every NP-lane slice hold LSE 0..NP-1; the butterfly runs over the whole warp (every lane
+    // takes part, idle groups on a clamped pair), so no mask is needed and no lane has left.
+    const float mine = __shfl_sync(0xffffffffu, x[0], int(threadIdx.x & 31u & ~unsigned(NP - 1)) | p.rank);
+    float m = x[0];
 #pragma unroll
     for (int off = NP / 2; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-    float s = m == -INFINITY ? 0.f : exp2f((x - m) * p.k);
+    float s = m == -INFINITY ? 0.f : exp2f((x[0] - m) * p.k);
 #pragma unroll
     for (int off = NP / 2; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
     if (b < p.valid_rows) sh = {m, s};
@@ -79,16 +93,11 @@ __global__ void __launch_bounds__(kThreads) correct_fast_kernel(FastCorrectParam
   }
   w = w == w ? w : 0.f;
   if (!active) return;
-  int block = 0, hb = h;
-  if (p.out_block_heads < p.heads) {  // the reduce-scatter layout; in place needs no division
-    block = h / p.out_block_heads;
-    hb = h - block * p.out_block_heads;
-  }
-  uint4* dst = p.out + (block * p.out_block + b * p.out_row + hb * p.out_head);
 #pragma unroll
   for (int u = 0; u < VPT; ++u)
     if (lane + u * group < p.vecs) fast::store16<kStream>(dst + lane + u * group, fast::scale<T>(v[u], w));
-  if (lane == 0 && p.merged != nullptr) p.merged[b * p.merged_row + h * p.merged_head] = merged_lse(sh, p.k);
+  if (lane == 0 && p.merged != nullptr)
+    p.merged[b * p.merged_row + h * p.merged_head] = sh.m == -INFINITY ? -INFINITY : sh.m + log2f(sh.sum) * p.inv_k;
 }
 
 template <typename T, int VPT, bool SOLO>
@@ -160,6 +169,7 @@ bool launch_correct_fast(const CorrectArgs& a, int vpt, bool solo, cudaStream_t 
   p.shift = g.shift;
   p.heads_per_block = g.heads_per_block;
   p.k = a.base2 ? 1.f : kLog2e;
+  p.inv_k = a.base2 ? 1.f : 0.69314718055994531f;
   p.pdl = pdl_enabled() ? 1 : 0;
   // Groups larger than VPT·G lanes would need a chunk loop: those calls (D > 8·256·VPT) take the other
   // kernels.
