@@ -31,6 +31,7 @@ struct HwRunFlags {
   int warmup = 5, reps = 20, check_rows = -1, padded_rows = 0;
   bool row_stamps = false;
   bool row_probe = false;
+  bool row_combine_staged = false;
   std::string out, json;
   std::uint64_t seed = 1;
   std::int64_t direct_timeout_ms = 2000;
@@ -141,6 +142,7 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   base.check_rows = f.check_rows;
   base.row_stamps = f.row_stamps;
   base.row_probe = f.row_probe;
+  base.row_combine_staged = f.row_combine_staged;
   base.seed = f.seed;
   base.padded_rows = f.padded_rows;
   base.direct_timeout_ms = f.direct_timeout_ms;
@@ -198,6 +200,9 @@ void add_run(CLI::App& hw_cmd) {
   run->add_flag("--row-probe", f->row_probe,
                 "row-stream: stamp %globaltimer at each stage of each combine item of the last step (figures "
                 "row_stream.probe.*; every item under row_probe in --json); other strategies ignore it");
+  run->add_flag("--row-combine-staged", f->row_combine_staged,
+                "row-stream: the owners' combine through its shared-memory stages even where an item's partials "
+                "fit the registers (the earlier kernel, for comparison)");
   run->add_option("--padded-rows", f->padded_rows, "CUDA-graph padding rows after the batch (masked)")
       ->capture_default_str();
   run->add_option("--direct-timeout-ms", f->direct_timeout_ms,

@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kThreads) combine_fast_kernel(FastCombineParam
   }
   LseShift sh{-INFINITY, 0.f};
   if (b < p.valid_rows) sh = fast::shift_of<NP>(x, p.k);
-  const float inv = sh.m == -INFINITY ? 0.f : __frcp_rn(sh.sum);
+  const float inv = sh.m == -INFINITY ? 0.f : fast::rcp_ftz(sh.sum);
   float acc[VPT][8];
 #pragma unroll
   for (int u = 0; u < VPT; ++u)
@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(kThreads) combine_fast_kernel(FastCombineParam
 #pragma unroll
   for (int s = 0; s < NP; ++s) {
     if (s >= p.dcp) break;
-    float w = sh.m == -INFINITY ? 0.f : exp2f((x[s] - sh.m) * p.k) * inv;
+    float w = sh.m == -INFINITY ? 0.f : fast::exp2_ftz((x[s] - sh.m) * p.k) * inv;
     w = w == w ? w : 0.f;
 #pragma unroll
     for (int u = 0; u < VPT; ++u) accumulate<T>(acc[u], v[s][u], w);
@@ -196,14 +196,14 @@ __global__ void __launch_bounds__(kThreads) combine_packed_kernel(PackedCombineP
     }
     LseShift sh{-INFINITY, 0.f};
     if (b < p.valid_rows) sh = fast::shift_of<NP>(x, p.k);
-    const float inv = sh.m == -INFINITY ? 0.f : __frcp_rn(sh.sum);
+    const float inv = sh.m == -INFINITY ? 0.f : fast::rcp_ftz(sh.sum);
     float acc[VPT][2];
 #pragma unroll
     for (int u = 0; u < VPT; ++u) acc[u][0] = acc[u][1] = 0.f;
 #pragma unroll
     for (int s = 0; s < NP; ++s) {
       if (s >= p.dcp) break;
-      float w = sh.m == -INFINITY ? 0.f : exp2f((x[s] - sh.m) * p.k) * inv;
+      float w = sh.m == -INFINITY ? 0.f : fast::exp2_ftz((x[s] - sh.m) * p.k) * inv;
       w = w == w ? w : 0.f;
 #pragma unroll
       for (int u = 0; u < VPT; ++u) {

@@ -40,7 +40,8 @@ struct FastCorrectParams {
 // stores, all on the critical path (nothing else runs to hide them). So: every address is formed before the
 // loads (the reduce-scatter layout's division included), the LSEs go out first and O beside them, the rank's own
 // LSE comes from the lane that holds it (a shuffle, not a second load that would wait for the butterfly), and
-// the merged LSE takes a product where a division was.
+// the merged LSE takes a product where a division was; exponentials, the reciprocal and the logarithm are one
+// instruction each (merge_fast.cuh).
 template <typename T, int VPT, int NP, bool SOLO>
 __global__ void __launch_bounds__(kThreads) correct_fast_kernel(FastCorrectParams p) {
   if (p.pdl) pdl_begin();
@@ -77,7 +78,7 @@ __global__ void __launch_bounds__(kThreads) correct_fast_kernel(FastCorrectParam
 #pragma unroll
     for (int i = 1; i < NP; ++i) mine = i == p.rank ? x[i] : mine;
     if (b < p.valid_rows) sh = fast::shift_of<NP>(x, p.k);
-    if (sh.m != -INFINITY) w = exp2f((mine - sh.m) * p.k) * __frcp_rn(sh.sum);
+    if (sh.m != -INFINITY) w = fast::exp2_ftz((mine - sh.m) * p.k) * fast::rcp_ftz(sh.sum);
   } else {
     // Lanes 0..NP-1 of every NP-lane slice hold LSE 0..NP-1; the butterfly runs over the whole warp (every lane
     // takes part, idle groups on a clamped pair), so no mask is needed and no lane has left.
@@ -85,11 +86,11 @@ __global__ void __launch_bounds__(kThreads) correct_fast_kernel(FastCorrectParam
     float m = x[0];
 #pragma unroll
     for (int off = NP / 2; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-    float s = m == -INFINITY ? 0.f : exp2f((x[0] - m) * p.k);
+    float s = m == -INFINITY ? 0.f : fast::exp2_ftz((x[0] - m) * p.k);
 #pragma unroll
     for (int off = NP / 2; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
     if (b < p.valid_rows) sh = {m, s};
-    if (sh.m != -INFINITY) w = exp2f((mine - sh.m) * p.k) * __frcp_rn(sh.sum);
+    if (sh.m != -INFINITY) w = fast::exp2_ftz((mine - sh.m) * p.k) * fast::rcp_ftz(sh.sum);
   }
   w = w == w ? w : 0.f;
   if (!active) return;
@@ -97,7 +98,8 @@ __global__ void __launch_bounds__(kThreads) correct_fast_kernel(FastCorrectParam
   for (int u = 0; u < VPT; ++u)
     if (lane + u * group < p.vecs) fast::store16<kStream>(dst + lane + u * group, fast::scale<T>(v[u], w));
   if (lane == 0 && p.merged != nullptr)
-    p.merged[b * p.merged_row + h * p.merged_head] = sh.m == -INFINITY ? -INFINITY : sh.m + log2f(sh.sum) * p.inv_k;
+    p.merged[b * p.merged_row + h * p.merged_head] =
+        sh.m == -INFINITY ? -INFINITY : sh.m + __log2f(sh.sum) * p.inv_k;  // sum ≥ 1: no denormal argument
 }
 
 template <typename T, int VPT, bool SOLO>

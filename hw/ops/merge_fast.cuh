@@ -4,8 +4,9 @@
 // short: the number of ranks rounded up to a power of two (NP ≤ 8) is a template parameter (every LSE load
 // issued at once, every loop unrolled, no run-time loop bounds or divergent-shuffle checks), 16-byte words
 // are unpacked and packed with one instruction per element pair, offsets are 32-bit, and the weights are
-// normalised with one reciprocal. The arithmetic is SPEC's (max-shifted, normalised weights, sanitised LSEs,
-// zero weight never multiplied); only the last rounding of a weight may differ by an ulp of fp32.
+// normalised with one reciprocal; exponentials and the reciprocal are one instruction each. The arithmetic is
+// SPEC's (max-shifted, normalised weights, sanitised LSEs, zero weight never multiplied); a weight may differ by
+// an ulp of fp32, and one below 2^-126 is 0.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -15,6 +16,22 @@
 #include "device_common.cuh"
 
 namespace dcpsim::hw::ops::fast {
+
+// 2^x in one instruction, results below 2^-126 flushed to zero (exp2f adds a range fix-up for those: four more
+// dependent instructions on the critical path). A weight that small is far below any output's rounding;
+// 2^-inf = 0 as SPEC's empty partials need.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// 1/x in one instruction (relative error within an ulp of fp32; x here is a sum of weights, at least 1).
+__device__ __forceinline__ float rcp_ftz(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 
 // Two 16-bit lanes of a 32-bit word as floats (lo = the lower address).
 template <typename T>
@@ -80,7 +97,7 @@ __device__ __forceinline__ LseShift shift_of(const float (&x)[NP], float k) {
   if (m == -INFINITY) return {m, 0.f};
   float s = 0.f;
 #pragma unroll
-  for (int i = 0; i < NP; ++i) s += exp2f((x[i] - m) * k);
+  for (int i = 0; i < NP; ++i) s += exp2_ftz((x[i] - m) * k);
   return {m, s};
 }
 

@@ -336,6 +336,7 @@ struct RowCombineArgs : MergeDims {  // heads: J; elem: the window's and the out
   bool system_scope = false;
   int ranks_on_device = 1;  // how many ranks' combines share the device (sizes the grid)
   bool tail = false;        // the grid launched after the producers (else the streaming grid)
+  bool staged = false;      // the shared-memory stages even where an item fits the registers (comparison)
   // Optional: %globaltimer at each stage of each item, [items][row_stream::kProbeSlots]
   // (row_stream_layout.h), written by the warp that merges the item; zero it before the step.
   unsigned long long* probe = nullptr;

@@ -7,9 +7,11 @@
 //                       multiprocessors: an MLA attention block leaves a sub-partition 512 registers, less
 //                       than any warp needs) and, once the producers have finished, a tail grid as large as
 //                       the device, which takes the rows the streaming grid has not reached.
-// Each warp works alone: its item's LSEs in one round trip, the partials with a finite LSE streamed into its
-// shared memory with cp.async (no registers held per load) while it computes the weights; a partial whose
-// weight is 0 is never multiplied, one whose LSE is not finite never read.
+// Each warp works alone. Where an item's partials fit a lane's registers (N ≤ 8, 16-bit, D = 256 to 512:
+// row_combine_regs_kernel), its LSEs and partials go out in one round of loads; elsewhere (and with
+// RowCombineArgs::staged) its LSEs in one round trip, then the partials with a finite LSE streamed into its
+// shared memory with cp.async (no registers held per load) while it computes the weights. A partial whose
+// weight is 0 is never multiplied.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -21,6 +23,7 @@
 #include "device_common.cuh"
 #include "elem_dispatch.cuh"
 #include "mma.cuh"
+#include "merge_fast.cuh"
 #include "ops.h"
 #include "row_push.cuh"
 #include "row_stream_layout.h"
@@ -264,6 +267,107 @@ __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_kernel(Comb
   }
 }
 
+// ---- the owner's combine on registers (the default where it applies, row_combine_regs_fits) ----
+// The same items, claims, waits, stamps and probes as row_combine_kernel, but an item's partials and LSEs go
+// out as one round of loads into registers: HPI heads × up to kRegSources sources × UPL 16-byte units a lane,
+// at most 32 loads (D = 384 and 512 with two heads an item, D = 256 with four; N ≤ 8; 16-bit elements), where
+// the staged kernel takes a round for the LSEs, then its cp.async stages behind them. The LSE of (head jj,
+// source s) sits in lane jj·8 + s, so segmented butterflies over eight lanes give every head its shift at once.
+// A slot is loaded whatever its LSE (it lies inside the window; an empty partial's O may be stale) and
+// accumulated only under a non-zero weight, so an empty partial never reaches the sum.
+constexpr int kRegSources = 8;
+
+template <typename T, int HPI, int UPL>
+__global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_regs_kernel(CombineParams p) {
+  static_assert(HPI * kRegSources <= 32 && HPI * kRegSources * UPL <= 32);
+  pdl_begin();
+  constexpr int kV = 16 / sizeof(T);
+  const RowCombineArgs& a = p.a;
+  const row_stream::Shape& s = p.shape;
+  const int N = a.dcp, lane = threadIdx.x % 32;
+  const unsigned long long epoch = *a.epoch;
+  const int parity = static_cast<int>(epoch & 1);
+  const T* win = static_cast<const T*>(a.o) + parity * row_stream::o_elems(s);
+  const float* win_lse = a.lse + parity * row_stream::lse_elems(s);
+  const unsigned long long* flags = a.flags + parity * row_stream::flag_elems(s);
+  const float k = a.base2 ? 1.f : kLog2e;
+  const int units = a.dim * static_cast<int>(sizeof(T)) / 16;
+  const int items = a.rows * p.items_per_row;
+  const int lj = lane / kRegSources, ls = lane % kRegSources;  // this lane's LSE: head j0 + lj, source ls
+  ItemClaim claim(a, items);
+  for (;;) {
+    const int item = claim.next();
+    if (item >= items) return;
+    const int b = item / p.items_per_row;
+    const int j0 = (item % p.items_per_row) * p.heads_per_item;
+    const int nj = min(p.heads_per_item, a.heads - j0);
+    if (!wait_row(p, flags, b, epoch)) return;
+    claim.mark(row_stream::kProbeFlags);
+    row_flags_seen(a, b);
+    const bool real = b < a.valid_rows;
+    float x = -INFINITY;
+    if (real && lj < nj && ls < N) x = sanitize_lse(__ldcg(win_lse + row_stream::slot(s, ls, b, j0 + lj)));
+    uint4 v[HPI][kRegSources][UPL];
+#pragma unroll
+    for (int jj = 0; jj < HPI; ++jj)
+#pragma unroll
+      for (int si = 0; si < kRegSources; ++si) {
+        const uint4* src = reinterpret_cast<const uint4*>(
+            win + row_stream::o_offset(s, min(si, N - 1), b, j0 + min(jj, nj - 1)));
+#pragma unroll
+        for (int t = 0; t < UPL; ++t) {
+          v[jj][si][t] = make_uint4(0, 0, 0, 0);
+          if (real && jj < nj && si < N && lane + 32 * t < units) v[jj][si][t] = __ldcg(src + lane + 32 * t);
+        }
+      }
+    // SPEC steps 1-4 per head over its eight lanes (lanes past N hold −inf).
+    float m = x;
+#pragma unroll
+    for (int off = kRegSources / 2; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    const float e = m == -INFINITY ? 0.f : fast::exp2_ftz((x - m) * k);
+    float sum = e;
+#pragma unroll
+    for (int off = kRegSources / 2; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    float w_lane = m == -INFINITY ? 0.f : e * fast::rcp_ftz(sum);
+    w_lane = w_lane == w_lane ? w_lane : 0.f;
+    if (ls == 0 && lj < nj && a.merged_lse.ptr != nullptr)
+      a.merged_lse.ptr[std::int64_t(b) * a.merged_lse.row_stride +
+                       std::int64_t(j0 + lj) * a.merged_lse.head_stride] = merged_lse({m, sum}, k);
+    claim.mark(row_stream::kProbeLse);
+    claim.mark(row_stream::kProbeWeights);
+#pragma unroll
+    for (int jj = 0; jj < HPI; ++jj) {
+      if (jj >= nj) break;  // the same for every lane
+      T* dst = static_cast<T*>(a.dst) + std::int64_t(b) * a.dst_row_stride +
+               std::int64_t(j0 + jj) * a.dst_head_stride;
+#pragma unroll
+      for (int t = 0; t < UPL; ++t) {
+        const int c = lane + 32 * t;
+        float acc[kV] = {};
+#pragma unroll
+        for (int si = 0; si < kRegSources; ++si) {
+          const float w = __shfl_sync(0xffffffffu, w_lane, jj * kRegSources + si);
+          if (si < N && w != 0.f && c < units) {
+            const T* el = reinterpret_cast<const T*>(&v[jj][si][t]);
+#pragma unroll
+            for (int q = 0; q < kV; ++q) acc[q] += w * to_f32(el[q]);
+          }
+        }
+        if (c < units) {
+          uint4 out;
+          T* o = reinterpret_cast<T*>(&out);
+#pragma unroll
+          for (int q = 0; q < kV; ++q) o[q] = from_f32<T>(acc[q]);
+          reinterpret_cast<uint4*>(dst)[c] = out;
+        }
+      }
+      if (jj == 0) claim.mark(row_stream::kProbePartials);
+    }
+    claim.mark(row_stream::kProbeStored);
+    item_stored(a, b, p.items_per_row);
+  }
+}
+
 void check_target(const RowPush& q, int heads, Elem e) {
   const int eb = static_cast<int>(elem_bytes(e));
   if (q.dcp < 1 || q.heads_per_owner < 1 || q.dcp * q.heads_per_owner != heads || q.rank < 0 ||
@@ -326,13 +430,42 @@ void launch_row_combine(const RowCombineArgs& a, cudaStream_t stream) {
   int device = 0, sms = 0, smem_max = 0;
   DCPSIM_CUDA(cudaGetDevice(&device));
   DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::int64_t items = std::int64_t(a.rows) * p.items_per_row;
+  if (!a.staged && eb == 2 && a.dcp <= kRegSources) {
+    // The register path: two heads of at most 64 units an item, or four of at most 32.
+    const int units = a.dim * eb / 16;
+    auto run = [&](auto kernel) {
+      const int blocks = row_stream::combine_blocks(sms, a.ranks_on_device, ceil_div(items, kCombineWarps), a.tail);
+      launch_kernel_with("row_combine_kernel", kernel, blocks, 32 * kCombineWarps, 0, stream, !a.tail, p);
+    };
+    bool ran = false;
+    with_elem(a.elem, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (sizeof(T) == 2) {
+        if (!a.tail) {  // as below: the push kernel is loaded before a spinning grid holds the device
+          cudaFuncAttributes attr;
+          DCPSIM_CUDA(cudaFuncGetAttributes(&attr, row_push_kernel<T>));
+        }
+        if (p.heads_per_item <= 2 && units <= 64) {
+          run(row_combine_regs_kernel<T, 2, 2>);
+          ran = true;
+        } else if (p.heads_per_item <= 4 && units <= 32) {
+          run(row_combine_regs_kernel<T, 4, 1>);
+          ran = true;
+        }
+      }
+    });
+    if (ran) {
+      DCPSIM_CUDA_LAUNCHED("row_combine_kernel");
+      return;
+    }
+  }
   DCPSIM_CUDA(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   const int warps = std::clamp(smem_max / p.warp_smem, 1, kCombineWarps);
   if (smem_max < p.warp_smem)
     throw InputError("row combine: N=" + std::to_string(a.dcp) +
                      " needs more shared memory than a block has");
   const std::size_t smem = std::size_t(warps) * p.warp_smem;
-  const std::int64_t items = std::int64_t(a.rows) * p.items_per_row;
   const int blocks = row_stream::combine_blocks(sms, a.ranks_on_device, ceil_div(items, warps), a.tail);
   auto run = [&](auto kernel) {
     DCPSIM_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));

@@ -119,6 +119,7 @@ ops::RowCombineArgs combine_args(const StepPlan& p, const RunConfig& c, RankStat
   a.claim = rs.claim.as<unsigned>();
   a.ranks_on_device = p.N;
   a.probe = rs.probe.get() != nullptr ? rs.probe.as<unsigned long long>() : nullptr;
+  a.staged = c.row_combine_staged;
   return a;
 }
 

@@ -114,6 +114,7 @@ std::vector<GpuMergedBlock> gpu_row_stream_merge(std::span<const models::Partial
         c.claim = claims.as<unsigned>() + n;
         c.ranks_on_device = N;
         c.tail = tail;
+        c.staged = o.staged;
         ops::launch_row_combine(c, stream);
       }
     };

@@ -209,8 +209,9 @@ TEST(Direct, RejectsHeadsNotDivisibleByN) {
 // counters' epoch targets): N = 1, 3, 4, 6, 8, 12, B = 17, H = 64 to 128, D = 128, 192 and 512, empty shards,
 // NaN and +inf
 // LSEs over NaN O, head-padded O, transposed LSE, both bases, bf16, fp16 and fp32. `combine_first`: the
-// owners' combines are launched first and spin until the pushes land.
-void check_row_stream_cases(bool combine_first) {
+// owners' combines are launched first and spin until the pushes land. `staged`: the combine through its
+// shared-memory stages also where an item fits the registers (D = 512 and N ≤ 8 here).
+void check_row_stream_cases(bool combine_first, bool staged = false) {
   struct Case {
     int dcp, heads, dim;
     models::LseBase base;
@@ -244,6 +245,7 @@ void check_row_stream_cases(bool combine_first) {
     o.out_dtype = s.out;
     o.steps = 3;
     o.combine_first = combine_first;
+    o.staged = staged;
     const auto got = gpu_row_stream_merge(parts, o);
     models::MergeOptions mo;
     mo.strategy = models::Strategy::kRowStream;
@@ -258,6 +260,11 @@ void check_row_stream_cases(bool combine_first) {
 TEST(RowStream, MatchesTheReferenceOverSeveralSteps) {
   DCPSIM_REQUIRE_GPU(gpu_row_stream_merge({}, {}));
   check_row_stream_cases(false);
+}
+
+TEST(RowStream, StagedCombineMatchesTheReference) {
+  DCPSIM_REQUIRE_GPU(gpu_row_stream_merge({}, {}));
+  check_row_stream_cases(false, true);
 }
 
 // Needs the device to run kernels concurrently (compute-sanitizer may serialise them: not run there).

@@ -122,6 +122,7 @@ struct GpuRowStreamOptions {
   // a stream of their own at the greatest priority, and spin until the pushes (launched after them) land.
   bool combine_first = false;
   std::int64_t timeout_ns = 2'000'000'000;
+  bool staged = false;  // the combine's shared-memory stages even where an item fits the registers
 };
 
 // Row-streaming merge with every rank on the current device: each rank pushes its rows (the post-kernel

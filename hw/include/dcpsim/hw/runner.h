@@ -67,6 +67,7 @@ struct RunConfig {
   AttentionImpl attention = AttentionImpl::kAuto;  // local attention: FlashInfer where it runs, else dcpsim
   bool row_probe =
       false;  // row-stream: %globaltimer at each stage of each combine item (RunResult::row_probe)
+  bool row_combine_staged = false;  // row-stream: the combine's shared-memory stages where registers would do
 };
 
 struct PhaseStats {
