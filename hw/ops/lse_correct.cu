@@ -12,7 +12,7 @@
 //   fewer with four (streaming hints) bandwidth-bound ones.
 // - "legacy" (lse_correct_legacy.cu), the kernels before 2026-12; past 16 MiB of short rows the fastest.
 // - "f*", "s*" (lse_correct_fast.cu): the same work with the shortest per-thread instruction chain; "f*"
-//   is what auto picks below 8 MiB.
+//   is what auto picks at every size.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -168,20 +168,17 @@ const std::vector<std::string>& correct_variants() {
 }
 
 int correct_auto_variant(const CorrectArgs& a) {
-  // By the bytes of O, from the decode sweep with every variant on one H200 (docs/PERFORMANCE.md,
-  // 2026-12-01, 1,442 shapes x bf16/fp16 x graph/eager): the short-path kernels win below 8 MiB — one vector
-  // per thread up to 256 KiB, two to 2 MiB (1 MiB until the 2026-12-04 sweep, where two won 50 of 60 shapes
-  // between 1 and 2 MiB, 5 % ahead of four on average), four with streaming hints to 8 MiB — and this choice is
-  // within 1 % of the per-shape best there. Above, four vectors per lane with streaming hints, except for short
-  // rows (D = 128) past 16 MiB, where the legacy block kernel's eight loads in flight win (19.4 against
-  // 22.3 µs at 32 MiB).
+  // By the bytes of O, from the decode sweeps with every variant on one H200 (docs/PERFORMANCE.md): the
+  // short-path kernels win everywhere since their critical path was shortened (2026-12-04, 1,082 shapes x
+  // graph/eager, bf16): one vector per thread up to 256 KiB, two to 2 MiB, four with streaming hints above —
+  // except for short rows (D = 128) past 8 MiB, where two without hints stay ahead. This choice is within
+  // 2.5 % of the per-shape best on average in every size bucket; the lane-group and legacy kernels of
+  // 2026-12-01 were 3-20 % behind past 8 MiB.
   const std::int64_t bytes = std::int64_t(a.rows) * a.heads * a.dim * std::int64_t(elem_bytes(a.elem));
   const bool short_rows = std::int64_t(a.dim) * std::int64_t(elem_bytes(a.elem)) <= 256;
-  if (bytes <= (std::int64_t{256} << 10)) return 7;              // f1
-  if (bytes <= (std::int64_t{2} << 20)) return 8;                // f2
-  if (bytes <= (std::int64_t{8} << 20)) return 9;                // f4
-  if (short_rows && bytes > (std::int64_t{16} << 20)) return 0;  // legacy
-  return 5;                                                      // g4s
+  if (bytes <= (std::int64_t{256} << 10)) return 7;                                  // f1
+  if (bytes <= (std::int64_t{2} << 20) || (short_rows && bytes > (std::int64_t{8} << 20))) return 8;  // f2
+  return 9;                                                                          // f4
 }
 
 void launch_correct(const CorrectArgs& a, cudaStream_t stream) {
