@@ -200,9 +200,10 @@ void add_run(CLI::App& hw_cmd) {
   run->add_flag("--row-probe", f->row_probe,
                 "row-stream: stamp %globaltimer at each stage of each combine item of the last step (figures "
                 "row_stream.probe.*; every item under row_probe in --json); other strategies ignore it");
-  run->add_flag("--row-combine-staged", f->row_combine_staged,
-                "row-stream: the owners' combine through its shared-memory stages even where an item's partials "
-                "fit the registers (the earlier kernel, for comparison)");
+  run->add_flag(
+      "--row-combine-staged", f->row_combine_staged,
+      "row-stream: the owners' combine through its shared-memory stages even where an item's partials "
+      "fit the registers (the earlier kernel, for comparison)");
   run->add_option("--padded-rows", f->padded_rows, "CUDA-graph padding rows after the batch (masked)")
       ->capture_default_str();
   run->add_option("--direct-timeout-ms", f->direct_timeout_ms,

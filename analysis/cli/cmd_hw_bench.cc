@@ -212,9 +212,10 @@ void add_hw_bench(CLI::App& hw_cmd) {
   auto f = std::make_shared<BenchFlags>();
   hw::OpBenchConfig& c = f->c;
   CLI::App* b = hw_cmd.add_subcommand("bench", "Time one operation against the device-copy bandwidth");
-  b->add_option("--op", c.op,
-                "copy, empty, touch (O read and written back: a correction's floor), attention, correct, a2a-pack, "
-                "a2a-combine, combine, direct, merge-states-flashinfer")
+  b->add_option(
+       "--op", c.op,
+       "copy, empty, touch (O read and written back: a correction's floor), attention, correct, a2a-pack, "
+       "a2a-combine, combine, direct, merge-states-flashinfer")
       ->required();
   b->add_option("--dcp", c.shape.dcp, "N")->capture_default_str();
   b->add_option("--batch", c.shape.rows, "B")->capture_default_str();

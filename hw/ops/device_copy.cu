@@ -84,8 +84,8 @@ class TouchBench final : public BenchOp {
     DCPSIM_CUDA(cudaDeviceSynchronize());
   }
   std::string label() const override {
-    return "B=" + std::to_string(s_.rows) + " H=" + std::to_string(s_.heads) + " D=" + std::to_string(s_.dim) +
-           " (O read and written)";
+    return "B=" + std::to_string(s_.rows) + " H=" + std::to_string(s_.heads) +
+           " D=" + std::to_string(s_.dim) + " (O read and written)";
   }
   double bytes() const override { return 32.0 * units_; }
   void launch(int call, cudaStream_t stream) override {

@@ -437,15 +437,16 @@ struct SendEntry {
 // The block's table of chunk c's sends, thread i filling entry i: the divisions by the chunk's count and the
 // heads happen once per pair, not once per 16-byte unit.
 template <typename T>
-__device__ void fill_send_table(SendEntry* tab, const DirectMergeArgs& a, const DirectRank& me, const Step& st,
-                                int q0, int count) {
+__device__ void fill_send_table(SendEntry* tab, const DirectMergeArgs& a, const DirectRank& me,
+                                const Step& st, int q0, int count) {
   const DirectLayout& L = st.layout;
   for (int i = threadIdx.x; i < a.dcp * count; i += blockDim.x) {
     const SendItem it = send_item(i, q0, count, L.heads);
     unsigned char* win = st.windows[it.owner];
     tab[i] = {reinterpret_cast<const int4*>(static_cast<const T*>(me.o) + it.b * me.o_row_stride +
                                             it.h * me.o_head_stride),
-              win + L.o(0, me.rank, it.b, it.j), me.lse + it.b * me.lse_row_stride + it.h * me.lse_head_stride,
+              win + L.o(0, me.rank, it.b, it.j),
+              me.lse + it.b * me.lse_row_stride + it.h * me.lse_head_stride,
               win + L.lse(0, me.rank, it.b, it.j)};
   }
 }
@@ -476,8 +477,8 @@ __device__ void send_chunk_flat(const SendEntry* tab, int items, int log_units, 
   }
 }
 
-// Sources whose slots combine_flat loads in one round: all of them on sm_90; on sm_100 the bf16 instance would
-// spill at eight (ptxas of CUDA 13.0), so there it takes two rounds of four.
+// Sources whose slots combine_flat loads in one round: all of them on sm_90; on sm_100 the bf16 instance
+// would spill at eight (ptxas of CUDA 13.0), so there it takes two rounds of four.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
 constexpr int kFlatRound = 4;
 #else
@@ -485,8 +486,8 @@ constexpr int kFlatRound = kFlatSources;
 #endif
 
 // 4. One (row, kept head) of the owner, N ≤ 8 and at most 32·UPL units a row: every slot load of the lane and
-// the LSE load in one round (kFlatRound sources at a time), then the SPEC weights by shuffles and one rounding
-// (slots of weight 0 are loaded but never accumulated, as in combine_one).
+// the LSE load in one round (kFlatRound sources at a time), then the SPEC weights by shuffles and one
+// rounding (slots of weight 0 are loaded but never accumulated, as in combine_one).
 template <typename T, int UPL>
 __device__ void combine_flat(const DirectMergeArgs& a, const DirectRank& me, const Step& st, int b, int j,
                              int lane) {
@@ -729,8 +730,8 @@ void launch_direct_merge(const DirectMergeArgs& a, cudaStream_t stream) {
   const int blocks = direct_merge_blocks(a, device);
   const char* name = direct_uses_chunks(a) ? "direct_chunk_kernel" : "direct_merge_kernel";
   with_elem(a.elem, [&](auto tag) {
-    launch_kernel(name, direct_kernel<typename decltype(tag)::type>(a), dim3(blocks, a.launch_ranks), kThreads,
-                  0, stream, a, direct_vec(a));
+    launch_kernel(name, direct_kernel<typename decltype(tag)::type>(a), dim3(blocks, a.launch_ranks),
+                  kThreads, 0, stream, a, direct_vec(a));
   });
   DCPSIM_CUDA_LAUNCHED(name);
 }

@@ -176,9 +176,9 @@ int correct_auto_variant(const CorrectArgs& a) {
   // 2026-12-01 were 3-20 % behind past 8 MiB.
   const std::int64_t bytes = std::int64_t(a.rows) * a.heads * a.dim * std::int64_t(elem_bytes(a.elem));
   const bool short_rows = std::int64_t(a.dim) * std::int64_t(elem_bytes(a.elem)) <= 256;
-  if (bytes <= (std::int64_t{256} << 10)) return 7;                                  // f1
+  if (bytes <= (std::int64_t{256} << 10)) return 7;                                                   // f1
   if (bytes <= (std::int64_t{2} << 20) || (short_rows && bytes > (std::int64_t{8} << 20))) return 8;  // f2
-  return 9;                                                                          // f4
+  return 9;                                                                                           // f4
 }
 
 void launch_correct(const CorrectArgs& a, cudaStream_t stream) {

@@ -38,10 +38,10 @@ struct FastCorrectParams {
 
 // At decode shapes a call is one round trip to memory plus the instructions between the loads' return and the
 // stores, all on the critical path (nothing else runs to hide them). So: every address is formed before the
-// loads (the reduce-scatter layout's division included), the LSEs go out first and O beside them, the rank's own
-// LSE comes from the lane that holds it (a shuffle, not a second load that would wait for the butterfly), and
-// the merged LSE takes a product where a division was; exponentials, the reciprocal and the logarithm are one
-// instruction each (merge_fast.cuh).
+// loads (the reduce-scatter layout's division included), the LSEs go out first and O beside them, the rank's
+// own LSE comes from the lane that holds it (a shuffle, not a second load that would wait for the butterfly),
+// and the merged LSE takes a product where a division was; exponentials, the reciprocal and the logarithm are
+// one instruction each (merge_fast.cuh).
 template <typename T, int VPT, int NP, bool SOLO>
 __global__ void __launch_bounds__(kThreads) correct_fast_kernel(FastCorrectParams p) {
   if (p.pdl) pdl_begin();
@@ -80,8 +80,8 @@ __global__ void __launch_bounds__(kThreads) correct_fast_kernel(FastCorrectParam
     if (b < p.valid_rows) sh = fast::shift_of<NP>(x, p.k);
     if (sh.m != -INFINITY) w = fast::exp2_ftz((mine - sh.m) * p.k) * fast::rcp_ftz(sh.sum);
   } else {
-    // Lanes 0..NP-1 of every NP-lane slice hold LSE 0..NP-1; the butterfly runs over the whole warp (every lane
-    // takes part, idle groups on a clamped pair), so no mask is needed and no lane has left.
+    // Lanes 0..NP-1 of every NP-lane slice hold LSE 0..NP-1; the butterfly runs over the whole warp (every
+    // lane takes part, idle groups on a clamped pair), so no mask is needed and no lane has left.
     const float mine = __shfl_sync(0xffffffffu, x[0], int(threadIdx.x & 31u & ~unsigned(NP - 1)) | p.rank);
     float m = x[0];
 #pragma unroll

@@ -5,8 +5,8 @@
 // issued at once, every loop unrolled, no run-time loop bounds or divergent-shuffle checks), 16-byte words
 // are unpacked and packed with one instruction per element pair, offsets are 32-bit, and the weights are
 // normalised with one reciprocal; exponentials and the reciprocal are one instruction each. The arithmetic is
-// SPEC's (max-shifted, normalised weights, sanitised LSEs, zero weight never multiplied); a weight may differ by
-// an ulp of fp32, and one below 2^-126 is 0.
+// SPEC's (max-shifted, normalised weights, sanitised LSEs, zero weight never multiplied); a weight may differ
+// by an ulp of fp32, and one below 2^-126 is 0.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -17,8 +17,8 @@
 
 namespace dcpsim::hw::ops::fast {
 
-// 2^x in one instruction, results below 2^-126 flushed to zero (exp2f adds a range fix-up for those: four more
-// dependent instructions on the critical path). A weight that small is far below any output's rounding;
+// 2^x in one instruction, results below 2^-126 flushed to zero (exp2f adds a range fix-up for those: four
+// more dependent instructions on the critical path). A weight that small is far below any output's rounding;
 // 2^-inf = 0 as SPEC's empty partials need.
 __device__ __forceinline__ float exp2_ftz(float x) {
   float y;

@@ -22,8 +22,8 @@
 #include "dcpsim/error.h"
 #include "device_common.cuh"
 #include "elem_dispatch.cuh"
-#include "mma.cuh"
 #include "merge_fast.cuh"
+#include "mma.cuh"
 #include "ops.h"
 #include "row_push.cuh"
 #include "row_stream_layout.h"
@@ -272,8 +272,8 @@ __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_kernel(Comb
 // out as one round of loads into registers: HPI heads × up to kRegSources sources × UPL 16-byte units a lane,
 // at most 32 loads (D = 384 and 512 with two heads an item, D = 256 with four; N ≤ 8; 16-bit elements), where
 // the staged kernel takes a round for the LSEs, then its cp.async stages behind them. The LSE of (head jj,
-// source s) sits in lane jj·8 + s, so segmented butterflies over eight lanes give every head its shift at once.
-// A slot is loaded whatever its LSE (it lies inside the window; an empty partial's O may be stale) and
+// source s) sits in lane jj·8 + s, so segmented butterflies over eight lanes give every head its shift at
+// once. A slot is loaded whatever its LSE (it lies inside the window; an empty partial's O may be stale) and
 // accumulated only under a non-zero weight, so an empty partial never reaches the sum.
 constexpr int kRegSources = 8;
 
@@ -331,8 +331,9 @@ __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_regs_kernel
     float w_lane = m == -INFINITY ? 0.f : e * fast::rcp_ftz(sum);
     w_lane = w_lane == w_lane ? w_lane : 0.f;
     if (ls == 0 && lj < nj && a.merged_lse.ptr != nullptr)
-      a.merged_lse.ptr[std::int64_t(b) * a.merged_lse.row_stride +
-                       std::int64_t(j0 + lj) * a.merged_lse.head_stride] = merged_lse({m, sum}, k);
+      a.merged_lse
+          .ptr[std::int64_t(b) * a.merged_lse.row_stride + std::int64_t(j0 + lj) * a.merged_lse.head_stride] =
+          merged_lse({m, sum}, k);
     claim.mark(row_stream::kProbeLse);
     claim.mark(row_stream::kProbeWeights);
 #pragma unroll
@@ -435,7 +436,8 @@ void launch_row_combine(const RowCombineArgs& a, cudaStream_t stream) {
     // The register path: two heads of at most 64 units an item, or four of at most 32.
     const int units = a.dim * eb / 16;
     auto run = [&](auto kernel) {
-      const int blocks = row_stream::combine_blocks(sms, a.ranks_on_device, ceil_div(items, kCombineWarps), a.tail);
+      const int blocks =
+          row_stream::combine_blocks(sms, a.ranks_on_device, ceil_div(items, kCombineWarps), a.tail);
       launch_kernel_with("row_combine_kernel", kernel, blocks, 32 * kCombineWarps, 0, stream, !a.tail, p);
     };
     bool ran = false;

@@ -93,10 +93,11 @@ void expect_block(const GpuMergedBlock& g, const models::RankOutput& ref, DType 
 }
 
 // Every kernel of the protocol: per-chunk flags (the default; device-scope flags in emulation), per-source
-// flags ("grid"), per-chunk flags at system scope ("chunk-sys", as across GPUs), and the chunk kernel with its
-// sends and combines in rounds ("chunk-staged").
+// flags ("grid"), per-chunk flags at system scope ("chunk-sys", as across GPUs), and the chunk kernel with
+// its sends and combines in rounds ("chunk-staged").
 class DirectKernels : public ::testing::TestWithParam<std::string> {};
-INSTANTIATE_TEST_SUITE_P(DirectMerge, DirectKernels, ::testing::Values("chunk", "grid", "chunk-sys", "chunk-staged"),
+INSTANTIATE_TEST_SUITE_P(DirectMerge, DirectKernels,
+                         ::testing::Values("chunk", "grid", "chunk-sys", "chunk-staged"),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            std::string name = p.param;
                            std::replace(name.begin(), name.end(), '-', '_');
