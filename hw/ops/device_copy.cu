@@ -74,7 +74,7 @@ class TouchBench final : public BenchOp {
   TouchBench(const OpShape& s, std::uint64_t seed) : s_(s) {
     const std::int64_t bytes = std::int64_t(s.rows) * s.heads * s.dim * 2;
     if (bytes < 16 || bytes % 16 != 0 || bytes / 16 > (std::int64_t{1} << 30))
-      throw InputError("touch bench: B·H·D·2 bytes must be a positive multiple of 16");
+      throw InputError("touch bench: B·H·D·2 bytes must be a positive multiple of 16, at most 2^34");
     units_ = int(bytes / 16);
     sets_ = std::max(kMinInputSets, rotation_sets(double(bytes)));  // as the correction rotates O
     for (int i = 0; i < sets_; ++i) {

@@ -559,7 +559,7 @@ __device__ void combine_flat(const DirectMergeArgs& a, const DirectRank& me, con
 
 constexpr int kWindowCache = 72;  // window bases a block keeps in shared memory (an NVL72 domain)
 
-// FLAT: the one-round paths, which the host picks only where they apply (flat_applies); else the staged ones.
+// FLAT: the one-round paths, which the host picks only where they apply (direct_flat); else the staged ones.
 template <typename T, bool SYS, bool FLAT>
 __global__ void __launch_bounds__(kThreads, 2) direct_chunk_kernel(DirectMergeArgs a, bool vec) {
   pdl_begin();

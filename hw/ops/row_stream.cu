@@ -364,6 +364,7 @@ __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_regs_kernel
       }
       if (jj == 0) claim.mark(row_stream::kProbePartials);
     }
+    __syncwarp();  // every lane's stores before lane 0 counts the item
     claim.mark(row_stream::kProbeStored);
     item_stored(a, b, p.items_per_row);
   }

@@ -273,7 +273,7 @@ std::vector<OpShape> sweep_shapes(const std::string& grid, const std::string& op
   }
   const bool combine = op == "combine" || op == "a2a-combine" || op == "merge-states-flashinfer";
   std::vector<OpShape> shapes;
-  std::vector<std::int64_t> copy_sizes;
+  std::vector<std::int64_t> copy_sizes, touch_keys;
   for (const P& p : points) {
     if (combine && p.h % p.n != 0) continue;
     OpShape s;
@@ -285,6 +285,11 @@ std::vector<OpShape> sweep_shapes(const std::string& grid, const std::string& op
       s.copy_bytes = std::int64_t(p.b) * p.h * p.d * 2;
       if (std::find(copy_sizes.begin(), copy_sizes.end(), s.copy_bytes) != copy_sizes.end()) continue;
       copy_sizes.push_back(s.copy_bytes);
+    }
+    if (op == "touch") {  // N does not enter: each (B, H, D) once
+      const std::int64_t key = (std::int64_t(p.b) * 4096 + p.h) * 4096 + p.d;
+      if (std::find(touch_keys.begin(), touch_keys.end(), key) != touch_keys.end()) continue;
+      touch_keys.push_back(key);
     }
     shapes.push_back(s);
     if (op == "empty") break;  // one launch floor: the shape does not matter

@@ -206,11 +206,10 @@ TEST(Direct, RejectsHeadsNotDivisibleByN) {
 }
 
 // Row-stream: the post-kernel push and the owners' combine over several steps (both window parities, the
-// counters' epoch targets): N = 1, 3, 4, 6, 8, 12, B = 17, H = 64 to 128, D = 128, 192 and 512, empty shards,
-// NaN and +inf
-// LSEs over NaN O, head-padded O, transposed LSE, both bases, bf16, fp16 and fp32. `combine_first`: the
-// owners' combines are launched first and spin until the pushes land. `staged`: the combine through its
-// shared-memory stages also where an item fits the registers (D = 512 and N ≤ 8 here).
+// counters' epoch targets): N = 1, 3, 4, 6, 8, 12, B = 17, H = 64 to 128, D = 128, 192, 256 and 512, empty
+// shards, NaN and +inf LSEs over NaN O, head-padded O, transposed LSE, both bases, bf16, fp16 and fp32.
+// `combine_first`: the owners' combines are launched first and spin until the pushes land. `staged`: the
+// combine through its shared-memory stages also where an item fits the registers (D = 512 and N ≤ 8 here).
 void check_row_stream_cases(bool combine_first, bool staged = false) {
   struct Case {
     int dcp, heads, dim;
@@ -229,6 +228,8 @@ void check_row_stream_cases(bool combine_first, bool staged = false) {
       // Twelve owners, and heads of 24 16-byte pieces (D = 192).
       {12, 96, 128, models::LseBase::kE, DType::kBF16, false, 0},
       {4, 64, 192, models::LseBase::k2, DType::kF16, true, 8},
+      // D = 256: four heads an item (the register combine's other form).
+      {4, 64, 256, models::LseBase::kE, DType::kBF16, false, 0},
   };
   const std::vector<std::int64_t> contexts = {0, 1, 2, 3, 5, 7, 11, 40, 100, 0, 2, 150, 1, 9, 17, 64, 33};
   for (std::size_t i = 0; i < cases.size(); ++i) {
