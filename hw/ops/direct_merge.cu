@@ -356,6 +356,21 @@ __device__ void publish_chunk(const DirectMergeArgs& a, const DirectRank& me, co
         st.epoch);
 }
 
+// Lane s < N loads LSE s of the owner's (row b, kept head j); every lane gets the SPEC shift over the warp
+// and returns lane s's weight (0 past N, for empty partials, and when every partial is empty). Called after
+// the slot loads it should overlap are issued.
+__device__ __forceinline__ float lane_weight(const unsigned char* own, const DirectLayout& L, int par, int b,
+                                             int j, int N, float k, int lane, LseShift& shift) {
+  const float x = lane < N
+                      ? sanitize_lse(__ldcg(reinterpret_cast<const float*>(own + L.lse(par, lane, b, j))))
+                      : -INFINITY;
+  const float m = warp_max(x);
+  const float e = m == -INFINITY ? 0.f : exp2f((x - m) * k);
+  shift = {m, warp_sum(e)};
+  const float w = m == -INFINITY ? 0.f : e / shift.sum;
+  return w == w ? w : 0.f;
+}
+
 // 4. One (row, kept head) of the owner, N ≤ 32, 16-byte rows: lane s loads LSE s once, and the lane's slot
 // loads of its first units go out with it, before the weights are known (a slot is read whatever its weight
 // but accumulated only under a non-zero one, so the NaN partial of an empty shard never reaches the sum).
@@ -375,15 +390,9 @@ __device__ void combine_one(const DirectMergeArgs& a, const DirectRank& me, cons
 #pragma unroll
   for (int i = 0; i < kPrefetch; ++i)
     if (i < N && lane < units) first[i] = __ldcg(slot(i) + lane);
-  const float x = lane < N
-                      ? sanitize_lse(__ldcg(reinterpret_cast<const float*>(own + L.lse(st.par, lane, b, j))))
-                      : -INFINITY;
   const float k = a.base2 ? 1.f : kLog2e;
-  const float m = warp_max(x);
-  const float e = m == -INFINITY ? 0.f : exp2f((x - m) * k);
-  const LseShift shift{m, warp_sum(e)};
-  float w_lane = m == -INFINITY ? 0.f : e / shift.sum;
-  w_lane = w_lane == w_lane ? w_lane : 0.f;
+  LseShift shift;
+  const float w_lane = lane_weight(own, L, st.par, b, j, N, k, lane, shift);
   T* dst = static_cast<T*>(me.out) + (std::int64_t(b) * L.heads + j) * L.dim;
   // The lane's first unit: the prefetched sources, then the rest; then its further units, if any.
   for (int c0 = 0; c0 < units; c0 += 32) {
@@ -509,15 +518,9 @@ __device__ void combine_flat(const DirectMergeArgs& a, const DirectRank& me, con
     }
   };
   load_round(0);
-  const float x = lane < N
-                      ? sanitize_lse(__ldcg(reinterpret_cast<const float*>(own + L.lse(st.par, lane, b, j))))
-                      : -INFINITY;
   const float k = a.base2 ? 1.f : kLog2e;
-  const float m = warp_max(x);
-  const float e = m == -INFINITY ? 0.f : exp2f((x - m) * k);
-  const LseShift shift{m, warp_sum(e)};
-  float w_lane = m == -INFINITY ? 0.f : e / shift.sum;
-  w_lane = w_lane == w_lane ? w_lane : 0.f;
+  LseShift shift;
+  const float w_lane = lane_weight(own, L, st.par, b, j, N, k, lane, shift);
   T* dst = static_cast<T*>(me.out) + (std::int64_t(b) * L.heads + j) * L.dim;
   if constexpr (kFlatRound >= kFlatSources) {
     float w[kFlatSources];

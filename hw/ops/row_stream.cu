@@ -151,6 +151,28 @@ __device__ bool wait_row(const CombineParams& p, const unsigned long long* flags
   return !__any_sync(0xffffffffu, failed);
 }
 
+// An item: row b, heads j0 .. j0 + nj − 1 of the owner; `real`: not a padding row.
+struct Item {
+  int b, j0, nj;
+  bool real;
+};
+
+// The calling warp's next item, claimed, with its row's flags seen (and the row's LSE stamped); false when no
+// item is left or a wait gave up.
+__device__ bool next_item(ItemClaim& claim, const CombineParams& p, const unsigned long long* flags,
+                          unsigned long long epoch, int items, Item& it) {
+  const int item = claim.next();
+  if (item >= items) return false;
+  it.b = item / p.items_per_row;
+  it.j0 = (item % p.items_per_row) * p.heads_per_item;
+  it.nj = min(p.heads_per_item, p.a.heads - it.j0);
+  if (!wait_row(p, flags, it.b, epoch)) return false;
+  claim.mark(row_stream::kProbeFlags);
+  row_flags_seen(p.a, it.b);
+  it.real = it.b < p.a.valid_rows;
+  return true;
+}
+
 template <typename T>
 __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_kernel(CombineParams p) {
   pdl_begin();
@@ -172,16 +194,9 @@ __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_kernel(Comb
   const int pieces = a.dim * static_cast<int>(sizeof(T)) / 16;
   const int items = a.rows * p.items_per_row;
   ItemClaim claim(a, items);
-  for (;;) {
-    const int item = claim.next();
-    if (item >= items) return;
-    const int b = item / p.items_per_row;
-    const int j0 = (item % p.items_per_row) * p.heads_per_item;
-    const int nj = min(p.heads_per_item, a.heads - j0);
-    if (!wait_row(p, flags, b, epoch)) return;
-    claim.mark(row_stream::kProbeFlags);
-    row_flags_seen(a, b);
-    const bool real = b < a.valid_rows;
+  for (Item it; next_item(claim, p, flags, epoch, items, it);) {
+    const int b = it.b, j0 = it.j0, nj = it.nj;
+    const bool real = it.real;
     for (int i = lane; i < nj * N; i += 32)
       sl[i] = real ? sanitize_lse(__ldcg(win_lse + row_stream::slot(s, i % N, b, j0 + i / N))) : -INFINITY;
     __syncwarp();
@@ -295,16 +310,9 @@ __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_regs_kernel
   const int items = a.rows * p.items_per_row;
   const int lj = lane / kRegSources, ls = lane % kRegSources;  // this lane's LSE: head j0 + lj, source ls
   ItemClaim claim(a, items);
-  for (;;) {
-    const int item = claim.next();
-    if (item >= items) return;
-    const int b = item / p.items_per_row;
-    const int j0 = (item % p.items_per_row) * p.heads_per_item;
-    const int nj = min(p.heads_per_item, a.heads - j0);
-    if (!wait_row(p, flags, b, epoch)) return;
-    claim.mark(row_stream::kProbeFlags);
-    row_flags_seen(a, b);
-    const bool real = b < a.valid_rows;
+  for (Item it; next_item(claim, p, flags, epoch, items, it);) {
+    const int b = it.b, j0 = it.j0, nj = it.nj;
+    const bool real = it.real;
     float x = -INFINITY;
     if (real && lj < nj && ls < N) x = sanitize_lse(__ldcg(win_lse + row_stream::slot(s, ls, b, j0 + lj)));
     uint4 v[HPI][kRegSources][UPL];
