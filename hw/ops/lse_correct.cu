@@ -41,14 +41,13 @@ struct VariantSpec {
   const char* name;
   int vpt;  // 0: the legacy kernels
   bool stream;
-  int fast;  // 0: the lane-group kernel below; 1: lse_correct_fast.cu, group butterfly; 2: same, solo
-             // weights; 3: the group-butterfly kernel with compact parameters (dense layouts; else as 1)
+  int fast;  // 0: the lane-group kernel below; 1: lse_correct_fast.cu, group butterfly; 2: same, solo weights
 };
-constexpr VariantSpec kVariants[] = {
-    {"legacy", 0, false, 0}, {"g1", 1, false, 0}, {"g2", 2, false, 0}, {"g4", 4, false, 0},
-    {"g8", 8, false, 0},     {"g4s", 4, true, 0}, {"g8s", 8, true, 0}, {"f1", 1, false, 1},
-    {"f2", 2, false, 1},     {"f4", 4, true, 1},  {"s1", 1, false, 2}, {"s2", 2, false, 2},
-    {"s4", 4, true, 2},      {"c1", 1, false, 3}, {"c2", 2, false, 3}, {"c4", 4, true, 3}};
+constexpr VariantSpec kVariants[] = {{"legacy", 0, false, 0}, {"g1", 1, false, 0}, {"g2", 2, false, 0},
+                                     {"g4", 4, false, 0},     {"g8", 8, false, 0}, {"g4s", 4, true, 0},
+                                     {"g8s", 8, true, 0},     {"f1", 1, false, 1}, {"f2", 2, false, 1},
+                                     {"f4", 4, true, 1},      {"s1", 1, false, 2}, {"s2", 2, false, 2},
+                                     {"s4", 4, true, 2}};
 constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 
 template <typename T, int VEC, int VPT, bool STREAM>
@@ -140,7 +139,6 @@ void launch_typed(const CorrectArgs& a, int variant, cudaStream_t stream) {
   constexpr int kVec = 16 / sizeof(T);
   if (!vector_layout(a, sizeof(T))) return launch_group<T, 1, 4, false>(a, stream);
   const VariantSpec& v = kVariants[variant];
-  if (v.fast == 3 && launch_correct_compact(a, v.vpt, stream)) return;
   if (v.fast != 0 && launch_correct_fast(a, v.vpt, v.fast == 2, stream)) return;
   switch (v.vpt * 2 + (v.stream ? 1 : 0)) {
     case 2:

@@ -123,85 +123,6 @@ bool fits(std::int64_t x) {
   return x >= 0 && x < (std::int64_t{1} << 31);
 }
 
-// ---- the compact form (variants c1, c2, c4): the same kernel for dense layouts, with 52 bytes of parameters
-// instead of FastCorrectParams' 120. O is [B][H][D]; the output is O's layout or the reduce-scatter's
-// [H/J][B][J][D]; the LSEs are [N][B][H] and the merged LSE [B][H]: every stride follows from B (the grid's
-// rows), H, J and D. What an eager launch costs grows with the parameters the front end copies (docs/
-// PERFORMANCE.md), and at decode sizes that launch is most of a call.
-struct CompactCorrectParams {
-  const uint4* in;
-  uint4* out;
-  const float* lse;
-  float* merged;  // may be null
-  int heads, vecs, block_heads, valid_rows;
-  // N (bits 0-3), rank (4-7), group shift (8-11), heads per block (12-20), base 2 (21), PDL (22)
-  unsigned packed;
-};
-
-template <typename T, int VPT, int NP>
-__global__ void __launch_bounds__(kThreads) correct_compact_kernel(CompactCorrectParams p) {
-  const unsigned q = p.packed;
-  if ((q >> 22) & 1u) pdl_begin();
-  const int dcp = q & 15u, rank = (q >> 4) & 15u, shift = (q >> 8) & 15u, hpb = (q >> 12) & 511u;
-  const int group = 1 << shift, lane = threadIdx.x & (group - 1), b = blockIdx.y, rows = gridDim.y;
-  const int h_raw = blockIdx.x * hpb + (threadIdx.x >> shift);
-  const bool active = h_raw < p.heads;
-  const int h = min(h_raw, p.heads - 1);
-  constexpr bool kStream = VPT >= 4;
-  const int pair = b * p.heads + h;
-  const uint4* src = p.in + pair * p.vecs;
-  int block = 0, hb = h;
-  if (p.block_heads < p.heads) {  // the reduce-scatter layout
-    block = h / p.block_heads;
-    hb = h - block * p.block_heads;
-  }
-  uint4* dst = p.out + ((block * rows + b) * p.block_heads + hb) * p.vecs;
-  const int r = threadIdx.x & (NP - 1);
-  float x = sanitize_lse(p.lse[min(r, dcp - 1) * rows * p.heads + pair]);
-  x = r < dcp ? x : -INFINITY;
-  uint4 v[VPT];
-#pragma unroll
-  for (int u = 0; u < VPT; ++u)
-    if (lane + u * group < p.vecs) v[u] = fast::load16<kStream>(src + lane + u * group);
-  const bool base2 = (q >> 21) & 1u;
-  const float k = base2 ? 1.f : kLog2e;
-  // As in correct_fast_kernel: lanes 0..NP-1 of every NP-lane slice hold LSE 0..NP-1; every lane shuffles.
-  const float mine = __shfl_sync(0xffffffffu, x, int(threadIdx.x & 31u & ~unsigned(NP - 1)) | rank);
-  float m = x;
-#pragma unroll
-  for (int off = NP / 2; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-  float sum = m == -INFINITY ? 0.f : fast::exp2_ftz((x - m) * k);
-#pragma unroll
-  for (int off = NP / 2; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-  if (b >= p.valid_rows) m = -INFINITY;
-  float w = m == -INFINITY ? 0.f : fast::exp2_ftz((mine - m) * k) * fast::rcp_ftz(sum);
-  w = w == w ? w : 0.f;
-  if (!active) return;
-#pragma unroll
-  for (int u = 0; u < VPT; ++u)
-    if (lane + u * group < p.vecs) fast::store16<kStream>(dst + lane + u * group, fast::scale<T>(v[u], w));
-  if (lane == 0 && p.merged != nullptr)
-    p.merged[pair] = m == -INFINITY ? -INFINITY : m + __log2f(sum) * (base2 ? 1.f : 0.69314718055994531f);
-}
-
-template <typename T, int VPT>
-void launch_compact_np(const CompactCorrectParams& p, int np, dim3 grid, int threads, cudaStream_t stream) {
-  if (np <= 2)
-    launch_kernel("correct_fast_kernel", correct_compact_kernel<T, VPT, 2>, grid, threads, 0, stream, p);
-  else if (np <= 4)
-    launch_kernel("correct_fast_kernel", correct_compact_kernel<T, VPT, 4>, grid, threads, 0, stream, p);
-  else
-    launch_kernel("correct_fast_kernel", correct_compact_kernel<T, VPT, 8>, grid, threads, 0, stream, p);
-}
-
-template <typename T>
-void launch_compact(const CompactCorrectParams& p, int vpt, int np, dim3 grid, int threads,
-                    cudaStream_t stream) {
-  if (vpt == 1) return launch_compact_np<T, 1>(p, np, grid, threads, stream);
-  if (vpt == 2) return launch_compact_np<T, 2>(p, np, grid, threads, stream);
-  launch_compact_np<T, 4>(p, np, grid, threads, stream);
-}
-
 }  // namespace
 
 bool launch_correct_fast(const CorrectArgs& a, int vpt, bool solo, cudaStream_t stream) {
@@ -267,44 +188,6 @@ bool launch_correct_fast(const CorrectArgs& a, int vpt, bool solo, cudaStream_t 
     else
       launch_vpt<__half, false>(p, vpt, np, grid, g.threads, stream);
   }
-  DCPSIM_CUDA_LAUNCHED("correct_fast_kernel");
-  return true;
-}
-
-bool launch_correct_compact(const CorrectArgs& a, int vpt, cudaStream_t stream) {
-  if (a.elem == Elem::kF32 || a.dcp > 8 || a.rows > 65535 || a.stamps.stamps != nullptr || a.dim % 8 != 0)
-    return false;
-  if (reinterpret_cast<std::uintptr_t>(a.in) % 16 != 0 || reinterpret_cast<std::uintptr_t>(a.out) % 16 != 0)
-    return false;
-  const std::int64_t H = a.heads, D = a.dim, B = a.rows;
-  const std::int64_t J = std::min<std::int64_t>(a.out_block_heads, H);
-  const bool dense_in = a.in_row_stride == H * D && a.in_head_stride == D;
-  const bool dense_out = a.out_head_stride == D && a.out_row_stride == J * D &&
-                         (J == H || (H % J == 0 && a.out_block_stride == B * J * D));
-  const bool dense_lse = a.lse.rank_stride == B * H && a.lse.row_stride == H && a.lse.head_stride == 1;
-  const bool dense_merged =
-      a.merged_lse.ptr == nullptr || (a.merged_lse.row_stride == H && a.merged_lse.head_stride == 1);
-  if (!dense_in || !dense_out || !dense_lse || !dense_merged) return false;
-  if (!fits(a.dcp * B * H) || !fits(B * H * D / 8)) return false;
-  const int np = a.dcp <= 2 ? 2 : a.dcp <= 4 ? 4 : 8;
-  const GroupLaunch g = group_launch(a.heads, int(D / 8), vpt, a.dcp);
-  if ((1 << g.shift) < np || (1 << g.shift) * vpt < D / 8 || g.heads_per_block > 511) return false;
-  CompactCorrectParams p;
-  p.in = static_cast<const uint4*>(a.in);
-  p.out = static_cast<uint4*>(a.out);
-  p.lse = a.lse.ptr;
-  p.merged = a.merged_lse.ptr;
-  p.heads = a.heads;
-  p.vecs = int(D / 8);
-  p.block_heads = int(J);
-  p.valid_rows = a.valid_rows;
-  p.packed = unsigned(a.dcp) | unsigned(a.rank) << 4 | unsigned(g.shift) << 8 |
-             unsigned(g.heads_per_block) << 12 | (a.base2 ? 1u : 0u) << 21 | (pdl_enabled() ? 1u : 0u) << 22;
-  const dim3 grid(ceil_div(a.heads, g.heads_per_block), a.rows);
-  if (a.elem == Elem::kBF16)
-    launch_compact<__nv_bfloat16>(p, vpt, np, grid, g.threads, stream);
-  else
-    launch_compact<__half>(p, vpt, np, grid, g.threads, stream);
   DCPSIM_CUDA_LAUNCHED("correct_fast_kernel");
   return true;
 }

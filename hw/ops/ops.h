@@ -149,9 +149,6 @@ void launch_correct_legacy(const CorrectArgs& a, cudaStream_t stream);
 // The short-path kernels (lse_correct_fast.cu) with `vpt` 16-byte vectors per lane; false (nothing launched)
 // when the call is outside what they take (16-bit O on 16-byte rows, N <= 8, rows <= 65535, no row stamps).
 bool launch_correct_fast(const CorrectArgs& a, int vpt, bool solo, cudaStream_t stream);
-// The same kernel with compact parameters (variants "c*"): dense O [B][H][D] in, the output in O's layout or
-// the reduce-scatter's [H/J][B][J][D], LSE [N][B][H], merged LSE [B][H]; false (nothing launched) otherwise.
-bool launch_correct_compact(const CorrectArgs& a, int vpt, cudaStream_t stream);
 
 // ---- packed all-to-all (ops/a2a_pack.cu, ops/a2a_combine.cu) ----
 struct PackArgs : MergeDims {  // elem: O's type and the packed type; the base is not used
