@@ -25,7 +25,12 @@ DCPSIM_BUILD_DIR=build scripts/build.sh -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_F
 
 stage "ASan+UBSan build and tests"
 # -g1 (line tables): what a sanitizer report needs, 16% less compile time than full debug info.
-DCPSIM_BUILD_DIR=build-asan scripts/build.sh -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" \
+# -O1, as ASan's own documentation advises: at -O0 every test process parsing the built-in profile's kernel
+# tables took seconds (the suite about 7x longer). GCC 12 then warns maybe-uninitialized inside libstdc++'s
+# std::regex and std::function under the sanitizers (a known false positive), so that one warning is off here;
+# the release build keeps it as an error.
+DCPSIM_BUILD_DIR=build-asan scripts/build.sh -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1 -Wno-maybe-uninitialized" \
   -DDCPSIM_WITH_CUDA=OFF -DDCPSIM_SANITIZE=ON -DDCPSIM_WERROR=ON -DDCPSIM_BUILD_BENCHMARKS=OFF -DDCPSIM_UNITY_BUILD=ON
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$jobs" -E '^CalibrateClosedLoop\.')
