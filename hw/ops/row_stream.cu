@@ -151,6 +151,21 @@ __device__ bool wait_row(const CombineParams& p, const unsigned long long* flags
   return !__any_sync(0xffffffffu, failed);
 }
 
+// This step's half of the owner's window (parity = epoch & 1): its O slots, LSE slots and row flags.
+template <typename T>
+struct StepWindow {
+  unsigned long long epoch;
+  const T* o;
+  const float* lse;
+  const unsigned long long* flags;
+  __device__ StepWindow(const RowCombineArgs& a, const row_stream::Shape& s) : epoch(*a.epoch) {
+    const int parity = static_cast<int>(epoch & 1);
+    o = static_cast<const T*>(a.o) + parity * row_stream::o_elems(s);
+    lse = a.lse + parity * row_stream::lse_elems(s);
+    flags = a.flags + parity * row_stream::flag_elems(s);
+  }
+};
+
 // An item: row b, heads j0 .. j0 + nj − 1 of the owner; `real`: not a padding row.
 struct Item {
   int b, j0, nj;
@@ -185,20 +200,16 @@ __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_kernel(Comb
   unsigned char* stage = smem + (threadIdx.x / 32) * p.warp_smem;
   float* sl = reinterpret_cast<float*>(stage + kStages * kStageBytes);  // [heads_per_item][N] sanitised LSEs
   float* sw = sl + p.heads_per_item * N;                                // [heads_per_item][N] weights
-  const unsigned long long epoch = *a.epoch;
-  const int parity = static_cast<int>(epoch & 1);
-  const T* win = static_cast<const T*>(a.o) + parity * row_stream::o_elems(s);
-  const float* win_lse = a.lse + parity * row_stream::lse_elems(s);
-  const unsigned long long* flags = a.flags + parity * row_stream::flag_elems(s);
+  const StepWindow<T> win(a, s);
   const float k = a.base2 ? 1.f : kLog2e;
   const int pieces = a.dim * static_cast<int>(sizeof(T)) / 16;
   const int items = a.rows * p.items_per_row;
   ItemClaim claim(a, items);
-  for (Item it; next_item(claim, p, flags, epoch, items, it);) {
+  for (Item it; next_item(claim, p, win.flags, win.epoch, items, it);) {
     const int b = it.b, j0 = it.j0, nj = it.nj;
     const bool real = it.real;
     for (int i = lane; i < nj * N; i += 32)
-      sl[i] = real ? sanitize_lse(__ldcg(win_lse + row_stream::slot(s, i % N, b, j0 + i / N))) : -INFINITY;
+      sl[i] = real ? sanitize_lse(__ldcg(win.lse + row_stream::slot(s, i % N, b, j0 + i / N))) : -INFINITY;
     __syncwarp();
     claim.mark(row_stream::kProbeLse);
     // Tiles (head jj, sources [g·spt, ...)) through a kStages-deep cp.async pipeline, the first ones issued
@@ -211,11 +222,11 @@ __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_kernel(Comb
         // Source si's pieces land at dst + (si · pieces + q) · 16; its slice lies one source stride past the
         // previous one's (no division or 64-bit product per piece: a lone warp's issue is instruction-bound).
         unsigned char* dst = stage + (t % kStages) * kStageBytes;
-        const T* src = win + row_stream::o_offset(s, s0, b, j0 + jj);
+        const T* src = win.o + row_stream::o_offset(s, s0, b, j0 + jj);
         const std::int64_t stride = row_stream::o_offset(s, 1, 0, 0);
         for (int si = 0; si < ns; ++si, src += stride, dst += pieces * 16) {
           const bool live = sl[jj * N + s0 + si] != -INFINITY;
-          for (int q = lane; q < pieces; q += 32) cp_async16(dst + q * 16, live ? src + q * kV : win, live);
+          for (int q = lane; q < pieces; q += 32) cp_async16(dst + q * 16, live ? src + q * kV : win.o, live);
         }
       }
       cp_async_commit();
@@ -282,7 +293,7 @@ __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_kernel(Comb
   }
 }
 
-// ---- the owner's combine on registers (the default where it applies, row_combine_regs_fits) ----
+// ---- the owner's combine on registers (the default where it applies: launch_row_combine) ----
 // The same items, claims, waits, stamps and probes as row_combine_kernel, but an item's partials and LSEs go
 // out as one round of loads into registers: HPI heads × up to kRegSources sources × UPL 16-byte units a lane,
 // at most 32 loads (D = 384 and 512 with two heads an item, D = 256 with four; N ≤ 8; 16-bit elements), where
@@ -300,28 +311,24 @@ __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_regs_kernel
   const RowCombineArgs& a = p.a;
   const row_stream::Shape& s = p.shape;
   const int N = a.dcp, lane = threadIdx.x % 32;
-  const unsigned long long epoch = *a.epoch;
-  const int parity = static_cast<int>(epoch & 1);
-  const T* win = static_cast<const T*>(a.o) + parity * row_stream::o_elems(s);
-  const float* win_lse = a.lse + parity * row_stream::lse_elems(s);
-  const unsigned long long* flags = a.flags + parity * row_stream::flag_elems(s);
+  const StepWindow<T> win(a, s);
   const float k = a.base2 ? 1.f : kLog2e;
   const int units = a.dim * static_cast<int>(sizeof(T)) / 16;
   const int items = a.rows * p.items_per_row;
   const int lj = lane / kRegSources, ls = lane % kRegSources;  // this lane's LSE: head j0 + lj, source ls
   ItemClaim claim(a, items);
-  for (Item it; next_item(claim, p, flags, epoch, items, it);) {
+  for (Item it; next_item(claim, p, win.flags, win.epoch, items, it);) {
     const int b = it.b, j0 = it.j0, nj = it.nj;
     const bool real = it.real;
     float x = -INFINITY;
-    if (real && lj < nj && ls < N) x = sanitize_lse(__ldcg(win_lse + row_stream::slot(s, ls, b, j0 + lj)));
+    if (real && lj < nj && ls < N) x = sanitize_lse(__ldcg(win.lse + row_stream::slot(s, ls, b, j0 + lj)));
     uint4 v[HPI][kRegSources][UPL];
 #pragma unroll
     for (int jj = 0; jj < HPI; ++jj)
 #pragma unroll
       for (int si = 0; si < kRegSources; ++si) {
         const uint4* src = reinterpret_cast<const uint4*>(
-            win + row_stream::o_offset(s, min(si, N - 1), b, j0 + min(jj, nj - 1)));
+            win.o + row_stream::o_offset(s, min(si, N - 1), b, j0 + min(jj, nj - 1)));
 #pragma unroll
         for (int t = 0; t < UPL; ++t) {
           v[jj][si][t] = make_uint4(0, 0, 0, 0);

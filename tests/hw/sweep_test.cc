@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "dcpsim/error.h"
 #include "dcpsim/hw/attention_impl.h"
@@ -77,6 +78,27 @@ TEST(SweepGrid, CountsEveryRunnablePoint) {
   EXPECT_EQ(kernel_sweep_points(c), 1 * 2 * 2);
   c.max_kv_bytes = 1;  // every KV cache is larger
   EXPECT_EQ(kernel_sweep_points(c), 0);
+}
+
+// `hw bench --sweep`: the correction's floor (touch) and the copy do not depend on N, so each shape or size
+// is timed once; the correction is timed at every point of the grid.
+TEST(BenchSweep, FloorsAndCopiesVisitEachShapeOnce) {
+  const auto correct = sweep_shapes("decode", "correct");
+  const auto touch = sweep_shapes("decode", "touch");
+  const auto copy = sweep_shapes("decode", "copy");
+  std::set<std::tuple<int, int, int>> shapes;
+  std::set<std::int64_t> sizes;
+  for (const OpShape& s : correct) {
+    shapes.insert({s.rows, s.heads, s.dim});
+    sizes.insert(std::int64_t(s.rows) * s.heads * s.dim * 2);
+  }
+  EXPECT_EQ(correct.size(), 5u * 9 * 6 * 2 + 1);
+  ASSERT_EQ(touch.size(), shapes.size());
+  std::set<std::tuple<int, int, int>> seen;
+  for (const OpShape& s : touch) EXPECT_TRUE(seen.insert({s.rows, s.heads, s.dim}).second);
+  EXPECT_EQ(seen, shapes);
+  EXPECT_EQ(copy.size(), sizes.size());
+  EXPECT_EQ(sweep_shapes("decode", "empty").size(), 1u);
 }
 
 TEST(SweepGrid, BadGridsAreInputErrors) {
