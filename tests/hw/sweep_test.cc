@@ -83,6 +83,9 @@ TEST(SweepGrid, CountsEveryRunnablePoint) {
 // `hw bench --sweep`: the correction's floor (touch) and the copy do not depend on N, so each shape or size
 // is timed once; the correction is timed at every point of the grid.
 TEST(BenchSweep, FloorsAndCopiesVisitEachShapeOnce) {
+#if !defined(DCPSIM_WITH_CUDA)
+  GTEST_SKIP() << "built without CUDA: the bench and its grids are the runner's";
+#endif
   const auto correct = sweep_shapes("decode", "correct");
   const auto touch = sweep_shapes("decode", "touch");
   const auto copy = sweep_shapes("decode", "copy");
