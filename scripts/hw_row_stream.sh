@@ -2,7 +2,8 @@
 # The row-streaming merge on one GPU, in one call: its GPU tests (and those of the runner, the attention and
 # the other merges, which share kernels and code with it), the issue-11 scenario (N = 8, B = 64, H = 128,
 # D = 512, MLA, 32k context, emulated) under graph, PDL and eager launches with the direct merge beside it,
-# and compute-sanitizer memcheck and racecheck over the tests that exercise every row-stream kernel.
+# the same three launches with the early tail (--row-early-tail) and its probe, and compute-sanitizer memcheck
+# and racecheck over the tests that exercise every row-stream kernel.
 # Everything lands in OUT/results.tgz, re-made after each stage (so a run cut short still returns its logs).
 #   [SKIP_TESTS=1] scripts/hw_row_stream.sh BIN_DIR OUT_DIR [context]
 set -uo pipefail
@@ -37,7 +38,7 @@ run() {  # name, then hw run flags
 run rs_graph --strategy row-stream --launch graph
 "$BIN/dcpsim" export --chrome "$W/rs_graph.chrome.json" "$W/rs_graph.pb" >/dev/null 2>&1
 
-filter='RowStream.Matches*:RowStream.Padding*:Runner.RowStreamSmall*'
+filter='RowStream.Matches*:RowStream.EarlyTailMatches*:RowStream.Padding*:Runner.RowStreamSmall*'
 { echo "# compute-sanitizer --tool memcheck --leak-check full hw_tests --gtest_filter=$filter"
   timeout 60 "$cs" --tool memcheck --leak-check full "$BIN/hw_tests" --gtest_brief=1 --gtest_filter="$filter" 2>&1; } \
   >"$W/memcheck.txt"
@@ -51,3 +52,7 @@ save
 run direct_graph --strategy direct --launch graph
 run rs_pdl --strategy row-stream --launch pdl
 run rs_eager --strategy row-stream --launch eager
+run rs_graph_early --strategy row-stream --launch graph --row-early-tail
+run rs_pdl_early --strategy row-stream --launch pdl --row-early-tail
+run rs_eager_early --strategy row-stream --launch eager --row-early-tail
+run rs_probe_early --strategy row-stream --launch graph --row-early-tail --row-probe

@@ -32,6 +32,7 @@ struct HwRunFlags {
   bool row_stamps = false;
   bool row_probe = false;
   bool row_combine_staged = false;
+  bool row_early_tail = false;
   std::string out, json;
   std::uint64_t seed = 1;
   std::int64_t direct_timeout_ms = 2000;
@@ -105,7 +106,7 @@ nlohmann::json to_json(const models::Scenario& s, const hw::RunResult& r) {
     j["row_probe"].push_back({{"rank", it.rank},
                               {"item", it.item},
                               {"row", it.row},
-                              {"grid", it.tail ? "tail" : "streaming"},
+                              {"grid", hw::row_probe_grid(it)},
                               {"sm", it.sm},
                               {"warp", it.warp},
                               {"t_ns", t}});
@@ -143,6 +144,7 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
   base.row_stamps = f.row_stamps;
   base.row_probe = f.row_probe;
   base.row_combine_staged = f.row_combine_staged;
+  base.row_early_tail = f.row_early_tail;
   base.seed = f.seed;
   base.padded_rows = f.padded_rows;
   base.direct_timeout_ms = f.direct_timeout_ms;
@@ -204,6 +206,10 @@ void add_run(CLI::App& hw_cmd) {
       "--row-combine-staged", f->row_combine_staged,
       "row-stream: the owners' combine through its shared-memory stages even where an item's partials "
       "fit the registers (the earlier kernel, for comparison)");
+  run->add_flag("--row-early-tail", f->row_early_tail,
+                "row-stream: also launch an early tail combine, released once the last attention launch's "
+                "blocks have all begun, that merges each row's partials as they land (not yet measured on "
+                "hardware: off by default)");
   run->add_option("--padded-rows", f->padded_rows, "CUDA-graph padding rows after the batch (masked)")
       ->capture_default_str();
   run->add_option("--direct-timeout-ms", f->direct_timeout_ms,

@@ -107,6 +107,12 @@ __device__ __forceinline__ void load_tile(const SplitParams& p, T* sK, T* sV, in
 // instead of writing the split workspace.
 template <class C, typename T, bool PUSH>
 __global__ void __launch_bounds__(C::kThreads) attention_split_kernel(SplitParams p) {
+  // A pushing block counts itself as it begins, before it may wait for its predecessor under PDL: the early
+  // tail spins only once every producer block of the step holds its multiprocessor (RowPush::started), and a
+  // block parked in griddepcontrol.wait holds one.
+  if constexpr (PUSH) {
+    if (threadIdx.x == 0 && p.push.started != nullptr) atomicAdd(p.push.started, 1ull);
+  }
   pdl_begin();
   extern __shared__ __align__(16) unsigned char smem[];
   T* sQ = reinterpret_cast<T*>(smem);
@@ -455,9 +461,11 @@ template <class C>
 void launch_split(const AttentionArgs& a, const SplitParams& sp, cudaStream_t stream, bool push) {
   const int group = a.heads / a.kv_heads;
   const dim3 grid(sp.splits, a.kv_heads * ((group + C::kHeads - 1) / C::kHeads), a.rows);
+  LaunchExtras extras;
+  if (push) extras.blocks_started = a.blocks_started;  // else the split combine's launch records it
   auto run = [&](auto kernel) {
     DCPSIM_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmem)));
-    launch_kernel("attention_split_kernel", kernel, grid, C::kThreads, C::kSmem, stream, sp);
+    launch_kernel_with("attention_split_kernel", kernel, grid, C::kThreads, C::kSmem, stream, extras, sp);
   };
   if (a.in == Elem::kBF16)
     push ? run(attention_split_kernel<C, __nv_bfloat16, true>)
@@ -476,6 +484,12 @@ int head_blocks(const AttentionArgs& a) {
   return a.kv_heads * ((group + per - 1) / per);
 }
 
+// The split kernel pushes itself when there is one split and nothing to convert (its tile is already in the
+// output type); otherwise the split combine does.
+bool pushes_itself(const AttentionArgs& a, int splits) {
+  return a.push != nullptr && splits == 1 && a.out == a.in;
+}
+
 void check_args(const AttentionArgs& a) {
   if (a.in == Elem::kF32) throw InputError("attention kernel: Q/K/V must be bf16 or fp16, not fp32");
   if (a.rows < 0 || a.heads < 1 || a.kv_heads < 1 || a.heads % a.kv_heads != 0)
@@ -487,6 +501,8 @@ void check_args(const AttentionArgs& a) {
   if (a.valid_rows < 0 || a.valid_rows > a.rows)
     throw InputError("attention kernel: valid_rows=" + std::to_string(a.valid_rows) +
                      " outside [0, rows=" + std::to_string(a.rows) + "]");
+  if (a.blocks_started != nullptr && a.push == nullptr)
+    throw InputError("attention kernel: blocks_started is for a pushing launch (row-stream) only");
   if (a.push != nullptr) {
     const RowPush& q = *a.push;
     const int dv = a.geometry == Geometry::kMla576 ? 512 : 128;
@@ -520,6 +536,13 @@ int attention_rows_per_wave(const AttentionArgs& a, int splits, int device) {
   DCPSIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int per_sm = a.geometry == Geometry::kMla576 ? 1 : 2;
   return std::max(1, sms * per_sm / std::max(1, head_blocks(a) * std::max(splits, 1)));
+}
+
+int attention_push_blocks(const AttentionArgs& a, int device) {
+  if (a.push == nullptr || a.rows == 0) return 0;
+  const int splits = attention_splits(a, device);
+  if (!pushes_itself(a, splits)) return 0;
+  return splits * head_blocks(a) * a.rows;
 }
 
 std::size_t attention_workspace_bytes(const AttentionArgs& a, int splits) {
@@ -559,9 +582,7 @@ void launch_attention(const AttentionArgs& a, cudaStream_t stream) {
                  a.base2,
                  a.push != nullptr ? *a.push : RowPush{}};
   (void)dqk;
-  // The split kernel pushes itself when there is one split and nothing to convert (its tile is already in
-  // the output type); otherwise the split combine does.
-  const bool fused_push = a.push != nullptr && splits == 1 && a.out == a.in;
+  const bool fused_push = pushes_itself(a, splits);
   if (a.geometry == Geometry::kMla576)
     launch_split<MlaCfg>(a, sp, stream, fused_push);
   else
@@ -574,18 +595,20 @@ void launch_attention(const AttentionArgs& a, cudaStream_t stream) {
   const dim3 grid(a.heads, a.rows);
   const std::size_t smem = std::size_t(splits + 7) / 8 * 8 * sizeof(float);
   if (a.push != nullptr) {
+    LaunchExtras extras;
+    extras.blocks_started = a.blocks_started;
     switch (a.out) {
       case Elem::kF32:
-        launch_kernel("combine_splits_push_kernel", combine_splits_push_kernel<float>, grid, 128, smem,
-                      stream, cp);
+        launch_kernel_with("combine_splits_push_kernel", combine_splits_push_kernel<float>, grid, 128, smem,
+                           stream, extras, cp);
         break;
       case Elem::kBF16:
-        launch_kernel("combine_splits_push_kernel", combine_splits_push_kernel<__nv_bfloat16>, grid, 128,
-                      smem, stream, cp);
+        launch_kernel_with("combine_splits_push_kernel", combine_splits_push_kernel<__nv_bfloat16>, grid, 128,
+                           smem, stream, extras, cp);
         break;
       case Elem::kF16:
-        launch_kernel("combine_splits_push_kernel", combine_splits_push_kernel<__half>, grid, 128, smem,
-                      stream, cp);
+        launch_kernel_with("combine_splits_push_kernel", combine_splits_push_kernel<__half>, grid, 128, smem,
+                           stream, extras, cp);
         break;
     }
     DCPSIM_CUDA_LAUNCHED("combine_splits_push_kernel");

@@ -103,26 +103,41 @@ __device__ __forceinline__ void pdl_begin() {
 #endif
 }
 
+// What a launch may ask for beyond its grid: the device's greatest priority (kept by a captured graph's
+// kernel node; the runner instantiates graphs with node priorities), and an event that triggers once every
+// block of the grid has begun (cudaLaunchAttributeLaunchCompletionEvent; created with
+// cudaEventDisableTiming). Work behind that event may run beside the grid and must not read what the grid
+// writes without a flag of its own; the driver treats the event as best effort (it may trigger only at the
+// grid's end, or let higher-priority work start first), so nothing may depend on it for progress.
+struct LaunchExtras {
+  bool high_priority = false;
+  cudaEvent_t blocks_started = nullptr;
+};
+
 // Launches `kernel` on `stream`, with the programmatic-serialization attribute when PDL is on for this
-// thread (see PdlScope) and, when `high_priority`, at the device's greatest priority (kept by a captured
-// graph's kernel node; the runner instantiates graphs with node priorities); throws RuntimeError naming
-// `name` when the launch fails.
+// thread (see PdlScope) and the extras asked for; throws RuntimeError naming `name` when the launch fails.
 template <typename... Params, typename... Args>
 void launch_kernel_with(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
-                        cudaStream_t stream, bool high_priority, Args&&... args) {
-  cudaLaunchAttribute attr[2];
+                        cudaStream_t stream, const LaunchExtras& extras, Args&&... args) {
+  cudaLaunchAttribute attr[3];
   unsigned n = 0;
   if (pdl_enabled()) {
     attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[n].val.programmaticStreamSerializationAllowed = 1;
     ++n;
   }
-  if (high_priority) {
+  if (extras.high_priority) {
     int least = 0, greatest = 0;
     const cudaError_t e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
     if (e != cudaSuccess) launch_failed(name, e);
     attr[n].id = cudaLaunchAttributePriority;
     attr[n].val.priority = greatest;
+    ++n;
+  }
+  if (extras.blocks_started != nullptr) {
+    attr[n].id = cudaLaunchAttributeLaunchCompletionEvent;
+    attr[n].val.launchCompletionEvent.event = extras.blocks_started;
+    attr[n].val.launchCompletionEvent.flags = 0;
     ++n;
   }
   cudaLaunchConfig_t cfg = {};
@@ -139,7 +154,7 @@ void launch_kernel_with(const char* name, void (*kernel)(Params...), dim3 grid, 
 template <typename... Params, typename... Args>
 void launch_kernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
                    cudaStream_t stream, Args&&... args) {
-  launch_kernel_with(name, kernel, grid, block, smem, stream, false, std::forward<Args>(args)...);
+  launch_kernel_with(name, kernel, grid, block, smem, stream, LaunchExtras{}, std::forward<Args>(args)...);
 }
 
 __device__ __forceinline__ unsigned long long global_timer() {

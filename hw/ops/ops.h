@@ -69,6 +69,10 @@ struct AttentionArgs {
   // RowPush) instead of being written to o and lse, which may then be null. Q/K/V bf16 in, bf16 out (or fp16
   // in and out) with one split: the split kernel's own epilogue pushes; otherwise the split combine does.
   const RowPush* push = nullptr;
+  // Optional, with push only (InputError otherwise): an event (cudaEventDisableTiming) that triggers once
+  // every block of the pushing kernel has begun (the split kernel's with one split, else the split
+  // combine's; see LaunchExtras in device_common.cuh); the row-stream step releases its early tail with it.
+  cudaEvent_t blocks_started = nullptr;
 };
 
 int attention_splits(const AttentionArgs& a, int device);  // the split count launch will use
@@ -76,6 +80,9 @@ std::size_t attention_workspace_bytes(const AttentionArgs& a, int splits);
 // Rows whose blocks (all heads, `splits` splits each) fill the device once.
 int attention_rows_per_wave(const AttentionArgs& a, int splits, int device);
 void launch_attention(const AttentionArgs& a, cudaStream_t stream);
+// With a push target: how many blocks of launch_attention(a) add 1 to push->started as they begin (the split
+// kernel's own, when it pushes itself); 0 when the split combine pushes (those blocks do not count).
+int attention_push_blocks(const AttentionArgs& a, int device);
 
 // ---- decode attention through FlashInfer (ops/flashinfer_attention.cu; builds with DCPSIM_WITH_FLASHINFER)
 // ---- Same arguments and results as launch_attention (LSE base and layout, empty and padding rows, strided O
@@ -295,7 +302,11 @@ struct RowPush {
   unsigned long long* const* flags = nullptr;
   const unsigned long long* epoch = nullptr;  // this rank's step counter (launch_advance_epoch), from 1
   unsigned long long* counters = nullptr;     // this rank's [rows][N], zero before its first step
-  bool system_scope = false;                  // fences and flags at system scope (owners on other devices)
+  // Optional: every block of the split kernel's own push adds 1 here as it begins, before any PDL wait
+  // (attention_push_blocks), so that a combine may tell when every producer of the step holds a
+  // multiprocessor (RowCombineArgs::early). Never reset.
+  unsigned long long* started = nullptr;
+  bool system_scope = false;  // fences and flags at system scope (owners on other devices)
 };
 
 // The post-kernel push, for a rank whose O and LSE are already written (an attention kernel without an
@@ -337,6 +348,16 @@ struct RowCombineArgs : MergeDims {  // heads: J; elem: the window's and the out
   int ranks_on_device = 1;  // how many ranks' combines share the device (sizes the grid)
   bool tail = false;        // the grid launched after the producers (else the streaming grid)
   bool staged = false;      // the shared-memory stages even where an item fits the registers (comparison)
+  // The early tail (with tail): released while the producers still run (behind an event that triggers once
+  // the last producer launch's blocks have all begun), at the device's least priority, it takes the items the
+  // tail would and merges each source's partials as its flag lands. It never waits for the producers to
+  // finish, and each block first checks that every producer block of the step has begun
+  // (*producers_started ≥ epoch · producers_per_step, RowPush::started): else a spinning block could hold the
+  // multiprocessor a producer waits for, and it exits instead. The tail launched after the producers stays,
+  // as the net, on the same claim counter.
+  bool early = false;
+  const unsigned long long* producers_started = nullptr;
+  unsigned long long producers_per_step = 0;
   // Optional: %globaltimer at each stage of each item, [items][row_stream::kProbeSlots]
   // (row_stream_layout.h), written by the warp that merges the item; zero it before the step.
   unsigned long long* probe = nullptr;

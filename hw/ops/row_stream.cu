@@ -6,12 +6,14 @@
 //                       twice per step: a small streaming grid beside the attention (it holds whole
 //                       multiprocessors: an MLA attention block leaves a sub-partition 512 registers, less
 //                       than any warp needs) and, once the producers have finished, a tail grid as large as
-//                       the device, which takes the rows the streaming grid has not reached.
+//                       the device, which takes the rows the streaming grid has not reached. Optionally a
+//                       third, the early tail (RowCombineArgs::early), sized as the tail but released while
+//                       the last producers run, on the multiprocessors they leave.
 // Each warp works alone. Where an item's partials fit a lane's registers (N ≤ 8, 16-bit, D = 256 to 512:
-// row_combine_regs_kernel), its LSEs and partials go out in one round of loads; elsewhere (and with
-// RowCombineArgs::staged) its LSEs in one round trip, then the partials with a finite LSE streamed into its
-// shared memory with cp.async (no registers held per load) while it computes the weights. A partial whose
-// weight is 0 is never multiplied.
+// row_combine_regs_kernel), each source's LSEs and partials are loaded as its flag lands (all in one round
+// when the row is complete at the claim); elsewhere (and with RowCombineArgs::staged) its LSEs in one round
+// trip, then the partials with a finite LSE streamed into its shared memory with cp.async (no registers held
+// per load) while it computes the weights. A partial whose weight is 0 is never multiplied.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -39,6 +41,7 @@ constexpr int kStageBytes = 8192;  // per warp and stage: some sources of one he
 // ---- the post-kernel push: one block per (owner, row) ----
 template <typename T>
 __global__ void __launch_bounds__(kPushThreads) row_push_kernel(RowPushArgs a) {
+  if (threadIdx.x == 0 && a.push.started != nullptr) atomicAdd(a.push.started, 1ull);  // as attention's
   pdl_begin();
   const int n = blockIdx.x, b = blockIdx.y;
   const RowPush& q = a.push;
@@ -85,6 +88,7 @@ class ItemClaim {
       unsigned sm = 0;
       asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
       slot(row_stream::kProbeWho) = (static_cast<unsigned long long>(a_.tail) << 63) |
+                                    (static_cast<unsigned long long>(a_.early) << 62) |
                                     (static_cast<unsigned long long>(sm) << 32) |
                                     (blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32);
       mark(row_stream::kProbeClaimed);
@@ -122,33 +126,47 @@ __device__ __forceinline__ void row_flags_seen(const RowCombineArgs& a, int b) {
     a.lse_stamps.stamps[b] = global_timer();
 }
 
-// The calling warp waits until every source's flag of row b holds `epoch`, lane s polling source s (and
-// s + 32, ...). False when this wait timed out (the error word names the source and the row) or another's
-// did. The warp barrier orders each lane's acquire before every lane's reads of the row.
+// The calling warp waits until every source's flag of row b holds `epoch`, 32 sources at a time, lane i
+// polling source s0 + i. As sources land, the whole warp calls landed(s0, mask) (bit i: source s0 + i) after
+// a warp barrier that orders their flags' acquires before every lane's reads of their slots. False when this
+// wait timed out (the error word names the first source still missing and the row) or another's did.
+template <class Landed>
 __device__ bool wait_row(const CombineParams& p, const unsigned long long* flags, int b,
-                         unsigned long long epoch) {
+                         unsigned long long epoch, Landed&& landed) {
   const RowCombineArgs& a = p.a;
+  const int lane = threadIdx.x % 32;
   const unsigned long long start = global_timer();
-  bool failed = false;
-  for (int src = threadIdx.x % 32; src < a.dcp && !failed; src += 32) {
-    const unsigned long long* f = flags + row_stream::flag_index(p.shape, src, b);
+  for (int s0 = 0; s0 < a.dcp; s0 += 32) {
+    const int n = min(32, a.dcp - s0);
+    unsigned pending = n == 32 ? 0xffffffffu : (1u << n) - 1u;
     unsigned sleep_ns = 32;
-    while (load_flag_acquire(f, a.system_scope) != epoch) {
-      if (*reinterpret_cast<volatile int*>(a.error) != 0) {  // another wait gave up: so does this one
-        failed = true;
-        break;
+    for (;;) {
+      const bool up =
+          (pending >> lane & 1u) != 0 &&
+          load_flag_acquire(flags + row_stream::flag_index(p.shape, s0 + lane, b), a.system_scope) == epoch;
+      __syncwarp();
+      const unsigned got = __ballot_sync(0xffffffffu, up);
+      if (got != 0) {
+        landed(s0, got);
+        pending &= ~got;
       }
-      if (static_cast<long long>(global_timer() - start) > a.timeout_ns) {
-        if (atomicCAS(a.error, 0, 1 + src) == 0) *reinterpret_cast<volatile int*>(a.error + 1) = b;
-        failed = true;
-        break;
+      if (pending == 0) break;
+      int failed = 0;
+      if (lane == 0) {
+        if (*reinterpret_cast<volatile int*>(a.error) != 0) {  // another wait gave up: so does this one
+          failed = 1;
+        } else if (static_cast<long long>(global_timer() - start) > a.timeout_ns) {
+          if (atomicCAS(a.error, 0, 1 + s0 + __ffs(static_cast<int>(pending)) - 1) == 0)
+            *reinterpret_cast<volatile int*>(a.error + 1) = b;
+          failed = 1;
+        }
       }
+      if (__shfl_sync(0xffffffffu, failed, 0) != 0) return false;
       __nanosleep(sleep_ns);
       sleep_ns = min(2u * sleep_ns, 256u);
     }
   }
-  __syncwarp();
-  return !__any_sync(0xffffffffu, failed);
+  return true;
 }
 
 // This step's half of the owner's window (parity = epoch & 1): its O slots, LSE slots and row flags.
@@ -173,24 +191,38 @@ struct Item {
 };
 
 // The calling warp's next item, claimed, with its row's flags seen (and the row's LSE stamped); false when no
-// item is left or a wait gave up.
+// item is left or a wait gave up. `landed` (see wait_row) sees `it` filled in, as each source lands.
+template <class Landed>
 __device__ bool next_item(ItemClaim& claim, const CombineParams& p, const unsigned long long* flags,
-                          unsigned long long epoch, int items, Item& it) {
+                          unsigned long long epoch, int items, Item& it, Landed&& landed) {
   const int item = claim.next();
   if (item >= items) return false;
   it.b = item / p.items_per_row;
   it.j0 = (item % p.items_per_row) * p.heads_per_item;
   it.nj = min(p.heads_per_item, p.a.heads - it.j0);
-  if (!wait_row(p, flags, it.b, epoch)) return false;
+  it.real = it.b < p.a.valid_rows;
+  if (!wait_row(p, flags, it.b, epoch, landed)) return false;
   claim.mark(row_stream::kProbeFlags);
   row_flags_seen(p.a, it.b);
-  it.real = it.b < p.a.valid_rows;
   return true;
+}
+
+// First statement of the combines. The streaming grid and the tail begin as every kernel of a step does
+// (pdl_begin). The early tail is released while its producers run: it must not wait for them
+// (griddepcontrol.wait would), and a block may spin only once every producer block of the step has begun
+// (RowCombineArgs::early); a block that finds one missing exits at once. False: the block exits.
+__device__ bool combine_begin(const RowCombineArgs& a) {
+  if (!a.early) {
+    pdl_begin();
+    return true;
+  }
+  return __syncthreads_or(threadIdx.x == 0 && load_flag_acquire(a.producers_started, false) >=
+                                                  *a.epoch * a.producers_per_step) != 0;
 }
 
 template <typename T>
 __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_kernel(CombineParams p) {
-  pdl_begin();
+  if (!combine_begin(p.a)) return;
   constexpr int kV = 16 / sizeof(T);                   // elements per 16-byte piece
   constexpr int kPerLane = 512 * sizeof(T) / 16 / 32;  // pieces of one head a lane accumulates (D ≤ 512)
   extern __shared__ __align__(16) unsigned char smem[];
@@ -205,7 +237,7 @@ __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_kernel(Comb
   const int pieces = a.dim * static_cast<int>(sizeof(T)) / 16;
   const int items = a.rows * p.items_per_row;
   ItemClaim claim(a, items);
-  for (Item it; next_item(claim, p, win.flags, win.epoch, items, it);) {
+  for (Item it; next_item(claim, p, win.flags, win.epoch, items, it, [](int, unsigned) {});) {
     const int b = it.b, j0 = it.j0, nj = it.nj;
     const bool real = it.real;
     for (int i = lane; i < nj * N; i += 32)
@@ -295,9 +327,12 @@ __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_kernel(Comb
 
 // ---- the owner's combine on registers (the default where it applies: launch_row_combine) ----
 // The same items, claims, waits, stamps and probes as row_combine_kernel, but an item's partials and LSEs go
-// out as one round of loads into registers: HPI heads × up to kRegSources sources × UPL 16-byte units a lane,
-// at most 32 loads (D = 384 and 512 with two heads an item, D = 256 with four; N ≤ 8; 16-bit elements), where
-// the staged kernel takes a round for the LSEs, then its cp.async stages behind them. The LSE of (head jj,
+// into registers, each source's as soon as its flag lands: HPI heads × up to kRegSources sources × UPL
+// 16-byte units a lane, at most 32 loads (D = 384 and 512 with two heads an item, D = 256 with four; N ≤ 8;
+// 16-bit elements), one round when the row is complete at the claim; the staged kernel takes a round for the
+// LSEs, then its cp.async stages behind them. A warp that claims a row some of whose sources are late (the
+// streaming grid, the early tail) holds the others' partials by the time the last one lands, and reads only
+// the late ones then. The LSE of (head jj,
 // source s) sits in lane jj·8 + s, so segmented butterflies over eight lanes give every head its shift at
 // once. A slot is loaded whatever its LSE (it lies inside the window; an empty partial's O may be stale) and
 // accumulated only under a non-zero weight, so an empty partial never reaches the sum.
@@ -306,7 +341,7 @@ constexpr int kRegSources = 8;
 template <typename T, int HPI, int UPL>
 __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_regs_kernel(CombineParams p) {
   static_assert(HPI * kRegSources <= 32 && HPI * kRegSources * UPL <= 32);
-  pdl_begin();
+  if (!combine_begin(p.a)) return;
   constexpr int kV = 16 / sizeof(T);
   const RowCombineArgs& a = p.a;
   const row_stream::Shape& s = p.shape;
@@ -317,24 +352,34 @@ __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_regs_kernel
   const int items = a.rows * p.items_per_row;
   const int lj = lane / kRegSources, ls = lane % kRegSources;  // this lane's LSE: head j0 + lj, source ls
   ItemClaim claim(a, items);
-  for (Item it; next_item(claim, p, win.flags, win.epoch, items, it);) {
-    const int b = it.b, j0 = it.j0, nj = it.nj;
-    const bool real = it.real;
-    float x = -INFINITY;
-    if (real && lj < nj && ls < N) x = sanitize_lse(__ldcg(win.lse + row_stream::slot(s, ls, b, j0 + lj)));
-    uint4 v[HPI][kRegSources][UPL];
+  Item it{0, 0, 0, false};
+  float x = -INFINITY;
+  uint4 v[HPI][kRegSources][UPL];
+  // A source's LSE and slot units are loaded as soon as its flag lands, so the sources that finished early
+  // are in registers before the last one lands. N ≤ kRegSources ≤ 32: every source is in wait_row's first
+  // group (s0 = 0). A slot never loaded (a source past N, a head past nj, a unit past the row, a padding row)
+  // is never read: its weight is 0 or its index is excluded below.
+  static_assert(kRegSources <= 32);
+  auto landed = [&](int, unsigned got) {
+    if (it.real && lj < it.nj && ls < N && (got >> ls & 1u) != 0)
+      x = sanitize_lse(__ldcg(win.lse + row_stream::slot(s, ls, it.b, it.j0 + lj)));
 #pragma unroll
-    for (int jj = 0; jj < HPI; ++jj)
+    for (int si = 0; si < kRegSources; ++si) {
+      if ((got >> si & 1u) == 0 || si >= N) continue;
 #pragma unroll
-      for (int si = 0; si < kRegSources; ++si) {
+      for (int jj = 0; jj < HPI; ++jj) {
         const uint4* src = reinterpret_cast<const uint4*>(
-            win.o + row_stream::o_offset(s, min(si, N - 1), b, j0 + min(jj, nj - 1)));
+            win.o + row_stream::o_offset(s, si, it.b, it.j0 + min(jj, it.nj - 1)));
 #pragma unroll
-        for (int t = 0; t < UPL; ++t) {
-          v[jj][si][t] = make_uint4(0, 0, 0, 0);
-          if (real && jj < nj && si < N && lane + 32 * t < units) v[jj][si][t] = __ldcg(src + lane + 32 * t);
-        }
+        for (int t = 0; t < UPL; ++t)
+          if (it.real && jj < it.nj && lane + 32 * t < units) v[jj][si][t] = __ldcg(src + lane + 32 * t);
       }
+    }
+  };
+  for (;;) {
+    x = -INFINITY;
+    if (!next_item(claim, p, win.flags, win.epoch, items, it, landed)) break;
+    const int b = it.b, j0 = it.j0, nj = it.nj;
     // SPEC steps 1-4 per head over its eight lanes (lanes past N hold −inf).
     float m = x;
 #pragma unroll
@@ -434,6 +479,8 @@ void launch_row_combine(const RowCombineArgs& a, cudaStream_t stream) {
     throw InputError("row combine: window, flags, epoch, claim counter, error word and output are required");
   if (!aligned16(a.dst, a.dst_row_stride, a.dst_head_stride, a.elem))
     throw InputError("row combine: output rows and heads must start on 16-byte boundaries");
+  if (a.early && (!a.tail || a.producers_started == nullptr || a.producers_per_step == 0))
+    throw InputError("row combine: the early tail needs tail, the producers' start counter and their count");
   if (a.rows == 0) return;
   CombineParams p;
   p.a = a;
@@ -454,7 +501,8 @@ void launch_row_combine(const RowCombineArgs& a, cudaStream_t stream) {
     auto run = [&](auto kernel) {
       const int blocks =
           row_stream::combine_blocks(sms, a.ranks_on_device, ceil_div(items, kCombineWarps), a.tail);
-      launch_kernel_with("row_combine_kernel", kernel, blocks, 32 * kCombineWarps, 0, stream, !a.tail, p);
+      launch_kernel_with("row_combine_kernel", kernel, blocks, 32 * kCombineWarps, 0, stream,
+                         LaunchExtras{!a.tail, nullptr}, p);
     };
     bool ran = false;
     with_elem(a.elem, [&](auto tag) {
@@ -487,7 +535,8 @@ void launch_row_combine(const RowCombineArgs& a, cudaStream_t stream) {
   const int blocks = row_stream::combine_blocks(sms, a.ranks_on_device, ceil_div(items, warps), a.tail);
   auto run = [&](auto kernel) {
     DCPSIM_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    launch_kernel_with("row_combine_kernel", kernel, blocks, 32 * warps, smem, stream, !a.tail, p);
+    launch_kernel_with("row_combine_kernel", kernel, blocks, 32 * warps, smem, stream,
+                       LaunchExtras{!a.tail, nullptr}, p);
   };
   with_elem(a.elem, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -61,9 +61,10 @@ DCPSIM_HD inline unsigned long long publish_count(unsigned long long epoch, int 
 
 // The combine's optional probe (`hw run --row-probe`): per item, %globaltimer when its warp had claimed it,
 // saw the row's flags, held its LSEs, held its weights, held its first partials, and had stored its output;
-// then who merged it: (tail grid << 63) | (SM << 32) | warp of the grid. The register combine loads LSEs and
-// partials in one round: its "LSEs" and "weights" both mark the weights formed (the LSEs' arrival), and its
-// "first partials" the first head merged and stored (the partials' arrival).
+// then who merged it: (tail grid << 63) | (early tail << 62) | (SM << 32) | warp of the grid. The register
+// combine loads each source's LSEs and partials as the source lands (one round when the row is complete):
+// its "LSEs" and "weights" both mark the weights formed (the LSEs' arrival), and its "first partials" the
+// first head merged and stored (the partials' arrival).
 enum ProbeSlot : int {
   kProbeClaimed,
   kProbeFlags,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "cuda_check.h"
@@ -62,11 +63,15 @@ void alloc_rank(const StepPlan& p, const RunConfig& c, RankState& r) {
   const int wave = ops::attention_rows_per_wave(a, rs->splits, r.device);
   rs->chunks = row_stream::row_chunks(p.rows_total, row_stream::rows_per_chunk(wave, p.N));
   const int streams = std::clamp(static_cast<int>(rs->chunks.size()), 1, kMaxAttentionStreams);
-  int least = 0, greatest = 0;
+  int least = 0, greatest = 0;  // numerically greatest ≤ least
   DCPSIM_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  // With the early tail, the attention one level above it, so that no block of the early tail takes a
+  // multiprocessor an attention block is waiting for (where that level is still below the combines'; the
+  // early tail's gate copes either way).
+  const int attention_priority = c.row_early_tail && least - 1 > greatest ? least - 1 : least;
   for (int i = 0; i < streams; ++i) {
     cudaStream_t st = nullptr;
-    DCPSIM_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    DCPSIM_CUDA(cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking, attention_priority));
     rs->attention_streams.push_back(st);
     cudaEvent_t ev = nullptr;
     DCPSIM_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
@@ -74,6 +79,8 @@ void alloc_rank(const StepPlan& p, const RunConfig& c, RankState& r) {
   }
   DCPSIM_CUDA(cudaStreamCreateWithPriority(&rs->combine_stream, cudaStreamNonBlocking, greatest));
   DCPSIM_CUDA(cudaStreamCreateWithPriority(&rs->tail_stream, cudaStreamNonBlocking, greatest));
+  DCPSIM_CUDA(cudaStreamCreateWithPriority(&rs->early_stream, cudaStreamNonBlocking, least));
+  DCPSIM_CUDA(cudaEventCreateWithFlags(&rs->early_done, cudaEventDisableTiming));
   DCPSIM_CUDA(cudaEventCreateWithFlags(&rs->fork, cudaEventDisableTiming));
   DCPSIM_CUDA(cudaEventCreateWithFlags(&rs->combine_done, cudaEventDisableTiming));
   DCPSIM_CUDA(cudaEventCreateWithFlags(&rs->tail_done, cudaEventDisableTiming));
@@ -132,6 +139,9 @@ RowStreamRank::~RowStreamRank() {
   if (fork) cudaEventDestroy(fork);
   if (combine_done) cudaEventDestroy(combine_done);
   if (tail_done) cudaEventDestroy(tail_done);
+  if (early_done) cudaEventDestroy(early_done);
+  if (last_launch_started) cudaEventDestroy(last_launch_started);
+  if (early_stream) cudaStreamDestroy(early_stream);
   if (combine_stream) cudaStreamDestroy(combine_stream);
   if (tail_stream) cudaStreamDestroy(tail_stream);
 }
@@ -183,6 +193,30 @@ void setup_row_stream(const StepPlan& p, const RunConfig& c, Ranks& ranks) {
     q.counters = rs.counters.as<unsigned long long>() + 1;
     q.system_scope = false;  // every logical rank is on this device
   }
+  // The early tail: every pushing attention block of the step counts itself into rank 0's counter (one
+  // device), unless some chunk's push runs in its split combine (those blocks do not count).
+  RowStreamRank& first = *ranks.front()->row_stream;
+  unsigned long long per_step = 0;
+  bool counted = true;
+  for (auto& r : ranks)
+    for (const auto& [b0, b1] : r->row_stream->chunks) {
+      const int n = ops::attention_push_blocks(chunk_args(p, *r, b0, b1, r->row_stream->push), r->device);
+      counted = counted && n > 0;
+      per_step += static_cast<unsigned long long>(n);
+    }
+  if (!c.row_early_tail) return;
+  if (!counted) {
+    std::fprintf(stderr,
+                 "row-stream: no early tail (the split combine pushes: several KV splits, or an output type "
+                 "other than the input's)\n");
+    return;
+  }
+  DCPSIM_CUDA(cudaSetDevice(ranks.front()->device));
+  first.producers = DeviceBuffer(sizeof(unsigned long long));
+  DCPSIM_CUDA(cudaMemset(first.producers.get(), 0, first.producers.bytes()));
+  DCPSIM_CUDA(cudaEventCreateWithFlags(&first.last_launch_started, cudaEventDisableTiming));
+  first.producers_per_step = per_step;
+  for (auto& r : ranks) r->row_stream->push.started = first.producers.as<unsigned long long>();
 }
 
 void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks, Exchange& ex,
@@ -210,7 +244,10 @@ void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks
     if (events) record(r->ev_begin[ia], rs.attention_streams[0], capturing);
   }
   // The producers: chunk k of every rank before chunk k + 1 of any, so the logical ranks advance together.
-  const std::size_t rounds = ranks.front()->row_stream->chunks.size();
+  // The last launch of all releases the early tail once its blocks have all begun.
+  const RowStreamRank& first = *ranks.front()->row_stream;
+  const bool early = first.producers_per_step > 0;
+  const std::size_t rounds = first.chunks.size();
   for (std::size_t k = 0; k < rounds; ++k)
     for (auto& r : ranks) {
       RowStreamRank& rs = *r->row_stream;
@@ -218,8 +255,9 @@ void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks
       ops::RowPush push = rs.push;
       const auto [b0, b1] = rs.chunks[k];
       push.row_base = b0;
-      ops::launch_attention(chunk_args(p, *r, b0, b1, push),
-                            rs.attention_streams[k % rs.attention_streams.size()]);
+      ops::AttentionArgs a = chunk_args(p, *r, b0, b1, push);
+      if (early && k + 1 == rounds && r == ranks.back()) a.blocks_started = first.last_launch_started;
+      ops::launch_attention(a, rs.attention_streams[k % rs.attention_streams.size()]);
     }
   for (auto& r : ranks) {  // each rank's attention ends on its first stream
     RowStreamRank& rs = *r->row_stream;
@@ -230,6 +268,23 @@ void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks
     if (events) record(r->ev_end[ia], rs.attention_streams[0], capturing);
     DCPSIM_CUDA(cudaEventRecord(rs.attention_done[0], rs.attention_streams[0]));
   }
+  // The early tails, at the least priority, on multiprocessors the last attention blocks leave; without
+  // PDL (they must not wait for the producers' end) and after this rank's step prologue (the claim counter).
+  if (early)
+    for (auto& r : ranks) {
+      RowStreamRank& rs = *r->row_stream;
+      DCPSIM_CUDA(cudaStreamWaitEvent(rs.early_stream, rs.fork, 0));
+      DCPSIM_CUDA(cudaStreamWaitEvent(rs.early_stream, first.last_launch_started, 0));
+      TimelineTag tag(r->timeline, timeline_tag(rep, r->rank, static_cast<int>(ic) + 1));
+      ops::PdlScope no_pdl(false);
+      ops::RowCombineArgs a = combine_args(p, c, *r);
+      a.tail = true;
+      a.early = true;
+      a.producers_started = first.producers.as<unsigned long long>();
+      a.producers_per_step = first.producers_per_step;
+      ops::launch_row_combine(a, rs.early_stream);
+      DCPSIM_CUDA(cudaEventRecord(rs.early_done, rs.early_stream));
+    }
   // The owners' streaming combines, after the producers (a device that runs kernels one at a time still
   // finishes) and at the greatest priority (their few blocks start as soon as there is room). The tail
   // combines run on streams of their own, from the moment every rank's attention is done, beside whatever
@@ -254,6 +309,7 @@ void enqueue_row_stream_step(const StepPlan& p, const RunConfig& c, Ranks& ranks
     }
     DCPSIM_CUDA(cudaEventRecord(rs.tail_done, rs.tail_stream));
     DCPSIM_CUDA(cudaStreamWaitEvent(rs.combine_stream, rs.tail_done, 0));
+    if (early) DCPSIM_CUDA(cudaStreamWaitEvent(rs.combine_stream, rs.early_done, 0));
     if (events) record(r->ev_end[ic], rs.combine_stream, capturing);
     DCPSIM_CUDA(cudaEventRecord(rs.combine_done, rs.combine_stream));
   }
@@ -322,6 +378,19 @@ std::vector<std::pair<std::string, double>> row_stream_figures(const StepPlan& p
   return out;
 }
 
+std::vector<std::pair<std::string, double>> row_stream_early_figures(const Ranks& ranks) {
+  if (ranks.empty() || !ranks.front()->row_stream) return {};
+  const RowStreamRank& first = *ranks.front()->row_stream;
+  if (first.producers_per_step == 0) return {{"row_stream.early_tail", 0.0}};
+  DCPSIM_CUDA(cudaSetDevice(ranks.front()->device));
+  const auto started = download<unsigned long long>(first.producers, 1);
+  const auto epoch = download<unsigned long long>(first.counters, 1);
+  return {{"row_stream.early_tail", 1.0},
+          {"row_stream.early_tail.producer_blocks_per_step", static_cast<double>(first.producers_per_step)},
+          {"row_stream.early_tail.producer_blocks_begun_per_step",
+           epoch[0] == 0 ? 0.0 : static_cast<double>(started[0]) / static_cast<double>(epoch[0])}};
+}
+
 std::vector<RowProbeItem> row_stream_probe(const StepPlan& p, const Ranks& ranks, const Samples& s) {
   std::vector<RowProbeItem> out;
   const std::size_t ia = phase_index(p, Phase::kAttention);
@@ -354,7 +423,8 @@ std::vector<RowProbeItem> row_stream_probe(const StepPlan& p, const Ranks& ranks
       it.row = static_cast<int>(i) / per_row;
       const unsigned long long who = v[row_stream::kProbeWho];
       it.tail = (who >> 63) != 0;
-      it.sm = static_cast<int>((who >> 32) & 0x7fffffffULL);
+      it.early = (who >> 62 & 1ULL) != 0;
+      it.sm = static_cast<int>((who >> 32) & 0x3fffffffULL);
       it.warp = static_cast<int>(who & 0xffffffffULL);
       for (std::size_t k = 0; k < it.t_ns.size(); ++k)
         it.t_ns[k] = placed + (static_cast<double>(v[k]) - static_cast<double>(origin));
@@ -366,11 +436,10 @@ std::vector<RowProbeItem> row_stream_probe(const StepPlan& p, const Ranks& ranks
 
 std::vector<std::pair<std::string, double>> row_probe_figures(const std::vector<RowProbeItem>& items) {
   std::vector<std::pair<std::string, double>> out;
-  for (const bool tail : {false, true}) {
-    const std::string grid = tail ? "tail" : "streaming";
+  for (const std::string grid : {"streaming", "early", "tail"}) {
     std::vector<const RowProbeItem*> mine;
     for (const auto& it : items)
-      if (it.tail == tail) mine.push_back(&it);
+      if (grid == row_probe_grid(it)) mine.push_back(&it);
     if (mine.empty()) continue;
     out.emplace_back("row_stream.probe." + grid + ".items", static_cast<double>(mine.size()));
     for (std::size_t k = 1; k < kRowProbeStages.size(); ++k) {

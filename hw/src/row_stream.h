@@ -42,6 +42,15 @@ struct RowStreamRank {
   cudaStream_t tail_stream = nullptr;       // the tail grid, started when every rank's attention has ended
   std::vector<cudaEvent_t> attention_done;  // one per attention stream
   cudaEvent_t fork = nullptr, combine_done = nullptr, tail_done = nullptr;
+  // The early tail (RowCombineArgs::early): its stream (the device's least priority; the attention streams
+  // run one level above where the device has one), its end, and, on rank 0 for the whole device, the producer
+  // blocks' start counter, their number per step (0: no early tail) and the event that triggers once the
+  // step's last attention launch has begun every block.
+  cudaStream_t early_stream = nullptr;
+  cudaEvent_t early_done = nullptr;
+  DeviceBuffer producers;
+  unsigned long long producers_per_step = 0;
+  cudaEvent_t last_launch_started = nullptr;
 
   RowStreamRank() = default;
   RowStreamRank(const RowStreamRank&) = delete;
@@ -69,6 +78,11 @@ void check_row_stream_error(const RankState& r, std::int64_t timeout_ms);
 // output ready time after the slowest rank's attention ended (min, median, p90, max over ranks and real
 // rows, µs), and per repetition the last combine's end after it (median).
 std::vector<std::pair<std::string, double>> row_stream_figures(const StepPlan& p, const Samples& s);
+
+// Whether the early tail ran (row_stream.early_tail, 1 or 0) and, where it did, the producer blocks it
+// counts on per step against those that began, on average over every step so far (equal unless the count is
+// wrong: the gate would then open early, or never).
+std::vector<std::pair<std::string, double>> row_stream_early_figures(const Ranks& ranks);
 
 // --row-probe: every combine item of the last measured step (RowProbeItem), and figures summarising them per
 // grid (streaming, tail): the median and the longest of each stage, µs, and the tail grid's first claim and

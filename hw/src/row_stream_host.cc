@@ -17,19 +17,23 @@ namespace dcpsim::hw {
 namespace {
 
 struct Streams {
-  cudaStream_t push = nullptr, combine = nullptr;
-  cudaEvent_t epoch_done = nullptr;
+  cudaStream_t push = nullptr, combine = nullptr, early = nullptr;
+  cudaEvent_t epoch_done = nullptr, early_done = nullptr;
   Streams() {
     int least = 0, greatest = 0;
     DCPSIM_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     DCPSIM_CUDA(cudaStreamCreateWithFlags(&push, cudaStreamNonBlocking));
     DCPSIM_CUDA(cudaStreamCreateWithPriority(&combine, cudaStreamNonBlocking, greatest));
+    DCPSIM_CUDA(cudaStreamCreateWithPriority(&early, cudaStreamNonBlocking, least));
     DCPSIM_CUDA(cudaEventCreateWithFlags(&epoch_done, cudaEventDisableTiming));
+    DCPSIM_CUDA(cudaEventCreateWithFlags(&early_done, cudaEventDisableTiming));
   }
   ~Streams() {
     cudaEventDestroy(epoch_done);
+    cudaEventDestroy(early_done);
     cudaStreamDestroy(push);
     cudaStreamDestroy(combine);
+    cudaStreamDestroy(early);
   }
   Streams(const Streams&) = delete;
   Streams& operator=(const Streams&) = delete;
@@ -84,6 +88,12 @@ std::vector<GpuMergedBlock> gpu_row_stream_merge(std::span<const models::Partial
   DeviceBuffer error(2 * sizeof(int)), merged(std::size_t(N) * B * J * sizeof(float)),
       claims(N * sizeof(unsigned));
   DCPSIM_CUDA(cudaMemset(error.get(), 0, error.bytes()));
+  // The early tail's gate: every push block counts itself as it begins (N ranks × N owners × B rows a step);
+  // closed, the gate waits for one block more than a step has.
+  DeviceBuffer started(sizeof(unsigned long long));
+  DCPSIM_CUDA(cudaMemset(started.get(), 0, started.bytes()));
+  const unsigned long long producers = static_cast<unsigned long long>(N) * N * B +
+                                       (o.early == GpuRowStreamOptions::Early::kClosed ? 1ULL : 0ULL);
   Streams streams;
 
   for (int step = 0; step < o.steps; ++step) {
@@ -91,7 +101,8 @@ std::vector<GpuMergedBlock> gpu_row_stream_merge(std::span<const models::Partial
     DCPSIM_CUDA(cudaMemsetAsync(claims.get(), 0, claims.bytes(), streams.push));
     DCPSIM_CUDA(cudaEventRecord(streams.epoch_done, streams.push));
     DCPSIM_CUDA(cudaStreamWaitEvent(streams.combine, streams.epoch_done, 0));
-    auto combines = [&](cudaStream_t stream, bool tail) {
+    DCPSIM_CUDA(cudaStreamWaitEvent(streams.early, streams.epoch_done, 0));
+    auto combines = [&](cudaStream_t stream, bool tail, bool early = false) {
       for (int n = 0; n < N; ++n) {
         ops::RowCombineArgs c;
         c.dcp = N;
@@ -114,9 +125,17 @@ std::vector<GpuMergedBlock> gpu_row_stream_merge(std::span<const models::Partial
         c.claim = claims.as<unsigned>() + n;
         c.ranks_on_device = N;
         c.tail = tail;
+        c.early = early;
+        c.producers_started = started.as<unsigned long long>();
+        c.producers_per_step = producers;
         c.staged = o.staged;
         ops::launch_row_combine(c, stream);
       }
+    };
+    const bool early = o.early != GpuRowStreamOptions::Early::kNone;
+    auto early_tails = [&] {
+      combines(streams.early, true, true);
+      DCPSIM_CUDA(cudaEventRecord(streams.early_done, streams.early));
     };
     if (o.combine_first) combines(streams.combine, false);  // streaming grids, spinning until rows land
     for (int r = 0; r < N; ++r) {
@@ -133,6 +152,7 @@ std::vector<GpuMergedBlock> gpu_row_stream_merge(std::span<const models::Partial
       a.push.flags = dpf.as<unsigned long long* const>();
       a.push.epoch = counters[r].as<unsigned long long>();
       a.push.counters = counters[r].as<unsigned long long>() + 1;
+      a.push.started = started.as<unsigned long long>();
       a.rows = B;
       a.valid_rows = valid;
       a.heads = H;
@@ -145,8 +165,10 @@ std::vector<GpuMergedBlock> gpu_row_stream_merge(std::span<const models::Partial
       a.lse_head_stride = p.lse_layout.head_stride;
       ops::launch_row_push(a, streams.push);
     }
+    if (early) early_tails();  // behind the pushes in launch order, beside them on the device
     if (!o.combine_first) combines(streams.push, false);
     combines(streams.push, true);  // the tail grids, after every push
+    if (early) DCPSIM_CUDA(cudaStreamWaitEvent(streams.push, streams.early_done, 0));
     DCPSIM_CUDA(cudaDeviceSynchronize());
     const auto err = download<int>(error, 2);
     if (err[0] != 0)

@@ -183,6 +183,7 @@ RunResult run_step(const RunConfig& config, traces::TraceSink* sink) {
   result.check = check_outputs(p, config, run.outputs);
   if (is_row_stream(p)) {
     result.figures = row_stream_figures(p, run.samples);
+    for (auto& f : row_stream_early_figures(run.ranks)) result.figures.push_back(std::move(f));
     if (config.row_probe) {
       result.row_probe = row_stream_probe(p, run.ranks, run.samples);
       for (auto& f : row_probe_figures(result.row_probe)) result.figures.push_back(std::move(f));

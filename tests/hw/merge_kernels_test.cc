@@ -210,7 +210,8 @@ TEST(Direct, RejectsHeadsNotDivisibleByN) {
 // shards, NaN and +inf LSEs over NaN O, head-padded O, transposed LSE, both bases, bf16, fp16 and fp32.
 // `combine_first`: the owners' combines are launched first and spin until the pushes land. `staged`: the
 // combine through its shared-memory stages also where an item fits the registers (D = 512 and N ≤ 8 here).
-void check_row_stream_cases(bool combine_first, bool staged = false) {
+void check_row_stream_cases(bool combine_first, bool staged = false,
+                            GpuRowStreamOptions::Early early = GpuRowStreamOptions::Early::kNone) {
   struct Case {
     int dcp, heads, dim;
     models::LseBase base;
@@ -247,6 +248,7 @@ void check_row_stream_cases(bool combine_first, bool staged = false) {
     o.steps = 3;
     o.combine_first = combine_first;
     o.staged = staged;
+    o.early = early;
     const auto got = gpu_row_stream_merge(parts, o);
     models::MergeOptions mo;
     mo.strategy = models::Strategy::kRowStream;
@@ -272,6 +274,28 @@ TEST(RowStream, StagedCombineMatchesTheReference) {
 TEST(RowStream, CombinesLaunchedFirstWaitForThePushes) {
   DCPSIM_REQUIRE_GPU(gpu_row_stream_merge({}, {}));
   check_row_stream_cases(true);
+}
+
+// The early tail behind the pushes, its gate open (its blocks take items once every push block has begun) or
+// closed (every block exits and the tail takes everything); both combines.
+TEST(RowStream, EarlyTailMatchesTheReference) {
+  DCPSIM_REQUIRE_GPU(gpu_row_stream_merge({}, {}));
+  for (const auto early : {GpuRowStreamOptions::Early::kOpen, GpuRowStreamOptions::Early::kClosed})
+    for (const bool staged : {false, true}) {
+      SCOPED_TRACE(std::string(early == GpuRowStreamOptions::Early::kOpen ? "open" : "closed") +
+                   (staged ? ", staged" : ", registers"));
+      check_row_stream_cases(false, staged, early);
+    }
+}
+
+// The early tail beside the streaming grids launched before the pushes (their warps claim rows before their
+// sources land and load each source as it does). Needs the device to run kernels concurrently.
+TEST(RowStream, EarlyTailBesideTheStreamingGrids) {
+  DCPSIM_REQUIRE_GPU(gpu_row_stream_merge({}, {}));
+  for (const bool staged : {false, true}) {
+    SCOPED_TRACE(staged ? "staged" : "registers");
+    check_row_stream_cases(true, staged, GpuRowStreamOptions::Early::kOpen);
+  }
 }
 
 TEST(RowStream, PaddingRowsComeOutEmpty) {

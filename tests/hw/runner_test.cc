@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <string>
 
 #include "dcpsim/hw/runner.h"
 #include "dcpsim/traces/trace_collector.h"
@@ -273,6 +274,7 @@ TEST(Runner, RowStreamIsExactInEmulation) {
   struct Case {
     models::Scenario s;
     int padded;
+    bool early = false;  // --row-early-tail
   };
   std::vector<Case> cases;
   cases.push_back({scenario(3, 96, 1, 512, 576, models::Strategy::kRowStream, b17), 2});
@@ -282,6 +284,10 @@ TEST(Runner, RowStreamIsExactInEmulation) {
       {scenario(6, 96, 6, 128, 128, models::Strategy::kRowStream, std::vector<std::int64_t>(17, 40)), 0});
   cases.push_back(
       {scenario(8, 128, 1, 512, 576, models::Strategy::kRowStream, std::vector<std::int64_t>(64, 2048)), 0});
+  for (int i = 0; i < 3; ++i) {
+    cases.push_back(cases.back());
+    cases.back().early = true;
+  }
   cases[0].s.launch = models::LaunchMode::kGraph;
   cases[1].s.lse_base = models::LseBase::k2;
   cases[2].s.launch = models::LaunchMode::kPdl;
@@ -290,12 +296,17 @@ TEST(Runner, RowStreamIsExactInEmulation) {
   cases[3].s.out_dtype = models::DType::kF16;
   cases[3].s.lse_base = models::LseBase::k2;
   cases[3].s.launch = models::LaunchMode::kGraph;
-  cases[4].s.launch =
-      models::LaunchMode::kGraph;  // B = 64, H = 128: one split, every rank's chunks interleaved
+  // B = 64, H = 128: one split, every rank's chunks interleaved; then with the early tail, released by the
+  // last chunk, under each launch mode.
+  cases[4].s.launch = models::LaunchMode::kGraph;
+  cases[5].s.launch = models::LaunchMode::kGraph;
+  cases[6].s.launch = models::LaunchMode::kPdl;
+  cases[7].s.launch = models::LaunchMode::kEager;
   for (const Case& k : cases) {
-    SCOPED_TRACE(k.s.label());
+    SCOPED_TRACE(k.s.label() + (k.early ? " early tail" : ""));
     RunConfig c = config(k.s);
     c.padded_rows = k.padded;
+    c.row_early_tail = k.early;
     traces::TraceCollector sink;
     sink.on_header(measured_header(c.mode, {0}, {"dcpsim", "hw", "run"}));
     const RunResult r = run_step(c, &sink);
@@ -315,6 +326,17 @@ TEST(Runner, RowStreamIsExactInEmulation) {
     int combines = 0;
     for (const auto& p : r.phases) combines += p.phase == "row_stream_combine";
     EXPECT_EQ(combines, k.s.dcp);
+    // The early tail ran where asked for (each of these cases pushes from the split kernel: one split) and
+    // its gate counts exactly the producer blocks that began in every step.
+    std::map<std::string, double> f(r.figures.begin(), r.figures.end());
+    if (k.early) {
+      EXPECT_EQ(f["row_stream.early_tail"], 1.0);
+      EXPECT_GT(f["row_stream.early_tail.producer_blocks_per_step"], 0.0);
+      EXPECT_EQ(f["row_stream.early_tail.producer_blocks_begun_per_step"],
+                f["row_stream.early_tail.producer_blocks_per_step"]);
+    } else {
+      EXPECT_EQ(f.count("row_stream.early_tail.producer_blocks_per_step"), 0u);
+    }
   }
 }
 
@@ -363,40 +385,55 @@ TEST(Runner, RowStreamReportsRowReadyTimesOnTheTimeline) {
 }
 
 // --row-probe: every item of every owner is recorded once, by the grid and warp that merged it, with its
-// stages in order, and summarised per grid.
+// stages in order, and summarised per grid; the early tail's items only with --row-early-tail.
 TEST(Runner, RowStreamProbeTimesEveryItemInOrder) {
   DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
-  models::Scenario s =
-      scenario(4, 64, 1, 512, 576, models::Strategy::kRowStream, std::vector<std::int64_t>(20, 2048));
-  s.launch = models::LaunchMode::kGraph;
-  RunConfig c = config(s);
-  c.timing = Timing::kAuto;
-  c.reps = 3;
-  c.row_probe = true;
-  const RunResult r = run_step(c, nullptr);
-  EXPECT_TRUE(r.check.passed) << r.check.summary;
-  // J = 16 heads per owner at D = 512: two heads per item, eight items per row, 20 rows, 4 owners.
-  ASSERT_EQ(r.row_probe.size(), 4u * 20 * 8);
-  std::set<std::pair<int, int>> seen;
-  std::map<bool, int> by_grid;
-  for (const RowProbeItem& it : r.row_probe) {
-    EXPECT_TRUE(seen.insert({it.rank, it.item}).second) << "item " << it.item << " of rank " << it.rank;
-    EXPECT_EQ(it.row, it.item / 8);
-    for (std::size_t k = 1; k < it.t_ns.size(); ++k)
-      EXPECT_LE(it.t_ns[k - 1], it.t_ns[k]) << kRowProbeStages[k] << " of item " << it.item;
-    ++by_grid[it.tail];
+  struct Case {
+    int dcp, heads, rows;
+    bool early;
+  };
+  // N = 4, H = 64, B = 20: several splits, so the split combine pushes and no early tail is launched even
+  // when asked for; N = 8, H = 128, B = 64: one split, the early tail beside the tail.
+  for (const Case& k : {Case{4, 64, 20, true}, Case{8, 128, 64, false}, Case{8, 128, 64, true}}) {
+    SCOPED_TRACE("N=" + std::to_string(k.dcp) + (k.early ? " early tail" : ""));
+    models::Scenario s = scenario(k.dcp, k.heads, 1, 512, 576, models::Strategy::kRowStream,
+                                  std::vector<std::int64_t>(k.rows, 2048));
+    s.launch = models::LaunchMode::kGraph;
+    RunConfig c = config(s);
+    c.timing = Timing::kAuto;
+    c.reps = 3;
+    c.row_probe = true;
+    c.row_early_tail = k.early;
+    const RunResult r = run_step(c, nullptr);
+    EXPECT_TRUE(r.check.passed) << r.check.summary;
+    // J = 16 heads per owner at D = 512: two heads per item, eight items per row.
+    ASSERT_EQ(r.row_probe.size(), static_cast<std::size_t>(k.dcp) * k.rows * 8);
+    std::set<std::pair<int, int>> seen;
+    std::map<std::string, int> by_grid;
+    for (const RowProbeItem& it : r.row_probe) {
+      EXPECT_TRUE(seen.insert({it.rank, it.item}).second) << "item " << it.item << " of rank " << it.rank;
+      EXPECT_EQ(it.row, it.item / 8);
+      for (std::size_t i = 1; i < it.t_ns.size(); ++i)
+        EXPECT_LE(it.t_ns[i - 1], it.t_ns[i]) << kRowProbeStages[i] << " of item " << it.item;
+      EXPECT_TRUE(it.tail || !it.early) << "item " << it.item;  // the early tail is a tail grid
+      ++by_grid[row_probe_grid(it)];
+    }
+    std::map<std::string, double> f(r.figures.begin(), r.figures.end());
+    const bool early = k.early && k.dcp == 8;
+    EXPECT_EQ(f["row_stream.early_tail"], early ? 1.0 : 0.0);
+    if (!early) {
+      EXPECT_EQ(by_grid.count("early"), 0u);
+    }
+    for (const auto& [grid, n] : by_grid) {
+      EXPECT_EQ(f["row_stream.probe." + grid + ".items"], n);
+      EXPECT_LE(f["row_stream.probe." + grid + ".first_claim_us"],
+                f["row_stream.probe." + grid + ".last_stored_us"]);
+      EXPECT_LE(f["row_stream.probe." + grid + ".lse_p50_us"], f["row_stream.probe." + grid + ".lse_max_us"]);
+    }
+    // Without the flag nothing is recorded.
+    c.row_probe = false;
+    EXPECT_TRUE(run_step(c, nullptr).row_probe.empty());
   }
-  std::map<std::string, double> f(r.figures.begin(), r.figures.end());
-  for (const auto& [tail, n] : by_grid) {
-    const std::string grid = tail ? "tail" : "streaming";
-    EXPECT_EQ(f["row_stream.probe." + grid + ".items"], n);
-    EXPECT_LE(f["row_stream.probe." + grid + ".first_claim_us"],
-              f["row_stream.probe." + grid + ".last_stored_us"]);
-    EXPECT_LE(f["row_stream.probe." + grid + ".lse_p50_us"], f["row_stream.probe." + grid + ".lse_max_us"]);
-  }
-  // Without the flag nothing is recorded.
-  c.row_probe = false;
-  EXPECT_TRUE(run_step(c, nullptr).row_probe.empty());
 }
 
 // FlashInfer's kernels have no epilogue to push rows from: refused in one line, before any device work.

@@ -123,6 +123,12 @@ struct GpuRowStreamOptions {
   bool combine_first = false;
   std::int64_t timeout_ns = 2'000'000'000;
   bool staged = false;  // the combine's shared-memory stages even where an item fits the registers
+  // The early tail (ops::RowCombineArgs::early), launched after the pushes on a stream of its own at the
+  // least priority, its gate counting the push blocks that began: open (the step's count: its blocks merge
+  // beside the tail once every push block has begun, else exit) or closed (one more than a step has: every
+  // block exits and the tail merges everything).
+  enum class Early { kNone, kOpen, kClosed };
+  Early early = Early::kNone;
 };
 
 // Row-streaming merge with every rank on the current device: each rank pushes its rows (the post-kernel

@@ -68,6 +68,9 @@ struct RunConfig {
   bool row_probe =
       false;  // row-stream: %globaltimer at each stage of each combine item (RunResult::row_probe)
   bool row_combine_staged = false;  // row-stream: the combine's shared-memory stages where registers would do
+  // row-stream: an early tail combine too, released as the last attention launch's blocks have all begun
+  // (RowCombineArgs::early); off, the tail starts once every rank's attention has ended
+  bool row_early_tail = false;
 };
 
 struct PhaseStats {
@@ -96,11 +99,16 @@ struct CheckResult {
 // after the owner's step stamp.
 struct RowProbeItem {
   int rank = 0, item = 0, row = 0;
-  bool tail = false;  // the tail grid (else the streaming grid beside the attention)
+  bool tail = false;   // a tail grid (else the streaming grid beside the attention)
+  bool early = false;  // the early tail, released while the attention ran (else the tail after it)
   int sm = 0, warp = 0;
   // claimed, saw the row's flags, held the LSEs, the weights, the first partials, stored the output
   std::array<double, 6> t_ns{};
 };
+// "streaming", "early" or "tail": which of the owner's combine grids merged the item.
+inline const char* row_probe_grid(const RowProbeItem& it) {
+  return it.early ? "early" : it.tail ? "tail" : "streaming";
+}
 inline constexpr std::array<const char*, 6> kRowProbeStages = {"claimed", "flags",    "lse",
                                                                "weights", "partials", "stored"};
 
