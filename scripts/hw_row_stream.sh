@@ -20,7 +20,7 @@ save() { tar czf "$OUT/results.tgz" -C "$W" . 2>/dev/null; }
 
 "$BIN/dcpsim" hw devices >"$W/devices.txt" 2>&1
 if [ -z "${SKIP_TESTS:-}" ]; then  # SKIP_TESTS=1: the caller ran the GPU tests already
-  timeout 90 "$BIN/hw_tests" --gtest_brief=1 \
+  timeout 150 "$BIN/hw_tests" --gtest_brief=1 \
     --gtest_filter='RowStream*:Runner.*:Timeline.*:Attention.*:Direct.*:A2a.*:Correct.*' >"$W/hw_tests.log" 2>&1
   echo "hw_tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$W/hw_tests.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED|Failure|rror' "$W/hw_tests.log" | head -20
@@ -40,12 +40,12 @@ run rs_graph --strategy row-stream --launch graph
 
 filter='RowStream.Matches*:RowStream.EarlyTailMatches*:RowStream.Padding*:Runner.RowStreamSmall*'
 { echo "# compute-sanitizer --tool memcheck --leak-check full hw_tests --gtest_filter=$filter"
-  timeout 60 "$cs" --tool memcheck --leak-check full "$BIN/hw_tests" --gtest_brief=1 --gtest_filter="$filter" 2>&1; } \
+  timeout 120 "$cs" --tool memcheck --leak-check full "$BIN/hw_tests" --gtest_brief=1 --gtest_filter="$filter" 2>&1; } \
   >"$W/memcheck.txt"
 echo "memcheck: $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$W/memcheck.txt" | tr '\n' ' ')"
 save
 { echo "# compute-sanitizer --tool racecheck --racecheck-report all hw_tests --gtest_filter=$filter"
-  timeout 60 "$cs" --tool racecheck --racecheck-report all "$BIN/hw_tests" --gtest_brief=1 --gtest_filter="$filter" 2>&1; } \
+  timeout 300 "$cs" --tool racecheck --racecheck-report all "$BIN/hw_tests" --gtest_brief=1 --gtest_filter="$filter" 2>&1; } \
   >"$W/racecheck.txt"
 echo "racecheck: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED' "$W/racecheck.txt" | tr '\n' ' ')"
 save
