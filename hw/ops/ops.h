@@ -329,8 +329,9 @@ void launch_row_push(const RowPushArgs& a, cudaStream_t stream);
 // weights, fp32, one rounding; a weight-0 partial is never read). Launched twice per step over the same
 // counter: the streaming grid (tail = false: a few blocks at the device's greatest priority, beside the
 // producers; all ranks' together hold at most 1/16 of the device) and, after the producers, the tail grid
-// (tail = true: up to the device's size divided among the ranks). A flag missing for timeout_ns sets
-// error = {1 + rank, row} (first timeout wins) and ends the warp without writing that row.
+// (tail = true: up to the device's size divided among the ranks); optionally a third, the early tail (early,
+// below). A flag missing for timeout_ns sets error = {1 + rank, row} (first timeout wins) and ends the warp
+// without writing that row.
 struct RowCombineArgs : MergeDims {  // heads: J; elem: the window's and the output's type
   // This rank's window; parity p's O, LSE and flags start p·o_elems, p·lse_elems, p·flag_elems further.
   const void* o = nullptr;
