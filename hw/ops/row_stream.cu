@@ -332,10 +332,10 @@ __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_kernel(Comb
 // 16-bit elements), one round when the row is complete at the claim; the staged kernel takes a round for the
 // LSEs, then its cp.async stages behind them. A warp that claims a row some of whose sources are late (the
 // streaming grid, the early tail) holds the others' partials by the time the last one lands, and reads only
-// the late ones then. The LSE of (head jj,
-// source s) sits in lane jj·8 + s, so segmented butterflies over eight lanes give every head its shift at
-// once. A slot is loaded whatever its LSE (it lies inside the window; an empty partial's O may be stale) and
-// accumulated only under a non-zero weight, so an empty partial never reaches the sum.
+// the late ones then. The LSE of (head jj, source s) sits in lane jj·8 + s, so segmented butterflies over
+// eight lanes give every head its shift at once. A slot is loaded whatever its LSE (it lies inside the
+// window; an empty partial's O may be stale) and accumulated only under a non-zero weight, so an empty
+// partial never reaches the sum.
 constexpr int kRegSources = 8;
 
 template <typename T, int HPI, int UPL>
@@ -365,7 +365,7 @@ __global__ void __launch_bounds__(32 * kCombineWarps, 1) row_combine_regs_kernel
       x = sanitize_lse(__ldcg(win.lse + row_stream::slot(s, ls, it.b, it.j0 + lj)));
 #pragma unroll
     for (int si = 0; si < kRegSources; ++si) {
-      if ((got >> si & 1u) == 0 || si >= N) continue;
+      if ((got >> si & 1u) == 0) continue;  // got holds sources below N only
 #pragma unroll
       for (int jj = 0; jj < HPI; ++jj) {
         const uint4* src = reinterpret_cast<const uint4*>(

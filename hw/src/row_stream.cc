@@ -195,6 +195,7 @@ void setup_row_stream(const StepPlan& p, const RunConfig& c, Ranks& ranks) {
   }
   // The early tail: every pushing attention block of the step counts itself into rank 0's counter (one
   // device), unless some chunk's push runs in its split combine (those blocks do not count).
+  if (!c.row_early_tail) return;
   RowStreamRank& first = *ranks.front()->row_stream;
   unsigned long long per_step = 0;
   bool counted = true;
@@ -204,7 +205,6 @@ void setup_row_stream(const StepPlan& p, const RunConfig& c, Ranks& ranks) {
       counted = counted && n > 0;
       per_step += static_cast<unsigned long long>(n);
     }
-  if (!c.row_early_tail) return;
   if (!counted) {
     std::fprintf(stderr,
                  "row-stream: no early tail (the split combine pushes: several KV splits, or an output type "

@@ -85,8 +85,8 @@ std::vector<std::pair<std::string, double>> row_stream_figures(const StepPlan& p
 std::vector<std::pair<std::string, double>> row_stream_early_figures(const Ranks& ranks);
 
 // --row-probe: every combine item of the last measured step (RowProbeItem), and figures summarising them per
-// grid (streaming, tail): the median and the longest of each stage, µs, and the tail grid's first claim and
-// last store after the slowest rank's attention ended.
+// grid (streaming, early, tail): the median and the longest of each stage, µs, and each grid's first
+// claim and last store after the slowest rank's attention ended.
 std::vector<RowProbeItem> row_stream_probe(const StepPlan& p, const Ranks& ranks, const Samples& s);
 std::vector<std::pair<std::string, double>> row_probe_figures(const std::vector<RowProbeItem>& items);
 
