@@ -6,13 +6,16 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "dcpsim/error.h"
+#include "dcpsim/suggest.h"
 #include "dcpsim/traces/trace_reader.h"
 #include "dcpsim/version.h"
 
@@ -50,6 +53,43 @@ void reject_nan_values(int argc, char** argv) {
         eq != std::string::npos ? arg.substr(eq + 1) : (i + 1 < argc ? argv[i + 1] : "");
     if (is_nan_text(value)) throw InputError(flag + " '" + value + "' is NaN; a number is needed");
   }
+}
+
+// "did you mean" for a flag the command does not have: the subcommand named on the line (nested: hw run),
+// then each "--name" it does not know, against its options. Empty when every flag is known.
+std::string unknown_flag_hint(CLI::App& app, int argc, char** argv) {
+  CLI::App* cmd = &app;
+  int i = 1;
+  for (; i < argc; ++i) {
+    CLI::App* sub = nullptr;
+    try {
+      sub = cmd->get_subcommand(argv[i]);
+    } catch (const CLI::OptionNotFound&) {
+      break;
+    }
+    cmd = sub;
+  }
+  if (cmd == &app && i < argc && argv[i][0] != '-') {
+    std::vector<std::string> commands;
+    for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
+    const std::string guess = closest_name(argv[i], commands);
+    return "unknown command '" + std::string(argv[i]) + "'" +
+           (guess.empty() ? "" : " (did you mean " + guess + "?)");
+  }
+  std::vector<std::string> known;
+  for (const CLI::Option* o : cmd->get_options()) {
+    for (const std::string& n : o->get_lnames()) known.push_back("--" + n);
+  }
+  for (int k = i; k < argc; ++k) {
+    std::string arg = argv[k];
+    if (arg.rfind("--", 0) != 0 || arg == "--") continue;
+    arg = arg.substr(0, arg.find('='));
+    if (std::find(known.begin(), known.end(), arg) != known.end()) continue;
+    const std::string guess = closest_name(arg, known);
+    return "unknown flag " + arg + " for '" + cmd->get_name() + "'" +
+           (guess.empty() ? "" : " (did you mean " + guess + "?)");
+  }
+  return {};
 }
 
 // Leaves without running static destructors and atexit handlers: after a failed simulation SimGrid's engine
@@ -109,7 +149,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "dcpsim: " << one_line(e.what()) << " (see --help)\n";
+    const std::string hint = cli::unknown_flag_hint(app, argc, argv);
+    std::cerr << "dcpsim: " << (hint.empty() ? one_line(e.what()) : hint) << " (see --help)\n";
     cli::leave(2);
   } catch (const InputError& e) {
     std::cerr << "dcpsim: " << one_line(e.what()) << "\n";
