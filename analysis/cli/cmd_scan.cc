@@ -99,7 +99,7 @@ void run_scan_command(ScanCommand& c) {
     summary.include_research = c.include_research;
     summary.by_heads = !c.options.flags.heads.empty() || !analysis::model_of(c.options.flags);
     summary.by_tp = report.tp.tp.size() > 1;
-    if (!c.best) std::cout << "layout: " << report.tp.rule << "\n";
+    std::cout << "layout: " << report.tp.rule << "\n";
     std::cout << analysis::scan_summary(csv, summary);
   }
 }

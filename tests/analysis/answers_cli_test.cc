@@ -148,7 +148,8 @@ TEST_F(AnswersCli, ScanBestIsOneLinePerBatchAndContext) {
                 (dir_ / "q.csv").string()),
             0)
       << err_;
-  EXPECT_EQ(std::count(out_.begin(), out_.end(), '\n'), 2) << out_;
+  EXPECT_EQ(std::count(out_.begin(), out_.end(), '\n'), 3) << out_;  // the layout, then one line each
+  EXPECT_THAT(out_, HasSubstr("layout: TP 8 (default"));
   EXPECT_THAT(out_, HasSubstr("deepseek-v3 on h200-sxm, batch 16, context 4096, graph: best N="));
 }
 
