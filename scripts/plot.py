@@ -35,7 +35,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.text  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
-STRATEGY_ORDER = ["ag-rs", "ag-ar", "a2a", "a2a-2call", "direct", "row-stream", "flashinfer-a2a"]
+STRATEGY_ORDER = ["ag-rs", "ag-ar", "a2a", "direct", "row-stream", "flashinfer-a2a", "a2a-2call"]
 
 
 class InputProblem(Exception):
