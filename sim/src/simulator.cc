@@ -194,6 +194,9 @@ void build_step(StepGraph& step, const SimOptions& options) {
     case models::Strategy::kA2a:
       detail::add_a2a_merge(step, streams, options.collective);
       break;
+    case models::Strategy::kA2aTwoCall:
+      detail::add_a2a_two_call_merge(step, streams, options.collective);
+      break;
     case models::Strategy::kDirect:
       detail::add_direct_merge(step, streams, att);
       break;

@@ -241,6 +241,10 @@ void add_query_gather(StepGraph& step, std::vector<RankStream>& streams,
                       const models::CollectiveOptions& options);
 void add_gather_merge(StepGraph& step, std::vector<RankStream>& streams,
                       const models::CollectiveOptions& options);
+// a2a-2call: the pack kernel in its split form, the outputs' all-to-all, then the LSEs' on the same stream
+// (vLLM issues both on one communicator: NCCL runs them one after the other), and the combine.
+void add_a2a_two_call_merge(StepGraph& step, std::vector<RankStream>& streams,
+                            const models::CollectiveOptions& options);
 void add_a2a_merge(StepGraph& step, std::vector<RankStream>& streams,
                    const models::CollectiveOptions& options);
 void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams,

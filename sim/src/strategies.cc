@@ -1,4 +1,5 @@
-// The collective strategies after attention (SPEC "delivery strategies"): AG+RS, AG+AR and packed A2A. Each
+// The collective strategies after attention (SPEC "delivery strategies"): AG+RS, AG+AR, packed A2A and the
+// all-to-all in two calls (outputs, then LSEs). Each
 // is a short sequence of kernels on every rank's stream: NCCL collectives realised transfer by transfer,
 // merge kernels as analytic executions.
 #include "dcpsim/models/types.h"
@@ -102,6 +103,35 @@ void add_a2a_merge(StepGraph& step, std::vector<RankStream>& streams,
     rank.phases.push_back({kPhaseCollective, a2a.begin[r], a2a.end[r]});
     rank.phases.push_back({kPhaseCombine, combine[r], combine[r]});
     set_rows(rank, s.rows(), a2a.end[r], combine[r]);
+    rank.done = combine[r];
+  }
+}
+
+void add_a2a_two_call_merge(StepGraph& step, std::vector<RankStream>& streams,
+                            const models::CollectiveOptions& options) {
+  const models::Scenario& s = step.scenario;
+  const int n = s.dcp;
+  const models::MergeShape m = models::merge_shape(s);
+  const double rows = s.merge_rows();
+  std::vector<NodeId> split(n), combine(n);
+  for (int r = 0; r < n; ++r) {  // the same kernel as the packed pack, writing O and LSE to two buffers
+    split[r] = streams[r].kernel("a2a_pack", step.price(r, models::MemoryKernel::kA2aPack, m),
+                                 models::a2a_pack_bytes(m));
+  }
+  const CollectiveSpans out =
+      collective_kernel(step, streams, kPhaseCollective, "all_to_all", Collective::kAllToAll,
+                        rows * s.heads * s.head_dim * double(models::dtype_bytes(s.out_dtype)), options);
+  const CollectiveSpans lse = collective_kernel(step, streams, kPhaseLseCollective, "all_to_all_lse",
+                                                Collective::kAllToAll, rows * s.heads * kLseBytes, options);
+  for (int r = 0; r < n; ++r) {
+    combine[r] = streams[r].kernel("a2a_combine", step.price(r, models::MemoryKernel::kA2aCombine, m, true),
+                                   models::unpack_combine_bytes(m));
+    RankNodes& rank = step.ranks[r];
+    rank.phases.push_back({kPhasePack, split[r], split[r]});
+    rank.phases.push_back({kPhaseCollective, out.begin[r], out.end[r]});
+    rank.phases.push_back({kPhaseLseCollective, lse.begin[r], lse.end[r]});
+    rank.phases.push_back({kPhaseCombine, combine[r], combine[r]});
+    set_rows(rank, s.rows(), lse.end[r], combine[r]);
     rank.done = combine[r];
   }
 }

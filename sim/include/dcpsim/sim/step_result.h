@@ -24,6 +24,7 @@ inline constexpr std::string_view kPhaseAttention = "attention";  // includes th
 inline constexpr std::string_view kPhaseLseGather = "lse_gather";
 inline constexpr std::string_view kPhaseCorrection = "correction";
 inline constexpr std::string_view kPhaseCollective = "collective";
+inline constexpr std::string_view kPhaseLseCollective = "lse_collective";  // a2a-2call's second all-to-all
 inline constexpr std::string_view kPhasePack = "pack";
 inline constexpr std::string_view kPhasePush = "push";
 inline constexpr std::string_view kPhaseWait = "wait";
