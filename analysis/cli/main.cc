@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
   cli::add_export_command(app);
   cli::add_merge_command(app);
   cli::add_import_command(app);
+  cli::add_collectives_command(app);
   cli::add_tables_command(app, argc, argv);
 
   traces::route_protobuf_logging();
