@@ -161,6 +161,7 @@ int main(int argc, char** argv) {
   cli::add_export_command(app);
   cli::add_merge_command(app);
   cli::add_import_command(app);
+  cli::add_collectives_command(app);
   cli::add_tables_command(app, argc, argv);
   cli::GlobalOptions global;
   cli::add_global_options(app, global);
