@@ -13,6 +13,7 @@
 #include "commands.h"
 
 #ifdef DCPSIM_WITH_SIMGRID
+#include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/layouts.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/analysis/step_figures.h"
@@ -285,8 +286,10 @@ std::string summary_text(const std::vector<sim::StepResult>& results, const anal
 }
 
 void run_simulate(const SimulateOptions& o) {
-  traces::check_output_paths({{"--profile", o.profile}, {"--contexts-file", o.flags.contexts_file}},
-                             {{"--out", o.out}, {"--chrome", o.chrome}, {"--json", o.json}});
+  IoGuard io;
+  analysis::guard_profile(io, "--profile", o.profile);
+  analysis::guard_scenario_flags(io, o.flags);
+  io.output("--out", o.out).output("--chrome", o.chrome).output("--json", o.json).check();
   const models::HardwareProfile profile = models::load_profile(o.profile);
   analysis::ScenarioFlags flags = o.flags;
   const analysis::LayoutQuery query =

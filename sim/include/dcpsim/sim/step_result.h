@@ -56,8 +56,13 @@ struct RankTimeline {
 
 // A NCCL collective the step ran, with the plan it was realised from.
 struct PlannedCollective {
-  std::string phase;  // kPhaseQueryGather, kPhaseLseGather or kPhaseCollective
-  models::CollectivePlan plan;
+  std::string phase;            // kPhaseQueryGather, kPhaseLseGather or kPhaseCollective
+  models::CollectivePlan plan;  // as realised: its analytic time is the priced one
+  // Where the price came from (a measured communication table, or NCCL's model: extrapolated), the model's
+  // own time for the same plan, and what being issued inside the step added.
+  models::FigureSource source = models::FigureSource::kAnalytic;
+  double model_s = 0.0;
+  double in_step_s = 0.0;
 };
 
 // Where one kernel time of the step came from: a measured table of the profile, or the analytic model
