@@ -3,6 +3,7 @@
 #include "dcpsim/models/model_preset.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -100,6 +101,7 @@ ModelConfig read_config(Fields f) {
   c.first_k_dense_replace = f.count("first_k_dense_replace", 100000);
   c.vocab_size = f.count("vocab_size", std::int64_t{1} << 32);
   c.tie_word_embeddings = f.flag("tie_word_embeddings");
+  c.num_nextn_predict_layers = f.count("num_nextn_predict_layers", 16);
   f.finish();
   const std::string& w = f.where();
   if (c.hidden_size < 1 || c.num_hidden_layers < 1 || c.num_attention_heads < 1 || c.vocab_size < 1)
@@ -138,7 +140,66 @@ std::string preset_list() {
   return out;
 }
 
+constexpr std::array<std::pair<WeightDType, std::string_view>, 5> kWeightDTypes{
+    {{WeightDType::kBF16, "bf16"},
+     {WeightDType::kFP8, "fp8"},
+     {WeightDType::kNVFP4, "nvfp4"},
+     {WeightDType::kMXFP4, "mxfp4"},
+     {WeightDType::kINT4, "int4"}}};
+constexpr double kBf16Bytes = 2.0;  // embedding, output head and router
+
+WeightDType nearest_weight_dtype(double bytes) {
+  WeightDType best = WeightDType::kBF16;
+  for (const auto& [d, name] : kWeightDTypes) {
+    if (std::fabs(weight_dtype_bytes(d) - bytes) < std::fabs(weight_dtype_bytes(best) - bytes)) best = d;
+  }
+  return best;
+}
+
 }  // namespace
+
+std::string_view to_string(WeightDType d) {
+  for (const auto& [value, name] : kWeightDTypes) {
+    if (value == d) return name;
+  }
+  return "?";
+}
+
+WeightDType parse_weight_dtype(std::string_view s) {
+  for (const auto& [value, name] : kWeightDTypes) {
+    if (name == s) return value;
+  }
+  if (s == "fp8_e4m3" || s == "fp8-e4m3") return WeightDType::kFP8;
+  if (s == "w4a16") return WeightDType::kINT4;
+  throw InputError("unknown weight dtype '" + std::string(s) + "' (allowed: bf16, fp8, nvfp4, mxfp4, int4)");
+}
+
+double weight_dtype_bytes(WeightDType d) {
+  switch (d) {
+    case WeightDType::kBF16:
+      return 2.0;
+    case WeightDType::kFP8:
+      return 1.0 + 4.0 / (128.0 * 128.0);
+    case WeightDType::kNVFP4:
+      return 0.5 + 1.0 / 16.0;
+    case WeightDType::kMXFP4:
+      return 0.5 + 1.0 / 32.0;
+    case WeightDType::kINT4:
+      return 0.5 + 2.0 / 32.0;
+  }
+  return 2.0;
+}
+
+ModelPreset ModelPreset::with_weight_dtype(WeightDType d) const {
+  ModelPreset m = *this;
+  if (d != weight_dtype || std::fabs(weight_bytes_per_parameter - weight_dtype_bytes(d)) > 1e-12) {
+    m.weight_dtype = d;
+    m.weight_bytes_per_parameter = weight_dtype_bytes(d);
+    m.weight_source = "--weight-dtype " + std::string(to_string(d)) + " (released as " +
+                      std::string(to_string(weight_dtype)) + ")";
+  }
+  return m;
+}
 
 double ParameterCounts::total() const {
   return attention_projections * (dense_layers + moe_layers) + dense_mlp * dense_layers +
@@ -174,12 +235,42 @@ ModelPreset parse_model(std::string_view json_text, std::string_view origin) {
   const PresetJson* config = top.find("config");
   if (config == nullptr) throw InputError(where + ": config: missing");
   m.config = read_config(Fields(*config, where + ": config"));
+  // The weights' type (`weight_dtype`), or an explicit byte count per parameter (older files).
+  const PresetJson* dtype = top.find("weight_dtype");
   const PresetJson* weights = top.find("weight_bytes_per_parameter");
-  if (weights == nullptr) throw InputError(where + ": weight_bytes_per_parameter: missing");
-  Fields w(*weights, where + ": weight_bytes_per_parameter");
-  m.weight_bytes_per_parameter = w.number("value", 0.125, 8.0);
-  m.weight_source = w.text("source");
-  w.finish();
+  if ((dtype == nullptr) == (weights == nullptr))
+    throw InputError(where + ": give one of weight_dtype and weight_bytes_per_parameter");
+  if (dtype != nullptr) {
+    Fields w(*dtype, where + ": weight_dtype");
+    try {
+      m.weight_dtype = parse_weight_dtype(w.text("value"));
+    } catch (const InputError& e) {
+      throw InputError(where + ": weight_dtype.value: " + e.what());
+    }
+    m.weight_bytes_per_parameter = weight_dtype_bytes(m.weight_dtype);
+    m.weight_source = w.text("source");
+    w.finish();
+  } else {
+    Fields w(*weights, where + ": weight_bytes_per_parameter");
+    m.weight_bytes_per_parameter = w.number("value", 0.125, 8.0);
+    m.weight_dtype = nearest_weight_dtype(m.weight_bytes_per_parameter);
+    m.weight_source = w.text("source");
+    w.finish();
+  }
+  if (const PresetJson* kv = top.find("kv_cache_dtype")) {
+    Fields k(*kv, where + ": kv_cache_dtype");
+    try {
+      m.kv_cache_dtype = parse_dtype(k.text("value"));
+    } catch (const InputError& e) {
+      throw InputError(where + ": kv_cache_dtype.value: " + e.what());
+    }
+    if (m.kv_cache_dtype == DType::kF64 || m.kv_cache_dtype == DType::kF32)
+      throw InputError(where + ": kv_cache_dtype.value: expected bf16, fp16 or fp8");
+    m.kv_cache_source = k.text("source");
+    k.finish();
+  } else {
+    m.kv_cache_source = "vLLM's default --kv-cache-dtype auto: bf16";
+  }
   const PresetJson* card = top.find("model_card");
   if (card == nullptr) throw InputError(where + ": model_card: missing");
   Fields c(*card, where + ": model_card");
@@ -216,6 +307,7 @@ ParameterCounts parameter_counts(const ModelPreset& model) {
     const double kv_down = h * double(c.kv_lora_rank + c.qk_rope_head_dim);
     const double kv_up = double(c.kv_lora_rank) * heads * double(c.qk_nope_head_dim + c.v_head_dim);
     p.attention_projections = q + kv_down + kv_up + heads * double(c.v_head_dim) * h;
+    p.attention_replicated = (c.q_lora_rank > 0 ? h * double(c.q_lora_rank) : 0.0) + kv_down;
   } else {
     const double d = c.head_dim > 0 ? double(c.head_dim) : h / heads;
     p.attention_projections = 2.0 * h * heads * d + 2.0 * h * double(c.num_key_value_heads) * d;
@@ -268,9 +360,25 @@ RankGeometry rank_geometry(const ModelPreset& model, int dcp, int tp) {
   return g;
 }
 
-double weight_bytes_per_gpu(const ModelPreset& model, int tp) {
+double weight_bytes_per_gpu(const ModelPreset& model, int tp, int mtp_modules) {
   if (tp < 1) throw InputError("tp must be >= 1");
-  return parameter_counts(model).total() * model.weight_bytes_per_parameter / tp;
+  if (mtp_modules < 0) throw InputError("mtp_modules must be >= 0");
+  const ParameterCounts p = parameter_counts(model);
+  const int layers = p.dense_layers + p.moe_layers;
+  const double t = tp;
+  // Per layer of each kind, the linear weights on one GPU (parameters) and the bf16 router.
+  const double attention = p.attention_replicated + (p.attention_projections - p.attention_replicated) / t;
+  const double moe_block = attention + p.expert * double(p.routed_experts + p.shared_experts) / t;
+  double linear = attention * layers + p.dense_mlp / t * p.dense_layers +
+                  p.expert * double(p.routed_experts + p.shared_experts) / t * p.moe_layers;
+  double bf16 = p.router * p.moe_layers + (p.embedding + p.lm_head) / t;
+  if (mtp_modules > 0) {
+    const double h = double(model.config.hidden_size);
+    const double mtp_linear = (model.moe() ? moe_block : attention + p.dense_mlp / t) + 2.0 * h * h / t;
+    linear += mtp_linear * mtp_modules;
+    bf16 += (model.moe() ? p.router : 0.0) * mtp_modules;
+  }
+  return linear * model.weight_bytes_per_parameter + bf16 * kBf16Bytes;
 }
 
 NonAttentionEstimate non_attention_time(const ModelPreset& model, const HardwareProfile& profile, int tp,
