@@ -23,6 +23,7 @@
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/analysis/step_figures.h"
 #include "dcpsim/analysis/validate.h"
+#include "dcpsim/analysis/baseline.h"
 #include "dcpsim/analysis/whole_model.h"
 #include "dcpsim/error.h"
 #include "dcpsim/models/profile.h"
@@ -141,8 +142,8 @@ void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile
   flags.context = "1";
   flags.strategy = std::string(models::to_string(c.strategies.front()));
   c.batcher.geometry = analysis::to_scenario(flags);
-  const analysis::WholeModel model(analysis::model_of(a.geometry), profile,
-                                   analysis::tp_of(a.geometry, c.batcher.geometry.dcp), a.whole);
+  analysis::WholeModel model(analysis::model_of(a.geometry), profile,
+                             analysis::tp_of(a.geometry, c.batcher.geometry.dcp), a.whole);
   c.batcher.max_rows = a.max_rows;
   c.batcher.max_steps = a.steps;
   c.batcher.time_window_s = a.time_window;
@@ -164,9 +165,11 @@ void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile
   sim::SimOptions options;
   options.max_gpus = std::max(options.max_gpus, c.batcher.geometry.dcp);
   const sim::Simulator simulator(profile, options);
+  analysis::anchor(model, a.whole, c.batcher.geometry.kv_dtype,
+                   [&](const models::Scenario& s) { return simulator.run(s).step_latency_s; });
   simulator.prepare();  // the worker processes inherit built platforms
   const analysis::ScenarioTiming timing = [&](const models::Scenario& s) {
-    return analysis::step_timing(simulator.run(s));
+    return analysis::step_timing(simulator.run(model.attention_scenario(s)));
   };
   Progress progress;
   const analysis::ReplayResult result =

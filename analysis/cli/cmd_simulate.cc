@@ -15,6 +15,7 @@
 #ifdef DCPSIM_WITH_SIMGRID
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/analysis/step_figures.h"
+#include "dcpsim/analysis/baseline.h"
 #include "dcpsim/analysis/whole_model.h"
 #include "dcpsim/error.h"
 #include "dcpsim/models/profile.h"
@@ -71,13 +72,15 @@ std::string collectives_text(const sim::StepResult& r, const std::string& strate
 const char* kCollectivesHeader = "  %-14s %-13s %-15s %-12s %12s %10s %11s %11s\n";
 
 std::string whole_step_text(const analysis::WholeModel& m, const sim::StepResult& r) {
-  char line[512];
+  char line[1536];
   const int rows = r.scenario.rows();
+  const double step = m.decode_step_s(r.step_latency_s, rows);
   std::snprintf(line, sizeof line,
                 "  decode step (%d layers + non-attention): %.3f ms = %d x %.3f us + %.1f us\n"
-                "    non-attention time: %s\n",
-                m.layers(), m.decode_step_s(r.step_latency_s, rows) * 1e3, m.layers(), r.step_latency_s * 1e6,
-                m.non_attention_s(rows) * 1e6, m.non_attention_basis().c_str());
+                "    TPOT %.3f ms, %.0f tokens/s (%.1f per request); non-attention time: %s\n",
+                m.layers(), step * 1e3, m.layers(), r.step_latency_s * 1e6, m.non_attention_s(rows) * 1e6,
+                m.tpot_s(step) * 1e3, m.tokens_per_s(step, rows), 1.0 / m.tpot_s(step),
+                m.non_attention_basis().c_str());
   return line;
 }
 
@@ -197,9 +200,10 @@ void run_simulate(const SimulateOptions& o) {
   const std::vector<models::Scenario> scenarios = analysis::to_scenarios(o.flags);
   const models::HardwareProfile profile = models::load_profile(o.profile);
   const int dcp = scenarios.front().dcp;
-  const analysis::WholeModel model(analysis::model_of(o.flags), profile, analysis::tp_of(o.flags, dcp),
-                                   o.whole);
+  analysis::WholeModel model(analysis::model_of(o.flags), profile, analysis::tp_of(o.flags, dcp), o.whole);
   const sim::Simulator simulator(profile, sim_options(o, dcp));
+  analysis::anchor(model, o.whole, scenarios.front().kv_dtype,
+                   [&](const models::Scenario& s) { return simulator.run(s).step_latency_s; });
 
   std::optional<traces::ProtobufTraceWriter> pb;
   std::optional<traces::ChromeTraceWriter> chrome;
@@ -211,7 +215,7 @@ void run_simulate(const SimulateOptions& o) {
 
   std::vector<sim::StepResult> results;
   for (const models::Scenario& s : scenarios)
-    results.push_back(simulator.run(s, sinks.empty() ? nullptr : &tee));
+    results.push_back(simulator.run(model.attention_scenario(s), sinks.empty() ? nullptr : &tee));
   if (!sinks.empty()) tee.finish();
   const std::string model_name = analysis::model_label(o.flags);
   if (!o.json.empty()) {

@@ -1,6 +1,8 @@
 // The scan driver: grid, shard, chunks run in forked worker processes, CSV assembled in order.
 #include "dcpsim/analysis/scan.h"
 
+#include "dcpsim/analysis/baseline.h"
+
 #include <charconv>
 
 #include "dcpsim/error.h"
@@ -78,9 +80,14 @@ struct Work {
     std::ofstream out(chunk.part, std::ios::binary | std::ios::trunc);
     for (std::size_t i = chunk.begin; i < chunk.end; ++i) {
       auto it = models.find(work.tp[i]);
-      if (it == models.end())
+      if (it == models.end()) {
         it = models.try_emplace(work.tp[i], work.model, work.profile, work.tp[i], work.options.whole).first;
-      out << scan_csv_row(it->second, work.model_name, work.profile, simulator.run(work.scenarios[i]))
+        anchor(it->second, work.options.whole, work.scenarios[i].kv_dtype,
+               [&](const models::Scenario& s) { return simulator.run(s).step_latency_s; });
+      }
+      const WholeModel& whole = it->second;
+      out << scan_csv_row(whole, work.model_name, work.profile,
+                          simulator.run(whole.attention_scenario(work.scenarios[i])))
           << '\n';
     }
     out.close();

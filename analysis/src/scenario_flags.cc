@@ -75,7 +75,8 @@ struct Pick {
 };
 
 // `geometry`: the model's for this dcp and tp (nullptr without a model).
-models::Scenario make(const ScenarioFlags& f, const models::RankGeometry* geometry, const Pick& p) {
+models::Scenario make(const ScenarioFlags& f, const models::RankGeometry* geometry, const Pick& p,
+                      models::DType default_kv = models::DType::kBF16) {
   models::Scenario s;
   s.dcp = parse_int(p.dcp, "dcp", 1, kMaxDcp);
   const bool model = geometry != nullptr;
@@ -92,7 +93,8 @@ models::Scenario make(const ScenarioFlags& f, const models::RankGeometry* geomet
   }
   s.interleave = parse_int(single(f.interleave, "interleave"), "interleave", 1, 1 << 30);
   s.lse_base = models::parse_lse_base(single(f.lse_base, "lse-base"));
-  s.kv_dtype = models::parse_dtype(single(f.kv_dtype, "kv-dtype"));
+  s.kv_dtype = f.kv_dtype.empty() ? default_kv : models::parse_dtype(single(f.kv_dtype, "kv-dtype"));
+  if (s.kv_dtype == models::DType::kF64) throw InputError("--kv-dtype fp64 is for the reference only");
   s.out_dtype = models::parse_dtype(single(f.out_dtype, "out-dtype"));
   s.strategy = models::parse_strategy(p.strategy);
   s.launch = models::parse_launch_mode(p.launch);
@@ -226,7 +228,9 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& f, bool lists) {
   cmd.add_option("--interleave", f.interleave, "KV interleave size I (tokens per rank per turn)")
       ->capture_default_str();
   cmd.add_option("--lse-base", f.lse_base, "LSE base: e or 2")->capture_default_str();
-  cmd.add_option("--kv-dtype", f.kv_dtype, "Q/K/V element type: bf16, fp16, fp32")->capture_default_str();
+  cmd.add_option("--kv-dtype", f.kv_dtype,
+                 "KV-cache element type: bf16, fp16, fp32, fp8 (e4m3 with a per-tensor scale, vLLM's "
+                 "--kv-cache-dtype fp8; the query stays bf16); default: the model's (bf16)");
   cmd.add_option("--out-dtype", f.out_dtype, "output element type: bf16, fp16, fp32")->capture_default_str();
 }
 
@@ -270,7 +274,7 @@ std::vector<models::Scenario> to_scenarios(const ScenarioFlags& f, const std::ve
     const int tp = p.tp.empty() ? dcp : parse_int(p.tp, "tp", 1, kMaxDcp);
     std::optional<models::RankGeometry> g;
     if (model) g = models::rank_geometry(*model, dcp, tp);
-    models::Scenario s = make(f, g ? &*g : nullptr, p);
+    models::Scenario s = make(f, g ? &*g : nullptr, p, model ? model->kv_cache_dtype : models::DType::kBF16);
     s.validate();
     out.push_back(std::move(s));
   }
@@ -331,7 +335,8 @@ ScanGrid expand_scan(const ScenarioFlags& f) {
                 for (const auto& strategy : strategies)
                   for (const auto& launch : launches) {
                     const Pick p{dcp, tp, h, d, kv, batch, context, strategy, launch};
-                    models::Scenario s = make(f, g ? &*g : nullptr, p);
+                    models::Scenario s = make(f, g ? &*g : nullptr, p,
+                                              model ? model->kv_cache_dtype : models::DType::kBF16);
                     try {
                       s.validate();
                       grid.scenarios.push_back(std::move(s));

@@ -144,18 +144,19 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
     non_attention_basis_ = "modelled op by op (" + model_->name + " " +
                            std::string(models::to_string(model_->weight_dtype)) + ", TP " + std::to_string(tp_) +
                            ", experts " + (moe_ == models::MoeSplit::kEp ? "whole (EP)" : "sliced (TP)") +
-                           "): " + one.provenance() + "; per-step overhead " + us_text(overhead_s_) +
-                           (f.step_overhead_us ? " (--step-overhead-us)" : " (estimate)");
+                           "): " + one.provenance();
+    overhead_basis_ = "; per-step overhead " + us_text(overhead_s_) +
+                      (f.step_overhead_us ? " (--step-overhead-us)" : " (estimate)");
   } else {
     non_attention_basis_ = "none: attention layers only (give --model, or --non-attention-us from a profile)";
   }
   if (spec_tokens_ > 0) {
-    char b[200];
+    char b[240];
     std::snprintf(b, sizeof b, "; speculative decoding: %d draft tokens, %d query rows per request, %.2f tokens "
                   "per step (given)%s", spec_tokens_, spec_tokens_ + 1, accept_length_,
                   model_ && model_->config.num_nextn_predict_layers > 0 ? ", MTP draft modelled"
                                                                         : ", draft cost not modelled");
-    non_attention_basis_ += b;
+    spec_basis_ = b;
   }
   set_memory(f);
 }
@@ -224,7 +225,11 @@ void WholeModel::set_baseline(const BaselineFit& fit) {
   anchored_ = true;
   anchor_fixed_s_ = fit.fixed_s;
   anchor_per_row_s_ = fit.per_row_s;
-  non_attention_basis_ += "; anchored on " + fit.basis;
+  overhead_basis_ = "; measured: " + fit.basis;
+}
+
+std::string WholeModel::non_attention_basis() const {
+  return non_attention_basis_ + overhead_basis_ + spec_basis_;
 }
 
 std::int64_t WholeModel::kv_capacity_tokens(const models::Scenario& geometry) const {

@@ -89,7 +89,7 @@ class WholeModel {
   models::OpStep ops(int rows) const;
   // One line per source: what is measured (a baseline, op tables), what modelled (ratios, roofline, the
   // simulated attention layer).
-  const std::string& non_attention_basis() const { return non_attention_basis_; }
+  std::string non_attention_basis() const;
 
   // Anchors the non-attention part on a baseline fit (baseline.h): from now on non_attention_s(rows) is the
   // ops' model plus the fit's remainder at `rows` (and the modelled change from the baseline's TP).
@@ -122,7 +122,7 @@ class WholeModel {
   double fixed_s_ = 0.0, per_token_s_ = 0.0, overhead_s_ = 0.0;
   bool ops_model_ = false, anchored_ = false;
   double anchor_fixed_s_ = 0.0, anchor_per_row_s_ = 0.0;
-  std::string non_attention_basis_;
+  std::string non_attention_basis_, overhead_basis_, spec_basis_;
   double hbm_bytes_ = 0.0, weight_bytes_ = 0.0, activation_bytes_ = 0.0, runtime_bytes_ = 0.0;
   double kv_budget_bytes_ = 0.0;
   std::string kv_budget_basis_;
