@@ -465,6 +465,8 @@ def validate_plot(path, out):
 def plan_plot(path, out):
     """dcpsim plan: tokens/s per GPU against tokens/s per user, every point faint, each layout's Pareto
     points joined, the shipped front bold, the research front dashed and apart, the best point ringed."""
+    import matplotlib.ticker  # noqa: F401 (the tick formatters below)
+
     rows = read_rows(path, ["tp", "dcp", "strategy", "research", "concurrency", "tokens_per_s_user",
                             "tokens_per_s_gpu", "pareto", "best", "model", "profile", "gpus"])
     if not rows:

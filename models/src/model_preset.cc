@@ -381,36 +381,4 @@ double weight_bytes_per_gpu(const ModelPreset& model, int tp, int mtp_modules) {
   return linear * model.weight_bytes_per_parameter + bf16 * kBf16Bytes;
 }
 
-NonAttentionEstimate non_attention_time(const ModelPreset& model, const HardwareProfile& profile, int tp,
-                                        int rows) {
-  if (tp < 1 || rows < 0) throw InputError("non-attention estimate: tp >= 1 and rows >= 0 needed");
-  const ParameterCounts p = parameter_counts(model);
-  const double bytes_per_param = model.weight_bytes_per_parameter;
-  const double bandwidth = profile.gpu.hbm_bandwidth_measured.si();
-  const double rate = profile.attention.tensor_rate.si();
-  const double b = rows;
-  NonAttentionEstimate e;
-  // One layer (or the head) reading `params` on this GPU and multiplying `flops`: the slower side.
-  const auto part = [&](double params, double flops, int count) {
-    const double bytes = params * bytes_per_param;
-    e.weight_bytes += bytes * count;
-    e.flops += flops * count;
-    e.seconds += count * std::max(bytes / bandwidth, flops / rate);
-  };
-  const double projections = p.attention_projections / tp;
-  part(projections + p.dense_mlp / tp, 2.0 * b * (projections + p.dense_mlp / tp), p.dense_layers);
-  if (p.moe_layers > 0) {
-    const double experts = double(p.routed_experts);
-    e.experts_per_gpu = experts / tp;
-    const double miss = std::pow(1.0 - double(p.experts_per_token) / experts, b);
-    e.experts_hit_per_gpu = rows == 0 ? 0.0 : e.experts_per_gpu * (1.0 - miss);
-    const double always = projections + (p.expert * double(p.shared_experts) + p.router) / tp;
-    const double routed_flops = 2.0 * b * double(p.experts_per_token) * p.expert / tp;
-    part(always + e.experts_hit_per_gpu * p.expert, 2.0 * b * always + routed_flops, p.moe_layers);
-  }
-  const double head = (p.lm_head > 0 ? p.lm_head : p.embedding) / tp;
-  part(head, 2.0 * b * head, 1);
-  return e;
-}
-
 }  // namespace dcpsim::models

@@ -100,7 +100,7 @@ TEST_F(AnswersCli, ReplayWithWorkersWritesStepsCdfAndSummary) {
   EXPECT_EQ(j["jobs"], 2);
   EXPECT_EQ(j["steps"], 300);
   EXPECT_THAT(out_, HasSubstr("per decode step (61 layers + non-attention), ms"));
-  EXPECT_THAT(out_, HasSubstr("non-attention time: estimate"));
+  EXPECT_THAT(out_, HasSubstr("non-attention time: modelled op by op"));
 }
 #endif
 

@@ -164,8 +164,10 @@ TEST_F(Scan, ModelPresetsSetTheGeometryWeightsAndKvBudgetAndSkipInOneLine) {
     EXPECT_EQ(col("tp"), "8");
     EXPECT_EQ(std::stoi(col("heads")), 128 * dcp / 8);  // heads x DCP / TP after the query all-gather
     EXPECT_EQ(col("qk_dim"), "576");
-    EXPECT_NEAR(std::stod(col("weights_gb")), 671.0 / 8, 0.5);
-    const double budget = 141e9 * 0.9 - models::weight_bytes_per_gpu(models::load_model("deepseek-v3"), 8);
+    EXPECT_NEAR(std::stod(col("weights_gb")), models::weight_bytes_per_gpu(models::load_model("deepseek-v3"), 8) / 1e9,
+                1e-3);
+    const models::HardwareProfile h200 = models::load_profile("h200-sxm");
+    const double budget = WholeModel(models::load_model("deepseek-v3"), h200, 8, {}).kv_budget_bytes();
     EXPECT_EQ(col("kv_capacity_tokens_per_gpu"),
               std::to_string(static_cast<std::int64_t>(budget / (1152.0 * 61))));
     EXPECT_GT(std::stod(col("non_attention_us")), 1000.0);  // the MoE's weights take milliseconds per step

@@ -5,9 +5,8 @@
 //   - the attention geometry on one rank: H = heads × N / TP query heads after the query all-gather (the DCP
 //     group is part of the TP group, as in vLLM), H_kv = max(1, kv_heads × N / TP); MLA models attend over
 //     the latent (D = kv_lora_rank, D_qk = kv_lora_rank + qk_rope_head_dim, one KV head);
-//   - the weight bytes on one GPU (every parameter sharded over TP, experts over TP as expert parallelism);
-//   - the KV budget of one GPU and the time of everything a decode step does besides attention (an estimate,
-//     non_attention_time below).
+//   - the weight bytes on one GPU at the weights' dtype (weight_bytes_per_gpu below); the ops of a decode
+//     step besides attention are in step_ops.h.
 // Presets are data: the JSON files are embedded at build time like the hardware profiles; a user's own file
 // in the same format works wherever a preset name does.
 #include <cstdint>
@@ -121,20 +120,7 @@ RankGeometry rank_geometry(const ModelPreset& model, int dcp, int tp);
 // that many MTP modules (DeepSeek's: one MoE block and a 2h x h projection; it shares the embedding and head).
 double weight_bytes_per_gpu(const ModelPreset& model, int tp, int mtp_modules = 0);
 
-// Everything a decode step does besides the attention core, on one GPU: the projections, MLP/MoE and output
-// head. An estimate, stated as such wherever it is printed: the roofline of the weights the step reads (dense
-// weights and lm_head every step, the experts the batch's tokens hit — uniform random routing, so
-// E/TP × (1 − (1 − k/E)^rows) experts per GPU and MoE layer) streamed at the profile's measured HBM
-// bandwidth, against their FLOPs at its tensor rate, layer by layer. Not modelled: MoE dispatch/combine and
-// TP all-reduce communication, kernel launch gaps, expert load imbalance — so it is a lower bound.
-struct NonAttentionEstimate {
-  double seconds = 0.0;       // per decode step (all layers)
-  double weight_bytes = 0.0;  // read per step on one GPU
-  double flops = 0.0;         // per step on one GPU
-  double experts_per_gpu = 0.0;
-  double experts_hit_per_gpu = 0.0;  // per MoE layer
-};
-NonAttentionEstimate non_attention_time(const ModelPreset& model, const HardwareProfile& profile, int tp,
-                                        int rows);
+// What a decode step does besides the attention core (projections, MLP/MoE, head, TP all-reduces) is priced
+// op by op in step_ops.h.
 
 }  // namespace dcpsim::models
