@@ -128,7 +128,11 @@ nlohmann::json json_of(const sim::StepResult& r, const analysis::WholeModel& m, 
                       {"layers", m.layers()},
                       {"non_attention_us", m.non_attention_s(rows) * 1e6},
                       {"non_attention_basis", m.non_attention_basis()},
-                      {"decode_step_us", m.decode_step_s(r.step_latency_s, rows) * 1e6}};
+                      {"decode_step_us", m.decode_step_s(r.step_latency_s, rows) * 1e6},
+                      {"tpot_us", m.tpot_s(m.decode_step_s(r.step_latency_s, rows)) * 1e6},
+                      {"tokens_per_s", m.tokens_per_s(m.decode_step_s(r.step_latency_s, rows), rows)},
+                      {"spec_tokens", m.spec_tokens()},
+                      {"accept_length", m.accept_length()}};
   const std::int64_t capacity = m.kv_capacity_tokens(r.scenario);
   j["memory"] = {{"hbm_bytes", m.hbm_bytes()},
                  {"weight_bytes_per_gpu", m.weight_bytes_per_gpu()},

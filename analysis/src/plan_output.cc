@@ -70,28 +70,35 @@ std::string plan_table(const PlanResult& r) {
                 r.profile.c_str(), r.context_text.c_str(), r.mean_context);
   out += b;
   out += "  KV budget per GPU: " + r.kv_basis + "\n  non-attention: " + r.basis + "\n\n";
-  std::snprintf(b, sizeof b, "  %-16s %-15s %12s %14s %9s  %s\n", "layout", "KV tokens/GPU", "max conc.",
-                "KV tok/group", "fits", "Pareto points (concurrency: TPOT ms, tok/s/GPU), research apart");
+  std::snprintf(b, sizeof b, "  %-16s %13s %10s %14s  %s\n", "layout", "KV tok/GPU", "max conc.", "KV tok/group",
+                "best shipped under the SLO: strategy x concurrency, TPOT ms, tok/s/GPU (research apart)");
   out += b;
   for (std::size_t li = 0; li < r.layouts.size(); ++li) {
     const PlanLayout& l = r.layouts[li];
-    std::snprintf(b, sizeof b, "  %-16s %15lld %12d %14lld %9s  ", layout_text(l).c_str(),
+    std::snprintf(b, sizeof b, "  %-16s %13lld %10d %14lld  ", layout_text(l).c_str(),
                   static_cast<long long>(l.kv_tokens_per_gpu), l.max_concurrency,
-                  static_cast<long long>(l.kv_tokens_group), l.fits ? "yes" : "no");
+                  static_cast<long long>(l.kv_tokens_group));
     out += b;
     if (!l.fits) {
-      out += l.why + "\n";
+      out += "does not fit: " + l.why + "\n";
       continue;
     }
-    std::string front;
-    for (const PlanPoint& p : r.points) {
-      if (p.layout != int(li) || !p.pareto) continue;
-      std::snprintf(b, sizeof b, "%s%s %d: %.1f, %.0f", front.empty() ? "" : "; ",
-                    l.dcp > 1 ? (std::string(models::to_string(p.strategy)) + (p.research ? "*" : "")).c_str() : "",
-                    p.concurrency, p.tpot_s * 1e3, p.gpu_tps);
-      front += b;
+    int best = -1, research = -1;
+    for (std::size_t i = 0; i < r.points.size(); ++i) {
+      const PlanPoint& p = r.points[i];
+      if (p.layout != int(li) || !p.meets_slo) continue;
+      int& slot = p.research ? research : best;
+      if (slot < 0 || p.gpu_tps > r.points[slot].gpu_tps) slot = static_cast<int>(i);
     }
-    out += (front.empty() ? "(dominated everywhere)" : front) + "\n";
+    const auto text = [&](int i) {
+      const PlanPoint& p = r.points[i];
+      std::snprintf(b, sizeof b, "%s x%d, %.1f, %.0f", strategy_text(l, p).c_str(), p.concurrency,
+                    p.tpot_s * 1e3, p.gpu_tps);
+      return std::string(b);
+    };
+    out += best < 0 ? std::string("none meets the SLO") : text(best);
+    if (research >= 0) out += "   (" + text(research) + "*)";
+    out += "\n";
   }
   out += "  (* research strategy: on hardware only emulated on one GPU; never picked as the answer)\n\n";
   out += r.answer() + "\n";

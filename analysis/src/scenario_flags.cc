@@ -197,7 +197,7 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& f, bool lists) {
   const std::string many = lists ? " (list or range: 1,2,4 or 1..72 or 1..256:x2)" : "";
   cmd.add_option("--dcp", f.dcp, "DCP group size N" + many)->capture_default_str();
   cmd.add_option("--model", f.model,
-                 "model preset (deepseek-v3, deepseek-r1, kimi-k2, llama-3.1-70b, qwen3-235b-a22b), a "
+                 "model preset (deepseek-v3, deepseek-r1, kimi-k2, kimi-k2-thinking, llama-3.1-70b, qwen3-235b-a22b), a "
                  "dcpsim-model/1 JSON file, or none; default deepseek-v3 unless a geometry flag is given")
       ->type_name("NAME|FILE");
   cmd.add_option("--tp", f.tp,

@@ -192,8 +192,9 @@ double weight_dtype_bytes(WeightDType d) {
 
 ModelPreset ModelPreset::with_weight_dtype(WeightDType d) const {
   ModelPreset m = *this;
-  if (d != weight_dtype || std::fabs(weight_bytes_per_parameter - weight_dtype_bytes(d)) > 1e-12) {
+  if (d != weight_dtype || dense_weight_dtype || std::fabs(weight_bytes_per_parameter - weight_dtype_bytes(d)) > 1e-12) {
     m.weight_dtype = d;
+    m.dense_weight_dtype.reset();
     m.weight_bytes_per_parameter = weight_dtype_bytes(d);
     m.weight_source = "--weight-dtype " + std::string(to_string(d)) + " (released as " +
                       std::string(to_string(weight_dtype)) + ")";
@@ -249,6 +250,14 @@ ModelPreset parse_model(std::string_view json_text, std::string_view origin) {
     }
     m.weight_bytes_per_parameter = weight_dtype_bytes(m.weight_dtype);
     m.weight_source = w.text("source");
+    const std::string dense = w.text("dense", false);
+    if (!dense.empty()) {
+      try {
+        m.dense_weight_dtype = parse_weight_dtype(dense);
+      } catch (const InputError& e) {
+        throw InputError(where + ": weight_dtype.dense: " + e.what());
+      }
+    }
     w.finish();
   } else {
     Fields w(*weights, where + ": weight_bytes_per_parameter");
@@ -366,19 +375,22 @@ double weight_bytes_per_gpu(const ModelPreset& model, int tp, int mtp_modules) {
   const ParameterCounts p = parameter_counts(model);
   const int layers = p.dense_layers + p.moe_layers;
   const double t = tp;
-  // Per layer of each kind, the linear weights on one GPU (parameters) and the bf16 router.
+  // Per layer of each kind, the linear weights on one GPU (parameters): the routed experts at the weight
+  // dtype, the rest (attention, dense MLPs, shared experts) at the dense dtype; the bf16 router.
   const double attention = p.attention_replicated + (p.attention_projections - p.attention_replicated) / t;
-  const double moe_block = attention + p.expert * double(p.routed_experts + p.shared_experts) / t;
-  double linear = attention * layers + p.dense_mlp / t * p.dense_layers +
-                  p.expert * double(p.routed_experts + p.shared_experts) / t * p.moe_layers;
+  const double shared = p.expert * double(p.shared_experts) / t, routed = p.expert * double(p.routed_experts) / t;
+  double dense = attention * layers + p.dense_mlp / t * p.dense_layers + shared * p.moe_layers;
+  double experts = routed * p.moe_layers;
   double bf16 = p.router * p.moe_layers + (p.embedding + p.lm_head) / t;
   if (mtp_modules > 0) {
     const double h = double(model.config.hidden_size);
-    const double mtp_linear = (model.moe() ? moe_block : attention + p.dense_mlp / t) + 2.0 * h * h / t;
-    linear += mtp_linear * mtp_modules;
+    dense += (attention + (model.moe() ? shared : p.dense_mlp / t) + 2.0 * h * h / t) * mtp_modules;
+    experts += (model.moe() ? routed : 0.0) * mtp_modules;
     bf16 += (model.moe() ? p.router : 0.0) * mtp_modules;
   }
-  return linear * model.weight_bytes_per_parameter + bf16 * kBf16Bytes;
+  const double dense_bytes =
+      model.dense_weight_dtype ? weight_dtype_bytes(*model.dense_weight_dtype) : model.weight_bytes_per_parameter;
+  return experts * model.weight_bytes_per_parameter + dense * dense_bytes + bf16 * kBf16Bytes;
 }
 
 }  // namespace dcpsim::models

@@ -43,7 +43,8 @@ class StepBuilder {
     add(gemm_price(p_, d, tokens_, n, k), name, count);
     out_.weight_bytes += count * n * k * weight_dtype_bytes(d);
   }
-  void gemm(const std::string& name, double count, double n, double k) { gemm(name, count, n, k, m_.weight_dtype); }
+  // The non-expert linear layers: the model's dense dtype.
+  void gemm(const std::string& name, double count, double n, double k) { gemm(name, count, n, k, m_.dense_dtype()); }
 
   void small(const std::string& name, double count, double bytes) {
     OpPrice o;

@@ -126,8 +126,8 @@ TEST_F(Scan, JobsDoNotChangeTheCsvAndRowsMatchTheSimulator) {
   EXPECT_EQ(col("strategy"), "ag-rs");
   EXPECT_NEAR(std::stod(col("step_latency_us")), r.step_latency_s * 1e6, 1e-6);
   EXPECT_EQ(col("phase_push_us"), "");  // ag-rs has no push phase
-  // KV capacity: (141 GB - 60 GiB) / (576 * 2 B * 61 layers) tokens per GPU, 4 times that per group.
-  const auto per_gpu = static_cast<std::int64_t>((141e9 - 60.0 * 1073741824.0) / (576.0 * 2 * 61));
+  // KV capacity: (143,771 MiB - 60 GiB) / (576 * 2 B * 61 layers) tokens per GPU, 4 times that per group.
+  const auto per_gpu = static_cast<std::int64_t>((143771.0 * 1048576 - 60.0 * 1073741824.0) / (576.0 * 2 * 61));
   EXPECT_EQ(col("kv_capacity_tokens_per_gpu"), std::to_string(per_gpu));
   EXPECT_EQ(col("kv_capacity_tokens_group"), std::to_string(4 * per_gpu));
   EXPECT_EQ(col("model"), "none");  // geometry flags given: the attention alone

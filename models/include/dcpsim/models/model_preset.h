@@ -10,6 +10,7 @@
 // Presets are data: the JSON files are embedded at build time like the hardware profiles; a user's own file
 // in the same format works wherever a preset name does.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +63,12 @@ struct ModelPreset {
   WeightDType weight_dtype = WeightDType::kBF16;
   double weight_bytes_per_parameter = 2.0;
   std::string weight_source;
+  // A release that quantizes the routed experts only (Kimi K2 Thinking: INT4 experts, BF16 elsewhere): the
+  // type of the other linear weights (attention projections, dense MLPs, shared experts). A file's
+  // `weight_dtype.dense`; --weight-dtype clears it (every block weight at the new type).
+  std::optional<WeightDType> dense_weight_dtype;
+  // The type of the non-expert linear weights: dense_weight_dtype, else weight_dtype.
+  WeightDType dense_dtype() const { return dense_weight_dtype.value_or(weight_dtype); }
   // The KV-cache type a deployment of the model uses unless told otherwise (vLLM's --kv-cache-dtype auto:
   // the activations' bf16).
   DType kv_cache_dtype = DType::kBF16;
