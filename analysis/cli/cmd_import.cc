@@ -13,6 +13,7 @@
 #include <string>
 
 #include "commands.h"
+#include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/error.h"
 #include "dcpsim/json_limits.h"
@@ -142,11 +143,11 @@ void run_import(const ImportArgs& a) {
                        " (or give them all in --scenario FILE)");
     }
   }
-  traces::check_output_paths({{"--kineto", a.kineto},
-                              {"--nsys", a.nsys},
-                              {"--scenario", a.scenario_file},
-                              {"--phase-map", a.phase_map}},
-                             {{"--out", a.out}});
+  IoGuard io;
+  io.input("--kineto", a.kineto).input("--nsys", a.nsys).input("--scenario", a.scenario_file);
+  io.input("--phase-map", a.phase_map);
+  analysis::guard_scenario_flags(io, a.scenario);
+  io.output("--out", a.out).check();
   traces::ImportOptions options;
   if (!a.phase_map.empty()) options.phase_rules = traces::read_phase_rules(a.phase_map);
   if (!a.scenario_file.empty()) {

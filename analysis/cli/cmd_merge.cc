@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "dcpsim/analysis/merge_io.h"
+#include "dcpsim/io_guard.h"
 #include "dcpsim/models/merge.h"
 #include "dcpsim/models/types.h"
 #include "dcpsim/traces/output_file.h"
@@ -22,7 +23,7 @@ struct MergeFlags {
 };
 
 void run_merge(const MergeFlags& f) {
-  traces::check_output_paths({{"--input", f.input}}, {{"--out", f.out}});
+  IoGuard().input("--input", f.input).output("--out", f.out).check();
   models::MergeOptions options;
   options.base = models::parse_lse_base(f.base);
   options.strategy = models::parse_strategy(f.strategy);

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/plot.h"
 #include "dcpsim/analysis/replay.h"
 #include "dcpsim/analysis/scenario_flags.h"
@@ -264,9 +265,12 @@ void add_replay_command(CLI::App& app) {
       "matplotlib)");
   cmd->add_flag("--no-memo", args->no_memo, "time every step (no reuse of any kind; very slow)");
   cmd->callback([args] {
-    traces::check_output_paths(
-        {{"--requests", args->requests}, {"--profile", args->profile}},
-        {{"--out", args->out}, {"--plot", args->plot}, {"--summary", args->summary}, {"--cdf", args->cdf}});
+    IoGuard io;
+    io.input("--requests", args->requests);
+    analysis::guard_profile(io, "--profile", args->profile);
+    analysis::guard_scenario_flags(io, args->geometry);
+    io.output("--out", args->out).output("--plot", args->plot).output("--summary", args->summary);
+    io.output("--cdf", args->cdf).check();
     if (std::isnan(args->kv_capacity_gb) || args->kv_capacity_gb < 0 || std::isinf(args->kv_capacity_gb)) {
       throw InputError("--kv-capacity-gb must be a finite number >= 0 (0: from the profile)");
     }

@@ -11,9 +11,11 @@
 #include <fstream>
 #include <iterator>
 
+#include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/plot.h"
 #include "dcpsim/analysis/scan.h"
 #include "dcpsim/error.h"
+#include "dcpsim/interrupt.h"
 #include "dcpsim/models/profile.h"
 #include "dcpsim/traces/output_file.h"
 #endif
@@ -52,8 +54,8 @@ void check_plot(const ScanCommand& c) {
 // all.
 analysis::ScanReport scan_with_plot(const ScanCommand& c) {
   const std::filesystem::path out(c.out);
-  const std::filesystem::path dir = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
-  const std::filesystem::path temp = dir / ("." + out.filename().string() + ".tmp-scan.csv");
+  const std::filesystem::path temp = interrupt::temp_name_beside(out, ".scan.csv");
+  const interrupt::TrackedFile tracked(temp);
   std::error_code ec;
   try {
     const analysis::ScanReport report = analysis::run_scan(c.options, temp, std::cerr, c.list_skipped);
@@ -77,9 +79,10 @@ void run_scan_command(ScanCommand& c) {
   if (!c.nccl_proto.empty()) c.options.nccl_proto = models::parse_protocol(c.nccl_proto);
   c.options.header = !c.no_header;
   check_plot(c);
-  traces::check_output_paths(
-      {{"--profile", c.options.profile}, {"--contexts-file", c.options.flags.contexts_file}},
-      {{"--out", c.out}, {"--plot", c.plot}});
+  IoGuard io;
+  analysis::guard_profile(io, "--profile", c.options.profile);
+  analysis::guard_scenario_flags(io, c.options.flags);
+  io.output("--out", c.out).output("--plot", c.plot).check();
   if (c.options.jobs < 1 || c.options.jobs > 1024) {
     throw InputError("--jobs " + std::to_string(c.options.jobs) + " is not an integer in [1, 1024]");
   }

@@ -13,6 +13,7 @@
 #include "commands.h"
 
 #ifdef DCPSIM_WITH_SIMGRID
+#include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/analysis/step_figures.h"
 #include "dcpsim/analysis/baseline.h"
@@ -199,8 +200,10 @@ void print_side_by_side(const std::vector<sim::StepResult>& results, const analy
 }
 
 void run_simulate(const SimulateOptions& o) {
-  traces::check_output_paths({{"--profile", o.profile}, {"--contexts-file", o.flags.contexts_file}},
-                             {{"--out", o.out}, {"--chrome", o.chrome}, {"--json", o.json}});
+  IoGuard io;
+  analysis::guard_profile(io, "--profile", o.profile);
+  analysis::guard_scenario_flags(io, o.flags);
+  io.output("--out", o.out).output("--chrome", o.chrome).output("--json", o.json).check();
   const std::vector<models::Scenario> scenarios = analysis::to_scenarios(o.flags);
   const models::HardwareProfile profile = models::load_profile(o.profile);
   const int dcp = scenarios.front().dcp;

@@ -13,6 +13,8 @@
 
 #include "commands.h"
 #include "dcpsim/error.h"
+#include "dcpsim/interrupt.h"
+#include "dcpsim/memory_budget.h"
 #include "dcpsim/traces/trace_reader.h"
 #include "dcpsim/version.h"
 
@@ -50,6 +52,26 @@ void reject_nan_values(int argc, char** argv) {
         eq != std::string::npos ? arg.substr(eq + 1) : (i + 1 < argc ? argv[i + 1] : "");
     if (is_nan_text(value)) throw InputError(flag + " '" + value + "' is NaN; a number is needed");
   }
+}
+
+// Options every subcommand takes (the root app's, reached through fallthrough): the cap on what one input may
+// decompress to, and the memory report.
+struct GlobalOptions {
+  double max_input_gb = 0;  // 0: the default (memory::max_input_bytes)
+  bool memory_report = false;
+};
+
+void add_global_options(CLI::App& app, GlobalOptions& g) {
+  app.add_option("--max-input-gb", g.max_input_gb,
+                 "largest size any input may decompress to, in GB (default: a quarter of this machine's "
+                 "memory, at most 4.3 GB)")
+      ->check(CLI::Range(1e-6, 1e6));
+  app.add_flag("--memory-report", g.memory_report,
+               "print the memory estimates and the measured peak (VmHWM) on stderr at the end");
+}
+
+void apply_global_options(const GlobalOptions& g) {
+  if (g.max_input_gb > 0) memory::set_max_input_bytes(static_cast<std::int64_t>(g.max_input_gb * 1e9));
 }
 
 // Leaves without running static destructors and atexit handlers: after a failed simulation SimGrid's engine
@@ -98,11 +120,17 @@ int main(int argc, char** argv) {
   cli::add_merge_command(app);
   cli::add_import_command(app);
   cli::add_tables_command(app, argc, argv);
+  cli::GlobalOptions global;
+  cli::add_global_options(app, global);
+  // Applied before any subcommand's callback runs (the root's pre-callback precedes them).
+  app.parse_complete_callback([&global] { cli::apply_global_options(global); });
 
+  interrupt::install("dcpsim");
   traces::route_protobuf_logging();
   try {
     cli::reject_nan_values(argc, argv);
     app.parse(argc, argv);
+    if (global.memory_report) std::cerr << memory::report_line() << "\n";
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -6,11 +6,15 @@
 #include <charconv>
 
 #include "dcpsim/error.h"
+#include "dcpsim/interrupt.h"
 #include "dcpsim/traces/output_file.h"
 
 #ifdef DCPSIM_WITH_SIMGRID
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <algorithm>
 #include <chrono>
@@ -70,8 +74,20 @@ struct Work {
   std::string model_name;
 };
 
-// Runs in the worker process: simulates the chunk and writes its rows to the part file.
+std::filesystem::path error_file(const Chunk& chunk) {
+  return chunk.part.string() + ".err";
+}
+
+// Runs in the worker process: simulates the chunk and writes its rows to the part file. Its stderr goes to
+// the part's .err file, whose last line is the worker's reason when it fails (an exception's message, or
+// whatever a library printed before it aborted), so the scan's own last line can say it.
 [[noreturn]] void run_worker(const Work& work, const Chunk& chunk) {
+  interrupt::enter_worker();
+  const int err = ::open(error_file(chunk).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (err >= 0) {
+    ::dup2(err, STDERR_FILENO);
+    ::close(err);
+  }
   int code = 0;
   std::string error;
   try {
@@ -99,7 +115,8 @@ struct Work {
     code = 1;
     error = e.what();
   }
-  if (code != 0) std::ofstream(chunk.part.string() + ".err") << error;
+  if (code != 0) std::fprintf(stderr, "\n%s\n", error.c_str());
+  std::fflush(stderr);
   std::_Exit(code);
 }
 
@@ -110,18 +127,65 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-void remove_parts(const std::vector<Chunk>& chunks) {
-  std::error_code ec;
-  for (const Chunk& c : chunks) {
-    std::filesystem::remove(c.part, ec);
-    std::filesystem::remove(c.part.string() + ".err", ec);
-  }
+// The last non-blank line of a worker's .err file (at most 400 characters).
+std::string worker_reason(const Chunk& chunk) {
+  std::ifstream in(error_file(chunk));
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  return last.substr(0, 400);
 }
+
+// "exit status 3", "killed by signal 9 (SIGKILL: out of memory?)".
+std::string worker_status(int status) {
+  if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
+  if (!WIFSIGNALED(status)) return "status " + std::to_string(status);
+  const int sig = WTERMSIG(status);
+  const char* name = ::sigabbrev_np(sig);
+  return "killed by signal " + std::to_string(sig) + (name ? " (SIG" + std::string(name) + ")" : "") +
+         (sig == SIGKILL ? ", perhaps for lack of memory" : "");
+}
+
+// The chunks' part files live in one directory beside the output, tracked for interruption.
+class PartDir {
+ public:
+  PartDir(const std::filesystem::path& out, const std::vector<Chunk>& chunks) : chunks_(chunks) {
+    if (chunks.empty()) return;
+    dir_ = chunks.front().part.parent_path();
+    slot_ = interrupt::track_part_dir(dir_, ".csv", chunks.size());
+    std::error_code ec;
+    if (!std::filesystem::create_directory(dir_, ec) || ec) {
+      interrupt::untrack_part_dir(slot_);
+      throw InputError("--out '" + out.string() + "': cannot create the scan's part directory '" +
+                       dir_.string() + "'" + (ec ? ": " + ec.message() : ""));
+    }
+  }
+  ~PartDir() { remove(); }
+  PartDir(const PartDir&) = delete;
+  PartDir& operator=(const PartDir&) = delete;
+  void remove() {
+    if (dir_.empty()) return;
+    std::error_code ec;
+    for (const Chunk& c : chunks_) {
+      std::filesystem::remove(c.part, ec);
+      std::filesystem::remove(error_file(c), ec);
+    }
+    std::filesystem::remove(dir_, ec);
+    interrupt::untrack_part_dir(slot_);
+    dir_.clear();
+  }
+
+ private:
+  const std::vector<Chunk>& chunks_;
+  std::filesystem::path dir_;
+  int slot_ = -1;
+};
 
 // Keeps up to `jobs` workers running until every chunk is done; on a failure stops the others and throws.
 void run_chunks(const Work& work, const std::vector<Chunk>& chunks, int jobs, std::ostream& log) {
   const auto start = std::chrono::steady_clock::now();
   std::map<pid_t, std::size_t> running;
+  std::map<pid_t, int> tracked;  // interrupt's child slots
   std::size_t next = 0;
   std::size_t done = 0;
   const std::size_t total = work.scenarios.size();
@@ -131,6 +195,7 @@ void run_chunks(const Work& work, const std::vector<Chunk>& chunks, int jobs, st
       const pid_t pid = ::fork();
       if (pid < 0) throw RuntimeError("scan: cannot start a worker process");
       if (pid == 0) run_worker(work, chunks[next]);
+      tracked[pid] = interrupt::track_child(pid);
       running[pid] = next++;
     }
     int status = 0;
@@ -139,6 +204,7 @@ void run_chunks(const Work& work, const std::vector<Chunk>& chunks, int jobs, st
     if (pid < 0 || it == running.end()) continue;
     const Chunk& chunk = chunks[it->second];
     running.erase(it);
+    interrupt::untrack_child(tracked[pid]);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
       done += chunk.end - chunk.begin;
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -146,24 +212,28 @@ void run_chunks(const Work& work, const std::vector<Chunk>& chunks, int jobs, st
       continue;
     }
     for (const auto& [other, index] : running) ::kill(other, SIGTERM);
-    for (const auto& [other, index] : running) ::waitpid(other, nullptr, 0);
-    const std::string why = read_file(chunk.part.string() + ".err");
-    remove_parts(chunks);
-    const std::string what = "scan: " + (why.empty() ? "a worker process failed" : why);
+    for (const auto& [other, index] : running) {
+      ::waitpid(other, nullptr, 0);
+      interrupt::untrack_child(tracked[other]);
+    }
+    const std::string why = worker_reason(chunk);
+    const std::string what =
+        "scan: " + (why.empty() ? "a worker process failed (" + worker_status(status) + ")" : why);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 2) throw InputError(what);
     throw RuntimeError(what);
   }
 }
 
 std::vector<Chunk> make_chunks(const ScanOptions& o, std::size_t count, const std::filesystem::path& out) {
+  const std::filesystem::path dir = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
+  const std::filesystem::path parts =
+      dir / ("." + out.filename().string() + ".parts-" + std::to_string(::getpid()));
   std::size_t size = o.chunk_size > 0 ? static_cast<std::size_t>(o.chunk_size)
                                       : (count + 4 * o.jobs - 1) / (4 * static_cast<std::size_t>(o.jobs));
   if (o.chunk_size <= 0) size = std::clamp<std::size_t>(size, 8, 500);
   std::vector<Chunk> chunks;
   for (std::size_t b = 0; b < count; b += size) {
-    const std::string name =
-        out.string() + ".part" + std::to_string(chunks.size()) + "." + std::to_string(::getpid());
-    chunks.push_back({b, std::min(count, b + size), name});
+    chunks.push_back({b, std::min(count, b + size), parts / (std::to_string(chunks.size()) + ".csv")});
   }
   return chunks;
 }
@@ -241,16 +311,12 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
   const std::vector<Chunk> chunks = make_chunks(o, work.scenarios.size(), out);
   // Workers are forked from here: building the platforms once now spares every worker doing it.
   sim::Simulator(work.profile, work.sim).prepare();
-  try {
-    run_chunks(work, chunks, o.jobs, log);
-    std::string csv = o.header && o.shard_index == 0 ? scan_csv_header() + "\n" : std::string();
-    for (const Chunk& c : chunks) csv += read_file(c.part);
-    remove_parts(chunks);
-    traces::write_file_atomically(out, csv);
-  } catch (...) {
-    remove_parts(chunks);
-    throw;
-  }
+  PartDir parts(out, chunks);
+  run_chunks(work, chunks, o.jobs, log);
+  std::string csv = o.header && o.shard_index == 0 ? scan_csv_header() + "\n" : std::string();
+  for (const Chunk& c : chunks) csv += read_file(c.part);
+  parts.remove();
+  traces::write_file_atomically(out, csv);
   ScanReport report;
   report.scenarios = work.scenarios.size();
   report.skipped = grid.skipped;

@@ -4,6 +4,7 @@
 // embedded in the library, so a built-in name works from any directory. See models/profiles/README.md for the
 // format.
 #include <array>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -239,6 +240,10 @@ std::string_view builtin_profile_json(std::string_view name);
 // "h200.json: nvlink.bandwidth.value: expected a positive number, got -3"; unknown and missing fields are
 // errors.
 HardwareProfile load_profile(std::string_view name_or_path);
+// The files load_profile(name_or_path) reads: none for a built-in name; else the profile file and each table
+// file it lists that exists beside it (a listed name that does not falls back to the embedded table). Never
+// throws: a file that cannot be parsed is listed alone (load_profile then says what is wrong with it).
+std::vector<std::filesystem::path> profile_files(std::string_view name_or_path);
 // Parses profile JSON; `origin` (a file name or "built-in h200-sxm") prefixes every error message.
 // A `tables` entry that is a path is read relative to the directory of `origin` when origin names a file.
 HardwareProfile parse_profile(std::string_view json_text, std::string_view origin);
