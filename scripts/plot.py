@@ -503,6 +503,7 @@ def plan_plot(path, out):
     ax.set_xscale("log")
     ax.set_yscale("log")
     for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("tokens/s per user (1 / TPOT)")

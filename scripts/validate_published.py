@@ -160,16 +160,24 @@ def main():
             row["note"] = "not predicted: metric " + metric + " (not a decode figure)"
             rows.append(row)
             continue
-        batch = max(1, int(conc) // pp)
+        _, _, _, group = run_step(a.dcpsim, args + ["--batch", "1"])
+        context = 68 * 1024 if pub == "vllm-blog-2026-08-07-dcp" else 8500
+        # With PP each GPU holds 1/PP of the layers (weights and KV), which dcpsim's TP-only accounting does not
+        # see: no capacity cap there (16 requests of 8.5k fit easily).
+        fits = int(conc) if pp > 1 else group // context
+        batch = max(1, min(int(conc), fits) // pp)
         step, tpot, per_gpu, group = run_step(a.dcpsim, args + ["--batch", str(batch)])
+
+        # The requests that decode at once: the concurrency, or as many as the KV holds (the rest wait).
+        running = min(int(conc), fits)
 
         def figure(step_s):
             if metric in TPOT:
                 return step_s * 1e3
-            # Every request gets a token per step (with PP: per full-model step of its micro-batch).
+            # Every running request gets a token per step (with PP: per full-model step of its micro-batch).
             if metric == "tok_s_per_gpu":
-                return int(conc) / step_s / gpus
-            return int(conc) / step_s  # output_tok_s of all GPUs
+                return running / step_s / gpus
+            return running / step_s  # output_tok_s of all GPUs
         pred = figure(step)
         row["predicted"] = f"{pred:.4g}"
         if pub in RATIO_ONLY:
@@ -177,8 +185,8 @@ def main():
             rows.append(row)
             continue
         row["error"] = f"{pred / value - 1:+.3f}"
-        if batch * 68 * 1024 > group and pub == "vllm-blog-2026-08-07-dcp":
-            row["note"] = f"KV-limited: {group} tokens hold {group // (68 * 1024)} requests of 68k"
+        if running < int(conc):
+            row["note"] = f"KV-limited: {group} tokens hold {running} requests of {context} tokens"
         # The baseline: the TP peer at the lowest concurrency of the publication with the same metric.
         peers = [q for q in by_pub[pub] if q["metric"] == metric and q["point_id"] != p["point_id"]
                  and q["dcp"] == "1" and q["concurrency"].split()[0].isdigit()]

@@ -167,8 +167,8 @@ void run_sweep(const SweepFlags& f, const std::string& command) {
   }
   if (gemm) {
     models::KernelTables t = hw::run_gemm_sweep(g, [&](const hw::GemmSweepProgress& p) {
-      std::fprintf(stderr, "\r[gemm %d/%d %3d%%] %-40.40s", p.done, p.total, 100 * p.done / std::max(p.total, 1),
-                   p.point.c_str());
+      std::fprintf(stderr, "\r[gemm %d/%d %3d%%] %-40.40s", p.done, p.total,
+                   100 * p.done / std::max(p.total, 1), p.point.c_str());
       if (p.done == p.total) std::fprintf(stderr, "\n");
     });
     if (tables.tables.empty()) tables.provenance = t.provenance;
@@ -190,7 +190,8 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
   CLI::App* s = hw_cmd.add_subcommand(
       "sweep", "Time the kernels over full grids of shapes and write a measured kernel table file");
   s->add_option("--out", f->out, "kernel table file to write (dcpsim-kernel-tables/1 JSON)");
-  s->add_option("--gemm-dtypes", f->gemm_dtypes, "gemm: weight types, bf16 and fp8 (per-tensor scales, cuBLASLt)")
+  s->add_option("--gemm-dtypes", f->gemm_dtypes,
+                "gemm: weight types, bf16 and fp8 (per-tensor scales, cuBLASLt)")
       ->capture_default_str();
   s->add_option("--gemm-m", f->gemm_m, "gemm: rows m (tokens of the step)")->capture_default_str();
   s->add_option("--gemm-n", f->gemm_n, "gemm: output features n")->capture_default_str();

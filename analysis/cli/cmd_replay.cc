@@ -18,13 +18,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dcpsim/analysis/baseline.h"
 #include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/plot.h"
 #include "dcpsim/analysis/replay.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/analysis/step_figures.h"
 #include "dcpsim/analysis/validate.h"
-#include "dcpsim/analysis/baseline.h"
 #include "dcpsim/analysis/whole_model.h"
 #include "dcpsim/error.h"
 #include "dcpsim/models/profile.h"

@@ -13,10 +13,10 @@
 #include "commands.h"
 
 #ifdef DCPSIM_WITH_SIMGRID
+#include "dcpsim/analysis/baseline.h"
 #include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/analysis/step_figures.h"
-#include "dcpsim/analysis/baseline.h"
 #include "dcpsim/analysis/whole_model.h"
 #include "dcpsim/error.h"
 #include "dcpsim/models/profile.h"

@@ -51,7 +51,8 @@ std::pair<double, double> line_fit(const std::vector<double>& x, const std::vect
   for (std::size_t i = 0; i < x.size(); ++i) sx += x[i], sy += y[i];
   const double mx = sx / n, my = sy / n;
   double sxx = 0, sxy = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
   if (sxx <= 0) return {my, 0.0};
   const double b = sxy / sxx;
   return {my - b * mx, b};
@@ -67,7 +68,8 @@ BaselinePoint parse_baseline(const std::string& text) {
   std::string item;
   while (std::getline(in, item, ',')) {
     const auto eq = item.find('=');
-    if (eq == std::string::npos) throw InputError("--baseline '" + text + "': '" + item + "' is not key=value");
+    if (eq == std::string::npos)
+      throw InputError("--baseline '" + text + "': '" + item + "' is not key=value");
     const std::string key = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
     if (key == "tpot") {
       p.tpot_s = duration(value), tpot = true;
@@ -91,7 +93,8 @@ BaselinePoint parse_baseline(const std::string& text) {
     }
   }
   if (!tpot || !tp || !batch || !context)
-    throw InputError("--baseline '" + text + "' needs tpot, tp, batch and context (e.g. tpot=12ms,tp=8,batch=1,"
+    throw InputError("--baseline '" + text +
+                     "' needs tpot, tp, batch and context (e.g. tpot=12ms,tp=8,batch=1,"
                      "context=64k)");
   if (!(p.tpot_s > 0)) throw InputError("--baseline '" + text + "': tpot must be > 0");
   if (p.dcp > p.tp) throw InputError("--baseline '" + text + "': dcp must not exceed tp");
@@ -126,8 +129,8 @@ BaselineFit fit_baseline(const models::ModelPreset& model, const models::Hardwar
     if (p.accept_length > 0) f.accept_length = p.accept_length;
     if (f.spec_tokens == 0 && p.accept_length == 0) f.accept_length.reset();
     const WholeModel at(model, profile, p.tp, f);
-    const models::Scenario s =
-        at.attention_scenario(layout_scenario(*at.model(), p.dcp, p.tp, p.batch, p.context, p.strategy, kv_dtype));
+    const models::Scenario s = at.attention_scenario(
+        layout_scenario(*at.model(), p.dcp, p.tp, p.batch, p.context, p.strategy, kv_dtype));
     const double step = p.tpot_s * at.accept_length();
     const double attention = at.decode_step_s(layer(s), p.batch) - at.non_attention_s(p.batch);
     const double rest = at.modelled_non_attention_s(p.batch);
@@ -138,16 +141,18 @@ BaselineFit fit_baseline(const models::ModelPreset& model, const models::Hardwar
     rows.push_back(p.batch);
     if (step - attention <= 0) {
       char b[256];
-      std::snprintf(b, sizeof b, "--baseline '%s': the step (%.3f ms) is shorter than dcpsim's attention layers "
-                    "alone (%.3f ms); check the point (tpot per request, batch, context, tp)", p.text.c_str(),
-                    step * 1e3, attention * 1e3);
+      std::snprintf(b, sizeof b,
+                    "--baseline '%s': the step (%.3f ms) is shorter than dcpsim's attention layers "
+                    "alone (%.3f ms); check the point (tpot per request, batch, context, tp)",
+                    p.text.c_str(), step * 1e3, attention * 1e3);
       throw InputError(b);
     }
   }
   std::tie(fit.fixed_s, fit.per_row_s) = line_fit(rows, fit.remainder_s);
   char b[320];
   const bool slope = std::any_of(rows.begin(), rows.end(), [&](double r) { return r != rows.front(); });
-  std::snprintf(b, sizeof b, "%zu baseline point%s (measured TPOT): remainder beyond the modelled ops %+.1f us%s",
+  std::snprintf(b, sizeof b,
+                "%zu baseline point%s (measured TPOT): remainder beyond the modelled ops %+.1f us%s",
                 points.size(), points.size() == 1 ? "" : "s", fit.fixed_s * 1e6, slope ? "" : " per step");
   fit.basis = b;
   if (slope) {
@@ -157,7 +162,8 @@ BaselineFit fit_baseline(const models::ModelPreset& model, const models::Hardwar
   return fit;
 }
 
-BaselineFit anchor(WholeModel& whole, const WholeModelFlags& flags, models::DType kv_dtype, const LayerTime& layer) {
+BaselineFit anchor(WholeModel& whole, const WholeModelFlags& flags, models::DType kv_dtype,
+                   const LayerTime& layer) {
   if (flags.baseline.empty()) return {};
   if (!whole.model()) throw InputError("--baseline needs --model (the model the baseline ran)");
   if (flags.non_attention_us || flags.non_attention_us_per_token)

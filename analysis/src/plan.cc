@@ -41,7 +41,8 @@ std::vector<int> sweep_for(const std::vector<int>& sweep, int max_concurrency) {
 
 // Which strategies a layout runs: none for DCP 1 (no merge; priced as one), else the chosen ones whose head
 // rule the layout meets.
-std::vector<models::Strategy> strategies_for(const std::vector<models::Strategy>& chosen, const PlanLayout& l) {
+std::vector<models::Strategy> strategies_for(const std::vector<models::Strategy>& chosen,
+                                             const PlanLayout& l) {
   if (l.dcp == 1) return {models::Strategy::kAgAr};
   return chosen;
 }
@@ -63,7 +64,8 @@ std::vector<int> mark_pareto(std::vector<PlanPoint>& points, bool research_kind)
     });
     if (p.pareto) front.push_back(static_cast<int>(i));
   }
-  std::sort(front.begin(), front.end(), [&](int a, int b) { return points[a].user_tps < points[b].user_tps; });
+  std::sort(front.begin(), front.end(),
+            [&](int a, int b) { return points[a].user_tps < points[b].user_tps; });
   return front;
 }
 
@@ -97,7 +99,8 @@ PlanResult run_plan(const PlanOptions& o) {
   const models::HardwareProfile profile = models::load_profile(o.profile);
   const models::ModelPreset model = models::load_model(o.model);
   const models::DType kv = o.kv_dtype.empty() ? model.kv_cache_dtype : models::parse_dtype(o.kv_dtype);
-  if (kv == models::DType::kF64 || kv == models::DType::kF32) throw InputError("--kv-dtype: bf16, fp16 or fp8");
+  if (kv == models::DType::kF64 || kv == models::DType::kF32)
+    throw InputError("--kv-dtype: bf16, fp16 or fp8");
   const std::vector<models::Strategy> chosen = parse_strategy_list(o.strategies, "strategy");
   const models::LaunchMode launch = models::parse_launch_mode(o.launch);
   std::vector<int> sweep;
@@ -115,7 +118,8 @@ PlanResult run_plan(const PlanOptions& o) {
   r.profile = profile.name;
   r.gpus = o.gpus;
   r.mean_context = std::accumulate(contexts.begin(), contexts.end(), 0.0) / double(contexts.size());
-  r.context_text = o.requests.empty() ? o.context : o.requests + " (" + std::to_string(contexts.size()) + " requests)";
+  r.context_text =
+      o.requests.empty() ? o.context : o.requests + " (" + std::to_string(contexts.size()) + " requests)";
 
   const int domain = static_cast<int>(profile.topology.gpus_per_nvlink_domain.si());
   sim::SimOptions so;
@@ -188,8 +192,9 @@ PlanResult run_plan(const PlanOptions& o) {
       }
     }
   }
-  if (r.points.empty()) throw InputError("plan: no layout of " + model.name + " fits " + std::to_string(o.gpus) +
-                                         " GPUs of " + profile.name);
+  if (r.points.empty())
+    throw InputError("plan: no layout of " + model.name + " fits " + std::to_string(o.gpus) + " GPUs of " +
+                     profile.name);
   mark_pareto(r.points, false);
   mark_pareto(r.points, true);
   const auto better = [&](int best, std::size_t i) {

@@ -20,8 +20,10 @@ std::string point_text(const PlanResult& r, int i) {
   const PlanPoint& p = r.points[i];
   const PlanLayout& l = r.layouts[p.layout];
   char b[256];
-  std::snprintf(b, sizeof b, "%s%s%s at concurrency %d per replica: TPOT %.2f ms, %.0f tokens/s per GPU, %.1f "
-                "per user", layout_text(l).c_str(), l.dcp > 1 ? " " : "",
+  std::snprintf(b, sizeof b,
+                "%s%s%s at concurrency %d per replica: TPOT %.2f ms, %.0f tokens/s per GPU, %.1f "
+                "per user",
+                layout_text(l).c_str(), l.dcp > 1 ? " " : "",
                 l.dcp > 1 ? std::string(models::to_string(p.strategy)).c_str() : "", p.concurrency,
                 p.tpot_s * 1e3, p.gpu_tps, p.user_tps);
   return b;
@@ -53,10 +55,10 @@ std::string plan_csv(const PlanResult& r) {
     char b[512];
     std::snprintf(b, sizeof b, "%s,%s,%d,%d,%d,%d,%s,%s,%d,%d,%lld,%lld,%.3f,%.4f,%.4f,%.3f,%.3f,%s,%s,%s\n",
                   r.model.c_str(), r.profile.c_str(), r.gpus, l.tp, l.dcp, l.replicas,
-                  strategy_text(l, p).c_str(), p.research ? "true" : "false", p.concurrency, l.max_concurrency,
-                  static_cast<long long>(l.kv_tokens_per_gpu), static_cast<long long>(l.kv_tokens_group),
-                  p.layer_s * 1e6, p.step_s * 1e3, p.tpot_s * 1e3, p.user_tps, p.gpu_tps,
-                  p.pareto ? "true" : "false", p.meets_slo ? "true" : "false",
+                  strategy_text(l, p).c_str(), p.research ? "true" : "false", p.concurrency,
+                  l.max_concurrency, static_cast<long long>(l.kv_tokens_per_gpu),
+                  static_cast<long long>(l.kv_tokens_group), p.layer_s * 1e6, p.step_s * 1e3, p.tpot_s * 1e3,
+                  p.user_tps, p.gpu_tps, p.pareto ? "true" : "false", p.meets_slo ? "true" : "false",
                   int(i) == r.best ? "true" : "false");
     out += b;
   }
@@ -70,7 +72,8 @@ std::string plan_table(const PlanResult& r) {
                 r.profile.c_str(), r.context_text.c_str(), r.mean_context);
   out += b;
   out += "  KV budget per GPU: " + r.kv_basis + "\n  non-attention: " + r.basis + "\n\n";
-  std::snprintf(b, sizeof b, "  %-16s %13s %10s %14s  %s\n", "layout", "KV tok/GPU", "max conc.", "KV tok/group",
+  std::snprintf(b, sizeof b, "  %-16s %13s %10s %14s  %s\n", "layout", "KV tok/GPU", "max conc.",
+                "KV tok/group",
                 "best shipped under the SLO: strategy x concurrency, TPOT ms, tok/s/GPU (research apart)");
   out += b;
   for (std::size_t li = 0; li < r.layouts.size(); ++li) {
@@ -104,8 +107,10 @@ std::string plan_table(const PlanResult& r) {
   out += r.answer() + "\n";
   if (r.best_research >= 0) {
     const PlanPoint& p = r.points[r.best_research];
-    std::snprintf(b, sizeof b, "research (not deployable today): %s at concurrency %d: TPOT %.2f ms, %.0f tokens/s "
-                  "per GPU\n", std::string(models::to_string(p.strategy)).c_str(), p.concurrency, p.tpot_s * 1e3,
+    std::snprintf(b, sizeof b,
+                  "research (not deployable today): %s at concurrency %d: TPOT %.2f ms, %.0f tokens/s "
+                  "per GPU\n",
+                  std::string(models::to_string(p.strategy)).c_str(), p.concurrency, p.tpot_s * 1e3,
                   p.gpu_tps);
     out += b;
   }

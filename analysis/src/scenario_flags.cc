@@ -197,7 +197,8 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& f, bool lists) {
   const std::string many = lists ? " (list or range: 1,2,4 or 1..72 or 1..256:x2)" : "";
   cmd.add_option("--dcp", f.dcp, "DCP group size N" + many)->capture_default_str();
   cmd.add_option("--model", f.model,
-                 "model preset (deepseek-v3, deepseek-r1, kimi-k2, kimi-k2-thinking, llama-3.1-70b, qwen3-235b-a22b), a "
+                 "model preset (deepseek-v3, deepseek-r1, kimi-k2, kimi-k2-thinking, llama-3.1-70b, "
+                 "qwen3-235b-a22b), a "
                  "dcpsim-model/1 JSON file, or none; default deepseek-v3 unless a geometry flag is given")
       ->type_name("NAME|FILE");
   cmd.add_option("--tp", f.tp,
@@ -335,8 +336,8 @@ ScanGrid expand_scan(const ScenarioFlags& f) {
                 for (const auto& strategy : strategies)
                   for (const auto& launch : launches) {
                     const Pick p{dcp, tp, h, d, kv, batch, context, strategy, launch};
-                    models::Scenario s = make(f, g ? &*g : nullptr, p,
-                                              model ? model->kv_cache_dtype : models::DType::kBF16);
+                    models::Scenario s =
+                        make(f, g ? &*g : nullptr, p, model ? model->kv_cache_dtype : models::DType::kBF16);
                     try {
                       s.validate();
                       grid.scenarios.push_back(std::move(s));

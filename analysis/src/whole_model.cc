@@ -50,7 +50,7 @@ double activation_peak_bytes(const models::ModelPreset& model, int tp, int token
   const double heads = double(c.num_attention_heads) / tp;
   const double qk = model.mla() ? double(c.qk_nope_head_dim + c.qk_rope_head_dim)
                                 : double(c.head_dim > 0 ? c.head_dim : c.hidden_size / c.num_attention_heads);
-  peak += t * heads * 3.0 * qk * b;                          // prefill q, k, v
+  peak += t * heads * 3.0 * qk * b;                              // prefill q, k, v
   peak += 2.0 * kSamplerSequences * double(c.vocab_size) * 4.0;  // fp32 logits and probabilities
   return peak;
 }
@@ -67,14 +67,17 @@ void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& f) {
   cmd.add_option("--weight-reserve-gib", f.weight_reserve_gib,
                  "HBM per GPU kept from the KV cache in GiB (replaces vLLM's accounting: weights, activation "
                  "peak, runtime reserve); 60 without a model");
-  cmd.add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
-                 "fraction of device memory for weights, activations and KV (vLLM's --gpu-memory-utilization)")
+  cmd.add_option(
+         "--gpu-memory-utilization", f.gpu_memory_utilization,
+         "fraction of device memory for weights, activations and KV (vLLM's --gpu-memory-utilization)")
       ->capture_default_str();
-  cmd.add_option("--weight-dtype", f.weight_dtype,
-                 "the transformer blocks' weights: bf16, fp8, nvfp4, mxfp4, int4 (bytes incl. scales; default: "
-                 "the model as released)");
-  cmd.add_flag("--enable-expert-parallel,--ep", f.expert_parallel,
-               "MoE experts whole on each GPU of the TP group (E/TP per GPU) instead of sliced (vLLM's flag)");
+  cmd.add_option(
+      "--weight-dtype", f.weight_dtype,
+      "the transformer blocks' weights: bf16, fp8, nvfp4, mxfp4, int4 (bytes incl. scales; default: "
+      "the model as released)");
+  cmd.add_flag(
+      "--enable-expert-parallel,--ep", f.expert_parallel,
+      "MoE experts whole on each GPU of the TP group (E/TP per GPU) instead of sliced (vLLM's flag)");
   cmd.add_option("--spec-tokens", f.spec_tokens,
                  "speculative decoding / MTP: k draft tokens per step (k + 1 query rows per request)")
       ->check(CLI::Range(0, 16));
@@ -91,9 +94,10 @@ void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& f) {
                  "tokens of vLLM's profile run (its --max-num-batched-tokens), for the activation estimate")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 22));
-  cmd.add_option("--step-overhead-us", f.step_overhead_us,
-                 "time per decode step outside the CUDA graph (scheduling, input preparation, sampling on the "
-                 "host) in us; default an estimate (300 us); a --baseline measures it");
+  cmd.add_option(
+      "--step-overhead-us", f.step_overhead_us,
+      "time per decode step outside the CUDA graph (scheduling, input preparation, sampling on the "
+      "host) in us; default an estimate (300 us); a --baseline measures it");
   cmd.add_option("--baseline", f.baseline,
                  "your deployment's measured TPOT: tpot=12ms,tp=8,batch=1,context=64k[,dcp=1][,strategy=S]"
                  "[,spec=k,accept=a]; repeat for several batches (fits the batch dependence); the "
@@ -117,8 +121,9 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
   if (f.spec_tokens < 0 || f.spec_tokens > 16) throw InputError("--spec-tokens must be in [0, 16]");
   spec_tokens_ = f.spec_tokens;
   if (spec_tokens_ > 0 && !f.accept_length) {
-    throw InputError("--spec-tokens " + std::to_string(spec_tokens_) +
-                     " needs --accept-length (the mean tokens emitted per request per step your engine reports)");
+    throw InputError(
+        "--spec-tokens " + std::to_string(spec_tokens_) +
+        " needs --accept-length (the mean tokens emitted per request per step your engine reports)");
   }
   if (f.accept_length) {
     check_value(*f.accept_length, "--accept-length", 1.0, spec_tokens_ + 1.0);
@@ -141,10 +146,10 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
     ops_model_ = true;
     (void)models::non_attention_ops(*model_, *profile_, {tp_, moe_, 1, 1});  // a TP the model cannot take
     const models::OpStep one = ops(1);
-    non_attention_basis_ = "modelled op by op (" + model_->name + " " +
-                           std::string(models::to_string(model_->weight_dtype)) + ", TP " + std::to_string(tp_) +
-                           ", experts " + (moe_ == models::MoeSplit::kEp ? "whole (EP)" : "sliced (TP)") +
-                           "): " + one.provenance();
+    non_attention_basis_ =
+        "modelled op by op (" + model_->name + " " + std::string(models::to_string(model_->weight_dtype)) +
+        ", TP " + std::to_string(tp_) + ", experts " +
+        (moe_ == models::MoeSplit::kEp ? "whole (EP)" : "sliced (TP)") + "): " + one.provenance();
     overhead_basis_ = "; per-step overhead " + us_text(overhead_s_) +
                       (f.step_overhead_us ? " (--step-overhead-us)" : " (estimate)");
   } else {
@@ -152,8 +157,10 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
   }
   if (spec_tokens_ > 0) {
     char b[240];
-    std::snprintf(b, sizeof b, "; speculative decoding: %d draft tokens, %d query rows per request, %.2f tokens "
-                  "per step (given)%s", spec_tokens_, spec_tokens_ + 1, accept_length_,
+    std::snprintf(b, sizeof b,
+                  "; speculative decoding: %d draft tokens, %d query rows per request, %.2f tokens "
+                  "per step (given)%s",
+                  spec_tokens_, spec_tokens_ + 1, accept_length_,
                   model_ && model_->config.num_nextn_predict_layers > 0 ? ", MTP draft modelled"
                                                                         : ", draft cost not modelled");
     spec_basis_ = b;
@@ -168,21 +175,23 @@ void WholeModel::set_memory(const WholeModelFlags& f) {
   char b[320];
   if (f.weight_reserve_gib) {
     kv_budget_bytes_ = hbm_bytes_ - *f.weight_reserve_gib * kGiB;
-    std::snprintf(b, sizeof b, "HBM %s - %.1f GiB reserved (--weight-reserve-gib)", gigabytes(hbm_bytes_).c_str(),
-                  *f.weight_reserve_gib);
+    std::snprintf(b, sizeof b, "HBM %s - %.1f GiB reserved (--weight-reserve-gib)",
+                  gigabytes(hbm_bytes_).c_str(), *f.weight_reserve_gib);
     kv_budget_basis_ = b;
   } else if (model_) {
     activation_bytes_ = f.activation_reserve_gib
                             ? *f.activation_reserve_gib * kGiB
                             : activation_peak_bytes(*model_, tp_, f.max_num_batched_tokens);
     runtime_bytes_ = f.runtime_reserve_gib * kGiB;
-    kv_budget_bytes_ = hbm_bytes_ * f.gpu_memory_utilization - weight_bytes_ - activation_bytes_ - runtime_bytes_;
-    std::snprintf(b, sizeof b, "vLLM's accounting: HBM %s x %.2f - weights %s (%s %s / TP %d%s) - activations %s "
-                  "(%s) - runtime %s", gigabytes(hbm_bytes_).c_str(), f.gpu_memory_utilization,
-                  gigabytes(weight_bytes_).c_str(), model_->name.c_str(),
-                  std::string(models::to_string(model_->weight_dtype)).c_str(), tp_, mtp > 0 ? " + MTP" : "",
-                  gigabytes(activation_bytes_).c_str(), f.activation_reserve_gib ? "given" : "estimate",
-                  gigabytes(runtime_bytes_).c_str());
+    kv_budget_bytes_ =
+        hbm_bytes_ * f.gpu_memory_utilization - weight_bytes_ - activation_bytes_ - runtime_bytes_;
+    std::snprintf(b, sizeof b,
+                  "vLLM's accounting: HBM %s x %.2f - weights %s (%s %s / TP %d%s) - activations %s "
+                  "(%s) - runtime %s",
+                  gigabytes(hbm_bytes_).c_str(), f.gpu_memory_utilization, gigabytes(weight_bytes_).c_str(),
+                  model_->name.c_str(), std::string(models::to_string(model_->weight_dtype)).c_str(), tp_,
+                  mtp > 0 ? " + MTP" : "", gigabytes(activation_bytes_).c_str(),
+                  f.activation_reserve_gib ? "given" : "estimate", gigabytes(runtime_bytes_).c_str());
     kv_budget_basis_ = b;
   } else {
     kv_budget_bytes_ = hbm_bytes_ - kDefaultWeightReserveGib * kGiB;

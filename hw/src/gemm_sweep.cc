@@ -28,7 +28,8 @@ int gemm_sweep_points(const GemmSweepConfig& c) {
   for (const auto* axis : {&c.m, &c.n, &c.k}) {
     if (axis->empty()) throw InputError("gemm sweep: an empty m, n or k list");
     for (const int v : *axis)
-      if (v < 1 || v > 65536) throw InputError("gemm sweep: size " + std::to_string(v) + " not in [1, 65536]");
+      if (v < 1 || v > 65536)
+        throw InputError("gemm sweep: size " + std::to_string(v) + " not in [1, 65536]");
   }
   if (c.reps < 1 || c.warmup < 0) throw InputError("gemm sweep: --reps >= 1 and --warmup >= 0 needed");
   if (c.dtypes.empty()) throw InputError("gemm sweep: no dtype");
@@ -37,7 +38,8 @@ int gemm_sweep_points(const GemmSweepConfig& c) {
 
 #if !defined(DCPSIM_WITH_CUDA)
 
-models::KernelTables run_gemm_sweep(const GemmSweepConfig& c, const std::function<void(const GemmSweepProgress&)>&) {
+models::KernelTables run_gemm_sweep(const GemmSweepConfig& c,
+                                    const std::function<void(const GemmSweepProgress&)>&) {
   (void)gemm_sweep_points(c);
   throw RuntimeError(kBuiltWithoutCuda);
 }
@@ -95,8 +97,9 @@ struct CublasLt {
 };
 
 void check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) throw RuntimeError(std::string("cuBLASLt: ") + what + " failed (status " +
-                                                     std::to_string(static_cast<int>(s)) + ")");
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw RuntimeError(std::string("cuBLASLt: ") + what + " failed (status " +
+                       std::to_string(static_cast<int>(s)) + ")");
 }
 
 constexpr std::size_t kWorkspaceBytes = 32u << 20;
@@ -197,8 +200,8 @@ models::KernelTables run_gemm_sweep(const GemmSweepConfig& c,
   out.provenance.device = info.name;
   out.provenance.driver = "CUDA " + v.cuda_driver;
   out.provenance.cuda = v.cuda_runtime + ", cuBLASLt " + std::to_string(lt.version());
-  out.provenance.clocks = "as found (application clocks not locked); CUDA events around " + std::to_string(c.reps) +
-                          " back-to-back calls per point";
+  out.provenance.clocks = "as found (application clocks not locked); CUDA events around " +
+                          std::to_string(c.reps) + " back-to-back calls per point";
   out.provenance.date = c.date.empty() ? today() : c.date;
   out.provenance.command = c.command.empty() ? "dcpsim hw sweep --kernels gemm" : c.command;
   const int max_m = *std::max_element(c.m.begin(), c.m.end());
@@ -217,11 +220,12 @@ models::KernelTables run_gemm_sweep(const GemmSweepConfig& c,
         for (std::size_t i = 0; i < copies; ++i) {
           b.weights.push_back(nullptr);
           DCPSIM_CUDA(cudaMalloc(&b.weights.back(), bytes));
-          (fp8 ? ops::launch_fill_fp8 : ops::launch_fill_bf16)(b.weights.back(), std::int64_t(n) * k, 1.0f, i + 1,
-                                                               stream);
+          (fp8 ? ops::launch_fill_fp8 : ops::launch_fill_bf16)(b.weights.back(), std::int64_t(n) * k, 1.0f,
+                                                               i + 1, stream);
         }
         DCPSIM_CUDA(cudaMalloc(&b.act, std::size_t(max_m) * k * elem));
-        (fp8 ? ops::launch_fill_fp8 : ops::launch_fill_bf16)(b.act, std::int64_t(max_m) * k, 1.0f, 99, stream);
+        (fp8 ? ops::launch_fill_fp8 : ops::launch_fill_bf16)(b.act, std::int64_t(max_m) * k, 1.0f, 99,
+                                                             stream);
         DCPSIM_CUDA(cudaMalloc(&b.out, std::size_t(max_m) * n * 2));
         DCPSIM_CUDA(cudaMalloc(&b.workspace, kWorkspaceBytes));
         DCPSIM_CUDA(cudaMalloc(&b.scales, 2 * sizeof(float)));
@@ -235,8 +239,8 @@ models::KernelTables run_gemm_sweep(const GemmSweepConfig& c,
           p.median_ns = p.min_ns = p.max_ns = s * 1e9;  // the mean over reps back-to-back calls
           p.samples = c.reps;
           table.points.push_back(p);
-          progress({++done, total, dtype + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                                       std::to_string(k)});
+          progress({++done, total,
+                    dtype + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k)});
         }
       }
     }

@@ -23,10 +23,14 @@ struct KernelName {
   std::string_view name;
 };
 constexpr KernelName kKernelNames[] = {
-    {TableKernel::kAttention, "attention"},      {TableKernel::kCorrection, "correction"},
-    {TableKernel::kA2aPack, "a2a_pack"},         {TableKernel::kA2aCombine, "a2a_combine"},
-    {TableKernel::kDirectWrite, "direct_write"}, {TableKernel::kDirectCombine, "direct_combine"},
-    {TableKernel::kCollective, "collective"},    {TableKernel::kGemm, "gemm"},
+    {TableKernel::kAttention, "attention"},
+    {TableKernel::kCorrection, "correction"},
+    {TableKernel::kA2aPack, "a2a_pack"},
+    {TableKernel::kA2aCombine, "a2a_combine"},
+    {TableKernel::kDirectWrite, "direct_write"},
+    {TableKernel::kDirectCombine, "direct_combine"},
+    {TableKernel::kCollective, "collective"},
+    {TableKernel::kGemm, "gemm"},
     {TableKernel::kMoe, "moe"},
 };
 
@@ -76,7 +80,8 @@ class Cursor {
 
 TableProvenance read_provenance(const Cursor& c, const Json& j) {
   if (!j.is_object()) c.fail("provenance", "expected an object, got " + j.dump());
-  c.only(j, "provenance", {"device", "driver", "cuda", "nccl", "clocks", "date", "command", "source", "license"});
+  c.only(j, "provenance",
+         {"device", "driver", "cuda", "nccl", "clocks", "date", "command", "source", "license"});
   TableProvenance p;
   p.device = c.text(j, "provenance", "device", true);
   p.driver = c.text(j, "provenance", "driver", false);

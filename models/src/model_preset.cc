@@ -192,7 +192,8 @@ double weight_dtype_bytes(WeightDType d) {
 
 ModelPreset ModelPreset::with_weight_dtype(WeightDType d) const {
   ModelPreset m = *this;
-  if (d != weight_dtype || dense_weight_dtype || std::fabs(weight_bytes_per_parameter - weight_dtype_bytes(d)) > 1e-12) {
+  if (d != weight_dtype || dense_weight_dtype ||
+      std::fabs(weight_bytes_per_parameter - weight_dtype_bytes(d)) > 1e-12) {
     m.weight_dtype = d;
     m.dense_weight_dtype.reset();
     m.weight_bytes_per_parameter = weight_dtype_bytes(d);
@@ -378,7 +379,8 @@ double weight_bytes_per_gpu(const ModelPreset& model, int tp, int mtp_modules) {
   // Per layer of each kind, the linear weights on one GPU (parameters): the routed experts at the weight
   // dtype, the rest (attention, dense MLPs, shared experts) at the dense dtype; the bf16 router.
   const double attention = p.attention_replicated + (p.attention_projections - p.attention_replicated) / t;
-  const double shared = p.expert * double(p.shared_experts) / t, routed = p.expert * double(p.routed_experts) / t;
+  const double shared = p.expert * double(p.shared_experts) / t,
+               routed = p.expert * double(p.routed_experts) / t;
   double dense = attention * layers + p.dense_mlp / t * p.dense_layers + shared * p.moe_layers;
   double experts = routed * p.moe_layers;
   double bf16 = p.router * p.moe_layers + (p.embedding + p.lm_head) / t;
@@ -388,8 +390,8 @@ double weight_bytes_per_gpu(const ModelPreset& model, int tp, int mtp_modules) {
     experts += (model.moe() ? routed : 0.0) * mtp_modules;
     bf16 += (model.moe() ? p.router : 0.0) * mtp_modules;
   }
-  const double dense_bytes =
-      model.dense_weight_dtype ? weight_dtype_bytes(*model.dense_weight_dtype) : model.weight_bytes_per_parameter;
+  const double dense_bytes = model.dense_weight_dtype ? weight_dtype_bytes(*model.dense_weight_dtype)
+                                                      : model.weight_bytes_per_parameter;
   return experts * model.weight_bytes_per_parameter + dense * dense_bytes + bf16 * kBf16Bytes;
 }
 

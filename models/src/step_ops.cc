@@ -81,8 +81,8 @@ using detail::roofline;
 using detail::table_hull;
 using detail::who;
 
-constexpr std::array<WeightDType, 5> kAllWeightDTypes = {WeightDType::kBF16, WeightDType::kFP8, WeightDType::kNVFP4,
-                                                         WeightDType::kMXFP4, WeightDType::kINT4};
+constexpr std::array<WeightDType, 5> kAllWeightDTypes = {
+    WeightDType::kBF16, WeightDType::kFP8, WeightDType::kNVFP4, WeightDType::kMXFP4, WeightDType::kINT4};
 constexpr double kGemmActivationBytes = 2.0;  // bf16 activations in and out
 
 std::string dims(double m, double n, double k) {

@@ -19,12 +19,13 @@ constexpr const char* kCustomAllReduceKey = "all-reduce vllm-custom graph";
 // beyond either NCCL's runs.
 constexpr int kCustomAllReduceMaxGpus = 8;
 constexpr double kCustomAllReduceMaxBytes = 8.0 * 1024 * 1024;
-// Elementwise kernels a layer runs besides its GEMMs (vLLM, decode, CUDA graph): MLA: input and post-attention
-// RMSNorm, q_a and kv_a norms, rotary embedding, the KV-cache write; GQA: the two norms, rotary, the cache
-// write (Qwen3 adds q/k norms); MLP: the activation; MoE: top-k routing and the shared expert's activation.
+// Elementwise kernels a layer runs besides its GEMMs (vLLM, decode, CUDA graph): MLA: input and
+// post-attention RMSNorm, q_a and kv_a norms, rotary embedding, the KV-cache write; GQA: the two norms,
+// rotary, the cache write (Qwen3 adds q/k norms); MLP: the activation; MoE: top-k routing and the shared
+// expert's activation.
 constexpr int kSmallMla = 6, kSmallGqa = 4, kSmallQkNorm = 1, kSmallMlp = 1, kSmallMoe = 2;
-// Per step: the embedding lookup, the final norm and the sampler's kernels (temperature, softmax, top-k/top-p,
-// argmax, the token copy).
+// Per step: the embedding lookup, the final norm and the sampler's kernels (temperature, softmax,
+// top-k/top-p, argmax, the token copy).
 constexpr int kSmallPerStep = 7;
 
 class StepBuilder {
@@ -44,7 +45,9 @@ class StepBuilder {
     out_.weight_bytes += count * n * k * weight_dtype_bytes(d);
   }
   // The non-expert linear layers: the model's dense dtype.
-  void gemm(const std::string& name, double count, double n, double k) { gemm(name, count, n, k, m_.dense_dtype()); }
+  void gemm(const std::string& name, double count, double n, double k) {
+    gemm(name, count, n, k, m_.dense_dtype());
+  }
 
   void small(const std::string& name, double count, double bytes) {
     OpPrice o;
@@ -142,7 +145,8 @@ class StepBuilder {
       o.basis = "NCCL all-gather of the logits, NCCL's tuning model on " + p_.name;
       add(std::move(o), "logits gather", 1);
     }
-    small("embedding, final norm, sampler", kSmallPerStep, tokens_ * double(c_.vocab_size) * 4.0 / kSmallPerStep);
+    small("embedding, final norm, sampler", kSmallPerStep,
+          tokens_ * double(c_.vocab_size) * 4.0 / kSmallPerStep);
   }
 
   OpStep finish() { return std::move(out_); }
@@ -194,8 +198,9 @@ OpPrice StepBuilder::moe_price() const {
       char b[96];
       std::snprintf(b, sizeof b, " at %.0f tokens", tokens_);
       o.basis = "moe " + key + b + ", " + detail::who(*f->provenance);
-      if (!same) o.basis += ", x roofline ratio " + std::string(to_string(m_.weight_dtype)) + "/" +
-                            std::string(to_string(d));
+      if (!same)
+        o.basis +=
+            ", x roofline ratio " + std::string(to_string(m_.weight_dtype)) + "/" + std::string(to_string(d));
       if (beyond > 1.0) o.basis += ", scaled linearly past the table's last token count";
       return o;
     }
@@ -208,8 +213,9 @@ OpPrice StepBuilder::moe_price() const {
 
 void check_step_shape(const ModelPreset& model, const StepShape& s) {
   if (s.tp < 1 || s.tokens < 1 || s.rows < 1 || s.tokens < s.rows) {
-    throw InputError("non-attention ops: tp, rows >= 1 and tokens >= rows needed (tp " + std::to_string(s.tp) +
-                     ", rows " + std::to_string(s.rows) + ", tokens " + std::to_string(s.tokens) + ")");
+    throw InputError("non-attention ops: tp, rows >= 1 and tokens >= rows needed (tp " +
+                     std::to_string(s.tp) + ", rows " + std::to_string(s.rows) + ", tokens " +
+                     std::to_string(s.tokens) + ")");
   }
   if (model.config.num_attention_heads % s.tp != 0 && s.tp <= model.config.num_attention_heads) {
     throw InputError("tp " + std::to_string(s.tp) + " does not divide " + model.name + "'s " +

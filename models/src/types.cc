@@ -16,10 +16,10 @@ using SpellingTable = std::array<std::pair<Enum, std::string_view>, N>;
 
 constexpr SpellingTable<LseBase, 2> kLseBases{{{LseBase::kE, "e"}, {LseBase::k2, "2"}}};
 constexpr SpellingTable<DType, 5> kDTypes{{{DType::kF32, "fp32"},
-                                          {DType::kBF16, "bf16"},
-                                          {DType::kF16, "fp16"},
-                                          {DType::kF64, "fp64"},
-                                          {DType::kFP8E4M3, "fp8"}}};
+                                           {DType::kBF16, "bf16"},
+                                           {DType::kF16, "fp16"},
+                                           {DType::kF64, "fp64"},
+                                           {DType::kFP8E4M3, "fp8"}}};
 constexpr SpellingTable<Strategy, 6> kStrategies{{{Strategy::kAgRs, "ag-rs"},
                                                   {Strategy::kAgAr, "ag-ar"},
                                                   {Strategy::kA2a, "a2a"},

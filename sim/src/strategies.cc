@@ -42,8 +42,8 @@ void add_query_gather(StepGraph& step, std::vector<RankStream>& streams,
   const int n = s.dcp;
   // Each rank contributes the query heads of its TP rank: ⌈H/N⌉ heads of every row.
   const double heads_per_rank = (s.heads + n - 1) / n;
-  const double bytes =
-      double(s.merge_rows()) * heads_per_rank * s.qk_dim * double(models::dtype_bytes(models::query_dtype(s.kv_dtype)));
+  const double bytes = double(s.merge_rows()) * heads_per_rank * s.qk_dim *
+                       double(models::dtype_bytes(models::query_dtype(s.kv_dtype)));
   const CollectiveSpans q = collective_kernel(step, streams, kPhaseQueryGather, "query_all_gather",
                                               Collective::kAllGather, bytes, options);
   for (int r = 0; r < n; ++r) step.ranks[r].phases.push_back({kPhaseQueryGather, q.begin[r], q.end[r]});

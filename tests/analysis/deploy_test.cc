@@ -39,7 +39,8 @@ TEST(WholeModelDeployed, KvBudgetAsVllmAccountsIt) {
   EXPECT_GT(activation_peak_bytes(ds, 8, 16384), activation_peak_bytes(ds, 8, 8192));
   WholeModelFlags none;
   none.weight_dtype = "nvfp4";
-  EXPECT_GT(WholeModel(ds, h200, 8, none).kv_budget_bytes(), WholeModel(ds, h200, 8, {}).kv_budget_bytes() + 30e9);
+  EXPECT_GT(WholeModel(ds, h200, 8, none).kv_budget_bytes(),
+            WholeModel(ds, h200, 8, {}).kv_budget_bytes() + 30e9);
 }
 
 TEST(WholeModelDeployed, SpeculativeDecodingInTheStepAndPerToken) {
@@ -52,7 +53,8 @@ TEST(WholeModelDeployed, SpeculativeDecodingInTheStepAndPerToken) {
   EXPECT_THROW(WholeModel(ds, h200, 8, f), InputError);  // more than k + 1
   f.accept_length = 2.5;
   const WholeModel w(ds, h200, 8, f);
-  const models::Scenario s = layout_scenario(ds, 8, 8, 4, 1000, models::Strategy::kAgRs, models::DType::kBF16);
+  const models::Scenario s =
+      layout_scenario(ds, 8, 8, 4, 1000, models::Strategy::kAgRs, models::DType::kBF16);
   EXPECT_EQ(w.attention_scenario(s).heads, 3 * s.heads);  // k + 1 query rows per request
   const WholeModel plain(ds, h200, 8, {});
   // The verify step runs 3 tokens per request through the ops; the draft runs the MTP module twice.
@@ -97,13 +99,14 @@ TEST(Baseline, FitRecoversTheRemainderOfASyntheticStep) {
   };
   const WholeModel truth(ds, h200, 8, {});
   const auto engine_tpot = [&](int batch) {
-    const models::Scenario s = layout_scenario(ds, 1, 8, batch, 65536, models::Strategy::kAgRs, models::DType::kBF16);
+    const models::Scenario s =
+        layout_scenario(ds, 1, 8, batch, 65536, models::Strategy::kAgRs, models::DType::kBF16);
     return 61 * layer(s) + truth.modelled_non_attention_s(batch) + 2e-3 + 15e-6 * batch;
   };
   WholeModelFlags f;
   for (const int b : {1, 32}) {
-    f.baseline.push_back("tpot=" + std::to_string(engine_tpot(b) * 1e3) + "ms,tp=8,batch=" + std::to_string(b) +
-                         ",context=64k");
+    f.baseline.push_back("tpot=" + std::to_string(engine_tpot(b) * 1e3) +
+                         "ms,tp=8,batch=" + std::to_string(b) + ",context=64k");
   }
   WholeModel w(ds, h200, 8, f);
   const BaselineFit fit = anchor(w, f, models::DType::kBF16, layer);

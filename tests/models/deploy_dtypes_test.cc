@@ -17,15 +17,15 @@ namespace {
 
 TEST(Fp8KvCache, RoundsToE4m3Saturating) {
   EXPECT_EQ(round_to(DType::kFP8E4M3, 1.0), 1.0);
-  EXPECT_EQ(round_to(DType::kFP8E4M3, 1.0 + 1.0 / 16), 1.0);      // a tie: to even (mantissa 000)
-  EXPECT_EQ(round_to(DType::kFP8E4M3, 1.0 + 3.0 / 16), 1.25);     // a tie: to even (mantissa 010)
-  EXPECT_EQ(round_to(DType::kFP8E4M3, 1.0 + 1.0 / 8), 1.125);     // 3 mantissa bits
-  EXPECT_EQ(round_to(DType::kFP8E4M3, 448.0), 448.0);             // the largest finite
-  EXPECT_EQ(round_to(DType::kFP8E4M3, 470.0), 448.0);             // saturates (480 is NaN in e4m3fn)
+  EXPECT_EQ(round_to(DType::kFP8E4M3, 1.0 + 1.0 / 16), 1.0);   // a tie: to even (mantissa 000)
+  EXPECT_EQ(round_to(DType::kFP8E4M3, 1.0 + 3.0 / 16), 1.25);  // a tie: to even (mantissa 010)
+  EXPECT_EQ(round_to(DType::kFP8E4M3, 1.0 + 1.0 / 8), 1.125);  // 3 mantissa bits
+  EXPECT_EQ(round_to(DType::kFP8E4M3, 448.0), 448.0);          // the largest finite
+  EXPECT_EQ(round_to(DType::kFP8E4M3, 470.0), 448.0);          // saturates (480 is NaN in e4m3fn)
   EXPECT_EQ(round_to(DType::kFP8E4M3, -1e9), -448.0);
   EXPECT_EQ(round_to(DType::kFP8E4M3, std::numeric_limits<double>::infinity()), 448.0);
   EXPECT_TRUE(std::isnan(round_to(DType::kFP8E4M3, std::nan(""))));
-  EXPECT_EQ(round_to(DType::kFP8E4M3, std::ldexp(1.0, -9)), std::ldexp(1.0, -9));  // the smallest subnormal
+  EXPECT_EQ(round_to(DType::kFP8E4M3, std::ldexp(1.0, -9)), std::ldexp(1.0, -9));   // the smallest subnormal
   EXPECT_EQ(round_to(DType::kFP8E4M3, std::ldexp(3.0, -11)), std::ldexp(1.0, -9));  // 0.75 quanta -> 1
   EXPECT_EQ(round_to(DType::kFP8E4M3, std::ldexp(1.0, -11)), 0.0);                  // 0.25 quanta -> 0
   EXPECT_EQ(unit_roundoff(DType::kFP8E4M3), 1.0 / 16);
@@ -59,7 +59,8 @@ TEST(WeightDTypes, BytesPerParameterIncludeTheirScales) {
   EXPECT_DOUBLE_EQ(weight_dtype_bytes(WeightDType::kNVFP4), 0.5 + 1.0 / 16);         // e4m3 per 16
   EXPECT_DOUBLE_EQ(weight_dtype_bytes(WeightDType::kMXFP4), 0.5 + 1.0 / 32);         // e8m0 per 32
   EXPECT_DOUBLE_EQ(weight_dtype_bytes(WeightDType::kINT4), 0.5 + 2.0 / 32);          // bf16 per group of 32
-  for (const char* s : {"bf16", "fp8", "nvfp4", "mxfp4", "int4"}) EXPECT_EQ(to_string(parse_weight_dtype(s)), s);
+  for (const char* s : {"bf16", "fp8", "nvfp4", "mxfp4", "int4"})
+    EXPECT_EQ(to_string(parse_weight_dtype(s)), s);
   EXPECT_THROW(parse_weight_dtype("fp6"), InputError);
 }
 

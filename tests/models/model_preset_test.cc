@@ -52,10 +52,13 @@ TEST(ModelPreset, DeepSeekV3Figures) {
   EXPECT_NEAR(weight_bytes_per_gpu(m, 8), expected, 1.0);
   EXPECT_NEAR(weight_bytes_per_gpu(m, 8) / 1e9, 85.1, 0.1);
   // NVFP4 blocks: 4.5 bits per weight; the MTP module adds one MoE block and a 2h x h projection.
-  EXPECT_LT(weight_bytes_per_gpu(m.with_weight_dtype(WeightDType::kNVFP4), 8), 0.6 * weight_bytes_per_gpu(m, 8));
+  EXPECT_LT(weight_bytes_per_gpu(m.with_weight_dtype(WeightDType::kNVFP4), 8),
+            0.6 * weight_bytes_per_gpu(m, 8));
   EXPECT_NEAR(weight_bytes_per_gpu(m, 8, 1) - weight_bytes_per_gpu(m, 8),
               (p.attention_replicated + (p.attention_projections - p.attention_replicated) / 8 +
-               p.expert * 257 / 8 + 2.0 * 7168 * 7168 / 8) * (1 + 4.0 / 16384) + p.router * 2,
+               p.expert * 257 / 8 + 2.0 * 7168 * 7168 / 8) *
+                      (1 + 4.0 / 16384) +
+                  p.router * 2,
               1.0);
 }
 

@@ -17,7 +17,8 @@ namespace {
 using ::testing::HasSubstr;
 
 // The median of the first table of `kernel` and `key` at `at` exactly (a measured point).
-double measured(const HardwareProfile& p, TableKernel kernel, const std::string& key, std::vector<double> at) {
+double measured(const HardwareProfile& p, TableKernel kernel, const std::string& key,
+                std::vector<double> at) {
   for (const KernelTables& f : p.tables)
     for (const KernelTable& t : f.tables)
       if (t.kernel == kernel && t.key == key)
@@ -53,8 +54,9 @@ TEST(StepOps, GemmFromTheTableExactAtMeasuredPointsElseRatioElseRoofline) {
   const OpPrice roof = gemm_price(bare, WeightDType::kBF16, 1, 7168, 2048);
   EXPECT_EQ(roof.source, OpSource::kAnalytic);
   EXPECT_NEAR(roof.seconds,
-              bare.kernel.floor.si() + (7168.0 * 2048 * 2 + 2.0 * (7168 + 2048)) /
-                                           (bare.gpu.hbm_bandwidth_measured.si() * bare.kernel.hbm_efficiency_max.si()),
+              bare.kernel.floor.si() +
+                  (7168.0 * 2048 * 2 + 2.0 * (7168 + 2048)) /
+                      (bare.gpu.hbm_bandwidth_measured.si() * bare.kernel.hbm_efficiency_max.si()),
               1e-12);
 }
 
@@ -93,7 +95,8 @@ TEST(StepOps, GqaDenseAndTheMtpDraft) {
   const OpStep llama = non_attention_ops(load_model("llama-3.1-70b"), h100, {4, MoeSplit::kTp, 8, 8});
   EXPECT_EQ(op(llama, "qkv_proj").count, 80);
   EXPECT_EQ(op(llama, "down_proj").source, OpSource::kTable);
-  EXPECT_TRUE(std::none_of(llama.ops.begin(), llama.ops.end(), [](const OpPrice& o) { return o.name == "moe experts"; }));
+  EXPECT_TRUE(std::none_of(llama.ops.begin(), llama.ops.end(),
+                           [](const OpPrice& o) { return o.name == "moe experts"; }));
   // DeepSeek's MTP module: one MoE block and its projection, priced at one token per request.
   const ModelPreset ds = load_model("deepseek-v3");
   const HardwareProfile h200 = load_profile("h200-sxm");

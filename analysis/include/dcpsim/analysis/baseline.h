@@ -24,9 +24,9 @@ struct BaselinePoint {
   int batch = 1;
   std::int64_t context = 0;
   models::Strategy strategy = models::Strategy::kAgRs;
-  int spec_tokens = -1;       // -1: as the command's flags
-  double accept_length = 0;   // 0: as the command's flags
-  std::string text;           // as given
+  int spec_tokens = -1;      // -1: as the command's flags
+  double accept_length = 0;  // 0: as the command's flags
+  std::string text;          // as given
 };
 
 // "tpot=12ms,tp=8,batch=1,context=64k[,dcp=1][,strategy=ag-rs][,spec=1,accept=1.8]": tpot in ms (a bare
@@ -35,10 +35,10 @@ BaselinePoint parse_baseline(const std::string& text);
 
 struct BaselineFit {
   std::vector<BaselinePoint> points;
-  std::vector<double> measured_step_s;   // per point: tpot × accept length
-  std::vector<double> attention_s;       // per point: the simulated attention layers (and the draft's)
-  std::vector<double> modelled_rest_s;   // per point: the op model's non-attention part (no overhead)
-  std::vector<double> remainder_s;       // per point: measured − attention − modelled rest
+  std::vector<double> measured_step_s;    // per point: tpot × accept length
+  std::vector<double> attention_s;        // per point: the simulated attention layers (and the draft's)
+  std::vector<double> modelled_rest_s;    // per point: the op model's non-attention part (no overhead)
+  std::vector<double> remainder_s;        // per point: measured − attention − modelled rest
   double fixed_s = 0.0, per_row_s = 0.0;  // remainder(rows) = fixed + per_row × rows
   std::string basis;                      // one line for the output
 };

@@ -30,8 +30,8 @@ struct PlanOptions {
   std::string kv_dtype;                    // empty: the model's
   std::string strategies = "all";
   std::string launch = "graph";
-  double slo_tpot_ms = 0;      // 0: no TPOT bound
-  double slo_user_tps = 0;     // 0: no tokens/s per user bound
+  double slo_tpot_ms = 0;   // 0: no TPOT bound
+  double slo_user_tps = 0;  // 0: no tokens/s per user bound
   WholeModelFlags whole;
 };
 
@@ -50,7 +50,7 @@ struct PlanPoint {
   bool research = false;
   int concurrency = 1;  // per replica
   double layer_s = 0, step_s = 0, tpot_s = 0, user_tps = 0, gpu_tps = 0;
-  bool pareto = false;           // on the front of its kind (shipped or research)
+  bool pareto = false;  // on the front of its kind (shipped or research)
   bool meets_slo = true;
 };
 

@@ -124,7 +124,8 @@ RankGeometry rank_geometry(const ModelPreset& model, int dcp, int tp);
 // Weight bytes one GPU holds at tensor/expert parallel size `tp`: the blocks' linear weights at the weight
 // dtype, sharded over TP except MLA's down-projections (replicated, as vLLM holds them); the embedding and
 // the output head in bf16, sharded over TP; the router in bf16 on every rank. With `mtp_modules` > 0 also
-// that many MTP modules (DeepSeek's: one MoE block and a 2h x h projection; it shares the embedding and head).
+// that many MTP modules (DeepSeek's: one MoE block and a 2h x h projection; it shares the embedding and
+// head).
 double weight_bytes_per_gpu(const ModelPreset& model, int tp, int mtp_modules = 0);
 
 // What a decode step does besides the attention core (projections, MLP/MoE, head, TP all-reduces) is priced

@@ -23,7 +23,7 @@ namespace dcpsim::models {
 // How the MoE experts are split over the TP group: sliced (each GPU a 1/TP slice of every expert, vLLM's
 // default) or whole experts (expert parallelism, vLLM's --enable-expert-parallel: E/TP experts per GPU).
 enum class MoeSplit { kTp, kEp };
-std::string_view to_string(MoeSplit s);   // "tp" | "ep"
+std::string_view to_string(MoeSplit s);        // "tp" | "ep"
 MoeSplit parse_moe_split(std::string_view s);  // InputError listing the spellings
 
 struct StepShape {
@@ -37,8 +37,8 @@ enum class OpSource { kTable, kRatio, kAnalytic };
 std::string_view to_string(OpSource s);  // "table" | "ratio" | "analytic"
 
 struct OpPrice {
-  std::string name;   // "q_b_proj", "moe experts", "all-reduce", ...
-  double count = 0;   // instances per decode step
+  std::string name;    // "q_b_proj", "moe experts", "all-reduce", ...
+  double count = 0;    // instances per decode step
   double seconds = 0;  // one instance
   OpSource source = OpSource::kAnalytic;
   std::string basis;  // "gemm fp8 [1 x 3072 x 1536] H200 table (ai-dynamo/aiconfigurator)" / "roofline ..."
@@ -47,9 +47,9 @@ struct OpPrice {
 
 struct OpStep {
   std::vector<OpPrice> ops;
-  double seconds = 0.0;                        // Σ ops
-  double seconds_by_source[3] = {0, 0, 0};     // indexed by OpSource
-  double weight_bytes = 0.0;                   // weights read per step on one GPU
+  double seconds = 0.0;                     // Σ ops
+  double seconds_by_source[3] = {0, 0, 0};  // indexed by OpSource
+  double weight_bytes = 0.0;                // weights read per step on one GPU
   // "62% measured tables, 30% ratio, 8% analytic": where the time comes from.
   std::string provenance() const;
 };
