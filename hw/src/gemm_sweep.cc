@@ -216,7 +216,8 @@ models::KernelTables run_gemm_sweep(const GemmSweepConfig& c,
       for (const int k : c.k) {
         Buffers b;
         const std::size_t bytes = std::size_t(n) * k * elem;
-        const std::size_t copies = std::clamp<std::size_t>(2 * std::size_t(info.l2_bytes) / bytes + 1, 2, 64);
+        const std::size_t copies =
+            std::clamp<std::size_t>(2 * std::size_t(info.l2_bytes) / bytes + 1, 2, 1024);
         for (std::size_t i = 0; i < copies; ++i) {
           b.weights.push_back(nullptr);
           DCPSIM_CUDA(cudaMalloc(&b.weights.back(), bytes));

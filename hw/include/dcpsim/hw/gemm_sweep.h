@@ -4,7 +4,7 @@
 // and later), over a full m × n × k grid, written as `gemm` kernel tables (keys "bf16", "fp8") that a profile
 // carries ahead of the published ones. out[m][n] = in[m][k] · W[k][n]: the weights W are [n][k] (a Linear
 // layer's), the activations [m][k], the output bf16 [m][n]. Each point is `reps` back-to-back calls between
-// two CUDA events, each call on another copy of the weights (enough copies to exceed twice the L2, as a
+// two CUDA events, each call on another copy of the weights (up to 1024 copies, to exceed twice the L2, as a
 // step's layers stream theirs from HBM), the total over reps: the pace of a CUDA graph's chained GEMMs, with
 // no event overhead per call. cuBLASLt is loaded at run time (libcublasLt.so.13 or .12, from the loader's
 // path, /usr/local/cuda/lib64 or $DCPSIM_CUBLASLT), so the carried binary needs no extra library to start.
