@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "dcpsim/analysis/baseline.h"
+#include "dcpsim/analysis/layouts.h"
 #include "dcpsim/analysis/requests.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/error.h"
@@ -50,7 +51,7 @@ std::vector<models::Strategy> strategies_for(const std::vector<models::Strategy>
 }  // namespace
 
 bool is_research(models::Strategy s) {
-  return s == models::Strategy::kRowStream;
+  return !is_production(s);  // layouts.h: what serving engines ship
 }
 
 std::vector<int> mark_pareto(std::vector<PlanPoint>& points, bool research_kind) {
@@ -97,7 +98,9 @@ PlanResult run_plan(const PlanOptions& o) {
   if (o.gpus < 1 || o.gpus > 4096) throw InputError("--gpus must be in [1, 4096]");
   if (!(o.slo_tpot_ms >= 0) || !(o.slo_user_tps >= 0)) throw InputError("--slo-* must be >= 0");
   const models::HardwareProfile profile = models::load_profile(o.profile);
-  const models::ModelPreset model = models::load_model(o.model);
+  models::ModelPreset model = models::load_model(o.model);
+  if (!o.whole.weight_dtype.empty())
+    model = model.with_weight_dtype(models::parse_weight_dtype(o.whole.weight_dtype));
   const models::DType kv = o.kv_dtype.empty() ? model.kv_cache_dtype : models::parse_dtype(o.kv_dtype);
   if (kv == models::DType::kF64 || kv == models::DType::kF32)
     throw InputError("--kv-dtype: bf16, fp16 or fp8");
@@ -133,7 +136,11 @@ PlanResult run_plan(const PlanOptions& o) {
       PlanLayout l;
       l.tp = tp, l.dcp = dcp, l.replicas = o.gpus / tp;
       try {
-        (void)models::rank_geometry(model, dcp, tp);
+        // layouts.h decides which layouts serving engines run and whether the weights fit.
+        const Layout ev =
+            evaluate_layout(LayoutQuery::of(model, profile, o.whole.gpu_memory_utilization), tp, dcp);
+        if (!ev.valid) throw InputError(ev.invalid_reason);
+        if (!ev.weights_fit) throw InputError("weights do not fit: " + ev.fit_text());
         if (dcp > domain && !(profile.internode.bandwidth.si() > 0))
           throw InputError("DCP group beyond one NVLink domain");
         auto it = wholes.find(tp);
