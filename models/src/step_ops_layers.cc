@@ -217,10 +217,6 @@ void check_step_shape(const ModelPreset& model, const StepShape& s) {
                      std::to_string(s.tp) + ", rows " + std::to_string(s.rows) + ", tokens " +
                      std::to_string(s.tokens) + ")");
   }
-  if (model.config.num_attention_heads % s.tp != 0 && s.tp <= model.config.num_attention_heads) {
-    throw InputError("tp " + std::to_string(s.tp) + " does not divide " + model.name + "'s " +
-                     std::to_string(model.config.num_attention_heads) + " heads");
-  }
 }
 
 }  // namespace

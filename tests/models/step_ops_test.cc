@@ -87,7 +87,7 @@ TEST(StepOps, DeepSeekLayersMoeAndAllReduceFromTables) {
   const OpStep tp1 = non_attention_ops(ds, h200, {1, MoeSplit::kTp, 1, 1});
   EXPECT_TRUE(std::none_of(tp1.ops.begin(), tp1.ops.end(),
                            [](const OpPrice& o) { return o.name.starts_with("all-reduce"); }));
-  EXPECT_THROW(non_attention_ops(ds, h200, {3, MoeSplit::kTp, 1, 1}), InputError);
+  EXPECT_THROW(non_attention_ops(ds, h200, {8, MoeSplit::kTp, 1, 2}), InputError);  // fewer tokens than rows
 }
 
 TEST(StepOps, GqaDenseAndTheMtpDraft) {
