@@ -89,7 +89,9 @@ void fit_stage(const models::HardwareProfile& base, const DeviceRecord& device, 
   for (const FitParameter& f : fit_parameters())
     if (!cf_free_parameter(f.name)) opt.fixed.push_back(f.name);
   CalibrationProvenance prov;
-  prov.traces = all;
+  // Named relative to the profile, as they sit beside it (sources stay meaningful where the files travel).
+  for (const auto& f : all)
+    prov.traces.push_back(paths.dir.empty() ? f : f.lexically_relative(std::filesystem::path(paths.dir)));
   prov.date = date;
   prov.name = o.name.empty() ? paths.stem : o.name;
   std::vector<std::filesystem::path> tables;

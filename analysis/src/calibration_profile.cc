@@ -224,7 +224,8 @@ models::HardwareProfile assemble_profile(const models::HardwareProfile& base, co
   }
   const TimelineFit tl = fit_timelines(fit_traces);
   for (const std::string& line : apply_timeline_fit(
-           tl, p, "the fit steps of " + paths.work() + " (" + device.name + ", " + device.date + ")"))
+           tl, p,
+           "the fit steps (" + paths.stem + ".calibrate/fit/; " + device.name + ", " + device.date + ")"))
     notes.push_back(line);
   // A kernel after a copy node of its graph.
   const TableFamily* after = cp_family(plan, "merge-after-copy");
