@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "dcpsim/analysis/calibrate.h"
+#include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/error.h"
 #include "dcpsim/traces/output_file.h"
@@ -81,11 +82,11 @@ void print_result(const analysis::CalibrationResult& r, const std::string& out) 
 
 void run(const CalibrateArgs& a) {
   if (a.hold_out == 1) throw InputError("--hold-out 1 would hold out every scenario; use K >= 2");
-  std::vector<traces::PathFlag> inputs{{"--profile", a.profile}};
-  for (const std::string& m : a.measured) inputs.push_back({"--measured", m});
-  for (const std::string& m : a.hold_out_files) inputs.push_back({"--hold-out-file", m});
-  traces::check_output_paths(
-      inputs, {{"--out", a.out}, {"the sidecar of --out", analysis::calibration_sidecar(a.out)}});
+  IoGuard io;
+  analysis::guard_profile(io, "--profile", a.profile);
+  analysis::guard_measured(io, "--measured", a.measured);
+  analysis::guard_measured(io, "--hold-out-file", a.hold_out_files);
+  io.output("--out", a.out).output("the sidecar of --out", analysis::calibration_sidecar(a.out)).check();
   std::vector<analysis::MeasuredTrace> traces, held_traces;
   for (const std::string& m : a.measured) traces.push_back(analysis::load_measured(m));
   for (const std::string& m : a.hold_out_files) held_traces.push_back(analysis::load_measured(m));

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "commands.h"
+#include "dcpsim/io_guard.h"
 #include "dcpsim/traces/chrome_writer.h"
 #include "dcpsim/traces/output_file.h"
 
@@ -21,7 +22,7 @@ void add_export_command(CLI::App& app) {
       ->required();
   sub->add_option("input", options->input, "dcpsim trace (.pb) to read")->required();
   sub->callback([options] {
-    traces::check_output_paths({{"input", options->input}}, {{"--chrome", options->chrome}});
+    IoGuard().input("input", options->input).output("--chrome", options->chrome).check();
     traces::export_chrome(options->input, options->chrome);
     std::cout << "wrote " << options->chrome << "\n";
   });

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/error.h"
 #include "dcpsim/hw/device.h"
@@ -133,8 +134,9 @@ void run_command(const HwRunFlags& f, const std::vector<std::string>& argv) {
               : f.emulate ? hw::ProcessMode::kEmulate
                           : hw::ProcessMode::kThreads;
   base.devices = parse_devices(f.devices);
-  traces::check_output_paths({{"--contexts-file", f.scenario.contexts_file}},
-                             {{"--out", f.out}, {"--json", f.json}});
+  IoGuard io;
+  analysis::guard_scenario_flags(io, f.scenario);
+  io.output("--out", f.out).output("--json", f.json).check();
   const std::vector<models::Scenario> scenarios =
       hardware_scenarios(f.scenario, base.mode);  // before any device
   if (base.mode == hw::ProcessMode::kThreads && base.devices.empty()) {

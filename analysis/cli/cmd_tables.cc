@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/table_builder.h"
 #include "dcpsim/error.h"
 #include "dcpsim/traces/output_file.h"
@@ -50,11 +51,15 @@ void run(const TablesArgs& a) {
   if (!a.show.empty()) {
     if (!a.measured.empty() || !a.out.empty())
       throw InputError("--show prints a table file; it takes no --measured or --out");
+    IoGuard().input("--show", a.show).check();
     std::cout << models::describe_kernel_tables(models::load_kernel_tables(a.show));
     return;
   }
   if (a.measured.empty() || a.out.empty())
     throw InputError("tables: give --measured TRACES and --out FILE (or --show FILE)");
+  IoGuard io;
+  analysis::guard_measured(io, "--measured", a.measured);
+  io.output("--out", a.out).check();
   std::vector<analysis::MeasuredTrace> traces;
   for (const auto& path : expand(a.measured)) traces.push_back(analysis::load_measured(path));
   analysis::TableBuildOptions options;

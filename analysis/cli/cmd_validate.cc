@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "commands.h"
+#include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/plot.h"
 #include "dcpsim/analysis/validate.h"
 #include "dcpsim/error.h"
@@ -72,9 +73,11 @@ void print_report(const analysis::ValidationReport& r, const analysis::ValidateO
 }
 
 void run(const ValidateArgs& a) {
-  std::vector<traces::PathFlag> inputs{{"--profile", a.profile}, {"--calibration", a.calibration}};
-  for (const std::string& m : a.measured) inputs.push_back({"--measured", m});
-  traces::check_output_paths(inputs, {{"--report", a.report}, {"--csv", a.csv}, {"--plot", a.plot}});
+  IoGuard io;
+  analysis::guard_profile(io, "--profile", a.profile);
+  analysis::guard_calibration(io, "--calibration", a.calibration, a.profile);
+  analysis::guard_measured(io, "--measured", a.measured);
+  io.output("--report", a.report).output("--csv", a.csv).output("--plot", a.plot).check();
   if (!(a.max_median_err > 0) || !std::isfinite(a.max_median_err)) {
     throw InputError("--max-median-err must be a finite number > 0");
   }

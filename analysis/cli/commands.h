@@ -22,6 +22,7 @@ void add_validate_command(CLI::App& app);   // cmd_validate.cc
 void add_export_command(CLI::App& app);     // cmd_export.cc
 void add_merge_command(CLI::App& app);      // cmd_merge.cc
 void add_import_command(CLI::App& app);
+void add_collectives_command(CLI::App& app);                    // cmd_collectives.cc
 void add_tables_command(CLI::App& app, int argc, char** argv);  // cmd_tables.cc
 
 // One message for every hw command on a machine without a usable GPU (RuntimeError); call it after the

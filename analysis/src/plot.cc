@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dcpsim/error.h"
+#include "dcpsim/interrupt.h"
 #include "dcpsim/traces/output_file.h"
 
 extern char** environ;
@@ -46,10 +47,15 @@ std::optional<int> run_program(const std::vector<std::string>& argv, bool quiet,
   const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) return std::nullopt;
+  const int slot = interrupt::track_child(pid);  // stopped with the command when it is interrupted
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return std::nullopt;
+    if (errno != EINTR) {
+      interrupt::untrack_child(slot);
+      return std::nullopt;
+    }
   }
+  interrupt::untrack_child(slot);
   if (!WIFEXITED(status)) return std::nullopt;
   return WEXITSTATUS(status);
 }
@@ -65,8 +71,7 @@ std::string last_line(const fs::path& file) {
 }
 
 fs::path temp_beside(const fs::path& target, const std::string& suffix) {
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  return dir / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + suffix);
+  return interrupt::temp_name_beside(target, suffix);
 }
 
 std::vector<fs::path> script_candidates() {
@@ -132,6 +137,7 @@ void plot_csv(std::string_view kind, const fs::path& csv, const fs::path& png,
   const std::string python = python_with_matplotlib();
   const fs::path script = plot_script();
   const fs::path errors = temp_beside(png, ".stderr");
+  const interrupt::TrackedFile tracked_errors(errors);
   std::vector<std::string> argv = {python, script.string(), std::string(kind), csv.string(), png.string()};
   argv.insert(argv.end(), options.begin(), options.end());
   const auto status = run_program(argv, false, errors);
@@ -184,6 +190,7 @@ void write_with_plot(std::string_view kind, const std::vector<std::pair<fs::path
   }
   const fs::path csv = temp_beside(png, ".csv");
   const fs::path drawn = temp_beside(png, ".png");
+  const interrupt::TrackedFile tracked_drawn(drawn);
   std::error_code ec;
   try {
     traces::write_file_atomically(csv, plot_csv_text);
@@ -195,7 +202,11 @@ void write_with_plot(std::string_view kind, const std::vector<std::pair<fs::path
     fs::remove(drawn, ec);
     throw;
   }
-  fs::rename(drawn, png, ec);
+  {
+    const interrupt::CriticalSection moving;
+    fs::rename(drawn, png, ec);
+    if (!ec) interrupt::note_written(png);
+  }
   if (ec) {
     fs::remove(drawn, ec);
     throw RuntimeError("cannot move the plot into place at '" + png.string() + "'");

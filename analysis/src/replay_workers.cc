@@ -12,6 +12,7 @@
 #include <string>
 
 #include "dcpsim/error.h"
+#include "dcpsim/interrupt.h"
 
 namespace dcpsim::analysis::detail {
 namespace {
@@ -57,6 +58,7 @@ bool write_all(int fd, const void* data, std::size_t size) {
 
 // The worker's life: answer tasks until the parent closes the task pipe.
 [[noreturn]] void serve(int in, int out, models::Scenario geometry, const ScenarioTiming& timing) {
+  interrupt::enter_worker();
   TaskHeader h{};
   while (read_all(in, &h, sizeof h)) {
     geometry.contexts.resize(static_cast<std::size_t>(h.rows));
@@ -113,7 +115,7 @@ WorkerPool::WorkerPool(int workers, models::Scenario geometry, ScenarioTiming ti
     }
     ::close(tasks[0]);
     ::close(answers[1]);
-    workers_.push_back({pid, tasks[1], answers[0], 0});
+    workers_.push_back({pid, tasks[1], answers[0], 0, interrupt::track_child(pid)});
   }
 }
 
@@ -131,6 +133,7 @@ void WorkerPool::stop() {
     if (w.pid > 0) {
       ::kill(w.pid, SIGTERM);
       ::waitpid(w.pid, nullptr, 0);
+      interrupt::untrack_child(w.slot);
       w.pid = -1;
     }
   }

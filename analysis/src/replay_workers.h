@@ -41,6 +41,7 @@ class WorkerPool {
     int to_worker = -1;    // task pipe (write end)
     int from_worker = -1;  // answer pipe (read end)
     int outstanding = 0;
+    int slot = -1;  // interrupt's child slot
   };
   void dispatch();
   void stop();

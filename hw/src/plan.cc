@@ -29,6 +29,8 @@ const char* phase_name(Phase p) {
       return "a2a_pack";
     case Phase::kAllToAll:
       return "all_to_all";
+    case Phase::kAllToAllLse:
+      return "all_to_all_lse";
     case Phase::kA2aCombine:
       return "a2a_combine";
     case Phase::kDirectMerge:
@@ -43,7 +45,7 @@ const char* phase_name(Phase p) {
 
 bool is_collective(Phase p) {
   return p == Phase::kQAllGather || p == Phase::kLseAllGather || p == Phase::kReduceScatter ||
-         p == Phase::kAllReduce || p == Phase::kAllToAll;
+         p == Phase::kAllReduce || p == Phase::kAllToAll || p == Phase::kAllToAllLse;
 }
 
 std::int64_t StepPlan::local_len(int row, int rank) const {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "dcpsim/error.h"
+#include "dcpsim/json_limits.h"
 #include "profile_embedded.h"
 
 namespace dcpsim::models {
@@ -187,6 +188,27 @@ HardwareProfile load_profile(std::string_view name_or_path) {
   if (looks_like_path) throw InputError(path.string() + ": profile file not found");
   throw InputError("unknown profile \"" + std::string(name_or_path) + "\" (built-in: " + join_names() +
                    "; or a path to a JSON profile file)");
+}
+
+std::vector<std::filesystem::path> profile_files(std::string_view name_or_path) {
+  for (const detail::EmbeddedProfile& e : detail::embedded_profiles())
+    if (e.name == name_or_path) return {};
+  const std::filesystem::path path{std::string(name_or_path)};
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return {};
+  std::vector<std::filesystem::path> files{path};
+  try {
+    const nlohmann::json doc = parse_json_checked(read_profile_file(path), path.string());
+    const auto tables = doc.find("tables");
+    if (!doc.is_object() || tables == doc.end() || !tables->is_array()) return files;
+    for (const nlohmann::json& entry : *tables) {
+      if (!entry.is_string() || entry.get<std::string>().empty()) continue;
+      const std::filesystem::path table = path.parent_path() / entry.get<std::string>();
+      if (std::filesystem::exists(table, ec)) files.push_back(table);
+    }
+  } catch (const std::exception&) {  // load_profile reports what is wrong with the file
+  }
+  return files;
 }
 
 const NcclLatency& nccl_latency(const HardwareProfile& p, Algorithm a, Protocol proto) {

@@ -7,6 +7,7 @@
 #include <simgrid/s4u.hpp>
 
 #include "dcpsim/error.h"
+#include "dcpsim/interrupt.h"
 #include "dcpsim/sim/simgrid_log.h"
 #include "dcpsim/sim/simulator.h"
 
@@ -33,6 +34,7 @@ SimEngine::SimEngine() {
   static char arg1[] = "--log=root.thresh:critical";
   static char* argv[] = {arg0, arg1, nullptr};
   new sg4::Engine(&argc, argv);  // owned by SimGrid for the rest of the process
+  interrupt::reinstall();        // SimGrid's engine takes SIGINT; dcpsim's clean interruption takes it back
   route_simgrid_logging();       // from here on SimGrid's log lines are kept, never printed
   // DESIGN.md "Simulator notes": with these an 8-GPU star matches alpha-beta hand calculations to 1e-15.
   sg4::Engine::set_config("network/model:CM02");

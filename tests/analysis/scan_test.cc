@@ -70,10 +70,10 @@ class Scan : public ::testing::Test {
 TEST_F(Scan, ShardsConcatenateToTheUnshardedCsv) {
   ScanOptions o = small_grid();
   const ScanReport all = run_scan(o, dir / "all.csv", log);
-  // 4 dcp x 2 heads x 2 batch x 2 context x 6 strategies, minus dcp 3 with any head-scattering strategy (all
+  // 4 dcp x 2 heads x 2 batch x 2 context x 7 strategies, minus dcp 3 with any head-scattering strategy (all
   // but ag-ar).
-  EXPECT_EQ(all.scenarios, 4u * 2 * 2 * 2 * 6 - 2u * 2 * 2 * 5);
-  EXPECT_EQ(all.skipped.size(), 2u * 2 * 2 * 5);
+  EXPECT_EQ(all.scenarios, 4u * 2 * 2 * 2 * 7 - 2u * 2 * 2 * 6);
+  EXPECT_EQ(all.skipped.size(), 2u * 2 * 2 * 6);
   const std::string whole = read(dir / "all.csv");
   std::string joined;
   o.jobs = 2;

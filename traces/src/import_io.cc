@@ -2,13 +2,16 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <streambuf>
 #include <system_error>
 
 #include "dcpsim/error.h"
+#include "dcpsim/memory_budget.h"
 
 namespace dcpsim::traces {
 
@@ -28,6 +31,7 @@ class InputFile::GzipBuffer final : public std::streambuf {
 
   bool direct() const { return gzdirect(file_) != 0; }
   const std::string& error() const { return error_; }
+  bool too_large() const { return too_large_; }
 
  protected:
   int_type underflow() override {
@@ -41,6 +45,14 @@ class InputFile::GzipBuffer final : public std::streambuf {
     if (n == 0) {
       // gzread reports a stream cut short only once the data before the cut has been delivered.
       record_error();
+      return traits_type::eof();
+    }
+    delivered_ += n;
+    if (!direct() && delivered_ > memory::max_input_bytes()) {
+      error_ = "it expands to more than " +
+               memory::gigabytes(static_cast<double>(memory::max_input_bytes())) + " (" +
+               memory::max_input_hint() + ")";
+      too_large_ = true;
       return traits_type::eof();
     }
     setg(data_.data(), data_.data(), data_.data() + n);
@@ -59,6 +71,8 @@ class InputFile::GzipBuffer final : public std::streambuf {
   gzFile file_;
   std::array<char, 1 << 16> data_{};
   std::string error_;
+  std::int64_t delivered_ = 0;
+  bool too_large_ = false;
 };
 
 InputFile::InputFile(std::filesystem::path path) : path_(std::move(path)) {
@@ -83,6 +97,7 @@ bool InputFile::gzipped() const {
 }
 
 void InputFile::check() const {
+  if (buffer_->too_large()) throw InputError("'" + path_.string() + "': " + buffer_->error());
   if (!buffer_->error().empty()) {
     throw InputError("'" + path_.string() + "': corrupt or truncated gzip data (" + buffer_->error() + ")");
   }
@@ -97,6 +112,21 @@ bool InputFile::next_line(std::string& line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
   ++line_number_;
   return true;
+}
+
+double expanded_size_hint(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char head[2] = {0, 0};
+  if (!in.read(reinterpret_cast<char*>(head), 2)) return 0;
+  in.seekg(0, std::ios::end);
+  const double size = static_cast<double>(in.tellg());
+  if (head[0] != 0x1f || head[1] != 0x8b || size < 18) return size;
+  unsigned char trailer[4] = {0, 0, 0, 0};
+  in.seekg(-4, std::ios::end);
+  in.read(reinterpret_cast<char*>(trailer), 4);
+  const std::uint32_t isize =
+      trailer[0] | (trailer[1] << 8) | (trailer[2] << 16) | (std::uint32_t(trailer[3]) << 24);
+  return std::max(static_cast<double>(isize), size);
 }
 
 std::string InputFile::where(std::int64_t line) const {

@@ -1,5 +1,6 @@
 #include "temp_file.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,26 +13,30 @@
 #include <vector>
 
 #include "dcpsim/error.h"
+#include "dcpsim/interrupt.h"
 #include "dcpsim/traces/output_file.h"
 
 namespace dcpsim::traces {
 
 std::FILE* open_temp_beside(const std::filesystem::path& target, std::filesystem::path& temp_path) {
   if (target.filename().empty()) throw InputError("output path '" + target.string() + "' names no file");
-  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
-  std::string name = (dir / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
-  const int fd = ::mkstemp(name.data());
+  // The name is chosen and tracked before the file exists (O_EXCL), so an interruption at any moment finds
+  // it in the registry and removes it.
+  const std::filesystem::path name = interrupt::temp_name_beside(target);
+  const int slot = interrupt::track_file(name);
+  const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
-    throw InputError("cannot create output file '" + target.string() + "': " + std::strerror(errno) +
+    const int err = errno;
+    interrupt::untrack_file(slot);
+    throw InputError("cannot create output file '" + target.string() + "': " + std::strerror(err) +
                      " (its directory must exist and be writable)");
   }
-  // mkstemp makes the file private (0600); a trace is an ordinary output file.
-  ::fchmod(fd, 0644);
   std::FILE* file = ::fdopen(fd, "wb");
   if (file == nullptr) {
     const int err = errno;
     ::close(fd);
     ::unlink(name.c_str());
+    interrupt::untrack_file(slot);
     throw RuntimeError("cannot open output file '" + target.string() + "': " + std::strerror(err));
   }
   temp_path = name;
@@ -46,15 +51,22 @@ void commit_temp(std::FILE*& file, const std::filesystem::path& temp_path,
   std::error_code ec;
   if (write_failed || close_failed) {
     std::filesystem::remove(temp_path, ec);
+    interrupt::untrack_file(temp_path);
     throw RuntimeError("writing '" + target.string() + "' failed (disk full or I/O error)");
   }
-  std::filesystem::rename(temp_path, target, ec);
+  {
+    const interrupt::CriticalSection moving;  // an interruption waits until the output is in place
+    std::filesystem::rename(temp_path, target, ec);
+    if (!ec) interrupt::note_written(target);
+  }
   if (ec) {
     std::error_code ignored;
     std::filesystem::remove(temp_path, ignored);
+    interrupt::untrack_file(temp_path);
     throw RuntimeError("cannot move the finished output into place at '" + target.string() +
                        "': " + ec.message());
   }
+  interrupt::untrack_file(temp_path);
 }
 
 void discard_temp(std::FILE*& file, std::filesystem::path& temp_path) noexcept {
@@ -63,6 +75,7 @@ void discard_temp(std::FILE*& file, std::filesystem::path& temp_path) noexcept {
   if (!temp_path.empty()) {
     std::error_code ignored;
     std::filesystem::remove(temp_path, ignored);
+    interrupt::untrack_file(temp_path);
     temp_path.clear();
   }
 }
@@ -101,6 +114,8 @@ void write_files_atomically(const std::vector<std::pair<std::filesystem::path, s
         throw RuntimeError("writing '" + files[i].first.string() + "' failed (disk full or I/O error)");
       }
     }
+    // Either every file appears or none changes: an interruption waits until all are in place.
+    const interrupt::CriticalSection moving;
     for (std::size_t i = 0; i < files.size(); ++i) {
       std::error_code ec;
       std::filesystem::rename(pending[i].temp, files[i].first, ec);
@@ -108,6 +123,8 @@ void write_files_atomically(const std::vector<std::pair<std::filesystem::path, s
         throw RuntimeError("cannot move the finished output into place at '" + files[i].first.string() +
                            "': " + ec.message());
       }
+      interrupt::note_written(files[i].first);
+      interrupt::untrack_file(pending[i].temp);
       pending[i].temp.clear();
     }
   } catch (...) {

@@ -28,7 +28,8 @@ class InputFile {
   bool next_line(std::string& line);
   std::int64_t line_number() const { return line_number_; }
 
-  // Throws InputError naming the file when decompression failed (corrupt or truncated gzip).
+  // Throws InputError naming the file when decompression failed (corrupt or truncated gzip) or a gzip stream
+  // expanded past memory::max_input_bytes() (--max-input-gb: a small file must not expand without bound).
   void check() const;
 
   bool gzipped() const;
@@ -45,5 +46,9 @@ class InputFile {
   std::unique_ptr<std::istream> stream_;
   std::int64_t line_number_ = 0;
 };
+
+// The bytes `path` will expand to when read: its size, or for gzip its trailer's ISIZE (the size modulo 2^32,
+// taken as at least the compressed size), for memory estimates before reading. 0 when it cannot be read.
+double expanded_size_hint(const std::filesystem::path& path);
 
 }  // namespace dcpsim::traces

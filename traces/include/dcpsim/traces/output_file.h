@@ -24,11 +24,11 @@ struct PathFlag {
   std::filesystem::path path;
 };
 
-// The check every subcommand runs on its paths before any work starts. Empty paths are skipped. Each output
-// must name a file (not a directory or a device) in an existing, writable directory, and differ from every
-// input and every other output; paths are compared resolved (std::filesystem::weakly_canonical, and as the
-// same file when both exist), so "a.pb", "./a.pb" and a symlink to it are equal. Throws InputError naming
-// the flags.
+// The guard of dcpsim/io_guard.h over paths listed by hand: empty paths and inputs that do not exist are
+// skipped. Each output must name a file (not a directory or a device) in an existing, writable directory, and
+// differ from every input and every other output (resolved paths, and st_dev + st_ino). Throws InputError
+// naming the flags. New code lists its inputs in an IoGuard (analysis/io_inputs.h adds a profile's tables,
+// a model file and the traces of a directory).
 void check_output_paths(const std::vector<PathFlag>& inputs, const std::vector<PathFlag>& outputs);
 
 }  // namespace dcpsim::traces
