@@ -154,9 +154,11 @@ void add_a2a_two_call_merge(StepGraph& step, std::vector<RankStream>& streams,
   }
   const CollectiveSpans out =
       collective_kernel(step, streams, kPhaseCollective, "all_to_all", Collective::kAllToAll,
-                        rows * s.heads * s.head_dim * double(models::dtype_bytes(s.out_dtype)), options);
-  const CollectiveSpans lse = collective_kernel(step, streams, kPhaseLseCollective, "all_to_all_lse",
-                                                Collective::kAllToAll, rows * s.heads * kLseBytes, options);
+                        rows * s.heads * s.head_dim * double(models::dtype_bytes(s.out_dtype)), options,
+                        dtype_name(s.out_dtype));
+  const CollectiveSpans lse =
+      collective_kernel(step, streams, kPhaseLseCollective, "all_to_all_lse", Collective::kAllToAll,
+                        rows * s.heads * kLseBytes, options, dtype_name(models::DType::kF32));
   for (int r = 0; r < n; ++r) {
     combine[r] = streams[r].kernel("a2a_combine", step.price(r, models::MemoryKernel::kA2aCombine, m, true),
                                    models::unpack_combine_bytes(m));

@@ -18,6 +18,7 @@
 #include "dcpsim/analysis/measured.h"
 #include "dcpsim/analysis/table_builder.h"
 #include "dcpsim/analysis/validate.h"
+#include "dcpsim/error.h"
 #include "dcpsim/models/cost_kernels.h"
 #include "dcpsim/models/scenario_proto.h"
 #include "dcpsim/models/sharding.h"
@@ -197,6 +198,35 @@ TEST_F(ImportedTables, ValidateNamesTheImplementationsAndWarnsOncePerKernelWitho
   EXPECT_EQ(correction, 1);
   EXPECT_GT(builtin.median_error, 0.05);  // another kernel's price
 }
+
+// The real thing (traces/measured/h100-torch-dcp: the torch/Triton step on one H100 over the grid committed
+// in docs/validation/torch_dcp/grid.json before any trace was taken): tables and models from the three fit
+// traces predict the 16 held-out points within the 5% median the issue asks for (3.96% when written).
+TEST_F(ImportedTables, TorchDcpStepOnOneH100PredictsItsHeldOutPoints) {
+  const fs::path data = fs::path(DCPSIM_SOURCE_DIR) / "traces/measured/h100-torch-dcp";
+  std::ifstream in(fs::path(DCPSIM_SOURCE_DIR) / "docs/validation/torch_dcp/grid.json");
+  const json grid = json::parse(in);
+  const auto import = [&](const json& point) {
+    models::Scenario s =
+        step(point["dcp"].get<int>(), point["batch"].get<int>(), point["context"].get<std::int64_t>());
+    s.heads = s.kv_heads = point["heads"].get<int>();  // MHA
+    s.strategy = models::Strategy::kAgRs;
+    traces::ImportOptions o;
+    o.scenario = models::to_proto(s);
+    const fs::path out = dir_ / (point["id"].get<std::string>() + ".pb");
+    traces::ProtobufTraceWriter w(out);
+    traces::import_kineto(data / (point["id"].get<std::string>() + ".json.gz"), w, o);
+    return load_measured(out);
+  };
+  std::vector<MeasuredTrace> fit, held;
+  for (const json& p : grid["fit"]) fit.push_back(import(p));
+  for (const json& p : grid["heldout"]) held.push_back(import(p));
+  const models::KernelTables tables = build_kernel_tables(fit, {}).tables;
+  const ValidationReport r = validate(profile_with(tables), std::nullopt, all_sections(held));
+  EXPECT_EQ(r.sections.size(), 16u);
+  EXPECT_LT(r.median_error, 0.05);
+  for (const ImplementationUse& u : r.implementations) EXPECT_TRUE(u.own) << describe(u);
+}
 #endif
 
 TEST(ImportPhaseRules, ImplementationsOfTheBuiltInRulesAndAUserFile) {
@@ -220,7 +250,7 @@ TEST(ImportPhaseRules, ImplementationsOfTheBuiltInRulesAndAUserFile) {
   EXPECT_EQ(rules[0].implementation, "mine");
   EXPECT_EQ(rules[1].implementation, "");
   std::ofstream(dir / "r.json") << R"({"my_attn": {"phase": "attention", "impl": "mine"}})";
-  EXPECT_THROW(traces::read_phase_rules(dir / "r.json"), InputError);
+  EXPECT_THROW(traces::read_phase_rules(dir / "r.json"), dcpsim::InputError);
   fs::remove_all(dir);
 }
 
