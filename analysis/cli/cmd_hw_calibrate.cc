@@ -2,8 +2,6 @@
 // (analysis/calibration_run.h): every kernel-table family the simulator reads, the fit, PDL and held-out
 // steps, the fit, and the held-out validation, each stage kept in named files so that a run cut short
 // resumes.
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -12,16 +10,13 @@
 
 #include "commands.h"
 #include "dcpsim/analysis/calibration_run.h"
+#include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/error.h"
+#include "dcpsim/interrupt.h"
+#include "dcpsim/io_guard.h"
 
 namespace dcpsim::cli {
 namespace {
-
-std::atomic<int> g_signal{0};
-
-extern "C" void on_signal(int sig) {
-  g_signal = sig;
-}
 
 struct CalibrateFlags {
   std::string out, base, name, budget = "10m", date;
@@ -75,13 +70,15 @@ void run(const CalibrateFlags& f, const std::string& command) {
     std::cout << analysis::describe_calibration(o);
     return;
   }
+  const analysis::CalibrationPaths paths = analysis::calibration_paths(f.out);
+  IoGuard io;
+  if (!f.base.empty()) analysis::guard_profile(io, "--base", f.base);
+  io.output("--out", paths.profile()).output("the sidecar of --out", paths.sidecar()).check();
   o.progress = [](const std::string& line) { std::cerr << line << std::endl; };
-  o.interrupted = [] { return g_signal.load() != 0; };
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  // An interruption (dcpsim/interrupt.h) ends the command at once, removing what was half written and naming
+  // the checkpoints kept: every finished table and step file, resumed by the same command.
+  o.interrupted = [] { return interrupt::requested(); };
   const analysis::CalibrateRunResult r = analysis::run_calibration(o);
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
   for (const std::string& line : r.lines) std::cout << line << "\n";
   std::cout << std::flush;
   switch (r.outcome) {
@@ -94,7 +91,7 @@ void run(const CalibrateFlags& f, const std::string& command) {
     case analysis::RunOutcome::kNeedsSimulator:
     case analysis::RunOutcome::kInterrupted:
       // Not a failure: the run stopped where it was told to, with everything so far kept. Exit 3 tells a
-      // script to run the same command again (130 after a signal, as shells report one).
+      // script to run the same command again (130 after a signal that a loop saw first).
       std::cerr << r.message << std::endl;
       std::fflush(nullptr);
       std::_Exit(r.outcome == analysis::RunOutcome::kInterrupted ? 130 : 3);

@@ -11,6 +11,7 @@
 #include "dcpsim/analysis/calibration_fit.h"
 #include "dcpsim/error.h"
 #include "dcpsim/hw/bench.h"
+#include "dcpsim/interrupt.h"
 #include "dcpsim/hw/device.h"
 #include "dcpsim/hw/runner.h"
 #include "dcpsim/json_limits.h"
@@ -257,6 +258,7 @@ CalibrateRunResult run_calibration(const CalibrateRunOptions& o) {
       make_calibration_plan(base, hw::built_with_flashinfer() || !hw::built_with_cuda());
   cr_check_plan_file(paths, plan);
   std::filesystem::create_directories(paths.work());
+  interrupt::keep_checkpoint(paths.work());  // an interruption's message names what the same command resumes
   CrRun run(o, paths);
   run.say("dcpsim hw calibrate: " + paths.profile() + " from " + base.name +
           (gpu ? " on " + device_name : "") + ", plan " + plan.fingerprint() + ", estimate " +
