@@ -5,8 +5,8 @@
 
 #include "commands.h"
 #include "dcpsim/analysis/merge_io.h"
-#include "dcpsim/io_guard.h"
 #include "dcpsim/analysis/scenario_flags.h"
+#include "dcpsim/io_guard.h"
 #include "dcpsim/models/merge.h"
 #include "dcpsim/models/types.h"
 #include "dcpsim/traces/output_file.h"

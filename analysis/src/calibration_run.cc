@@ -11,9 +11,9 @@
 #include "dcpsim/analysis/calibration_fit.h"
 #include "dcpsim/error.h"
 #include "dcpsim/hw/bench.h"
-#include "dcpsim/interrupt.h"
 #include "dcpsim/hw/device.h"
 #include "dcpsim/hw/runner.h"
+#include "dcpsim/interrupt.h"
 #include "dcpsim/json_limits.h"
 #include "dcpsim/traces/output_file.h"
 #include "dcpsim/traces/protobuf_writer.h"
@@ -213,13 +213,20 @@ json cr_plan_json(const CalibrationPlan& plan, const DeviceRecord* d, const Cali
                   const std::string& date) {
   json stages = json::array();
   for (const CalibrationStage& s : plan.stages) stages.push_back(s.name);
-  return {{"format", "dcpsim-calibrate-plan/1"},
-          {"fingerprint", plan.fingerprint()},
-          {"base", plan.base},
-          {"device", d ? d->name : ""},
-          {"stages", stages},
-          {"date", date},
-          {"command", o.command}};
+  json j = {{"format", "dcpsim-calibrate-plan/1"},
+            {"fingerprint", plan.fingerprint()},
+            {"base", plan.base},
+            {"device", d ? d->name : ""},
+            {"stages", stages},
+            {"date", date},
+            {"command", o.command}};
+  if (d) {  // the provenance every file of the run carries
+    j["driver"] = d->driver;
+    j["cuda"] = d->cuda;
+    j["nccl"] = d->nccl;
+    j["clocks"] = d->clocks;
+  }
+  return j;
 }
 
 // The plan.json of an earlier run must be this plan's: checkpoints of another plan or GPU would mix.
@@ -319,7 +326,16 @@ CalibrateRunResult run_calibration(const CalibrateRunOptions& o) {
           device_name = device->name;
           break;
         case StageKind::kTables:
-          cr_measure_tables(run, s, *device, date, left_after);
+          try {
+            cr_measure_tables(run, s, *device, date, left_after);
+          } catch (const RuntimeError& e) {
+            if (s.family.listed) throw;
+            // A family the profile does not list (the after-copy delay: it needs the GPU timeline) is not
+            // worth the run: the number it gives stays the base's, and the log says why.
+            const std::string path = paths.work() + paths.table_file(s.family.name);
+            traces::write_file_atomically(path + ".failed.txt", std::string(e.what()) + "\n");
+            run.say("  " + s.name + " FAILED (the profile keeps the base's number): " + e.what());
+          }
           break;
         case StageKind::kSteps:
           cr_measure_steps(run, s, left_after);

@@ -22,7 +22,7 @@ BIN=$PWD/.carry/bin
 mkdir -p "$OUT" "$W"
 nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null)
 nccl_lib=$(dirname "$(find "${nccl:-/}" -name 'libnccl.so.2' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=$BIN:$BIN/simgrid:$nccl_lib:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=$BIN:$nccl_lib:${LD_LIBRARY_PATH:-}  # SimGrid, when carried: .carry/bin/simgrid by RPATH
 if [ -n "${RESUME:-}" ]; then
   tar xzf "$RESUME" -C "$W" && echo "resuming from $RESUME: $(ls "$W/$name.calibrate" | tr '\n' ' ')"
 fi
