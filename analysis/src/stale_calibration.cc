@@ -38,7 +38,8 @@ nlohmann::json fitted_on_json(const std::vector<std::filesystem::path>& tables) 
   nlohmann::json t = nlohmann::json::object();
   for (const auto& p : tables) t[p.filename().string()] = file_hash(p);
   return {{"kernel_sources", std::string(hw::kernel_sources_hash())},
-          {"kernel_sources_rule", "SHA-256 over the hw/ops/ files behind the tables' kernels (hw/CMakeLists.txt)"},
+          {"kernel_sources_rule",
+           "SHA-256 over the hw/ops/ files behind the tables' kernels (hw/CMakeLists.txt)"},
           {"tables", t},
           {"tables_rule", "64-bit FNV-1a of each file's bytes"}};
 }
