@@ -592,7 +592,59 @@ def validate_plot(path, out):
     save(fig, out)
 
 
-COMMANDS = {"scan": scan_plot, "replay": replay_plot, "validate": validate_plot}
+def plan_plot(path, out):
+    """dcpsim plan: tokens/s per GPU against tokens/s per user, every point faint, each layout's Pareto
+    points joined, the shipped front bold, the research front dashed and apart, the best point ringed."""
+    import matplotlib.ticker  # noqa: F401 (the tick formatters below)
+
+    rows = read_rows(path, ["tp", "dcp", "strategy", "research", "concurrency", "tokens_per_s_user",
+                            "tokens_per_s_gpu", "pareto", "best", "model", "profile", "gpus"])
+    if not rows:
+        raise InputProblem(f"{path}: no points to plot")
+    fig, ax = plt.subplots(figsize=(8.5, 5.5))
+    layouts = sorted({(int(r["tp"]), int(r["dcp"])) for r in rows})
+    colours = plt.get_cmap("tab10")
+    for i, (tp, dcp) in enumerate(layouts):
+        mine = [r for r in rows if (int(r["tp"]), int(r["dcp"])) == (tp, dcp) and r["research"] == "false"]
+        if not mine:
+            continue
+        x = [number(r, "tokens_per_s_user", path) for r in mine]
+        y = [number(r, "tokens_per_s_gpu", path) for r in mine]
+        label = f"TP{tp}" + (f" DCP{dcp}" if dcp > 1 else "")
+        ax.scatter(x, y, s=10, color=colours(i % 10), alpha=0.35)
+        front = sorted((a, b) for a, b, r in zip(x, y, mine) if all(
+            not (number(q, "tokens_per_s_user", path) >= a and number(q, "tokens_per_s_gpu", path) >= b and
+                 (number(q, "tokens_per_s_user", path) > a or number(q, "tokens_per_s_gpu", path) > b))
+            for q in mine))
+        ax.plot([a for a, _ in front], [b for _, b in front], "-o", ms=3, lw=1.2, color=colours(i % 10),
+                label=label)
+    for kind, style, name in (("false", "k-", "Pareto front (shipped strategies)"),
+                              ("true", "k--", "research front (row-stream, not deployable)")):
+        front = sorted((number(r, "tokens_per_s_user", path), number(r, "tokens_per_s_gpu", path))
+                       for r in rows if r["pareto"] == "true" and r["research"] == kind)
+        if front:
+            ax.plot([a for a, _ in front], [b for _, b in front], style, lw=2.2 if kind == "false" else 1.2,
+                    alpha=0.8, label=name)
+    for r in rows:
+        if r["best"] == "true":
+            ax.scatter([number(r, "tokens_per_s_user", path)], [number(r, "tokens_per_s_gpu", path)], s=160,
+                       facecolors="none", edgecolors="red", linewidths=2,
+                       label=f"best under the SLO: TP{r['tp']} DCP{r['dcp']} {r['strategy']} x{r['concurrency']}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel("tokens/s per user (1 / TPOT)")
+    ax.set_ylabel("tokens/s per GPU")
+    ax.set_title(f"dcpsim plan — {rows[0]['model']} on {rows[0]['gpus']} x {rows[0]['profile']}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    save(fig, out)
+
+
+COMMANDS = {"scan": scan_plot, "replay": replay_plot, "validate": validate_plot, "plan": plan_plot}
 
 
 def main(argv):

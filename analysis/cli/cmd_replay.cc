@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dcpsim/analysis/baseline.h"
 #include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/layouts.h"
 #include "dcpsim/analysis/plot.h"
@@ -160,7 +161,7 @@ void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile
   if (!layout.weights_fit)
     throw InputError("replay: the layout TP " + std::to_string(layout.tp) + " x DCP " +
                      std::to_string(layout.dcp) + " " + layout.fit_text() + " (give a larger --tp)");
-  const analysis::WholeModel model(query.model, profile, layout.tp, a.whole);
+  analysis::WholeModel model(query.model, profile, layout.tp, a.whole);
   c.batcher.max_rows = a.max_rows;
   c.batcher.max_steps = a.steps;
   c.batcher.time_window_s = a.time_window;
@@ -182,9 +183,11 @@ void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile
   sim::SimOptions options;
   options.max_gpus = std::max(options.max_gpus, c.batcher.geometry.dcp);
   const sim::Simulator simulator(profile, options);
+  analysis::anchor(model, a.whole, c.batcher.geometry.kv_dtype,
+                   [&](const models::Scenario& s) { return simulator.run(s).step_latency_s; });
   simulator.prepare();  // the worker processes inherit built platforms
   const analysis::ScenarioTiming timing = [&](const models::Scenario& s) {
-    return analysis::step_timing(simulator.run(s));
+    return analysis::step_timing(simulator.run(model.attention_scenario(s)));
   };
   Progress progress;
   const analysis::ReplayResult result =

@@ -13,6 +13,7 @@
 #include "commands.h"
 
 #ifdef DCPSIM_WITH_SIMGRID
+#include "dcpsim/analysis/baseline.h"
 #include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/layouts.h"
 #include "dcpsim/analysis/scenario_flags.h"
@@ -95,13 +96,15 @@ std::string collectives_text(const sim::StepResult& r, const std::string& strate
 const char* kCollectivesHeader = "  %-14s %-14s %-15s %-12s %12s %10s %11s %11s\n";
 
 std::string whole_step_text(const analysis::WholeModel& m, const sim::StepResult& r) {
-  char line[512];
+  char line[1536];
   const int rows = r.scenario.rows();
+  const double step = m.decode_step_s(r.step_latency_s, rows);
   std::snprintf(line, sizeof line,
                 "  decode step (%d layers + non-attention): %.3f ms = %d x %.3f us + %.1f us\n"
-                "    non-attention time: %s\n",
-                m.layers(), m.decode_step_s(r.step_latency_s, rows) * 1e3, m.layers(), r.step_latency_s * 1e6,
-                m.non_attention_s(rows) * 1e6, m.non_attention_basis().c_str());
+                "    TPOT %.3f ms, %.0f tokens/s (%.1f per request); non-attention time: %s\n",
+                m.layers(), step * 1e3, m.layers(), r.step_latency_s * 1e6, m.non_attention_s(rows) * 1e6,
+                m.tpot_s(step) * 1e3, m.tokens_per_s(step, rows), 1.0 / m.tpot_s(step),
+                m.non_attention_basis().c_str());
   return line;
 }
 
@@ -148,7 +151,11 @@ nlohmann::json json_of(const sim::StepResult& r, const analysis::WholeModel& m, 
                       {"layers", m.layers()},
                       {"non_attention_us", m.non_attention_s(rows) * 1e6},
                       {"non_attention_basis", m.non_attention_basis()},
-                      {"decode_step_us", m.decode_step_s(r.step_latency_s, rows) * 1e6}};
+                      {"decode_step_us", m.decode_step_s(r.step_latency_s, rows) * 1e6},
+                      {"tpot_us", m.tpot_s(m.decode_step_s(r.step_latency_s, rows)) * 1e6},
+                      {"tokens_per_s", m.tokens_per_s(m.decode_step_s(r.step_latency_s, rows), rows)},
+                      {"spec_tokens", m.spec_tokens()},
+                      {"accept_length", m.accept_length()}};
   const std::int64_t capacity = m.kv_capacity_tokens(r.scenario);
   j["memory"] = {{"hbm_bytes", m.hbm_bytes()},
                  {"weight_bytes_per_gpu", m.weight_bytes_per_gpu()},
@@ -292,8 +299,11 @@ void run_simulate(const SimulateOptions& o) {
   io.output("--out", o.out).output("--chrome", o.chrome).output("--json", o.json).check();
   const models::HardwareProfile profile = models::load_profile(o.profile);
   analysis::ScenarioFlags flags = o.flags;
+  std::optional<models::ModelPreset> deployed = analysis::model_of(flags);
+  if (deployed && !o.whole.weight_dtype.empty())
+    deployed = deployed->with_weight_dtype(models::parse_weight_dtype(o.whole.weight_dtype));
   const analysis::LayoutQuery query =
-      analysis::LayoutQuery::of(analysis::model_of(flags), profile, o.whole.gpu_memory_utilization);
+      analysis::LayoutQuery::of(deployed, profile, o.whole.gpu_memory_utilization);
   RunContext c;
   c.tp = analysis::resolve_tp(flags, query);
   c.include_research = o.include_research;
@@ -306,8 +316,10 @@ void run_simulate(const SimulateOptions& o) {
   const int tp = analysis::tp_of(flags, dcp);
   c.layout = analysis::evaluate_layout(query, tp, dcp);
   if (!c.layout.valid) throw InputError(c.layout.invalid_reason);
-  const analysis::WholeModel model(query.model, profile, tp, o.whole);
+  analysis::WholeModel model(query.model, profile, tp, o.whole);
   const sim::Simulator simulator(profile, sim_options(o, dcp));
+  analysis::anchor(model, o.whole, base.kv_dtype,
+                   [&](const models::Scenario& s) { return simulator.run(s).step_latency_s; });
 
   std::optional<traces::ProtobufTraceWriter> pb;
   std::optional<traces::ChromeTraceWriter> chrome;
@@ -319,7 +331,7 @@ void run_simulate(const SimulateOptions& o) {
 
   std::vector<sim::StepResult> results;
   for (const models::Scenario& s : choice.run)
-    results.push_back(simulator.run(s, sinks.empty() ? nullptr : &tee));
+    results.push_back(simulator.run(model.attention_scenario(s), sinks.empty() ? nullptr : &tee));
   if (!sinks.empty()) tee.finish();
   const std::string model_name = analysis::model_label(o.flags);
   if (!o.json.empty())

@@ -12,6 +12,7 @@ void add_profiles_command(CLI::App& app);                            // cmd_prof
 void add_simulate_command(CLI::App& app);                            // cmd_simulate.cc
 void add_scan_command(CLI::App& app);                                // cmd_scan.cc
 void add_replay_command(CLI::App& app);                              // cmd_replay.cc
+void add_plan_command(CLI::App& app);                                // cmd_plan.cc
 void add_hw_command(CLI::App& app, int argc, char** argv);           // cmd_hw.cc
 void add_hw_bench(CLI::App& hw_cmd);                                 // cmd_hw_bench.cc: `hw bench`
 void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv);  // cmd_hw_sweep.cc

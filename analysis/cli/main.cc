@@ -155,6 +155,7 @@ int main(int argc, char** argv) {
   cli::add_simulate_command(app);
   cli::add_scan_command(app);
   cli::add_replay_command(app);
+  cli::add_plan_command(app);
   cli::add_hw_command(app, argc, argv);
   cli::add_calibrate_command(app);
   cli::add_validate_command(app);

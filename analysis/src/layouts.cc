@@ -169,11 +169,13 @@ double LayoutQuery::weight_bytes_per_parameter() const {
 std::string LayoutQuery::weight_dtype_name() const {
   const double b = weight_bytes_per_parameter();
   std::string name = weight_dtype;
+  if (name.empty() && model && !bytes_per_parameter)
+    name = std::string(models::to_string(model->weight_dtype));
   if (name.empty()) {
     name = b == 4.0 ? "fp32" : b == 2.0 ? "bf16" : b == 1.0 ? "fp8" : b == 0.5 ? "4-bit" : "";
   }
   char bytes[64];
-  std::snprintf(bytes, sizeof bytes, "%g byte%s per parameter", b, b == 1.0 ? "" : "s");
+  std::snprintf(bytes, sizeof bytes, "%.3g byte%s per parameter", b, b == 1.0 ? "" : "s");
   return name.empty() ? std::string(bytes) : name + " (" + bytes + ")";
 }
 
@@ -215,7 +217,14 @@ Layout evaluate_layout(const LayoutQuery& q, int tp, int dcp) {
     l.invalid_reason = e.what();
     return l;
   }
-  l.weight_bytes_per_gpu = models::parameter_counts(*q.model).total() * q.weight_bytes_per_parameter() / tp;
+  // The weights one GPU holds as models::weight_bytes_per_gpu counts them (replicated MLA down-projections,
+  // bf16 embedding, head and router; a bytes override applies to every block weight).
+  models::ModelPreset m = *q.model;
+  if (q.bytes_per_parameter) {
+    m.weight_bytes_per_parameter = *q.bytes_per_parameter;
+    m.dense_weight_dtype.reset();
+  }
+  l.weight_bytes_per_gpu = models::weight_bytes_per_gpu(m, tp);
   l.weights_fit = l.weight_bytes_per_gpu <= l.usable_bytes;
   return l;
 }

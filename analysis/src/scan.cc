@@ -1,6 +1,8 @@
 // The scan driver: grid, shard, chunks run in forked worker processes, CSV assembled in order.
 #include "dcpsim/analysis/scan.h"
 
+#include "dcpsim/analysis/baseline.h"
+
 #include <charconv>
 
 #include "dcpsim/analysis/layouts.h"
@@ -96,10 +98,15 @@ std::filesystem::path error_file(const Chunk& chunk) {
     std::ofstream out(chunk.part, std::ios::binary | std::ios::trunc);
     for (std::size_t i = chunk.begin; i < chunk.end; ++i) {
       auto it = models.find(work.tp[i]);
-      if (it == models.end())
+      if (it == models.end()) {
         it = models.try_emplace(work.tp[i], work.model, work.profile, work.tp[i], work.options.whole).first;
+        anchor(it->second, work.options.whole, work.scenarios[i].kv_dtype,
+               [&](const models::Scenario& s) { return simulator.run(s).step_latency_s; });
+      }
+      const WholeModel& whole = it->second;
       const bool fits = evaluate_layout(work.layouts, work.tp[i], work.scenarios[i].dcp).weights_fit;
-      out << scan_csv_row(it->second, work.model_name, work.profile, simulator.run(work.scenarios[i]), fits)
+      out << scan_csv_row(whole, work.model_name, work.profile,
+                          simulator.run(whole.attention_scenario(work.scenarios[i])), fits)
           << '\n';
     }
     out.close();

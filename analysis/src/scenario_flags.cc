@@ -76,7 +76,8 @@ struct Pick {
 };
 
 // `geometry`: the model's for this dcp and tp (nullptr without a model).
-models::Scenario make(const ScenarioFlags& f, const models::RankGeometry* geometry, const Pick& p) {
+models::Scenario make(const ScenarioFlags& f, const models::RankGeometry* geometry, const Pick& p,
+                      models::DType default_kv = models::DType::kBF16) {
   models::Scenario s;
   s.dcp = parse_int(p.dcp, "dcp", 1, kMaxDcp);
   const bool model = geometry != nullptr;
@@ -93,7 +94,8 @@ models::Scenario make(const ScenarioFlags& f, const models::RankGeometry* geomet
   }
   s.interleave = parse_int(single(f.interleave, "interleave"), "interleave", 1, 1 << 30);
   s.lse_base = models::parse_lse_base(single(f.lse_base, "lse-base"));
-  s.kv_dtype = models::parse_dtype(single(f.kv_dtype, "kv-dtype"));
+  s.kv_dtype = f.kv_dtype.empty() ? default_kv : models::parse_dtype(single(f.kv_dtype, "kv-dtype"));
+  if (s.kv_dtype == models::DType::kF64) throw InputError("--kv-dtype fp64 is for the reference only");
   s.out_dtype = models::parse_dtype(single(f.out_dtype, "out-dtype"));
   s.strategy = models::parse_strategy(p.strategy);
   s.launch = models::parse_launch_mode(p.launch);
@@ -208,7 +210,8 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& f, bool lists) {
   const std::string many = lists ? " (list or range: 1,2,4 or 1..72 or 1..256:x2)" : "";
   cmd.add_option("--dcp", f.dcp, "DCP group size N" + many)->capture_default_str();
   cmd.add_option("--model", f.model,
-                 "model preset (deepseek-v3, deepseek-r1, kimi-k2, llama-3.1-70b, qwen3-235b-a22b), a "
+                 "model preset (deepseek-v3, deepseek-r1, kimi-k2, kimi-k2-thinking, llama-3.1-70b, "
+                 "qwen3-235b-a22b), a "
                  "dcpsim-model/1 JSON file, or none; default deepseek-v3 unless a geometry flag is given")
       ->type_name("NAME|FILE");
   cmd.add_option("--tp", f.tp,
@@ -239,11 +242,17 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& f, bool lists) {
   cmd.add_option("--interleave", f.interleave, "KV interleave size I (tokens per rank per turn)")
       ->capture_default_str();
   cmd.add_option("--lse-base", f.lse_base, "LSE base: e or 2")->capture_default_str();
-  std::string dtypes;
-  for (const models::DType t : models::all_dtypes())
+  std::string dtypes, outs;
+  for (const models::DType t : models::all_dtypes()) {
     dtypes += (dtypes.empty() ? "" : ", ") + std::string(models::to_string(t));
-  cmd.add_option("--kv-dtype", f.kv_dtype, "Q/K/V element type: " + dtypes)->capture_default_str();
-  cmd.add_option("--out-dtype", f.out_dtype, "output element type: " + dtypes)->capture_default_str();
+    if (t != models::DType::kFP8E4M3) outs += (outs.empty() ? "" : ", ") + std::string(models::to_string(t));
+  }
+  cmd.add_option(
+      "--kv-dtype", f.kv_dtype,
+      "KV-cache element type: " + dtypes +
+          " (fp8: e4m3 with a per-tensor scale, vLLM's --kv-cache-dtype fp8; the query stays bf16); "
+          "default: the model's (bf16)");
+  cmd.add_option("--out-dtype", f.out_dtype, "output element type: " + outs)->capture_default_str();
 }
 
 std::optional<models::ModelPreset> model_of(const ScenarioFlags& f) {
@@ -287,7 +296,7 @@ std::vector<models::Scenario> to_scenarios(const ScenarioFlags& f, const std::ve
     const int tp = tp_of(f, dcp);
     std::optional<models::RankGeometry> g;
     if (model) g = models::rank_geometry(*model, dcp, tp);
-    models::Scenario s = make(f, g ? &*g : nullptr, p);
+    models::Scenario s = make(f, g ? &*g : nullptr, p, model ? model->kv_cache_dtype : models::DType::kBF16);
     s.validate();
     out.push_back(std::move(s));
   }
@@ -350,7 +359,8 @@ ScanGrid expand_scan(const ScenarioFlags& f) {
                 for (const auto& strategy : strategies)
                   for (const auto& launch : launches) {
                     const Pick p{dcp, tp, h, d, kv, batch, context, strategy, launch};
-                    models::Scenario s = make(f, g ? &*g : nullptr, p);
+                    models::Scenario s =
+                        make(f, g ? &*g : nullptr, p, model ? model->kv_cache_dtype : models::DType::kBF16);
                     try {
                       s.validate();
                       grid.scenarios.push_back(std::move(s));

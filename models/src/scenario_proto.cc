@@ -16,10 +16,11 @@ namespace v1 = traces::v1;
 template <typename A, typename B, std::size_t N>
 using EnumTable = std::array<std::pair<A, B>, N>;
 
-constexpr EnumTable<DType, v1::DType, 4> kProtoDTypes{{{DType::kF32, v1::DTYPE_F32},
+constexpr EnumTable<DType, v1::DType, 5> kProtoDTypes{{{DType::kF32, v1::DTYPE_F32},
                                                        {DType::kBF16, v1::DTYPE_BF16},
                                                        {DType::kF16, v1::DTYPE_F16},
-                                                       {DType::kF64, v1::DTYPE_F64}}};
+                                                       {DType::kF64, v1::DTYPE_F64},
+                                                       {DType::kFP8E4M3, v1::DTYPE_FP8_E4M3}}};
 constexpr EnumTable<LseBase, v1::LseBase, 2> kProtoLseBases{
     {{LseBase::kE, v1::LSE_BASE_E}, {LseBase::k2, v1::LSE_BASE_2}}};
 constexpr EnumTable<Strategy, v1::Strategy, 7> kProtoStrategies{

@@ -17,8 +17,11 @@ template <typename Enum, std::size_t N>
 using SpellingTable = std::array<std::pair<Enum, std::string_view>, N>;
 
 constexpr SpellingTable<LseBase, 2> kLseBases{{{LseBase::kE, "e"}, {LseBase::k2, "2"}}};
-constexpr SpellingTable<DType, 4> kDTypes{
-    {{DType::kF32, "fp32"}, {DType::kBF16, "bf16"}, {DType::kF16, "fp16"}, {DType::kF64, "fp64"}}};
+constexpr SpellingTable<DType, 5> kDTypes{{{DType::kF32, "fp32"},
+                                           {DType::kBF16, "bf16"},
+                                           {DType::kF16, "fp16"},
+                                           {DType::kF64, "fp64"},
+                                           {DType::kFP8E4M3, "fp8"}}};
 // In the order `all` lists them.
 constexpr SpellingTable<Strategy, 7> kStrategies{{{Strategy::kAgRs, "ag-rs"},
                                                   {Strategy::kAgAr, "ag-ar"},
@@ -79,6 +82,7 @@ LseBase parse_lse_base(std::string_view s) {
   return parse(kLseBases, s, "LSE base");
 }
 DType parse_dtype(std::string_view s) {
+  if (s == "fp8_e4m3" || s == "fp8-e4m3") return DType::kFP8E4M3;  // vLLM's spelling
   return parse(kDTypes, s, "dtype");
 }
 const std::vector<StrategyAlias>& strategy_aliases() {
@@ -135,8 +139,14 @@ std::size_t dtype_bytes(DType v) {
       return 2;
     case DType::kF64:
       return 8;
+    case DType::kFP8E4M3:
+      return 1;
   }
   return 0;
+}
+
+DType query_dtype(DType kv) {
+  return kv == DType::kFP8E4M3 ? DType::kBF16 : kv;
 }
 
 bool scatters_heads(Strategy s) {

@@ -109,7 +109,8 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   double after_gather = s.dcp > 1 ? step.after_copies_s(r) : 0.0;
   NodeId phase_start = -1;
   if (repacks_query(s, att.timing)) {
-    const double bytes = 2.0 * s.rows() * s.heads * s.qk_dim * double(models::dtype_bytes(s.kv_dtype));
+    const double bytes =
+        2.0 * s.rows() * s.heads * s.qk_dim * double(models::dtype_bytes(models::query_dtype(s.kv_dtype)));
     phase_start = stream.begin("q_repack");
     const NodeId body = step.graph.exec(
         step.platform.gpu(r),

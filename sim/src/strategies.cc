@@ -21,6 +21,8 @@ std::string dtype_name(models::DType d) {
       return "float";
     case models::DType::kF64:
       return "double";
+    case models::DType::kFP8E4M3:
+      return "fp8_e4m3";
   }
   return "bfloat16";
 }
@@ -76,10 +78,11 @@ void add_query_gather(StepGraph& step, std::vector<RankStream>& streams,
   const int n = s.dcp;
   // Each rank contributes the query heads of its TP rank: ⌈H/N⌉ heads of every row.
   const double heads_per_rank = (s.heads + n - 1) / n;
-  const double bytes =
-      double(s.merge_rows()) * heads_per_rank * s.qk_dim * double(models::dtype_bytes(s.kv_dtype));
-  const CollectiveSpans q = collective_kernel(step, streams, kPhaseQueryGather, "query_all_gather",
-                                              Collective::kAllGather, bytes, options, dtype_name(s.kv_dtype));
+  const double bytes = double(s.merge_rows()) * heads_per_rank * s.qk_dim *
+                       double(models::dtype_bytes(models::query_dtype(s.kv_dtype)));
+  const CollectiveSpans q =
+      collective_kernel(step, streams, kPhaseQueryGather, "query_all_gather", Collective::kAllGather, bytes,
+                        options, dtype_name(models::query_dtype(s.kv_dtype)));
   for (int r = 0; r < n; ++r) step.ranks[r].phases.push_back({kPhaseQueryGather, q.begin[r], q.end[r]});
 }
 
@@ -158,7 +161,7 @@ void add_a2a_two_call_merge(StepGraph& step, std::vector<RankStream>& streams,
                         dtype_name(s.out_dtype));
   const CollectiveSpans lse =
       collective_kernel(step, streams, kPhaseLseCollective, "all_to_all_lse", Collective::kAllToAll,
-                        rows * s.heads * kLseBytes, options, dtype_name(models::DType::kF32));
+                        rows * s.heads * kLseBytes, options, "float");
   for (int r = 0; r < n; ++r) {
     combine[r] = streams[r].kernel("a2a_combine", step.price(r, models::MemoryKernel::kA2aCombine, m, true),
                                    models::unpack_combine_bytes(m));

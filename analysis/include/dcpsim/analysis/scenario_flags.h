@@ -48,7 +48,7 @@ struct ScenarioFlags {
   std::string launch = "graph";
   std::string interleave = "1";
   std::string lse_base = "e";
-  std::string kv_dtype = "bf16";
+  std::string kv_dtype;  // empty: the model preset's KV-cache type (bf16 without a model)
   std::string out_dtype = "bf16";
   // The TP every scenario uses when --tp is not given, set by the command from layouts.h's rule (the smallest
   // multiple of the largest DCP size whose weights fit); 0: TP = the scenario's DCP size.

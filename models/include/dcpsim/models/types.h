@@ -13,8 +13,9 @@ namespace dcpsim::models {
 // emit).
 enum class LseBase { kE, k2 };
 
-// Element types. kF64 exists for the reference only.
-enum class DType { kF32, kBF16, kF16, kF64 };
+// Element types. kF64 exists for the reference only. kFP8E4M3 ("fp8") is a KV-cache type only (vLLM's
+// --kv-cache-dtype fp8: e4m3 with one per-tensor scale, the query and the output stay 16-bit).
+enum class DType { kF32, kBF16, kF16, kF64, kFP8E4M3 };
 
 // How the partial outputs are merged and delivered (SPEC "delivery strategies"). kRowStream is direct
 // delivery with each row pushed as soon as its attention finishes: same mathematics as kDirect, different
@@ -36,7 +37,7 @@ std::string_view to_string(Strategy v);
 std::string_view to_string(LaunchMode v);
 
 LseBase parse_lse_base(std::string_view s);  // "e" | "2"
-DType parse_dtype(std::string_view s);       // "fp32" | "bf16" | "fp16" | "fp64"
+DType parse_dtype(std::string_view s);       // "fp32" | "bf16" | "fp16" | "fp64" | "fp8" (or "fp8_e4m3")
 // "ag-rs" | "ag-ar" | "a2a" | "a2a-2call" | "direct" | "row-stream" | "flashinfer-a2a", or an alias: the
 // serving engines' names (strategy_aliases()).
 Strategy parse_strategy(std::string_view s);
@@ -54,6 +55,9 @@ const std::vector<Strategy>& all_strategies();
 // Every element type parse_dtype accepts, in its order (help texts list them from here).
 const std::vector<DType>& all_dtypes();
 std::size_t dtype_bytes(DType v);
+// The element type of the query (and of everything attention computes in) when the KV cache is `kv`: the
+// KV type itself, except bf16 for an fp8 cache (the kernels dequantize the cache; the query stays 16-bit).
+DType query_dtype(DType kv);
 
 // True for strategies whose output on rank r is H/N of the heads (they need N | H): the block
 // [r·H/N, (r+1)·H/N), or, where interleaves_heads(s), the heads r, r + N, r + 2N, ...
