@@ -1,6 +1,7 @@
 // dcpsim tables: build a kernel table file from measured traces (analysis/table_builder.h), or check and
 // print one (--show).
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -72,7 +73,15 @@ void run(const TablesArgs& a) {
   std::cout << "wrote " << a.out << ": " << r.tables.tables.size() << " tables, " << points << " points from "
             << r.figures << " phase medians of " << r.sections << " sections (" << r.tables.provenance.device
             << ")\n";
-  for (const std::string& n : r.notes) std::cout << "note: left out " << n << "\n";
+  for (const auto& t : r.tables.tables) {
+    if (!t.model) continue;
+    std::printf(
+        "model of %s [%s]: %.3f us + bytes / %.3f TB/s (fitted on %d points, largest residual %.1f%%)\n",
+        std::string(models::to_string(t.kernel)).c_str(), t.key.c_str(), t.model->floor_ns / 1e3,
+        t.model->bandwidth / 1e12, t.model->points, 100 * t.model->max_relative_residual);
+  }
+  for (const std::string& n : r.notes)
+    std::cout << (n.rfind("no model", 0) == 0 ? "note: " : "note: left out ") << n << "\n";
 }
 
 }  // namespace

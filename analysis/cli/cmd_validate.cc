@@ -63,6 +63,8 @@ void print_report(const analysis::ValidationReport& r, const analysis::ValidateO
   std::cout << "(p90-floor: the p90 with an error within " << opt.tolerance_absolute_s * 1e6
             << " us counted as 0; in-tol: the share within max(" << pct(opt.tolerance_relative) << ", "
             << opt.tolerance_absolute_s * 1e6 << " us))\n";
+  if (!r.implementations.empty()) std::cout << "kernels by implementation:\n";
+  for (const analysis::ImplementationUse& u : r.implementations) std::cout << "  " << describe(u) << "\n";
   if (r.emulated) std::cout << "note: emulated traces: kernel phases only\n";
   for (const std::string& e : r.excluded) std::cout << "note: left out " << e << "\n";
   for (const std::string& w : r.warnings) std::cerr << "warning: " << w << "\n";

@@ -140,6 +140,10 @@ MeasuredSection read_section(const std::filesystem::path& path, int index, trace
     // The runner records which attention kernels ran; the simulator prices attention from their table.
     if (const auto it = s.scenario.params().find("attention"); it != s.scenario.params().end())
       out.scenario.attention_impl = it->second;
+    if (const auto it = s.scenario.params().find("merge"); it != s.scenario.params().end())
+      out.scenario.merge_impl = it->second;
+    for (const auto& [key, value] : s.scenario.params())
+      if (key.rfind("impl.", 0) == 0) out.implementations[key.substr(5)] = value;
     if (const auto it = s.scenario.params().find("row_stamps"); it != s.scenario.params().end())
       out.row_stamps = it->second == "on";
     out.label = out.scenario.label();

@@ -1,6 +1,8 @@
 // Re-simulate measured scenarios and compare figure by figure.
 #include "dcpsim/analysis/validate.h"
 
+#include "dcpsim/analysis/stale_calibration.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -122,6 +124,19 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
   rep.sections = sections;
   const ObservationSet set = build_observations(sections, opt.include_rows);
   rep.excluded = set.excluded;
+  rep.implementations = implementation_uses(profile, sections);
+  for (const ImplementationUse& u : rep.implementations)
+    if (u.warn()) rep.warnings.push_back(missing_table_warning(u));
+  // A calibration fitted on other kernels or tables than these (stale_calibration.h): say so. A sidecar
+  // without the record predates `hw calibrate` and is not judged here.
+  if (cal && !cal->path.empty() && std::filesystem::is_regular_file(cal->path)) {
+    try {
+      for (const std::string& why : stale_calibration(cal->path, {}))
+        if (why.find("is gone") == std::string::npos && why.find("records no hash") == std::string::npos)
+          rep.warnings.push_back("stale calibration: " + why);
+    } catch (const InputError&) {
+    }
+  }
   // Scenarios outside the calibrated domain: one warning with each distinct reason once.
   int outside = 0;
   std::vector<std::string> reasons;

@@ -78,6 +78,7 @@ void visit_profile(V& v, P& p) {
   v.text("description", p.description, false);
   v.section("gpu", [&] {
     v.text("name", p.gpu.name, true);
+    v.text_list("devices", p.gpu.devices);
     v.number("sm_count", p.gpu.sm_count, kCount, Check::kPositiveInteger);
     v.number("hbm_capacity", p.gpu.hbm_capacity, kBytes, Check::kPositive);
     v.number("hbm_bandwidth_spec", p.gpu.hbm_bandwidth_spec, kBw, Check::kPositive);

@@ -26,6 +26,10 @@ class Writer {
 
   void text(std::string_view key, const std::string& value, bool) { top()[std::string(key)] = value; }
 
+  void text_list(std::string_view key, const std::vector<std::string>& values) {
+    if (!values.empty()) top()[std::string(key)] = values;
+  }
+
   void number(std::string_view key, const Quantity& q, Dimension, Check) {
     Json j = Json::object();
     // Integral values print without ".0" so that counts read naturally; both spellings parse to the same
@@ -103,6 +107,11 @@ class Validator {
 
   void text(std::string_view key, const std::string& value, bool required_nonempty) {
     if (required_nonempty && value.empty()) paths_.fail(key, "expected a non-empty string");
+  }
+
+  void text_list(std::string_view key, const std::vector<std::string>& values) {
+    for (const std::string& v : values)
+      if (v.empty()) paths_.fail(key, "expected non-empty device names");
   }
 
   void number(std::string_view key, const Quantity& q, Dimension dim, Check check) {

@@ -26,8 +26,11 @@ std::string describe_phases(const ImportStats& s) {
            "--phase-map adds rules)";
   } else {
     out << "phases:";
-    for (std::size_t i = 0; i < s.phases.size(); ++i)
+    for (std::size_t i = 0; i < s.phases.size(); ++i) {
       out << (i ? ", " : " ") << s.phases[i].first << " x" << s.phases[i].second;
+      if (const auto it = s.implementations.find(s.phases[i].first); it != s.implementations.end())
+        out << " (" << it->second << ")";
+    }
   }
   std::int64_t other = 0;
   std::vector<std::pair<std::int64_t, std::string>> most;
@@ -98,7 +101,12 @@ void emit(Collected collected, v1::Header header, const ImportOptions& options, 
       checked_add(clock_base_ns, origin, "'" + path.string() + "': clock base + first event"));
   stats.time_origin_ns = header.time_origin_ns();
   sink.on_header(header);
-  sink.on_scenario(options.scenario);
+  // The implementations the kernels belong to, where the rules name them (import_phases.h): what the
+  // simulator's tables are chosen by, and what `validate` names.
+  v1::Scenario scenario = options.scenario;
+  record_implementations(phases.implementations, scenario);
+  stats.implementations = phases.implementations;
+  sink.on_scenario(scenario);
   for (std::size_t i : order) {
     v1::Event& e = events[i];
     e.set_start_ns(e.start_ns() - origin);

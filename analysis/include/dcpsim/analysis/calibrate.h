@@ -134,6 +134,8 @@ struct CalibrationProvenance {
   std::vector<traces::v1::Header> headers;            // of all of them
   std::string date;                                   // YYYY-MM-DD; empty: today (UTC)
   std::string name;  // the calibrated profile's name; empty: base name + "-calibrated"
+  // Further top-level fields of the sidecar (`dcpsim hw calibrate`: "calibrate", "fitted_on").
+  nlohmann::json extra = nlohmann::json::object();
 };
 
 // Writes the fitted parameters' sources, the name and the description into result.profile.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dcpsim/analysis/calibrate.h"
+#include "dcpsim/analysis/implementations.h"
 #include "dcpsim/analysis/measured.h"
 #include "dcpsim/analysis/observations.h"
 #include "dcpsim/models/profile.h"
@@ -70,7 +71,10 @@ struct ValidationReport {
   std::vector<ErrorSummary> per_source;
   std::vector<std::string> excluded;  // figures left out and why
   std::vector<std::string> warnings;  // scenarios outside the calibrated domain, unmatched figures
-  bool emulated = false;              // some section came from an emulated trace
+  // The implementation each kernel family ran and what priced it (implementations.h); a warning each where
+  // the profile has no table for it.
+  std::vector<ImplementationUse> implementations;
+  bool emulated = false;  // some section came from an emulated trace
   bool has_intervals = false;
   double median_error = 0.0;
   bool passed = false;

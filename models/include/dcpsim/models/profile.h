@@ -81,7 +81,12 @@ Protocol parse_protocol(std::string_view s);    // "ll" | "ll128" | "simple" (an
 Algorithm parse_algorithm(std::string_view s);  // "ring" | "tree" | "nvls" | "p2p" (any case)
 
 struct GpuSpec {
-  std::string name;                 // marketing name, e.g. "NVIDIA H200"
+  std::string name;  // marketing name, e.g. "NVIDIA H200 SXM"
+  // The names CUDA reports for the GPUs this profile describes (cudaDeviceProp::name, as `dcpsim hw devices`
+  // and every measured table's provenance.device print them), e.g. "NVIDIA H100 80GB HBM3". Optional in a
+  // file (`gpu.devices`); a table measured on any of them, or on a device whose name starts `name` or that
+  // `name` starts (the prefix rule), loads (profile_describes_device).
+  std::vector<std::string> devices;
   Quantity sm_count;                // count
   Quantity hbm_capacity;            // bytes
   Quantity hbm_bandwidth_spec;      // bandwidth, data-sheet peak
@@ -276,6 +281,11 @@ std::string to_json(const HardwareProfile& p);
 // Checks every field of a profile built or edited in code (calibration) the way parse_profile does;
 // throws InputError naming `origin` and the field.
 void validate_profile(const HardwareProfile& p, std::string_view origin);
+
+// Whether `p` describes the GPU CUDA names `device`: equal (ignoring case) to one of gpu.devices, or one of
+// the device name and gpu.name starts with the other ("NVIDIA H200" measured, "NVIDIA H200 SXM" in the
+// profile).
+bool profile_describes_device(const HardwareProfile& p, std::string_view device);
 
 // NCCL parameters for one algorithm × protocol (ring or tree); throws InputError for kNvls / kP2p.
 const NcclLatency& nccl_latency(const HardwareProfile& p, Algorithm a, Protocol proto);
