@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dcpsim/analysis/io_inputs.h"
+#include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/analysis/plot.h"
 #include "dcpsim/analysis/replay.h"
 #include "dcpsim/analysis/scenario_flags.h"
@@ -268,6 +269,10 @@ void add_replay_command(CLI::App& app) {
     analysis::guard_scenario_flags(io, args->geometry);
     io.output("--out", args->out).output("--plot", args->plot).output("--summary", args->summary);
     io.output("--cdf", args->cdf).check();
+    namespace est = analysis::memory_estimate;
+    const double bytes = est::expanded_bytes(args->requests);
+    est::require_for_input(
+        "replay", is_measured_trace(args->requests) ? est::kMeasuredTrace : est::kRequestTrace, bytes);
     if (std::isnan(args->kv_capacity_gb) || args->kv_capacity_gb < 0 || std::isinf(args->kv_capacity_gb)) {
       throw InputError("--kv-capacity-gb must be a finite number >= 0 (0: from the profile)");
     }

@@ -92,6 +92,10 @@ std::istream& InputFile::stream() {
   return *stream_;
 }
 
+bool InputFile::too_large() const {
+  return buffer_->too_large();
+}
+
 bool InputFile::gzipped() const {
   return !buffer_->direct();
 }

@@ -33,6 +33,7 @@ class InputFile {
   void check() const;
 
   bool gzipped() const;
+  bool too_large() const;  // the stream ended at the --max-input-gb cap
   const std::filesystem::path& path() const { return path_; }
 
   // "file:line: what" — the prefix every line-oriented importer uses in its errors.
