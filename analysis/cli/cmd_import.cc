@@ -150,7 +150,7 @@ void run_import(const ImportArgs& a) {
   analysis::guard_scenario_flags(io, a.scenario);
   io.output("--out", a.out).check();
   namespace est = analysis::memory_estimate;
-  if (!a.kineto.empty()) est::require_for_input("import", est::kKinetoJson, est::expanded_bytes(a.kineto));
+  if (!a.kineto.empty()) est::require_for_kineto(a.kineto);
   if (!a.nsys.empty()) {
     const double bytes = est::expanded_bytes(a.nsys);
     const bool gz = bytes > static_cast<double>(std::filesystem::file_size(a.nsys));

@@ -34,6 +34,18 @@ double expanded_bytes(const std::vector<std::string>& paths) {
 
 void require_for_input(const std::string& what, double factor, double bytes) {
   memory::require_host(factor * bytes, "dcpsim " + what);
+  // A gzip trailer may understate (sizes past 4 GiB wrap, or it lies): while reading, the input is also cut
+  // at what the host can hold.
+  memory::limit_inputs_to_host(factor);
+}
+
+void require_for_kineto(const std::string& path) {
+  const double bytes = expanded_bytes(path);
+  const double events = bytes > 64e6 && bytes <= static_cast<double>(memory::input_cap_bytes())
+                            ? static_cast<double>(traces::count_occurrences(path, "\"ph\"", bytes * 1.01 + 1))
+                            : bytes / kKinetoMinEventBytes;
+  memory::require_host(kKinetoJson * bytes + kKinetoEvent * events, "dcpsim import");
+  memory::limit_inputs_to_host(kKinetoJson + kKinetoEvent / kKinetoMinEventBytes);
 }
 
 }  // namespace dcpsim::analysis::memory_estimate

@@ -443,6 +443,11 @@ def materialise(d, files):
                 os.link(os.path.join(d, arg), path)
             elif kind == "dir":
                 os.makedirs(path, exist_ok=True)
+            elif kind == "gzforge":  # (text, size the trailer claims): a gzip member with a forged ISIZE
+                text, claim = arg
+                raw = bytearray(gzip.compress(text.encode()))
+                raw[-4:] = (claim % 2**32).to_bytes(4, "little")
+                open(path, "wb").write(bytes(raw))
             elif kind == "gzbomb":  # (prefix, filler bytes, suffix), one gzip member per 16 MiB of filler
                 prefix, size, suffix = arg
                 chunk = gzip.compress(b" " * (16 << 20), compresslevel=1)

@@ -198,5 +198,13 @@ def add(case, g):
     case("import nsys gzip bomb over the cap", ["import", "--nsys", "{d}/n.sqlite.gz", "--max-input-gb", "0.01"]
          + IMPORT_SCENARIO + ["--out", "{d}/o.pb"], {"n.sqlite.gz": ("gzbomb", ("SQLite format 3\0", big, ""))},
          outputs=["o.pb"])
+    # The default cap (at most 2 GiB) against a trailer that says 3 GiB: refused before inflating anything.
+    for label, argv in [("import --kineto", ["import", "--kineto", "{d}/x.gz"] + IMPORT_SCENARIO + ["--out", "{d}/o.pb"]),
+                        ("replay --requests", ["replay", "--requests", "{d}/x.gz", "--out", "{d}/o.csv"]),
+                        ("validate --measured", ["validate", "--measured", "{d}/x.gz"]),
+                        ("export", ["export", "--chrome", "{d}/o.json", "{d}/x.gz"]),
+                        ("import --nsys", ["import", "--nsys", "{d}/x.gz"] + IMPORT_SCENARIO + ["--out", "{d}/o.pb"])]:
+        case(f"{label} gzip trailer claims 3 GiB", argv, {"x.gz": ("gzforge", ('{"traceEvents":[]}', 3 << 30))},
+             outputs=["o.pb", "o.csv", "o.json"])
     for value in ["0", "-1", "nan", "abc", "1e300", ""]:
         case(f"--max-input-gb '{value}'", SIM + ["--max-input-gb", value])

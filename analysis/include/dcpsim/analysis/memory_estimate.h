@@ -8,7 +8,9 @@
 
 namespace dcpsim::analysis::memory_estimate {
 
-inline constexpr double kKinetoJson = 4.0;     // import --kineto: events, their args and the phase map
+// import --kineto: 2.5 bytes per byte of JSON and 440 bytes per event (fitted on traces of 150 and 300 bytes
+// per event); events are counted in a first pass over large files, else taken as one per 150 bytes.
+inline constexpr double kKinetoJson = 2.5, kKinetoEvent = 440, kKinetoMinEventBytes = 150;
 inline constexpr double kNsysGzip = 3.0;       // import --nsys, gzip: the text, SQLite's copy, the events
 inline constexpr double kNsysPlain = 1.0;      // import --nsys, a file SQLite pages in: the events
 inline constexpr double kPartialsJson = 2.7;   // merge: the JSON document and the partials
@@ -22,5 +24,8 @@ double expanded_bytes(const std::vector<std::string>& paths);  // directories: t
 
 // memory::require_host(factor × bytes, "dcpsim <what>"), for a reader whose need grows with its input.
 void require_for_input(const std::string& what, double factor, double bytes);
+
+// import --kineto: bytes and events of the file (counted when it expands past 64 MB).
+void require_for_kineto(const std::string& path);
 
 }  // namespace dcpsim::analysis::memory_estimate

@@ -8,6 +8,7 @@
 #include <istream>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace dcpsim::traces {
 
@@ -47,6 +48,10 @@ class InputFile {
   std::unique_ptr<std::istream> stream_;
   std::int64_t line_number_ = 0;
 };
+
+// How often `needle` occurs in what `path` expands to, reading at most `max_bytes` (a quick pass before a
+// reader that holds per-occurrence state, for its memory estimate). Throws InputError as InputFile does.
+std::int64_t count_occurrences(const std::filesystem::path& path, std::string_view needle, double max_bytes);
 
 // The bytes `path` will expand to when read: its size, or for gzip its trailer's ISIZE (the size modulo 2^32,
 // taken as at least the compressed size), for memory estimates before reading. 0 when it cannot be read.
