@@ -444,8 +444,8 @@ def materialise(d, files):
             elif kind == "dir":
                 os.makedirs(path, exist_ok=True)
             elif kind == "gzforge":  # (text, size the trailer claims): a gzip member with a forged ISIZE
-                text, claim = arg
-                raw = bytearray(gzip.compress(text.encode()))
+                text, claim = arg  # text: bytes that do not compress, so the claim stays within 1032:1
+                raw = bytearray(gzip.compress(text if isinstance(text, bytes) else text.encode(), compresslevel=1))
                 raw[-4:] = (claim % 2**32).to_bytes(4, "little")
                 open(path, "wb").write(bytes(raw))
             elif kind == "gzbomb":  # (prefix, filler bytes, suffix), one gzip member per 16 MiB of filler

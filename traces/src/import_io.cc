@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <array>
-#include <string_view>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <streambuf>
+#include <string_view>
 #include <system_error>
 
 #include "dcpsim/error.h"
@@ -50,8 +50,9 @@ class InputFile::GzipBuffer final : public std::streambuf {
     }
     delivered_ += n;
     if (!direct() && delivered_ > memory::input_cap_bytes()) {
-      error_ = "it expands to more than " + memory::gigabytes(static_cast<double>(memory::input_cap_bytes())) +
-               " (" + memory::input_cap_hint() + ")";
+      error_ = "it expands to more than " +
+               memory::gigabytes(static_cast<double>(memory::input_cap_bytes())) + " (" +
+               memory::input_cap_hint() + ")";
       too_large_ = true;
       return traits_type::eof();
     }
@@ -160,6 +161,8 @@ double expanded_size_hint(const std::filesystem::path& path) {
   in.read(reinterpret_cast<char*>(trailer), 4);
   const std::uint32_t isize =
       trailer[0] | (trailer[1] << 8) | (trailer[2] << 16) | (std::uint32_t(trailer[3]) << 24);
+  // Deflate expands at most 1032-fold: a larger claim is no size (a truncated file's last bytes, say).
+  if (static_cast<double>(isize) > 1032.0 * size) return size;
   return std::max(static_cast<double>(isize), size);
 }
 

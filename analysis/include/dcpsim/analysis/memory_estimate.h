@@ -13,7 +13,7 @@ namespace dcpsim::analysis::memory_estimate {
 inline constexpr double kKinetoJson = 2.5, kKinetoEvent = 440, kKinetoMinEventBytes = 150;
 inline constexpr double kNsysGzip = 3.0;       // import --nsys, gzip: the text, SQLite's copy, the events
 inline constexpr double kNsysPlain = 1.0;      // import --nsys, a file SQLite pages in: the events
-inline constexpr double kPartialsJson = 2.7;   // merge: the JSON document and the partials
+inline constexpr double kPartialsJson = 3.3;   // merge: the JSON document and the partials
 inline constexpr double kMeasuredTrace = 4.5;  // validate, calibrate, tables, replay .pb: the sections
 inline constexpr double kChromeExport = 9.8;   // export --chrome: one section's slices as JSON, placed
 inline constexpr double kRequestTrace = 1.1;   // replay: the requests

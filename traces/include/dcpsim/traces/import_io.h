@@ -54,7 +54,8 @@ class InputFile {
 std::int64_t count_occurrences(const std::filesystem::path& path, std::string_view needle, double max_bytes);
 
 // The bytes `path` will expand to when read: its size, or for gzip its trailer's ISIZE (the size modulo 2^32,
-// taken as at least the compressed size), for memory estimates before reading. 0 when it cannot be read.
+// taken as at least the compressed size, and ignored past deflate's 1032:1 ratio: a truncated file's last
+// bytes are no size), for memory estimates before reading. 0 when it cannot be read.
 double expanded_size_hint(const std::filesystem::path& path);
 
 }  // namespace dcpsim::traces
