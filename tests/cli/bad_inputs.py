@@ -425,6 +425,7 @@ case("hw devices without a GPU", ["hw", "devices"], code=1)
 # sidecars, decompression bombs, memory estimates): tests/cli/bad_inputs_reliability.py.
 import bad_inputs_reliability  # noqa: E402 (it takes this table's helpers)
 bad_inputs_reliability.add(case, globals())
+bad_inputs_reliability.add_matrix(case, globals())
 
 
 def materialise(d, files):

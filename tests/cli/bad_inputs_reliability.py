@@ -103,6 +103,20 @@ def add(case, g):
         case(f"{name} directory", argv, {"dir/x": "", "k.json": kineto()},
              outputs=["o.json", "o.csv", "o.pb", "o.calibration.json"])
 
+    # --- devices where files are needed (read without end), names too long for a temporary file -------------
+    for name, argv in [("simulate --contexts-file", ["simulate", "--contexts-file", "/dev/zero"]),
+                       ("replay --requests", ["replay", "--requests", "/dev/zero", "--out", "{d}/o.csv"]),
+                       ("merge --input", ["merge", "--input", "/dev/urandom", "--out", "{d}/o.json"]),
+                       ("import --kineto", ["import", "--kineto", "/dev/zero"] + IMPORT_SCENARIO + ["--out", "{d}/o.pb"]),
+                       ("validate --measured", ["validate", "--measured", "/dev/zero"]),
+                       ("export", ["export", "--chrome", "{d}/o.json", "/dev/urandom"]),
+                       ("simulate --profile", SIM + ["--profile", "/dev/zero"])]:
+        case(f"{name} /dev device", argv, outputs=["o.csv", "o.json", "o.pb"])
+    long = "x" * 230 + ".csv"
+    case("scan --out name too long for its temporary", ["scan", "--dcp", "2", "--batch", "1", "--context", "1k", "--out",
+         "{d}/" + long])
+    case("simulate --json name too long", SIM + ["--json", "{d}/" + "y" * 250])
+
     # --- JSON of the wrong types: one line naming the file and the JSON path -------------------------------
     K = ["import", "--kineto", "{d}/k.json"] + IMPORT_SCENARIO + ["--out", "{d}/o.pb"]
     for label, doc in [("ph is a number", kineto([kernel_event(ph=5)])),
@@ -211,3 +225,57 @@ def add(case, g):
              outputs=["o.pb", "o.csv", "o.json"])
     for value in ["0", "-1", "nan", "abc", "1e300", ""]:
         case(f"--max-input-gb '{value}'", SIM + ["--max-input-gb", value])
+
+
+def add_matrix(case, g):
+    """Every input flag of every command against every way an output can collide with it, and every input and
+    output flag against a directory, a device and a missing file: the guard's rules, command by command."""
+    MEASURED, DATA, SIM = g["MEASURED"], g["DATA"], g["SIM"]
+    kineto, IMPORT_SCENARIO = g["kineto"], g["IMPORT_SCENARIO"]
+    src = open(g["PROFILE"]).read()
+    model = open(g["SRC"] + "/models/presets/deepseek-v3.json").read()
+    files = {"p.json": src, "m.json": model, "c.txt": "1024\n", "k.json": kineto(), "map.json": '{"gemm": "none"}',
+             "t.pb.gz": ("copy", MEASURED), "r.jsonl": open(DATA + "/mooncake_conversation_trace.head20.jsonl").read(),
+             "cal.json": json.dumps({"format": "dcpsim-calibration/1", "residuals": {}, "prediction_interval": {"z": 2}})}
+    # command: (argv without the flags below, {input flag: file}, [output flags], {required output: file})
+    commands = {
+        "simulate": (SIM, {"--profile": "p.json", "--model": "m.json"}, ["--out", "--chrome", "--json"], {}),
+        "scan": (["scan", "--dcp", "2", "--batch", "1", "--context", "1k"], {"--profile": "p.json", "--model": "m.json"},
+                 ["--plot"], {"--out": "o.csv"}),
+        "replay": (["replay"], {"--requests": "r.jsonl", "--profile": "p.json", "--model": "m.json"},
+                   ["--summary", "--cdf", "--plot"], {"--out": "o.csv"}),
+        "validate": (["validate"], {"--measured": "t.pb.gz", "--profile": "p.json", "--calibration": "cal.json"},
+                     ["--report", "--csv", "--plot"], {}),
+        "calibrate": (["calibrate"], {"--measured": "t.pb.gz", "--profile": "p.json"}, [], {"--out": "o.json"}),
+        "import": (["import"] + IMPORT_SCENARIO, {"--kineto": "k.json", "--phase-map": "map.json"}, [], {"--out": "o.pb"}),
+        "merge": (["merge"], {"--input": "p.json"}, [], {"--out": "o.json"}),
+        "tables": (["tables"], {"--measured": "t.pb.gz"}, [], {"--out": "o.json"}),
+        "hw run": (["hw", "run"], {"--model": "m.json", "--contexts-file": "c.txt"}, ["--out", "--json"], {}),
+    }
+    for cmd, (argv, inputs, outputs, required) in commands.items():
+        def make(inp=None, out=None):
+            a = list(argv)
+            for flag, f in inputs.items():
+                a += [flag, inp.get(flag, "{d}/" + f) if inp else "{d}/" + f]
+            for flag, f in required.items():
+                a += [flag, out.get(flag, "{d}/" + f) if out else "{d}/" + f]
+            for flag, value in (out or {}).items():
+                if flag not in required:
+                    a += [flag, value]
+            return a
+        every_out = list(outputs) + list(required)
+        for oflag in every_out:
+            for iflag, f in inputs.items():
+                for spelling in ["{d}/" + f, "{d}/./" + f, "{d}/sub/../" + f]:
+                    case(f"matrix {cmd}: {oflag} = {iflag} as {spelling[4:]}", make(out={oflag: spelling}),
+                         dict(files, **{"sub/x": ""}), outputs=["o.csv", "o.json", "o.pb"])
+            for label, value in [("a directory", "{d}/sub"), ("in a missing directory", "{d}/none/o.x"),
+                                 ("/dev/null", "/dev/null"), ("the directory itself", "{d}/")]:
+                case(f"matrix {cmd}: {oflag} {label}", make(out={oflag: value}), dict(files, **{"sub/x": ""}),
+                     outputs=["o.csv", "o.json", "o.pb"])
+        for iflag in inputs:
+            for label, value in [("a directory", "{d}/sub"), ("missing", "{d}/none.json"), ("/dev/zero", "/dev/zero")]:
+                if cmd == "tables" and label == "a directory":
+                    continue  # a --measured directory stands for its traces
+                case(f"matrix {cmd}: {iflag} {label}", make(inp={iflag: value}), dict(files, **{"sub/x": ""}),
+                     outputs=["o.csv", "o.json", "o.pb"])
