@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dcpsim/analysis/consistency.h"
 #include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/analysis/plot.h"
@@ -73,6 +74,8 @@ bool is_measured_trace(const std::filesystem::path& path) {
 
 void replay_measured(const ReplayArgs& a, const models::HardwareProfile& profile) {
   const analysis::MeasuredTrace measured = analysis::load_measured(a.requests);
+  if (const std::string why = analysis::device_mismatch(profile, {measured}); !why.empty())
+    std::fprintf(stderr, "warning: %s\n", why.c_str());
   const analysis::ValidationReport report =
       analysis::validate(profile, std::nullopt, analysis::all_sections({measured}));
   const std::string csv = analysis::validation_csv(report);
