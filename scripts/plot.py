@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
 """Plots for dcpsim's CSV outputs, one subcommand per workflow:
 
-  plot.py scan     scan.csv     out.png   at one slice (geometry and load; --at batch=64,context=128k picks it,
-                                          the title always says it): step by DCP size per strategy; a heatmap
-                                          where strategies compare (best N and strategy per geometry over
-                                          every N, or step by strategy and N with n/a where a strategy cannot
-                                          run; none for a single point); step vs the group's KV capacity with
-                                          the Pareto front and non-overlapping labels. --describe FILE writes
-                                          what was drawn as JSON
+  plot.py scan     scan.csv     out.png   at one slice of the values the user varied (a column with one value,
+                                          or one the DCP size determines, is not a slice; --at
+                                          batch=64,context=128k picks one, the title says it in the flags'
+                                          words): step by DCP size per strategy (research ones dashed, layouts
+                                          whose weights do not fit as grey crosses); where strategies compare
+                                          with two points or more on each axis a heatmap (best N and shipped
+                                          strategy per geometry over every N, or step by strategy and N with
+                                          n/a where a strategy cannot run), else a line or a table; step vs
+                                          the group's KV capacity with the Pareto front and non-overlapping
+                                          labels. --name sets the file name the title shows; --describe FILE
+                                          writes what was drawn as JSON
   plot.py replay   summary.json out.png   decode step and merge per layer over time as p10-p90 bands with p50,
-                                          their CDFs, and the load (dcpsim replay --summary, analysis/README.md)
+                                          their CDFs, and the load (dcpsim replay --summary: dcpsim-summary/1,
+                                          analysis/README.md)
   plot.py validate report.csv   out.png   predicted vs measured with the max(3%, 0.5 us) tolerance band
 
 Needs matplotlib only (Debian: python3-matplotlib). The PNG is written to a temporary file beside the target
@@ -28,8 +33,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.text  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
-STRATEGY_ORDER = ["ag-rs", "ag-ar", "a2a", "direct", "row-stream", "flashinfer-a2a"]
+STRATEGY_ORDER = ["ag-rs", "ag-ar", "a2a", "a2a-2call", "direct", "row-stream", "flashinfer-a2a"]
 
 
 class InputProblem(Exception):
@@ -79,13 +85,17 @@ def save(fig, out):
 
 
 # ---------------------------------------------------------------- scan
-# A slice is one value of each of these columns (those a CSV has): one geometry, one load, one setting. The
-# panels vary only the DCP size and the strategy within it, and the geometry in the heatmap.
+# The columns a slice may fix (those a CSV has). The panels vary the DCP size and the strategy within a slice,
+# and the heatmap the geometry the user varied.
 SCAN_SLICE = ["profile", "model", "tp", "heads", "head_dim", "qk_dim", "kv_heads", "batch", "context", "launch",
               "kv_dtype", "out_dtype", "interleave"]
 SCAN_REQUIRED = ["profile", "heads", "head_dim", "qk_dim", "kv_heads", "batch", "context", "launch", "dcp",
                  "strategy", "step_latency_us", "merge_latency_us", "kv_capacity_tokens_per_gpu"]
-GEOMETRY = ["heads", "head_dim"]  # the heatmap's axes; qk_dim and kv_heads follow the geometry
+GEOMETRY = ["heads", "head_dim"]  # the geometry heatmap's axes; qk_dim and kv_heads follow the geometry
+RESEARCH = {"row-stream"}  # research strategies in CSVs without a tier column (analysis/layouts.h)
+WORDS = {"profile": "on", "model": "", "tp": "TP", "heads": "heads", "head_dim": "head dim", "qk_dim": "qk dim",
+         "kv_heads": "KV heads", "batch": "batch", "context": "context", "launch": "launch", "kv_dtype": "KV",
+         "out_dtype": "out", "interleave": "interleave"}
 
 
 def parse_at(text, columns):
@@ -123,11 +133,58 @@ def fmt_value(column, value):
     return value
 
 
-def describe_slice(slice_values, columns):
-    return ", ".join(f"{c}={fmt_value(c, slice_values[c])}" for c in columns)
+def words(slice_values, columns):
+    """"batch 64, context 128k": the slice as the flags say it."""
+    parts = []
+    for c in columns:
+        v = fmt_value(c, slice_values[c])
+        parts.append(f"{WORDS[c]} {v}".strip() if c != "profile" else f"on {v}")
+    return ", ".join(parts)
 
 
-def scan_plot(path, out, at_text="", describe=None):
+def slice_keys(rows, columns):
+    """The columns the user varied: a column with one value is not a slice, nor one whose value the DCP size
+    determines (the heads on a rank with a model, H = heads x N / TP; TP = N in older scans): it varies with
+    the x axis itself, and slicing on it would leave one point per slice."""
+    keys = []
+    for c in columns:
+        if len({r[c] for r in rows}) < 2:
+            continue
+        if any(follows(rows, c, k) for k in ["dcp"] + keys):
+            continue
+        keys.append(c)
+    return keys
+
+
+def follows(rows, column, other):
+    """True when `other` takes several values and each determines `column` (qk_dim follows head_dim)."""
+    groups = defaultdict(set)
+    for r in rows:
+        groups[r[other]].add(r[column])
+    return len(groups) > 1 and all(len(v) == 1 for v in groups.values())
+
+
+def research(r):
+    return r.get("tier", "") == "research" if r.get("tier") else r["strategy"] in RESEARCH
+
+
+def fits(r):
+    return r.get("weights_fit", "true") != "false"
+
+
+def rankable(r):
+    return fits(r) and not research(r)
+
+
+def readable_colorbar(fig, image, ax, label):
+    """A colour bar with plain tick labels: no "+1.2e1" offset, no exponent a reader must apply."""
+    cb = fig.colorbar(image, ax=ax, label=label)
+    cb.formatter = matplotlib.ticker.FormatStrFormatter("%.4g")
+    cb.update_ticks()
+    return cb
+
+
+def scan_plot(path, out, at_text="", describe=None, name=None):
     rows = read_rows(path, SCAN_REQUIRED)
     slice_cols = [c for c in SCAN_SLICE if c in rows[0]]
     # The step the user cares about: the whole decode step where the CSV has it, else one attention layer.
@@ -146,43 +203,31 @@ def scan_plot(path, out, at_text="", describe=None):
             present = sorted({r[key] for r in rows}, key=lambda v: (len(v), v))
             raise InputProblem(f"--at {key}={value}: no row has it (the CSV has {', '.join(present)})")
         rows = kept
-    key = lambda r: tuple(r[c] for c in slice_cols)  # noqa: E731
+    keys = slice_keys(rows, slice_cols)
+    key = lambda r: tuple(r[c] for c in keys)  # noqa: E731
     counts = Counter(key(r) for r in rows)
-    # Without --at for every column that varies, the slice with the most points is drawn; the title says which
-    # and how many there were, never silently.
+    # Without --at for every column the user varied, the slice with the most points is drawn; the title says
+    # which and how many there were, never silently.
     chosen_key = sorted(counts, key=lambda k: (-counts[k], k))[0]
-    slice_values = dict(zip(slice_cols, chosen_key))
-    varying = [c for c in slice_cols if len({r[c] for r in rows}) > 1]
-    shown = [c for c in slice_cols if c in varying or c in at or c in ("profile", "heads", "head_dim", "batch",
-                                                                       "context")]
-    slice_text = describe_slice(slice_values, shown)
-    note = (f" — 1 of {len(counts)} slices (the one with most points; pick with --at "
-            f"{','.join(c + '=...' for c in varying)})" if len(counts) > 1 else "")
     chosen = [r for r in rows if key(r) == chosen_key]
+    constant = [c for c in slice_cols if len({r[c] for r in chosen}) == 1]
+    slice_values = {c: chosen[0][c] for c in constant}
+    shown = [c for c in ("batch", "context") if c in constant] + [c for c in keys if c not in ("batch", "context")]
+    shown += [c for c in at if c not in shown and c in constant]
+    slice_text = words(slice_values, [c for c in shown if c in slice_values]) or "every row"
+    setting = words(slice_values, [c for c in ("model", "profile", "tp", "launch") if c in constant
+                                   and (c != "model" or slice_values[c] != "none")])
+    note = (f" — 1 of {len(counts)} slices (the one with most points; --at "
+            f"{','.join(c + '=...' for c in keys)} picks another)" if len(counts) > 1 else "")
     unit = "ms" if metric == "decode_step_us" else "µs"
     scale = 1e-3 if metric == "decode_step_us" else 1.0
 
     fig, axes = plt.subplots(1, 3, figsize=(19, 5.6))
-    ax = axes[0]
-    for s in strategies_in({r["strategy"] for r in chosen}):
-        pts = sorted((r["dcp"], r[metric] * scale, r["merge_latency_us"]) for r in chosen if r["strategy"] == s)
-        line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{s} {metric_label}")
-        if metric == "step_latency_us":
-            ax.plot([p[0] for p in pts], [p[2] for p in pts], marker="x", linestyle="--", color=line.get_color(),
-                    label=f"{s} merge")
-    ax.set_xscale("log", base=2)
-    sizes = sorted({int(r["dcp"]) for r in chosen})
-    ax.set_xticks(sizes, [str(n) for n in sizes])
-    ax.minorticks_off()
-    ax.set_xlabel("DCP size N")
-    ax.set_ylabel(f"{metric_label} ({unit})")
-    ax.set_title(f"{metric_label} by DCP size and strategy\n{slice_text}", fontsize=9)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-
-    heat = scan_heatmap(axes[1], rows, slice_values, slice_cols, metric, scale, unit, metric_label)
+    scan_lines(axes[0], chosen, metric, metric_label, scale, unit, slice_text)
+    heat = scan_heatmap(axes[1], rows, chosen, keys, metric, scale, unit, metric_label)
     label_points = scan_pareto(axes[2], chosen, metric, scale, unit, metric_label)
-    fig.suptitle(f"dcpsim scan — {os.path.basename(path)}: {slice_text}{note}", fontsize=10)
+    source = name or os.path.basename(path)
+    fig.suptitle(f"dcpsim scan ({source}): {setting} — {slice_text}{note}", fontsize=10)
     fig.tight_layout()
     labels = label_pareto(axes[2], label_points)
     labelled_points = len(label_points)
@@ -191,14 +236,45 @@ def scan_plot(path, out, at_text="", describe=None):
     placed = [label_box(t) for t in labels]
     overlaps = sum(1 for i in range(len(placed)) for j in range(i) if boxes_overlap(placed[i], placed[j]))
     if describe:
+        axis_points = {"dcp": len({r["dcp"] for r in chosen}), "strategy": len({r["strategy"] for r in chosen})}
         with open(describe, "w") as f:
-            json.dump({"metric": metric, "slice": slice_values, "slices": len(counts), "title": slice_text + note,
-                       "heatmap": heat, "labels": [t.get_text() for t in labels], "label_overlaps": overlaps,
-                       "labels_left_out": labelled_points - len(labels)}, f,
-                      indent=1)
+            json.dump({"metric": metric, "slice": slice_values, "slice_keys": keys, "slices": len(counts),
+                       "title": f"{setting} — {slice_text}{note}", "suptitle": fig._suptitle.get_text(),
+                       "axis_points": axis_points, "heatmap": heat, "labels": [t.get_text() for t in labels],
+                       "label_overlaps": overlaps, "labels_left_out": labelled_points - len(labels),
+                       "colorbar_offsets": [a.yaxis.get_major_formatter().get_offset() for a in fig.axes
+                                            if a.get_label() == "<colorbar>"]}, f, indent=1)
     save(fig, out)
 
 
+def scan_lines(ax, chosen, metric, metric_label, scale, unit, slice_text):
+    """The step by DCP size, one line per strategy: research strategies dashed and marked, layouts whose
+    weights do not fit drawn as grey crosses and said so."""
+    for s in strategies_in({r["strategy"] for r in chosen}):
+        pts = sorted((r["dcp"], r[metric] * scale, r["merge_latency_us"]) for r in chosen
+                     if r["strategy"] == s and fits(r))
+        is_research = any(research(r) for r in chosen if r["strategy"] == s)
+        label = f"{s} {metric_label}" + (" (research)" if is_research else "")
+        if pts:
+            line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label,
+                            linestyle="--" if is_research else "-")
+            if metric == "step_latency_us":
+                ax.plot([p[0] for p in pts], [p[2] for p in pts], marker="x", linestyle=":",
+                        color=line.get_color(), label=f"{s} merge")
+    lost = [r for r in chosen if not fits(r)]
+    if lost:
+        ax.scatter([r["dcp"] for r in lost], [r[metric] * scale for r in lost], marker="x", color="gray",
+                   label="does not fit (weights)", zorder=3)
+    ax.set_xscale("log", base=2)
+    sizes = sorted({int(r["dcp"]) for r in chosen})
+    ax.set_xticks(sizes, [str(n) for n in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("DCP size N")
+    ax.set_ylabel(f"{metric_label} ({unit})")
+    one = " (one DCP size: a point per strategy)" if len(sizes) < 2 else ""
+    ax.set_title(f"{metric_label} by DCP size and strategy{one}\n{slice_text}", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
 def ink(image, v):
     """Black on light cells, white on dark ones."""
     r, g, b, _ = image.cmap(image.norm(v))
@@ -206,72 +282,115 @@ def ink(image, v):
 
 
 def best_of(rows, metric):
-    return min(rows, key=lambda r: (r[metric], r["dcp"], r["strategy"]))
+    """The pick: the shortest step among layouts that fit and production strategies (analysis/layouts.h)."""
+    ranked = [r for r in rows if rankable(r)]
+    return min(ranked, key=lambda r: (r[metric], r["dcp"], r["strategy"])) if ranked else None
 
 
-def scan_heatmap(ax, rows, slice_values, slice_cols, metric, scale, unit, metric_label):
-    """Where strategies compare, and only there. Several geometries: for each, the best DCP size and strategy
-    over every N and strategy of the slice's load (never a fixed N). One geometry: step by strategy and DCP
-    size, with the combinations a strategy cannot run left blank. A single point: no heatmap at all."""
-    load = [c for c in slice_cols if c not in GEOMETRY + ["qk_dim", "kv_heads"]]
-    same_load = [r for r in rows if all(r[c] == slice_values[c] for c in load)]
-    cells = defaultdict(list)
-    for r in same_load:
-        cells[(int(float(r["heads"])), int(float(r["head_dim"])))].append(r)
-    load_text = describe_slice(slice_values, [c for c in ("batch", "context") if c in slice_values])
-    if len(cells) > 1:
+def value_table(ax, title, header, cells):
+    """Fewer than two points on an axis: a table, not a heatmap of one row or column."""
+    ax.axis("off")
+    table = ax.table(cellText=cells, colLabels=header, loc="center", cellLoc="center")
+    table.auto_set_font_size(False)
+    table.set_fontsize(8)
+    table.scale(1, 1.4)
+    ax.set_title(title, fontsize=9)
+
+
+def scan_heatmap(ax, rows, chosen, keys, metric, scale, unit, metric_label):
+    """Where strategies compare, and only where an axis has two points or more. The geometry the user varied:
+    for each, the best DCP size and production strategy over every N (never a fixed N), a heatmap over heads
+    and head dim, or a line where one of them has a single value. Otherwise step by strategy and DCP size, with
+    "n/a" where a strategy cannot run and "does not fit" where the weights do not; with one DCP size or one
+    strategy, a table."""
+    geometry = [g for g in GEOMETRY if g in keys]
+    if geometry:
+        others = [k for k in keys if k not in GEOMETRY + ["qk_dim", "kv_heads"]]
+        same_load = [r for r in rows if all(r[k] == chosen[0][k] for k in others)]
+        cells = defaultdict(list)
+        for r in same_load:
+            cells[(int(float(r["heads"])), int(float(r["head_dim"])))].append(r)
         best = {k: best_of(v, metric) for k, v in cells.items()}
+        best = {k: v for k, v in best.items() if v is not None}
         heads = sorted({k[0] for k in best})
         dims = sorted({k[1] for k in best})
-        grid = [[best[(h, d)][metric] * scale if (h, d) in best else math.nan for d in dims] for h in heads]
-        image = ax.imshow(grid, cmap="viridis_r", aspect="auto", origin="lower")
-        ax.figure.colorbar(image, ax=ax, label=f"shortest {metric_label} ({unit})")
-        for i, h in enumerate(heads):
-            for j, d in enumerate(dims):
-                if (h, d) in best:
-                    b = best[(h, d)]
-                    ax.text(j, i, f"N={int(b['dcp'])} {b['strategy']}\n{b[metric] * scale:.4g} {unit}",
-                            ha="center", va="center", color=ink(image, b[metric] * scale), fontsize=7)
-        ax.set_xticks(range(len(dims)), [str(d) for d in dims])
-        ax.set_yticks(range(len(heads)), [str(h) for h in heads])
-        ax.set_xlabel("head dim D")
-        ax.set_ylabel("heads H")
-        ax.set_title(f"best DCP size and strategy per geometry: the shortest {metric_label}\nover every N and "
-                     f"strategy in the scan ({load_text})", fontsize=9)
-        return {"kind": "best_per_geometry",
-                "cells": [{"heads": h, "head_dim": d, "dcp": int(b["dcp"]), "strategy": b["strategy"],
-                           "value": b[metric]} for (h, d), b in sorted(best.items())]}
-    chosen = [r for r in same_load if all(r[c] == slice_values[c] for c in slice_cols)]
+        record = {"kind": "best_per_geometry",
+                  "cells": [{"heads": h, "head_dim": d, "dcp": int(b["dcp"]), "strategy": b["strategy"],
+                             "value": b[metric]} for (h, d), b in sorted(best.items())]}
+        if len(heads) >= 2 and len(dims) >= 2:
+            grid = [[best[(h, d)][metric] * scale if (h, d) in best else math.nan for d in dims] for h in heads]
+            image = ax.imshow(grid, cmap="viridis_r", aspect="auto", origin="lower")
+            readable_colorbar(ax.figure, image, ax, f"shortest {metric_label} ({unit})")
+            for i, h in enumerate(heads):
+                for j, d in enumerate(dims):
+                    if (h, d) in best:
+                        b = best[(h, d)]
+                        ax.text(j, i, f"N={int(b['dcp'])} {b['strategy']}\n{b[metric] * scale:.4g} {unit}",
+                                ha="center", va="center", color=ink(image, b[metric] * scale), fontsize=7)
+            ax.set_xticks(range(len(dims)), [str(d) for d in dims])
+            ax.set_yticks(range(len(heads)), [str(h) for h in heads])
+            ax.set_xlabel("head dim D")
+            ax.set_ylabel("heads H")
+            ax.set_title(f"best DCP size and shipped strategy per geometry: the shortest {metric_label}\nover "
+                         "every N and production strategy in the scan", fontsize=9)
+            return record
+        # One of heads / head dim has a single value: a line over the other.
+        axis = "heads" if len(heads) >= 2 else "head_dim"
+        xs = heads if axis == "heads" else dims
+        pts = sorted(((k[0] if axis == "heads" else k[1]), b) for k, b in best.items())
+        ax.plot([p[0] for p in pts], [p[1][metric] * scale for p in pts], marker="o", color="black")
+        for x, b in pts:
+            ax.annotate(f"N={int(b['dcp'])} {b['strategy']}", (x, b[metric] * scale), xytext=(4, 6),
+                        textcoords="offset points", fontsize=7)
+        ax.set_xticks(xs, [str(x) for x in xs])
+        ax.set_xlabel("heads H" if axis == "heads" else "head dim D")
+        ax.set_ylabel(f"shortest {metric_label} ({unit})")
+        ax.grid(True, alpha=0.3)
+        ax.set_title(f"best DCP size and shipped strategy by {WORDS[axis]} (one value of the other geometry "
+                     "axis: a line, not a heatmap)", fontsize=9)
+        record["kind"] = "best_per_geometry_line"
+        return record
     strategies = strategies_in({r["strategy"] for r in chosen})
     sizes = sorted({int(r["dcp"]) for r in chosen})
-    if len(chosen) < 2:
-        ax.axis("off")
-        ax.text(0.5, 0.5, "a single point: no strategies or sizes to compare", ha="center", va="center",
-                fontsize=9, transform=ax.transAxes)
-        return {"kind": "none", "cells": []}
-    value = {(r["strategy"], int(r["dcp"])): r[metric] for r in chosen}
-    grid = [[value.get((s, n), math.nan) * scale for n in sizes] for s in strategies]
+    by = {(r["strategy"], int(r["dcp"])): r for r in chosen}
+    best = best_of(chosen, metric)
+    cells = [{"strategy": s, "dcp": n, "value": r[metric], "fits": fits(r)} for (s, n), r in sorted(by.items())]
+    best_record = ({"dcp": int(best["dcp"]), "strategy": best["strategy"], "value": best[metric]} if best
+                   else None)
+    label = lambda s: s + (" (research)" if any(research(r) for r in chosen if r["strategy"] == s) else "")  # noqa
+    if len(sizes) < 2 or len(strategies) < 2:
+        rows_text = []
+        for (s, n), r in sorted(by.items(), key=lambda kv: kv[1][metric]):
+            mark = "best" if best is not None and r is best else ("does not fit" if not fits(r) else "")
+            rows_text.append([label(s), str(n), f"{r[metric] * scale:.4g}", mark])
+        why = "one DCP size" if len(sizes) < 2 else "one strategy"
+        value_table(ax, f"{metric_label} ({unit}) by strategy and DCP size — {why}: a table, not a heatmap",
+                    ["strategy", "N", unit, ""], rows_text)
+        return {"kind": "table", "cells": cells, "best": best_record}
+    grid = [[by[(s, n)][metric] * scale if (s, n) in by and fits(by[(s, n)]) else math.nan for n in sizes]
+            for s in strategies]
     cmap = plt.get_cmap("viridis_r").copy()
     cmap.set_bad("#dddddd")
     image = ax.imshow(grid, cmap=cmap, aspect="auto", origin="lower")
-    ax.figure.colorbar(image, ax=ax, label=f"{metric_label} ({unit})")
-    best = best_of(chosen, metric)
+    readable_colorbar(ax.figure, image, ax, f"{metric_label} ({unit})")
     for i, s in enumerate(strategies):
         for j, n in enumerate(sizes):
-            if (s, n) not in value:
-                ax.text(j, i, "n/a", ha="center", va="center", color="#777777", fontsize=7)
+            r = by.get((s, n))
+            if r is None or not fits(r):
+                ax.text(j, i, "n/a" if r is None else "does not\nfit", ha="center", va="center",
+                        color="#555555", fontsize=7)
                 continue
-            mark = best["strategy"] == s and int(best["dcp"]) == n
-            ax.text(j, i, f"{value[(s, n)] * scale:.4g}" + ("\nbest" if mark else ""), ha="center", va="center",
-                    color=ink(image, value[(s, n)] * scale), fontsize=7, fontweight="bold" if mark else "normal")
+            mark = best is not None and r is best
+            ax.text(j, i, f"{r[metric] * scale:.4g}" + ("\nbest" if mark else ""), ha="center", va="center",
+                    color=ink(image, r[metric] * scale), fontsize=7, fontweight="bold" if mark else "normal")
     ax.set_xticks(range(len(sizes)), [str(n) for n in sizes])
-    ax.set_yticks(range(len(strategies)), strategies)
+    ax.set_yticks(range(len(strategies)), [label(s) for s in strategies])
     ax.set_xlabel("DCP size N")
-    ax.set_title(f"{metric_label} by strategy and DCP size; n/a: the strategy cannot run there\nbest: N="
-                 f"{int(best['dcp'])} {best['strategy']} {best[metric] * scale:.4g} {unit}", fontsize=9)
-    return {"kind": "strategy_by_dcp",
-            "cells": [{"strategy": s, "dcp": n, "value": v} for (s, n), v in sorted(value.items())],
-            "best": {"dcp": int(best["dcp"]), "strategy": best["strategy"], "value": best[metric]}}
+    best_text = (f"best shipped: N={int(best['dcp'])} {best['strategy']} {best[metric] * scale:.4g} {unit}" if best
+                 else "nothing ranked: no layout fits")
+    ax.set_title(f"{metric_label} by strategy and DCP size; n/a: the strategy cannot run there\n{best_text}",
+                 fontsize=9)
+    return {"kind": "strategy_by_dcp", "cells": cells, "best": best_record}
 
 
 def label_box(text):
@@ -321,17 +440,19 @@ def scan_pareto(ax, chosen, metric, scale, unit, metric_label):
     """Step vs the DCP group's KV capacity at the slice; the front keeps the points no other point beats on
     both (lower step and at least as much capacity). Labels name the best strategy at each N."""
     for s in strategies_in({r["strategy"] for r in chosen}):
-        pts = [r for r in chosen if r["strategy"] == s]
-        ax.scatter([p["kv_group"] for p in pts], [p[metric] * scale for p in pts], label=s, s=22)
+        pts = [r for r in chosen if r["strategy"] == s and fits(r)]
+        tag = " (research)" if any(research(r) for r in pts) else ""
+        ax.scatter([p["kv_group"] for p in pts], [p[metric] * scale for p in pts], label=s + tag, s=22,
+                   marker="^" if tag else "o")
     best_per_n = {}
     for r in chosen:
-        if r["dcp"] not in best_per_n or r[metric] < best_per_n[r["dcp"]][metric]:
+        if rankable(r) and (r["dcp"] not in best_per_n or r[metric] < best_per_n[r["dcp"]][metric]):
             best_per_n[r["dcp"]] = r
     line = [best_per_n[n] for n in sorted(best_per_n)]
     ax.plot([r["kv_group"] for r in line], [r[metric] * scale for r in line], color="black", linewidth=0.8,
-            linestyle=":", label="best strategy per N")
+            linestyle=":", label="best shipped strategy per N")
     front, best = [], math.inf
-    for r in sorted(chosen, key=lambda r: (-r["kv_group"], r[metric])):
+    for r in sorted((r for r in chosen if rankable(r)), key=lambda r: (-r["kv_group"], r[metric])):
         if r[metric] < best:
             best = r[metric]
             front.append(r)
@@ -340,7 +461,8 @@ def scan_pareto(ax, chosen, metric, scale, unit, metric_label):
     ax.set_xscale("log")
     ax.set_xlabel("KV capacity of the DCP group (tokens: per GPU × N)")
     ax.set_ylabel(f"{metric_label} ({unit})")
-    ax.set_title("latency vs KV capacity at this slice", fontsize=9)
+    ax.set_title("latency vs KV capacity at this slice (front: shipped strategies on layouts that fit)",
+                 fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     # The front first, then the other sizes' best; placed once the figure's layout is final (label_pareto).
@@ -360,8 +482,8 @@ def label_pareto(ax, points):
 
 # ---------------------------------------------------------------- replay
 def replay_plot(path, out):
-    """The compact replay summary (dcpsim-replay-summary/1, analysis/README.md): percentile bands over time and
-    CDFs, never one marker per step."""
+    """The replay summary (schema dcpsim-summary/1, command replay; analysis/README.md): percentile bands over
+    time and CDFs, never one marker per step."""
     try:
         with open(path) as f:
             doc = json.load(f)
@@ -369,12 +491,18 @@ def replay_plot(path, out):
         raise InputProblem(f"{path}: {e.strerror}")
     except ValueError as e:
         raise InputProblem(f"{path}: not a replay summary JSON ({e})")
-    if not isinstance(doc, dict) or doc.get("format") != "dcpsim-replay-summary/1":
-        raise InputProblem(f"{path}: not a dcpsim-replay-summary/1 document")
-    if "bands" not in doc or "cdf" not in doc:
+    if not isinstance(doc, dict) or doc.get("schema") != "dcpsim-summary/1" or doc.get("command") != "replay":
+        raise InputProblem(f"{path}: not a dcpsim-summary/1 document of a replay")
+    entries = {e["strategy"]: e for e in doc.get("strategies", []) if isinstance(e, dict) and "strategy" in e}
+    if "bands" not in doc or "cdf_quantiles" not in doc or not entries or \
+            any("bands" not in e or "cdf" not in e for e in entries.values()):
         raise InputProblem(f"{path}: the replay ran no step; nothing to draw")
-    bands, cdf = doc["bands"], doc["cdf"]
-    strategies = strategies_in(doc.get("strategies", []))
+    strategies = strategies_in(list(entries))
+    bands = dict(doc["bands"])
+    cdf = {"quantile": doc["cdf_quantiles"]}
+    for name, e in entries.items():
+        bands[name] = e["bands"]
+        cdf[name] = e["cdf"]
     t = bands["time_s"]
     fig, axes = plt.subplots(2, 2, figsize=(14, 9))
     colors = {s: plt.cm.tab10(i) for i, s in enumerate(strategies)}
@@ -402,7 +530,8 @@ def replay_plot(path, out):
     ax = axes[1][0]
     q = cdf["quantile"]
     for s in strategies:
-        ax.plot([v * 1e-3 for v in cdf[s]["decode_step_us"]], q, color=colors[s], linewidth=1.4, label=f"{s}")
+        tag = " (research)" if entries[s].get("tier") == "research" else ""
+        ax.plot([v * 1e-3 for v in cdf[s]["decode_step_us"]], q, color=colors[s], linewidth=1.4, label=f"{s}{tag}")
     ax.set_xlabel("decode step (ms)")
     ax.set_ylabel("fraction of steps")
     ax.set_title("CDF of the decode step (solid) and of the merge per layer (dashed)", pad=30)
@@ -426,7 +555,8 @@ def replay_plot(path, out):
     twin.legend(loc="upper right", fontsize=7)
     ax.grid(True, alpha=0.3)
     fig.suptitle(f"dcpsim replay — {os.path.basename(str(doc.get('trace', path)))} on {doc.get('profile', '?')}, "
-                 f"{doc.get('model', '')}, DCP {doc.get('dcp', '?')} ({doc.get('steps', '?')} steps)")
+                 f"{doc.get('model', '')}, DCP {doc.get('dcp', '?')}, TP {doc.get('tp', '?')} "
+                 f"({doc.get('steps', '?')} steps)")
     fig.tight_layout()
     save(fig, out)
 
@@ -462,25 +592,77 @@ def validate_plot(path, out):
     save(fig, out)
 
 
-COMMANDS = {"scan": scan_plot, "replay": replay_plot, "validate": validate_plot}
+def plan_plot(path, out):
+    """dcpsim plan: tokens/s per GPU against tokens/s per user, every point faint, each layout's Pareto
+    points joined, the shipped front bold, the research front dashed and apart, the best point ringed."""
+    import matplotlib.ticker  # noqa: F401 (the tick formatters below)
+
+    rows = read_rows(path, ["tp", "dcp", "strategy", "research", "concurrency", "tokens_per_s_user",
+                            "tokens_per_s_gpu", "pareto", "best", "model", "profile", "gpus"])
+    if not rows:
+        raise InputProblem(f"{path}: no points to plot")
+    fig, ax = plt.subplots(figsize=(8.5, 5.5))
+    layouts = sorted({(int(r["tp"]), int(r["dcp"])) for r in rows})
+    colours = plt.get_cmap("tab10")
+    for i, (tp, dcp) in enumerate(layouts):
+        mine = [r for r in rows if (int(r["tp"]), int(r["dcp"])) == (tp, dcp) and r["research"] == "false"]
+        if not mine:
+            continue
+        x = [number(r, "tokens_per_s_user", path) for r in mine]
+        y = [number(r, "tokens_per_s_gpu", path) for r in mine]
+        label = f"TP{tp}" + (f" DCP{dcp}" if dcp > 1 else "")
+        ax.scatter(x, y, s=10, color=colours(i % 10), alpha=0.35)
+        front = sorted((a, b) for a, b, r in zip(x, y, mine) if all(
+            not (number(q, "tokens_per_s_user", path) >= a and number(q, "tokens_per_s_gpu", path) >= b and
+                 (number(q, "tokens_per_s_user", path) > a or number(q, "tokens_per_s_gpu", path) > b))
+            for q in mine))
+        ax.plot([a for a, _ in front], [b for _, b in front], "-o", ms=3, lw=1.2, color=colours(i % 10),
+                label=label)
+    for kind, style, name in (("false", "k-", "Pareto front (shipped strategies)"),
+                              ("true", "k--", "research front (row-stream, not deployable)")):
+        front = sorted((number(r, "tokens_per_s_user", path), number(r, "tokens_per_s_gpu", path))
+                       for r in rows if r["pareto"] == "true" and r["research"] == kind)
+        if front:
+            ax.plot([a for a, _ in front], [b for _, b in front], style, lw=2.2 if kind == "false" else 1.2,
+                    alpha=0.8, label=name)
+    for r in rows:
+        if r["best"] == "true":
+            ax.scatter([number(r, "tokens_per_s_user", path)], [number(r, "tokens_per_s_gpu", path)], s=160,
+                       facecolors="none", edgecolors="red", linewidths=2,
+                       label=f"best under the SLO: TP{r['tp']} DCP{r['dcp']} {r['strategy']} x{r['concurrency']}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel("tokens/s per user (1 / TPOT)")
+    ax.set_ylabel("tokens/s per GPU")
+    ax.set_title(f"dcpsim plan — {rows[0]['model']} on {rows[0]['gpus']} x {rows[0]['profile']}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    save(fig, out)
+
+
+COMMANDS = {"scan": scan_plot, "replay": replay_plot, "validate": validate_plot, "plan": plan_plot}
 
 
 def main(argv):
     usage = (f"usage: plot.py {{{'|'.join(COMMANDS)}}} input output.png  "
-             "(scan also: [--at column=value,...] [--describe what.json])")
+             "(scan also: [--at column=value,...] [--name NAME-IN-TITLE] [--describe what.json])")
     if len(argv) < 4 or argv[1] not in COMMANDS:
         print(usage, file=sys.stderr)
         return 2
     options, rest = {}, argv[4:]
     while rest:
-        if rest[0] not in ("--at", "--describe") or len(rest) < 2 or argv[1] != "scan":
+        if rest[0] not in ("--at", "--describe", "--name") or len(rest) < 2 or argv[1] != "scan":
             print(usage, file=sys.stderr)
             return 2
         options[rest[0][2:]] = rest[1]
         rest = rest[2:]
     try:
         if argv[1] == "scan":
-            scan_plot(argv[2], argv[3], options.get("at", ""), options.get("describe"))
+            scan_plot(argv[2], argv[3], options.get("at", ""), options.get("describe"), options.get("name"))
         else:
             COMMANDS[argv[1]](argv[2], argv[3])
     except InputProblem as e:

@@ -1,5 +1,6 @@
 // dcpsim hw sweep: time the runner's kernels over full grids of shapes and write a measured kernel table file
 // (dcpsim-kernel-tables/1) that profiles carry (models/profiles/README.md).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -8,6 +9,7 @@
 #include "commands.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/error.h"
+#include "dcpsim/hw/gemm_sweep.h"
 #include "dcpsim/hw/sweep.h"
 #include "dcpsim/models/kernel_table.h"
 #include "dcpsim/models/scenario.h"
@@ -38,6 +40,10 @@ struct SweepFlags {
   bool pdl = false;
   int pdl_chain = 0;  // 0: not given (the config's default)
   bool row_stamps = false;
+  std::string gemm_dtypes = "bf16,fp8";
+  std::string gemm_m = "1,2,4,8,16,32,64,128,256,512,1024,2048,4096";
+  std::string gemm_n = "256,512,1024,2048,3072,4096,7168,8192,16384";
+  std::string gemm_k = "256,512,1024,2048,3072,4096,7168,8192,16384";
   int warmup = 5, reps = 20, device = 0;
   std::string date, out;
   bool dry_run = false;
@@ -56,6 +62,7 @@ std::vector<int> int_list(const std::string& value, const std::string& flag) {
 hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command) {
   hw::KernelSweepConfig c;
   c.kernels = analysis::split_list(f.kernels, "--kernels");
+  std::erase(c.kernels, std::string("gemm"));  // the GEMM family is swept on its own (gemm_config)
   for (const std::string& k : c.kernels) (void)models::parse_table_kernel(k);
   c.geometries.clear();
   for (const std::string& g : analysis::split_list(f.geometries, "--geometry"))
@@ -120,9 +127,27 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
   return c;
 }
 
+bool wants_gemm(const SweepFlags& f) {
+  const auto k = analysis::split_list(f.kernels, "--kernels");
+  return std::find(k.begin(), k.end(), "gemm") != k.end();
+}
+
+hw::GemmSweepConfig gemm_config(const SweepFlags& f, const std::string& command) {
+  hw::GemmSweepConfig g;
+  g.dtypes = analysis::split_list(f.gemm_dtypes, "--gemm-dtypes");
+  g.m = int_list(f.gemm_m, "--gemm-m");
+  g.n = int_list(f.gemm_n, "--gemm-n");
+  g.k = int_list(f.gemm_k, "--gemm-k");
+  g.warmup = f.warmup, g.reps = f.reps, g.device = f.device, g.date = f.date, g.command = command;
+  return g;
+}
+
 void run_sweep(const SweepFlags& f, const std::string& command) {
   const hw::KernelSweepConfig c = to_config(f, command);
-  const int points = hw::kernel_sweep_points(c);  // checks the grid before any device work
+  const bool gemm = wants_gemm(f);
+  const hw::GemmSweepConfig g = gemm_config(f, command);
+  const int gemm_points = gemm ? hw::gemm_sweep_points(g) : 0;  // checks the grid before any device work
+  const int points = (c.kernels.empty() ? 0 : hw::kernel_sweep_points(c)) + gemm_points;
   if (f.dry_run) {
     std::printf("%d points (before skips for size); nothing timed (--dry-run)\n", points);
     return;
@@ -131,12 +156,24 @@ void run_sweep(const SweepFlags& f, const std::string& command) {
   traces::check_output_paths({}, {{"--out", f.out}});
   require_gpu();
   int skipped = 0;
-  const models::KernelTables tables = hw::run_kernel_sweep(c, [&](const hw::SweepProgress& p) {
-    if (p.skipped) ++skipped;
-    std::fprintf(stderr, "\r[%d/%d %3d%%] %-60.60s%s", p.done, p.total, 100 * p.done / std::max(p.total, 1),
-                 p.point.c_str(), p.skipped ? " (skipped)" : "");
-    if (p.done == p.total) std::fprintf(stderr, "\n");
-  });
+  models::KernelTables tables;
+  if (!c.kernels.empty()) {
+    tables = hw::run_kernel_sweep(c, [&](const hw::SweepProgress& p) {
+      if (p.skipped) ++skipped;
+      std::fprintf(stderr, "\r[%d/%d %3d%%] %-60.60s%s", p.done, p.total, 100 * p.done / std::max(p.total, 1),
+                   p.point.c_str(), p.skipped ? " (skipped)" : "");
+      if (p.done == p.total) std::fprintf(stderr, "\n");
+    });
+  }
+  if (gemm) {
+    models::KernelTables t = hw::run_gemm_sweep(g, [&](const hw::GemmSweepProgress& p) {
+      std::fprintf(stderr, "\r[gemm %d/%d %3d%%] %-40.40s", p.done, p.total,
+                   100 * p.done / std::max(p.total, 1), p.point.c_str());
+      if (p.done == p.total) std::fprintf(stderr, "\n");
+    });
+    if (tables.tables.empty()) tables.provenance = t.provenance;
+    for (models::KernelTable& k : t.tables) tables.tables.push_back(std::move(k));
+  }
   traces::write_file_atomically(f.out, models::kernel_tables_json(tables));
   std::size_t n = 0;
   for (const models::KernelTable& t : tables.tables) n += t.points.size();
@@ -153,7 +190,14 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
   CLI::App* s = hw_cmd.add_subcommand(
       "sweep", "Time the kernels over full grids of shapes and write a measured kernel table file");
   s->add_option("--out", f->out, "kernel table file to write (dcpsim-kernel-tables/1 JSON)");
-  s->add_option("--kernels", f->kernels, "kernels to sweep: attention, correction, a2a_pack, a2a_combine")
+  s->add_option("--gemm-dtypes", f->gemm_dtypes,
+                "gemm: weight types, bf16 and fp8 (per-tensor scales, cuBLASLt)")
+      ->capture_default_str();
+  s->add_option("--gemm-m", f->gemm_m, "gemm: rows m (tokens of the step)")->capture_default_str();
+  s->add_option("--gemm-n", f->gemm_n, "gemm: output features n")->capture_default_str();
+  s->add_option("--gemm-k", f->gemm_k, "gemm: input features k")->capture_default_str();
+  s->add_option("--kernels", f->kernels,
+                "kernels to sweep: attention, correction, a2a_pack, a2a_combine, gemm (cuBLASLt BF16/FP8)")
       ->capture_default_str();
   s->add_option("--geometry", f->geometries, "attention geometries: mla, gqa:G (G query heads per KV head)")
       ->capture_default_str();

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "cmd_import_nccl.h"
 #include "commands.h"
 #include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/memory_estimate.h"
@@ -41,6 +42,7 @@ struct ImportArgs {
   bool no_flows = false;
   bool no_nvtx = false;
   std::string name;
+  NcclImportArgs nccl;  // --nccl-tests: a communication table instead of a trace
 };
 
 // The scenario flags a profile cannot be read without: the group, the geometry and the load, and the
@@ -123,8 +125,19 @@ ScenarioFile scenario_from_file(const std::string& path, const analysis::Scenari
 }
 
 void run_import(const ImportArgs& a) {
+  if (!a.nccl.files.empty()) {
+    if (!a.kineto.empty() || !a.nsys.empty())
+      throw InputError("--nccl-tests makes a communication table; it takes no --kineto or --nsys");
+    if (!a.given.empty() || !a.scenario_file.empty())
+      throw InputError("--nccl-tests logs need no scenario; drop " +
+                       (a.given.empty() ? "--scenario" : a.given.front()));
+    NcclImportArgs n = a.nccl;
+    n.out = a.out;
+    run_nccl_tests_import(n);
+    return;
+  }
   if (a.kineto.empty() == a.nsys.empty()) {
-    throw InputError("dcpsim import needs exactly one of --kineto FILE or --nsys FILE");
+    throw InputError("dcpsim import needs exactly one of --kineto FILE, --nsys FILE or --nccl-tests LOG...");
   }
   analysis::ScenarioFlags flags = a.scenario;
   if (!a.scenario_file.empty()) {
@@ -193,11 +206,31 @@ void run_import(const ImportArgs& a) {
 void add_import_command(CLI::App& app) {
   auto args = std::make_shared<ImportArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "import", "Import a Kineto (PyTorch profiler) or Nsight Systems timeline as a trace (.pb)");
+      "import",
+      "Import a Kineto (PyTorch profiler) or Nsight Systems timeline as a trace (.pb), or nccl-tests logs as "
+      "a communication table");
   cmd->add_option("--kineto", args->kineto, "Kineto / Chrome trace JSON (plain or .gz)");
   cmd->add_option("--nsys", args->nsys,
                   "Nsight Systems SQLite export (nsys export --type sqlite; plain or .gz)");
-  cmd->add_option("--out", args->out, "trace to write (.pb)")->required();
+  cmd->add_option("--out", args->out, "trace to write (.pb); with --nccl-tests the table to write (.json)")
+      ->required();
+  cmd->add_option(
+         "--nccl-tests", args->nccl.files,
+         "nccl-tests output (as its binaries print it, plain or under mpirun/srun, its -J JSON, or a "
+         "CSV with op,gpus,size_bytes,time_us columns): one or more files into one table")
+      ->expected(1, -1);
+  cmd->add_option("--op", args->nccl.op,
+                  "with --nccl-tests: the collective, for logs that do not name it (nccl-tests before 2.17)");
+  cmd->add_option("--gpus", args->nccl.gpus,
+                  "with --nccl-tests: the group size, for logs without a device list")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--where", args->nccl.where,
+                  "with a --nccl-tests CSV: keep rows whose COLUMN is one of the values (COLUMN=V1|V2)");
+  cmd->add_option(
+      "--system", args->nccl.system,
+      "with --nccl-tests: what the GPUs sat in, for the provenance (\"HGX H100 8-GPU, NVSwitch\")");
+  cmd->add_option("--date", args->nccl.date,
+                  "with --nccl-tests: date in the provenance (default: today, UTC)");
   cmd->add_option("--rank", args->rank, "DCP rank of the profiled process (default: the trace's own, else 0)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--cpu-ops", args->cpu_ops, "also import CPU ops, runtime calls and annotations");
@@ -224,6 +257,11 @@ void add_import_command(CLI::App& app) {
         return t;
       }());
   cmd->callback([args, cmd] {
+    args->nccl.command = "dcpsim import";
+    for (const std::string& f : args->nccl.files) args->nccl.command += " --nccl-tests " + f;
+    for (const std::string& w : args->nccl.where) args->nccl.command += " --where " + w;
+    if (!args->nccl.op.empty()) args->nccl.command += " --op " + args->nccl.op;
+    args->nccl.command += " --out " + args->out;
     args->given.clear();
     for (const char* flag : {"--dcp", "--heads", "--head-dim", "--qk-dim", "--kv-heads", "--batch",
                              "--context", "--contexts-file", "--strategy", "--launch", "--interleave",

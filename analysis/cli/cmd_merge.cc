@@ -7,6 +7,7 @@
 #include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/analysis/merge_io.h"
 #include "dcpsim/io_guard.h"
+#include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/models/merge.h"
 #include "dcpsim/models/types.h"
 #include "dcpsim/traces/output_file.h"
@@ -49,8 +50,7 @@ void add_merge_command(CLI::App& app) {
       ->required();
   sub->add_option("--out", flags->out, "merged JSON to write (temp file + rename)")->required();
   sub->add_option("--base", flags->base, "LSE base of the partials: e | 2")->capture_default_str();
-  sub->add_option("--strategy", flags->strategy, "ag-rs | ag-ar | a2a | direct | row-stream")
-      ->capture_default_str();
+  sub->add_option("--strategy", flags->strategy, analysis::strategy_help(false))->capture_default_str();
   sub->add_option("--out-dtype", flags->dtype, "output dtype: fp32 | bf16 | fp16 | fp64")
       ->capture_default_str();
   sub->add_option("--dtype", flags->dtype)->group("");  // the old spelling

@@ -51,13 +51,12 @@ void print_table(const KvSetting& kv) {
                 p.topology.gpus_per_nvlink_domain.si(), p.topology.gpus_per_node.si(), p.gpu.sm_count.si(),
                 hbm, p.gpu.hbm_capacity.si() / 1e9, nvlink, nccl, launch, tokens.c_str());
   }
-  const analysis::WholeModel first(model, models::load_profile(models::builtin_profile_names().front()),
-                                   kv.tp, {});
   std::printf(
-      "\n(*) KV cache tokens one GPU holds for %s at TP %d (every one of its %d layers): HBM x 0.90 - %s of "
-      "weights per GPU, over %.0f B per token per layer (--model, --tp)\n",
-      model.name.c_str(), kv.tp, model.layers(), analysis::gigabytes(first.weight_bytes_per_gpu()).c_str(),
-      models::kv_bytes_per_token(models::attention_shape(geometry)));
+      "\n(*) KV cache tokens one GPU holds for %s at TP %d (every one of its %d layers), over %.0f B per "
+      "token per layer (--model, --tp); h200-sxm: %s\n",
+      model.name.c_str(), kv.tp, model.layers(),
+      models::kv_bytes_per_token(models::attention_shape(geometry)),
+      analysis::WholeModel(model, models::load_profile("h200-sxm"), kv.tp, {}).kv_budget_basis().c_str());
   std::printf(
       "'dcpsim profiles --show NAME' prints a profile with every value's unit and source; "
       "'dcpsim profiles --models' the model presets.\n");

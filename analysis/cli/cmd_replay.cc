@@ -18,13 +18,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dcpsim/analysis/baseline.h"
 #include "dcpsim/analysis/consistency.h"
 #include "dcpsim/analysis/io_inputs.h"
+#include "dcpsim/analysis/layouts.h"
 #include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/analysis/plot.h"
 #include "dcpsim/analysis/replay.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/analysis/step_figures.h"
+#include "dcpsim/analysis/summary_json.h"
 #include "dcpsim/analysis/validate.h"
 #include "dcpsim/analysis/whole_model.h"
 #include "dcpsim/error.h"
@@ -98,17 +101,21 @@ std::string geometry_label(const models::Scenario& s) {
 
 // What the outputs say about the replay's setting (merged into the summary JSON).
 nlohmann::json about(const ReplayArgs& a, const models::HardwareProfile& profile,
-                     const analysis::WholeModel& m, const analysis::ReplayConfig& c) {
-  return {{"trace", a.requests},
-          {"profile", profile.name},
-          {"model", analysis::model_label(a.geometry)},
-          {"dcp", c.batcher.geometry.dcp},
-          {"tp", m.tp()},
-          {"geometry", geometry_label(c.batcher.geometry)},
-          {"max_rows", c.batcher.max_rows},
-          {"kv_capacity_tokens_per_gpu", c.batcher.kv_capacity_tokens},
-          {"kv_budget", m.kv_budget_basis()},
-          {"non_attention", m.non_attention_basis()}};
+                     const analysis::WholeModel& m, const analysis::ReplayConfig& c,
+                     const analysis::Layout& layout, const analysis::LayoutChoice& tp,
+                     const std::vector<analysis::SkippedStrategy>& skipped) {
+  nlohmann::json j = analysis::summary_document("replay", profile.name, analysis::model_label(a.geometry));
+  j["layout"] = analysis::layout_json(layout, tp.rule);
+  j["skipped"] = analysis::skipped_json(skipped);
+  j.update(nlohmann::json{{"trace", a.requests},
+                          {"dcp", c.batcher.geometry.dcp},
+                          {"tp", m.tp()},
+                          {"geometry", geometry_label(c.batcher.geometry)},
+                          {"max_rows", c.batcher.max_rows},
+                          {"kv_capacity_tokens_per_gpu", c.batcher.kv_capacity_tokens},
+                          {"kv_budget", m.kv_budget_basis()},
+                          {"non_attention", m.non_attention_basis()}});
+  return j;
 }
 
 // Progress on stderr every two seconds: the share of requests done, the trace time reached and an ETA.
@@ -140,14 +147,25 @@ class Progress {
 
 void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile) {
   analysis::ReplayConfig c;
-  c.strategies = analysis::parse_strategy_list(a.strategies, "strategy");
+  const std::vector<models::Strategy> requested = analysis::parse_strategy_list(a.strategies, "strategy");
   analysis::ScenarioFlags flags = a.geometry;
+  const analysis::LayoutQuery query =
+      analysis::LayoutQuery::of(analysis::model_of(flags), profile, a.whole.gpu_memory_utilization);
+  const analysis::LayoutChoice tp = analysis::resolve_tp(flags, query);
   flags.batch = "1";
   flags.context = "1";
-  flags.strategy = std::string(models::to_string(c.strategies.front()));
-  c.batcher.geometry = analysis::to_scenario(flags);
-  const analysis::WholeModel model(analysis::model_of(a.geometry), profile,
-                                   analysis::tp_of(a.geometry, c.batcher.geometry.dcp), a.whole);
+  flags.strategy = "ag-ar";  // the base scenario: ag-ar has no rule of its own on the heads
+  const analysis::StrategyChoice choice =
+      analysis::runnable_strategies(analysis::to_scenario(flags), requested);
+  for (const models::Scenario& s : choice.run) c.strategies.push_back(s.strategy);
+  c.batcher.geometry = choice.run.front();
+  const analysis::Layout layout = analysis::evaluate_layout(
+      query, analysis::tp_of(flags, c.batcher.geometry.dcp), c.batcher.geometry.dcp);
+  if (!layout.valid) throw InputError(layout.invalid_reason);
+  if (!layout.weights_fit)
+    throw InputError("replay: the layout TP " + std::to_string(layout.tp) + " x DCP " +
+                     std::to_string(layout.dcp) + " " + layout.fit_text() + " (give a larger --tp)");
+  analysis::WholeModel model(query.model, profile, layout.tp, a.whole);
   c.batcher.max_rows = a.max_rows;
   c.batcher.max_steps = a.steps;
   c.batcher.time_window_s = a.time_window;
@@ -169,21 +187,26 @@ void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile
   sim::SimOptions options;
   options.max_gpus = std::max(options.max_gpus, c.batcher.geometry.dcp);
   const sim::Simulator simulator(profile, options);
+  analysis::anchor(model, a.whole, c.batcher.geometry.kv_dtype,
+                   [&](const models::Scenario& s) { return simulator.run(s).step_latency_s; });
   simulator.prepare();  // the worker processes inherit built platforms
   const analysis::ScenarioTiming timing = [&](const models::Scenario& s) {
-    return analysis::step_timing(simulator.run(s));
+    return analysis::step_timing(simulator.run(model.attention_scenario(s)));
   };
   Progress progress;
   const analysis::ReplayResult result =
       analysis::replay_requests(std::move(requests), c, timing, std::ref(progress));
 
-  const std::string summary = analysis::summary_json(result, about(a, profile, model, c).dump());
+  const std::string summary = analysis::summary_json(
+      result, about(a, profile, model, c, layout, tp, choice.skipped).dump(), 200, &layout);
   std::vector<std::pair<std::filesystem::path, std::string> > files = {{a.out, analysis::steps_csv(result)}};
   if (!a.summary.empty()) files.emplace_back(a.summary, summary);
   if (!a.cdf.empty()) files.emplace_back(a.cdf, analysis::cdf_csv(result));
   analysis::write_with_plot("replay", files, summary, a.plot);
   std::cout << "replay on " << profile.name << ", " << geometry_label(c.batcher.geometry) << "; model "
             << analysis::model_label(a.geometry) << ", TP " << model.tp() << "\n";
+  std::cout << "layout: DCP " << layout.dcp << " in " << tp.rule << "\n";
+  std::cout << analysis::skipped_text(choice.skipped, "");
   std::cout << "non-attention time: " << model.non_attention_basis() << "\n";
   std::cout << "KV budget per GPU: " << model.kv_budget_basis() << "\n";
   std::cout << analysis::replay_summary(result) << "steps: " << a.out
@@ -223,8 +246,8 @@ void add_replay_command(CLI::App& app) {
   analysis::add_whole_model_flags(*cmd, args->whole);
   cmd->add_option(
          "--strategy", args->strategies,
-         "strategies timed on every step: all or a comma list of ag-rs, ag-ar, a2a, direct, row-stream; the "
-         "first drives the clock")
+         "strategies timed on every step (" + analysis::strategy_help() +
+             "); those that cannot run the layout are skipped with the rule; the first drives the clock")
       ->capture_default_str();
   cmd->add_option("--strategies", args->strategies)->group("");  // the old spelling
   cmd->add_option("--max-rows", args->max_rows, "rows (requests) per decode step")

@@ -36,6 +36,7 @@ struct ScanCommand {
   bool no_header = false;
   bool best = false;
   bool list_skipped = false;
+  bool include_research = false;
 };
 
 void check_plot(const ScanCommand& c) {
@@ -62,9 +63,9 @@ analysis::ScanReport scan_with_plot(const ScanCommand& c) {
     std::ifstream in(temp, std::ios::binary);
     const std::string csv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::filesystem::remove(temp, ec);
-    analysis::write_with_plot(
-        "scan", {{out, csv}}, csv, c.plot,
-        c.at.empty() ? std::vector<std::string>{} : std::vector<std::string>{"--at", c.at});
+    std::vector<std::string> options = {"--name", out.filename().string()};
+    if (!c.at.empty()) options.insert(options.end(), {"--at", c.at});
+    analysis::write_with_plot("scan", {{out, csv}}, csv, c.plot, options);
     return report;
   } catch (...) {
     std::filesystem::remove(temp, ec);
@@ -86,6 +87,7 @@ void run_scan_command(ScanCommand& c) {
   if (c.options.jobs < 1 || c.options.jobs > 1024) {
     throw InputError("--jobs " + std::to_string(c.options.jobs) + " is not an integer in [1, 1024]");
   }
+  c.options.plot_at = c.at;
   const analysis::ScanReport report =
       c.plot.empty() ? analysis::run_scan(c.options, c.out, std::cerr, c.list_skipped) : scan_with_plot(c);
   std::cerr << "scan: wrote " << report.scenarios << " rows to " << c.out << " in " << report.wall_s << " s";
@@ -97,8 +99,10 @@ void run_scan_command(ScanCommand& c) {
     const std::string csv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     analysis::ScanSummaryOptions summary;
     summary.best_only = c.best;
+    summary.include_research = c.include_research;
     summary.by_heads = !c.options.flags.heads.empty() || !analysis::model_of(c.options.flags);
-    summary.by_tp = !c.options.flags.tp.empty();
+    summary.by_tp = report.tp.tp.size() > 1;
+    if (!c.best) std::cout << "layout: " << report.tp.rule << "\n";
     std::cout << analysis::scan_summary(csv, summary);
   }
 }
@@ -115,14 +119,17 @@ void add_scan_command(CLI::App& app) {
       "--shard i/n keeps the i-th of n contiguous slices; only shard 0 writes the header line, so "
       "concatenating "
       "shards 0..n-1 gives exactly the unsharded CSV. --no-header writes no header at all.\n"
-      "Model: --model (default deepseek-v3 unless geometry flags are given) and --tp (default = --dcp) set "
-      "the "
-      "heads per rank, the weights per GPU and the non-attention time; KV capacity per GPU = KV budget / (KV "
-      "bytes "
-      "per token per layer x layers).\n"
-      "stdout: per geometry, batch and context, the best strategy at each DCP size with the best size marked "
-      "'*' "
-      "(--best: only that line).");
+      "Model: --model (default deepseek-v3 unless geometry flags are given) and --tp (default: the smallest "
+      "multiple of the largest --dcp whose weights fit a GPU, one TP for every size; vLLM needs TP >= DCP "
+      "and "
+      "TP % DCP == 0) set the heads per rank, the weights per GPU and the non-attention time; KV capacity "
+      "per "
+      "GPU = KV budget / (KV bytes per token per layer x layers). A layout whose weights do not fit says "
+      "'does "
+      "not fit' and is never ranked.\n"
+      "stdout: per geometry, batch and context, the best production strategy at each DCP size with the best "
+      "size marked '*' (--best: only that line); a faster research strategy is shown beside, marked (r), and "
+      "ranked only with --include-research.");
   o.flags.strategy = "all";
   analysis::add_scenario_flags(*cmd, o.flags, true);
   cmd->add_option("--profile", o.profile, "hardware profile: a built-in name or a JSON file")
@@ -134,14 +141,16 @@ void add_scan_command(CLI::App& app) {
   cmd->add_flag("--no-header", c->no_header, "do not write the CSV header line");
   cmd->add_option(
       "--at", c->at,
-      "the slice --plot draws, e.g. batch=64,context=128k (default: the slice with most points; the "
-      "plot's title names it)");
+      "the slice --plot draws, e.g. batch=64,context=128k (default: the slice with most points among the "
+      "values you varied; the plot's title names it); checked against the scan before it runs");
   cmd->add_option("--plot", c->plot,
                   "also draw the CSV into this PNG: latency vs DCP size, geometry heatmap, Pareto front "
                   "(needs python3 with matplotlib)");
   analysis::add_whole_model_flags(*cmd, o.whole);
   cmd->add_flag("--best", c->best,
                 "print only the best DCP size and strategy per geometry, batch and context");
+  cmd->add_flag("--include-research", c->include_research,
+                "let the best picks choose research strategies (row-stream) too; they are always shown");
   cmd->add_flag("--list-skipped", c->list_skipped, "list every skipped combination with its reason (stderr)");
   cmd->add_option("--nccl-algo", c->nccl_algo, "force NCCL's algorithm: ring, tree, nvls, p2p");
   cmd->add_option("--nccl-proto", c->nccl_proto, "force NCCL's protocol: ll, ll128, simple");

@@ -13,9 +13,12 @@
 #include "commands.h"
 
 #ifdef DCPSIM_WITH_SIMGRID
+#include "dcpsim/analysis/baseline.h"
 #include "dcpsim/analysis/io_inputs.h"
+#include "dcpsim/analysis/layouts.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/analysis/step_figures.h"
+#include "dcpsim/analysis/summary_json.h"
 #include "dcpsim/analysis/whole_model.h"
 #include "dcpsim/error.h"
 #include "dcpsim/models/profile.h"
@@ -42,7 +45,28 @@ struct SimulateOptions {
   std::string nccl_proto;
   int peers_in_flight = sim::SimOptions{}.peers_in_flight;
   std::string flows = "auto";
+  bool include_research = false;
 };
+
+// What every output of one run says about its deployment: the layout, the rule that chose TP, the strategies
+// run and those skipped (with why), and whether research strategies may be picked.
+struct RunContext {
+  analysis::Layout layout;
+  analysis::LayoutChoice tp;
+  std::vector<analysis::SkippedStrategy> skipped;
+  bool include_research = false;
+};
+
+// What the figures of a strategy entry are (summary_json.h: every entry says its units).
+nlohmann::json units() {
+  return {{"*_us", "microseconds"},
+          {"step_latency_us, attention_end_us, merge_latency_us, comm_us",
+           "one attention layer: query all-gather, attention, merge (as simulated)"},
+          {"merge_share, comm_share", "fractions of the attention layer's step"},
+          {"decode_step.decode_step_us", "one decode step: layers x the attention layer + non_attention_us"},
+          {"memory.*_bytes", "bytes (1e9 = 1 GB)"},
+          {"memory.kv_capacity_tokens_*", "tokens of KV over every layer"}};
+}
 
 sim::SimOptions sim_options(const SimulateOptions& o, int dcp) {
   sim::SimOptions s;
@@ -61,7 +85,7 @@ std::string collectives_text(const sim::StepResult& r, const std::string& strate
   std::string out;
   char line[256];
   for (const analysis::CollectiveBandwidth& b : analysis::collective_bandwidths(r)) {
-    std::snprintf(line, sizeof line, "  %-14s %-13s %-15s %-12s %12.0f %10.3f %11.1f %11.1f\n",
+    std::snprintf(line, sizeof line, "  %-14s %-14s %-15s %-12s %12.0f %10.3f %11.1f %11.1f\n",
                   strategy_column.c_str(), b.phase.c_str(), b.collective.c_str(), b.plan.c_str(),
                   b.size_bytes, b.time_s * 1e6, b.algbw_Bps / 1e9, b.busbw_Bps / 1e9);
     out += line;
@@ -69,16 +93,18 @@ std::string collectives_text(const sim::StepResult& r, const std::string& strate
   return out;
 }
 
-const char* kCollectivesHeader = "  %-14s %-13s %-15s %-12s %12s %10s %11s %11s\n";
+const char* kCollectivesHeader = "  %-14s %-14s %-15s %-12s %12s %10s %11s %11s\n";
 
 std::string whole_step_text(const analysis::WholeModel& m, const sim::StepResult& r) {
-  char line[512];
+  char line[1536];
   const int rows = r.scenario.rows();
+  const double step = m.decode_step_s(r.step_latency_s, rows);
   std::snprintf(line, sizeof line,
                 "  decode step (%d layers + non-attention): %.3f ms = %d x %.3f us + %.1f us\n"
-                "    non-attention time: %s\n",
-                m.layers(), m.decode_step_s(r.step_latency_s, rows) * 1e3, m.layers(), r.step_latency_s * 1e6,
-                m.non_attention_s(rows) * 1e6, m.non_attention_basis().c_str());
+                "    TPOT %.3f ms, %.0f tokens/s (%.1f per request); non-attention time: %s\n",
+                m.layers(), step * 1e3, m.layers(), r.step_latency_s * 1e6, m.non_attention_s(rows) * 1e6,
+                m.tpot_s(step) * 1e3, m.tokens_per_s(step, rows), 1.0 / m.tpot_s(step),
+                m.non_attention_basis().c_str());
   return line;
 }
 
@@ -106,7 +132,6 @@ std::int64_t busiest_tokens(const sim::StepResult& r) {
 
 nlohmann::json json_of(const sim::StepResult& r, const analysis::WholeModel& m, const std::string& model) {
   nlohmann::json j = sim::summary_json(r);
-  j["per"] = "step_latency_us, attention_end_us, merge_latency_us: one attention layer";
   const double comm = analysis::communication_s(r);
   j["comm_us"] = comm * 1e6;
   j["comm_share"] = comm / r.step_latency_s;
@@ -126,7 +151,11 @@ nlohmann::json json_of(const sim::StepResult& r, const analysis::WholeModel& m, 
                       {"layers", m.layers()},
                       {"non_attention_us", m.non_attention_s(rows) * 1e6},
                       {"non_attention_basis", m.non_attention_basis()},
-                      {"decode_step_us", m.decode_step_s(r.step_latency_s, rows) * 1e6}};
+                      {"decode_step_us", m.decode_step_s(r.step_latency_s, rows) * 1e6},
+                      {"tpot_us", m.tpot_s(m.decode_step_s(r.step_latency_s, rows)) * 1e6},
+                      {"tokens_per_s", m.tokens_per_s(m.decode_step_s(r.step_latency_s, rows), rows)},
+                      {"spec_tokens", m.spec_tokens()},
+                      {"accept_length", m.accept_length()}};
   const std::int64_t capacity = m.kv_capacity_tokens(r.scenario);
   j["memory"] = {{"hbm_bytes", m.hbm_bytes()},
                  {"weight_bytes_per_gpu", m.weight_bytes_per_gpu()},
@@ -138,9 +167,26 @@ nlohmann::json json_of(const sim::StepResult& r, const analysis::WholeModel& m, 
   return j;
 }
 
-void print_one(const sim::StepResult& r, const analysis::WholeModel& m, const std::string& model_line) {
+// The deployment lines every output starts with: the layout and its rule, whether its weights fit.
+std::string layout_text(const RunContext& c) {
+  std::string out = "  layout: DCP " + std::to_string(c.layout.dcp) + " in " + c.tp.rule + "\n";
+  if (!c.layout.weights_fit) {
+    out += "  this layout DOES NOT FIT (" + c.layout.fit_text() +
+           "): its figures are shown for reference and never ranked\n";
+  }
+  return out;
+}
+
+std::string strategy_line(models::Strategy s) {
+  const analysis::StrategyInfo& info = analysis::strategy_info(s);
+  return "  " + std::string(models::to_string(s)) + " (" + std::string(analysis::to_string(info.tier)) +
+         "): " + analysis::engine_text(s) + "\n";
+}
+
+void print_one(const sim::StepResult& r, const analysis::WholeModel& m, const std::string& model_line,
+               const RunContext& c) {
   std::string text = sim::format_summary(r);
-  text.insert(text.find('\n') + 1, model_line);
+  text.insert(text.find('\n') + 1, model_line + layout_text(c) + strategy_line(r.scenario.strategy));
   std::cout << text;
   const double comm = analysis::communication_s(r);
   char line[256];
@@ -160,29 +206,62 @@ void print_one(const sim::StepResult& r, const analysis::WholeModel& m, const st
   std::cout << "\n" << whole_step_text(m, r) << memory_text(m, r.scenario, busiest_tokens(r));
 }
 
+// "fastest" among the strategies a pick may choose, and a research strategy that beat it.
+void print_fastest(const std::vector<sim::StepResult>& results, const RunContext& c) {
+  if (!c.layout.weights_fit) {
+    std::printf("  fastest: none ranked (the layout does not fit)\n");
+    return;
+  }
+  std::vector<models::Strategy> strategies;
+  std::vector<double> times;
+  for (const sim::StepResult& r : results) {
+    strategies.push_back(r.scenario.strategy);
+    times.push_back(r.step_latency_s);
+  }
+  const auto pick = analysis::pick_fastest(strategies, times, c.include_research);
+  const auto any = analysis::pick_fastest(strategies, times, true);
+  if (!pick) {
+    std::printf("  fastest: none ranked (only research strategies ran; --include-research ranks them)\n");
+    return;
+  }
+  const models::Strategy best = strategies[*pick];
+  std::printf("  fastest%s: %s (%s)\n", c.include_research ? " (research included)" : " production strategy",
+              std::string(models::to_string(best)).c_str(), analysis::engine_text(best).c_str());
+  if (any && *any != *pick) {
+    std::printf(
+        "  %s is %.1f %% faster per layer but is a research strategy (%s); --include-research ranks it\n",
+        std::string(models::to_string(strategies[*any])).c_str(), 100 * (1 - times[*any] / times[*pick]),
+        analysis::engine_text(strategies[*any]).c_str());
+  }
+}
+
 void print_side_by_side(const std::vector<sim::StepResult>& results, const analysis::WholeModel& m,
-                        const std::string& model_line) {
+                        const std::string& model_line, const RunContext& c) {
   const sim::StepResult& first = results.front();
   models::Scenario s = first.scenario;
   std::string label = s.label();
   label = label.substr(0, label.rfind(' ', label.rfind(' ') - 1));  // without strategy and launch
-  std::printf("dcpsim simulate: %s, %s %s, %zu strategies side by side\n", first.profile.c_str(),
-              label.c_str(), std::string(models::to_string(s.launch)).c_str(), results.size());
-  std::cout << model_line;
-  std::printf("  %-14s %14s %13s %9s %8s %9s %7s %13s %15s\n", "strategy", "layer step us", "attention us",
-              "merge us", "merge %", "comm us", "comm %", "q-gather us", "decode step ms");
-  const sim::StepResult* best = &first;
+  std::printf("dcpsim simulate: %s, %s %s, %zu strateg%s side by side\n", first.profile.c_str(),
+              label.c_str(), std::string(models::to_string(s.launch)).c_str(), results.size(),
+              results.size() == 1 ? "y" : "ies");
+  std::cout << model_line << layout_text(c);
+  std::printf("  %-14s %14s %13s %9s %8s %9s %7s %13s %15s  %s\n", "strategy", "layer step us",
+              "attention us", "merge us", "merge %", "comm us", "comm %", "q-gather us", "decode step ms",
+              "tier");
   for (const sim::StepResult& r : results) {
     const double comm = analysis::communication_s(r);
-    std::printf("  %-14s %14.3f %13.3f %9.3f %7.1f%% %9.3f %6.1f%% %13.3f %15.3f\n",
+    std::printf("  %-14s %14.3f %13.3f %9.3f %7.1f%% %9.3f %6.1f%% %13.3f %15.3f  %s\n",
                 std::string(models::to_string(r.scenario.strategy)).c_str(), r.step_latency_s * 1e6,
                 r.attention_end_s * 1e6, r.merge_latency_s * 1e6, 100 * r.merge_latency_s / r.step_latency_s,
                 comm * 1e6, 100 * comm / r.step_latency_s,
                 analysis::phase_longest_s(r, sim::kPhaseQueryGather) * 1e6,
-                m.decode_step_s(r.step_latency_s, r.scenario.rows()) * 1e3);
-    if (r.step_latency_s < best->step_latency_s) best = &r;
+                m.decode_step_s(r.step_latency_s, r.scenario.rows()) * 1e3,
+                std::string(analysis::to_string(analysis::strategy_info(r.scenario.strategy).tier)).c_str());
   }
-  std::printf("  fastest: %s\n", std::string(models::to_string(best->scenario.strategy)).c_str());
+  print_fastest(results, c);
+  std::cout << analysis::skipped_text(c.skipped, "  ");
+  std::printf("\n  what each strategy is in the serving engines\n");
+  for (const sim::StepResult& r : results) std::cout << strategy_line(r.scenario.strategy);
   std::printf(
       "\n  collectives as nccl-tests reports them (size: nccl-tests' size; time: longest over ranks)\n");
   std::printf(kCollectivesHeader, "strategy", "phase", "collective", "plan", "size B", "time us",
@@ -192,17 +271,55 @@ void print_side_by_side(const std::vector<sim::StepResult>& results, const analy
   std::cout << "\n" << whole_step_text(m, first) << memory_text(m, s, busiest_tokens(first));
 }
 
+// The summary JSON (summary_json.h): one shape for one strategy or several.
+std::string summary_text(const std::vector<sim::StepResult>& results, const analysis::WholeModel& m,
+                         const std::string& model_name, const std::string& profile, const RunContext& c) {
+  nlohmann::json doc = analysis::summary_document("simulate", profile, model_name);
+  doc["layout"] = analysis::layout_json(c.layout, c.tp.rule);
+  doc["strategies"] = nlohmann::json::array();
+  std::vector<models::Strategy> strategies;
+  std::vector<double> times;
+  for (const sim::StepResult& r : results) {
+    nlohmann::json entry = analysis::strategy_entry(r.scenario.strategy, c.layout, units());
+    entry.update(json_of(r, m, model_name));
+    doc["strategies"].push_back(std::move(entry));
+    strategies.push_back(r.scenario.strategy);
+    times.push_back(r.step_latency_s);
+  }
+  doc["skipped"] = analysis::skipped_json(c.skipped);
+  doc["fastest"] = c.layout.weights_fit ? analysis::fastest_json(strategies, times, c.include_research)
+                                        : nlohmann::json(nullptr);
+  return doc.dump(2) + "\n";
+}
+
 void run_simulate(const SimulateOptions& o) {
   IoGuard io;
   analysis::guard_profile(io, "--profile", o.profile);
   analysis::guard_scenario_flags(io, o.flags);
   io.output("--out", o.out).output("--chrome", o.chrome).output("--json", o.json).check();
-  const std::vector<models::Scenario> scenarios = analysis::to_scenarios(o.flags);
   const models::HardwareProfile profile = models::load_profile(o.profile);
-  const int dcp = scenarios.front().dcp;
-  const analysis::WholeModel model(analysis::model_of(o.flags), profile, analysis::tp_of(o.flags, dcp),
-                                   o.whole);
+  analysis::ScenarioFlags flags = o.flags;
+  std::optional<models::ModelPreset> deployed = analysis::model_of(flags);
+  if (deployed && !o.whole.weight_dtype.empty())
+    deployed = deployed->with_weight_dtype(models::parse_weight_dtype(o.whole.weight_dtype));
+  const analysis::LayoutQuery query =
+      analysis::LayoutQuery::of(deployed, profile, o.whole.gpu_memory_utilization);
+  RunContext c;
+  c.tp = analysis::resolve_tp(flags, query);
+  c.include_research = o.include_research;
+  const std::vector<models::Strategy> requested = analysis::parse_strategy_list(flags.strategy, "strategy");
+  flags.strategy = "ag-ar";  // the base scenario: ag-ar has no rule of its own on the heads
+  const models::Scenario base = analysis::to_scenario(flags);
+  analysis::StrategyChoice choice = analysis::runnable_strategies(base, requested);
+  c.skipped = choice.skipped;
+  const int dcp = base.dcp;
+  const int tp = analysis::tp_of(flags, dcp);
+  c.layout = analysis::evaluate_layout(query, tp, dcp);
+  if (!c.layout.valid) throw InputError(c.layout.invalid_reason);
+  analysis::WholeModel model(query.model, profile, tp, o.whole);
   const sim::Simulator simulator(profile, sim_options(o, dcp));
+  analysis::anchor(model, o.whole, base.kv_dtype,
+                   [&](const models::Scenario& s) { return simulator.run(s).step_latency_s; });
 
   std::optional<traces::ProtobufTraceWriter> pb;
   std::optional<traces::ChromeTraceWriter> chrome;
@@ -213,29 +330,22 @@ void run_simulate(const SimulateOptions& o) {
   if (!sinks.empty()) tee.on_header(sim::sim_trace_header(profile));
 
   std::vector<sim::StepResult> results;
-  for (const models::Scenario& s : scenarios)
-    results.push_back(simulator.run(s, sinks.empty() ? nullptr : &tee));
+  for (const models::Scenario& s : choice.run)
+    results.push_back(simulator.run(model.attention_scenario(s), sinks.empty() ? nullptr : &tee));
   if (!sinks.empty()) tee.finish();
   const std::string model_name = analysis::model_label(o.flags);
-  if (!o.json.empty()) {
-    nlohmann::json j;
-    if (results.size() == 1) {
-      j = json_of(results.front(), model, model_name);
-    } else {
-      for (const sim::StepResult& r : results) j["strategies"].push_back(json_of(r, model, model_name));
-    }
-    traces::write_file_atomically(o.json, j.dump(2) + "\n");
-  }
+  if (!o.json.empty())
+    traces::write_file_atomically(o.json, summary_text(results, model, model_name, profile.name, c));
 
   char model_line[256];
   std::snprintf(model_line, sizeof model_line,
                 "  model %s, TP %d: %d query heads per rank after the query all-gather%s\n",
-                model_name.c_str(), model.tp(), scenarios.front().heads,
+                model_name.c_str(), model.tp(), base.heads,
                 model.model() && o.flags.heads.empty() ? " (the model's heads x DCP / TP)" : "");
-  if (results.size() == 1) {
-    print_one(results.front(), model, model_line);
+  if (results.size() == 1 && c.skipped.empty()) {
+    print_one(results.front(), model, model_line, c);
   } else {
-    print_side_by_side(results, model, model_line);
+    print_side_by_side(results, model, model_line, c);
   }
   if (!o.out.empty()) std::cout << "  trace: " << o.out << "\n";
   if (!o.chrome.empty()) std::cout << "  chrome trace: " << o.chrome << "\n";
@@ -252,7 +362,9 @@ void add_simulate_command(CLI::App& app) {
       "(every "
       "layer plus the non-attention time: --model's roofline estimate or --non-attention-us). --strategy all "
       "(or "
-      "a list) prints the strategies side by side.");
+      "a list) runs every strategy that can run the scenario side by side and lists the others with the rule "
+      "that excluded them; 'fastest' picks among production strategies (what serving engines ship) unless "
+      "--include-research. --tp defaults to the smallest multiple of --dcp whose weights fit a GPU.");
   analysis::add_scenario_flags(*cmd, opts->flags, false);
   analysis::add_whole_model_flags(*cmd, opts->whole);
   cmd->add_option("--profile", opts->profile, "hardware profile: a built-in name or a JSON file")
@@ -270,6 +382,8 @@ void add_simulate_command(CLI::App& app) {
                   "equal when ranks start together, far faster), auto (bundle above " +
                       std::to_string(sim::kBundleAboveRanks) + " ranks)")
       ->capture_default_str();
+  cmd->add_flag("--include-research", opts->include_research,
+                "let 'fastest' pick research strategies (row-stream) too; they are always shown");
   cmd->callback([opts] { run_simulate(*opts); });
 }
 

@@ -12,6 +12,7 @@ void add_profiles_command(CLI::App& app);                            // cmd_prof
 void add_simulate_command(CLI::App& app);                            // cmd_simulate.cc
 void add_scan_command(CLI::App& app);                                // cmd_scan.cc
 void add_replay_command(CLI::App& app);                              // cmd_replay.cc
+void add_plan_command(CLI::App& app);                                // cmd_plan.cc
 void add_hw_command(CLI::App& app, int argc, char** argv);           // cmd_hw.cc
 void add_hw_bench(CLI::App& hw_cmd);                                 // cmd_hw_bench.cc: `hw bench`
 void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv);  // cmd_hw_sweep.cc
@@ -20,6 +21,7 @@ void add_validate_command(CLI::App& app);                            // cmd_vali
 void add_export_command(CLI::App& app);                              // cmd_export.cc
 void add_merge_command(CLI::App& app);                               // cmd_merge.cc
 void add_import_command(CLI::App& app);
+void add_collectives_command(CLI::App& app);                    // cmd_collectives.cc
 void add_tables_command(CLI::App& app, int argc, char** argv);  // cmd_tables.cc
 
 // One message for every hw command on a machine without a usable GPU (RuntimeError); call it after the

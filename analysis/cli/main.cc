@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -15,6 +17,7 @@
 #include "dcpsim/error.h"
 #include "dcpsim/interrupt.h"
 #include "dcpsim/memory_budget.h"
+#include "dcpsim/suggest.h"
 #include "dcpsim/traces/trace_reader.h"
 #include "dcpsim/version.h"
 
@@ -74,6 +77,46 @@ void apply_global_options(const GlobalOptions& g) {
   if (g.max_input_gb > 0) memory::set_max_input_bytes(static_cast<std::int64_t>(g.max_input_gb * 1e9));
 }
 
+// "did you mean" for a flag the command does not have: the subcommand named on the line (nested: hw run),
+// then each "--name" it does not know, against its options. Empty when every flag is known.
+std::string unknown_flag_hint(CLI::App& app, int argc, char** argv) {
+  CLI::App* cmd = &app;
+  int i = 1;
+  for (; i < argc; ++i) {
+    CLI::App* sub = nullptr;
+    try {
+      sub = cmd->get_subcommand(argv[i]);
+    } catch (const CLI::OptionNotFound&) {
+      break;
+    }
+    cmd = sub;
+  }
+  if (cmd == &app && i < argc && argv[i][0] != '-') {
+    std::vector<std::string> commands;
+    for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
+    const std::string guess = closest_name(argv[i], commands);
+    return "unknown command '" + std::string(argv[i]) + "'" +
+           (guess.empty() ? "" : " (did you mean " + guess + "?)");
+  }
+  // The command's own flags and those of every command above it (the root's global flags fall through).
+  std::vector<std::string> known;
+  for (const CLI::App* c = cmd; c != nullptr; c = c->get_parent()) {
+    for (const CLI::Option* o : c->get_options()) {
+      for (const std::string& n : o->get_lnames()) known.push_back("--" + n);
+    }
+  }
+  for (int k = i; k < argc; ++k) {
+    std::string arg = argv[k];
+    if (arg.rfind("--", 0) != 0 || arg == "--") continue;
+    arg = arg.substr(0, arg.find('='));
+    if (std::find(known.begin(), known.end(), arg) != known.end()) continue;
+    const std::string guess = closest_name(arg, known);
+    return "unknown flag " + arg + " for '" + cmd->get_name() + "'" +
+           (guess.empty() ? "" : " (did you mean " + guess + "?)");
+  }
+  return {};
+}
+
 // Leaves without running static destructors and atexit handlers: after a failed simulation SimGrid's engine
 // still holds the dead scenario's actors, and its teardown would crash after dcpsim's one-line error. Every
 // output has been discarded by then (the writers clean up as the exception unwinds).
@@ -112,12 +155,14 @@ int main(int argc, char** argv) {
   cli::add_simulate_command(app);
   cli::add_scan_command(app);
   cli::add_replay_command(app);
+  cli::add_plan_command(app);
   cli::add_hw_command(app, argc, argv);
   cli::add_calibrate_command(app);
   cli::add_validate_command(app);
   cli::add_export_command(app);
   cli::add_merge_command(app);
   cli::add_import_command(app);
+  cli::add_collectives_command(app);
   cli::add_tables_command(app, argc, argv);
   cli::GlobalOptions global;
   cli::add_global_options(app, global);
@@ -137,7 +182,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "dcpsim: " << one_line(e.what()) << " (see --help)\n";
+    const std::string hint = cli::unknown_flag_hint(app, argc, argv);
+    std::cerr << "dcpsim: " << (hint.empty() ? one_line(e.what()) : hint) << " (see --help)\n";
     cli::leave(2);
   } catch (const InputError& e) {
     std::cerr << "dcpsim: " << one_line(e.what()) << "\n";

@@ -34,6 +34,7 @@ const std::vector<PhaseMapping>& phase_mappings() {
       {"a2a_pack", {"pack"}, {}},
       {"all_to_all", {"collective"}, {}},
       {"a2a_combine", {"combine"}, {}},
+      {"all_to_all_lse", {"lse_collective"}, {}},  // a2a-2call's second all-to-all
       // Traces of the two-kernel direct merge (before the one-kernel protocol).
       {"direct_write", {"push"}, {}},
       // The owner's combine kernel polls the N flags before combining, so on real GPUs (and in the
@@ -55,6 +56,7 @@ const std::vector<PhaseMapping>& phase_mappings() {
       {"query_gather", {"query_gather"}, {}},
       {"lse_gather", {"lse_gather"}, {}},
       {"collective", {"collective"}, {}},
+      {"lse_collective", {"lse_collective"}, {}},
       {"pack", {"pack"}, {}},
       {"push", {"push"}, {}},
       {"wait", {"wait"}, {}},

@@ -122,7 +122,7 @@ std::string python_with_matplotlib() {
 
 void plot_csv(std::string_view kind, const fs::path& csv, const fs::path& png,
               const std::vector<std::string>& options) {
-  if (kind != "scan" && kind != "replay" && kind != "validate") {
+  if (kind != "scan" && kind != "replay" && kind != "validate" && kind != "plan") {
     throw InputError("plot kind '" + std::string(kind) + "' is unknown; allowed: scan, replay, validate");
   }
   std::error_code ec;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dcpsim/analysis/replay.h"
+#include "dcpsim/analysis/summary_json.h"
 #include "dcpsim/error.h"
 #include "dcpsim/json_limits.h"
 #include "dcpsim/traces/output_file.h"
@@ -260,12 +261,22 @@ std::string cdf_csv(const ReplayResult& r) {
   return out;
 }
 
-std::string summary_json(const ReplayResult& r, const std::string& about_json, int bands) {
+nlohmann::json replay_units() {
+  return {{"*_us", "microseconds"},
+          {"decode_step_us", "one decode step: every layer's attention + the non-attention time"},
+          {"layer_step_us, layer_merge_us, layer_comm_us",
+           "one attention layer: query all-gather, attention, merge"},
+          {"*_share", "fractions: merge and comm of the attention layer, attention of the decode step"},
+          {"cdf", "one value per quantile of cdf_quantiles (nearest rank over every step)"},
+          {"bands", "one value (or null) per bin of bands.time_s"}};
+}
+
+std::string summary_json(const ReplayResult& r, const std::string& about_json, int bands,
+                         const Layout* layout) {
   nlohmann::json j = parse_json_checked<nlohmann::json>(about_json.empty() ? "{}" : about_json, "summary");
-  j["format"] = "dcpsim-replay-summary/1";
-  j["units"] =
-      "decode_step_us: one decode step (every layer + non-attention); layer_*_us: one attention layer (query "
-      "all-gather, attention, merge)";
+  if (!j.contains("schema"))
+    j.update(summary_document("replay", j.value("profile", ""), j.value("model", "")));
+  j["units"] = replay_units();
   j["layers"] = r.layers;
   j["steps"] = r.batcher.steps;
   j["replayed_s"] = r.steps.empty() ? 0.0 : r.batcher.end_s - r.steps.front().time_s;
@@ -273,8 +284,6 @@ std::string summary_json(const ReplayResult& r, const std::string& about_json, i
   j["jobs"] = r.jobs;
   j["compositions"] = r.compositions;
   j["simulations"] = r.simulations;
-  j["strategies"] = nlohmann::json::array();
-  for (const auto s : r.strategies) j["strategies"].push_back(name(s));
   j["clock_strategy"] = name(r.strategies.front());
   j["bucketing"] = {{"tokens", r.bucket_tokens},
                     {"samples", r.bucketing.samples},
@@ -282,22 +291,31 @@ std::string summary_json(const ReplayResult& r, const std::string& about_json, i
                     {"layer_step_mean_rel_err", r.bucketing.layer_step_mean},
                     {"decode_step_max_rel_err", r.bucketing.decode_step_max},
                     {"decode_step_mean_rel_err", r.bucketing.decode_step_mean}};
+  Layout fallback;
+  fallback.tp = j.value("tp", 1);
+  fallback.dcp = j.value("dcp", 1);
+  const Layout& l = layout != nullptr ? *layout : fallback;
+  j["strategies"] = nlohmann::json::array();
+  for (const auto s : r.strategies) j["strategies"].push_back(strategy_entry(s, l, replay_units()));
   if (r.steps.empty()) return j.dump(1) + "\n";
-  for (const StrategySummary& s : r.summaries) {
-    j["percentiles"][name(s.strategy)] = {{"decode_step_us", stats_json(s.decode_step, 1e6)},
-                                          {"layer_step_us", stats_json(s.layer_step, 1e6)},
-                                          {"layer_merge_us", stats_json(s.layer_merge, 1e6)},
-                                          {"layer_comm_us", stats_json(s.layer_comm, 1e6)},
-                                          {"merge_share", s.merge_share},
-                                          {"comm_share", s.comm_share},
-                                          {"attention_share", s.attention_share}};
+  std::vector<double> p50;
+  for (std::size_t k = 0; k < r.summaries.size(); ++k) {
+    const StrategySummary& s = r.summaries[k];
+    j["strategies"][k]["percentiles"] = {{"decode_step_us", stats_json(s.decode_step, 1e6)},
+                                         {"layer_step_us", stats_json(s.layer_step, 1e6)},
+                                         {"layer_merge_us", stats_json(s.layer_merge, 1e6)},
+                                         {"layer_comm_us", stats_json(s.layer_comm, 1e6)},
+                                         {"merge_share", s.merge_share},
+                                         {"comm_share", s.comm_share},
+                                         {"attention_share", s.attention_share}};
+    p50.push_back(s.decode_step.p50);
   }
   const std::size_t n = r.strategies.size();
   const std::vector<std::int64_t> weight = detail::composition_weights(r);
   const std::vector<double> na = detail::non_attention_of(r);
   std::vector<double> quantiles;
   for (int q = 0; q <= 100; ++q) quantiles.push_back(q / 100.0);
-  j["cdf"]["quantile"] = quantiles;
+  j["cdf_quantiles"] = quantiles;
   for (std::size_t k = 0; k < n; ++k) {
     detail::Weighted decode, merge;
     for (std::size_t c = 0; c < weight.size(); ++c) {
@@ -306,9 +324,16 @@ std::string summary_json(const ReplayResult& r, const std::string& about_json, i
     }
     std::vector<double> d, m;
     for (int q = 0; q <= 100; ++q) d.push_back(decode.percentile(q)), m.push_back(merge.percentile(q));
-    j["cdf"][name(r.strategies[k])] = {{"decode_step_us", d}, {"layer_merge_us", m}};
+    j["strategies"][k]["cdf"] = {{"decode_step_us", d}, {"layer_merge_us", m}};
   }
-  j["bands"] = bands_json(r, std::max(1, bands));
+  nlohmann::json b = bands_json(r, std::max(1, bands));
+  for (std::size_t k = 0; k < n; ++k) {
+    j["strategies"][k]["bands"] = b[name(r.strategies[k])];
+    b.erase(name(r.strategies[k]));
+  }
+  j["bands"] = b;
+  j["fastest"] = fastest_json(r.strategies, p50, false);
+  if (!j["fastest"].is_null()) j["fastest"]["by"] = "p50 of the decode step";
   return j.dump(1) + "\n";
 }
 

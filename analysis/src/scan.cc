@@ -1,8 +1,11 @@
 // The scan driver: grid, shard, chunks run in forked worker processes, CSV assembled in order.
 #include "dcpsim/analysis/scan.h"
 
+#include "dcpsim/analysis/baseline.h"
+
 #include <charconv>
 
+#include "dcpsim/analysis/layouts.h"
 #include "dcpsim/error.h"
 #include "dcpsim/interrupt.h"
 #include "dcpsim/traces/output_file.h"
@@ -64,6 +67,7 @@ struct Chunk {
 
 struct Work {
   const ScanOptions& options;
+  LayoutQuery layouts;  // whether each row's TP x DCP layout fits its weights
   models::HardwareProfile profile;
   sim::SimOptions sim;
   std::vector<models::Scenario> scenarios;
@@ -94,9 +98,15 @@ std::filesystem::path error_file(const Chunk& chunk) {
     std::ofstream out(chunk.part, std::ios::binary | std::ios::trunc);
     for (std::size_t i = chunk.begin; i < chunk.end; ++i) {
       auto it = models.find(work.tp[i]);
-      if (it == models.end())
+      if (it == models.end()) {
         it = models.try_emplace(work.tp[i], work.model, work.profile, work.tp[i], work.options.whole).first;
-      out << scan_csv_row(it->second, work.model_name, work.profile, simulator.run(work.scenarios[i]))
+        anchor(it->second, work.options.whole, work.scenarios[i].kv_dtype,
+               [&](const models::Scenario& s) { return simulator.run(s).step_latency_s; });
+      }
+      const WholeModel& whole = it->second;
+      const bool fits = evaluate_layout(work.layouts, work.tp[i], work.scenarios[i].dcp).weights_fit;
+      out << scan_csv_row(whole, work.model_name, work.profile,
+                          simulator.run(whole.attention_scenario(work.scenarios[i])), fits)
           << '\n';
     }
     out.close();
@@ -231,6 +241,57 @@ std::vector<Chunk> make_chunks(const ScanOptions& o, std::size_t count, const st
   return chunks;
 }
 
+// The value of slice column `column` in scenario i, as the CSV writes it.
+std::string slice_value(const std::string& column, const models::Scenario& s, int tp, const Work& w) {
+  if (column == "profile") return w.profile.name;
+  if (column == "model") return w.model_name.empty() ? "none" : w.model_name;
+  if (column == "tp") return std::to_string(tp);
+  if (column == "heads") return std::to_string(s.heads);
+  if (column == "head_dim") return std::to_string(s.head_dim);
+  if (column == "qk_dim") return std::to_string(s.qk_dim);
+  if (column == "kv_heads") return std::to_string(s.kv_heads);
+  if (column == "batch") return std::to_string(s.rows());
+  if (column == "context") return std::to_string(s.contexts.front());
+  if (column == "launch") return std::string(models::to_string(s.launch));
+  if (column == "kv_dtype") return std::string(models::to_string(s.kv_dtype));
+  if (column == "out_dtype") return std::string(models::to_string(s.out_dtype));
+  return std::to_string(s.interleave);
+}
+
+// --at (plot.h check_scan_slice has checked its form): every value must be one the scan has, so that a bad
+// slice is a usage error before any work or output.
+void check_slice_values(const std::string& at, const std::vector<models::Scenario>& scenarios,
+                        const std::vector<int>& tp, const Work& w) {
+  std::istringstream items(at);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) continue;
+    std::string column = item.substr(0, eq), value = item.substr(eq + 1);
+    column.erase(std::remove(column.begin(), column.end(), ' '), column.end());
+    std::replace(column.begin(), column.end(), '-', '_');
+    value.erase(std::remove(value.begin(), value.end(), ' '), value.end());
+    if (column == "context") {
+      try {
+        value = std::to_string(models::parse_token_count(value));
+      } catch (const InputError&) {
+      }
+    }
+    std::vector<std::string> present;
+    bool found = false;
+    for (std::size_t i = 0; i < scenarios.size() && !found; ++i) {
+      const std::string v = slice_value(column, scenarios[i], tp[i], w);
+      found = v == value;
+      if (std::find(present.begin(), present.end(), v) == present.end()) present.push_back(v);
+    }
+    if (found) continue;
+    std::string list;
+    for (std::size_t i = 0; i < present.size() && i < 12; ++i) list += (i ? ", " : "") + present[i];
+    throw InputError("--at " + column + "=" + item.substr(eq + 1) + ": no scenario of this scan has it (" +
+                     column + " here: " + list + (present.size() > 12 ? ", ..." : "") + ")");
+  }
+}
+
 void check_options(const ScanOptions& o) {
   if (o.jobs < 1) throw InputError("--jobs " + std::to_string(o.jobs) + " is not an integer >= 1");
   if (o.peers_in_flight < 1) {
@@ -254,15 +315,18 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
     throw InputError("--out '" + out.string() + "': directory '" + dir.string() + "' does not exist");
   }
   const auto start = std::chrono::steady_clock::now();
-  Work work{o, models::load_profile(o.profile), {}, {}, {}, model_of(o.flags), ""};
+  Work work{o, {}, models::load_profile(o.profile), {}, {}, {}, model_of(o.flags), ""};
   if (work.model) work.model_name = work.model->name;
+  work.layouts = LayoutQuery::of(work.model, work.profile, o.whole.gpu_memory_utilization);
+  ScenarioFlags flags = o.flags;
+  const LayoutChoice tp = resolve_tp(flags, work.layouts);
   (void)WholeModel(work.model, work.profile, 1, o.whole);  // flag values checked before any work
   if (o.nccl_algo) work.sim.collective.algorithm = o.nccl_algo;
   if (o.nccl_proto) work.sim.collective.protocol = o.nccl_proto;
   work.sim.peers_in_flight = o.peers_in_flight;
   work.sim.flows = sim::parse_flow_grain(o.flows);
 
-  ScanGrid grid = expand_scan(o.flags);
+  ScanGrid grid = expand_scan(flags);
   const int domain = static_cast<int>(work.profile.topology.gpus_per_nvlink_domain.si());
   std::vector<models::Scenario> valid;
   std::vector<int> valid_tp;
@@ -280,6 +344,7 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
   if (valid.empty()) {
     throw InputError("scan: nothing to simulate: " + skipped_line(grid.skipped, grid.skipped.size()));
   }
+  if (!o.plot_at.empty()) check_slice_values(o.plot_at, valid, valid_tp, work);
   const auto [begin, end] = shard_range(valid.size(), o.shard_index, o.shard_count);
   work.scenarios.assign(valid.begin() + begin, valid.begin() + end);
   work.tp.assign(valid_tp.begin() + begin, valid_tp.begin() + end);
@@ -290,9 +355,7 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
   const WholeModel first(work.model, work.profile, work.tp.empty() ? 1 : work.tp.front(), o.whole);
   log << " on " << work.profile.name << ", " << o.jobs << " job(s); model " << model_label(o.flags) << ", "
       << first.layers() << " layers; KV budget per GPU: " << first.kv_budget_basis();
-  if (work.model && o.flags.tp.empty())
-    log << " at the first size; TP = DCP size, so the weights per GPU shrink with N";
-  log << "\n";
+  log << "\nscan: " << tp.rule << "\n";
   const std::size_t combinations = valid.size() + grid.skipped.size();
   if (!grid.skipped.empty()) {
     log << "scan: " << skipped_line(grid.skipped, combinations)
@@ -314,6 +377,7 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
   report.scenarios = work.scenarios.size();
   report.skipped = grid.skipped;
   report.combinations = combinations;
+  report.tp = tp;
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

@@ -14,9 +14,10 @@
 namespace dcpsim::analysis {
 namespace {
 
-constexpr std::string_view kPhases[] = {sim::kPhaseQueryGather, sim::kPhaseAttention,  sim::kPhaseLseGather,
-                                        sim::kPhaseCorrection,  sim::kPhaseCollective, sim::kPhasePack,
-                                        sim::kPhasePush,        sim::kPhaseWait,       sim::kPhaseCombine};
+constexpr std::string_view kPhases[] = {
+    sim::kPhaseQueryGather, sim::kPhaseAttention,     sim::kPhaseLseGather, sim::kPhaseCorrection,
+    sim::kPhaseCollective,  sim::kPhaseLseCollective, sim::kPhasePack,      sim::kPhasePush,
+    sim::kPhaseWait,        sim::kPhaseCombine};
 
 std::string fixed(double v, int decimals) {
   char buf[64];
@@ -68,19 +69,21 @@ std::string extrapolated(const sim::StepResult& r) {
 
 std::string scan_csv_header() {
   std::string h =
-      "profile,model,tp,dcp,heads,kv_heads,head_dim,qk_dim,batch,context,strategy,launch,kv_dtype,out_dtype,"
+      "profile,model,tp,dcp,heads,kv_heads,head_dim,qk_dim,batch,context,strategy,tier,launch,kv_dtype,"
+      "out_dtype,"
       "interleave,"
       "step_latency_us,attention_end_us,merge_latency_us,merge_share,comm_us,comm_share,layers,non_attention_"
       "us,"
       "decode_step_us";
   for (std::string_view p : kPhases) h += ",phase_" + std::string(p) + "_us";
-  h += ",kv_tokens_per_rank,kv_bytes_per_rank,hbm_gb,weights_gb,kv_budget_gb,kv_capacity_tokens_per_gpu,"
+  h += ",kv_tokens_per_rank,kv_bytes_per_rank,hbm_gb,weights_gb,kv_budget_gb,weights_fit,kv_capacity_tokens_"
+       "per_gpu,"
        "kv_capacity_tokens_group,kv_fits,plans,kernels_table,kernels_analytic,kernels_extrapolated";
   return h;
 }
 
 std::string scan_csv_row(const WholeModel& m, const std::string& model_name, const models::HardwareProfile& p,
-                         const sim::StepResult& r) {
+                         const sim::StepResult& r, bool weights_fit) {
   const models::Scenario& s = r.scenario;
   std::int64_t tokens = 0;
   std::int64_t bytes = 0;
@@ -97,6 +100,7 @@ std::string scan_csv_row(const WholeModel& m, const std::string& model_name, con
       std::to_string(s.dcp) + "," + std::to_string(s.heads) + "," + std::to_string(s.kv_heads) + "," +
       std::to_string(s.head_dim) + "," + std::to_string(s.qk_dim) + "," + std::to_string(s.rows()) + "," +
       context_text(s) + "," + std::string(models::to_string(s.strategy)) + "," +
+      std::string(to_string(strategy_info(s.strategy).tier)) + "," +
       std::string(models::to_string(s.launch)) + "," + std::string(models::to_string(s.kv_dtype)) + "," +
       std::string(models::to_string(s.out_dtype)) + "," + std::to_string(s.interleave);
   const double step = r.step_latency_s;
@@ -108,8 +112,8 @@ std::string scan_csv_row(const WholeModel& m, const std::string& model_name, con
   for (std::string_view phase : kPhases) row += "," + phase_us(r, phase);
   row += "," + std::to_string(tokens) + "," + std::to_string(bytes) + "," + fixed(m.hbm_bytes() / 1e9, 3) +
          "," + fixed(m.weight_bytes_per_gpu() / 1e9, 3) + "," + fixed(m.kv_budget_bytes() / 1e9, 3) + "," +
-         std::to_string(capacity) + "," + std::to_string(capacity * s.dcp) + "," +
-         (tokens <= capacity ? "true" : "false") + "," + plans(r);
+         (weights_fit ? "true" : "false") + "," + std::to_string(capacity) + "," +
+         std::to_string(capacity * s.dcp) + "," + (tokens <= capacity ? "true" : "false") + "," + plans(r);
   row += "," + std::to_string(r.kernel_figures_from(models::FigureSource::kTable)) + "," +
          std::to_string(r.kernel_figures_from(models::FigureSource::kAnalytic)) + "," + extrapolated(r);
   return row;

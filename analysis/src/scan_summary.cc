@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <sstream>
 
+#include "dcpsim/analysis/layouts.h"
 #include "dcpsim/analysis/scan.h"
 #include "dcpsim/error.h"
 
@@ -23,7 +25,9 @@ struct Row {
   std::vector<std::string> f;
   double decode_us = 0, step_us = 0, merge_us = 0, comm_share = 0;
   int dcp = 0;
-  bool fits = false;
+  bool fits = false;        // the batch's KV fits (kv_fits)
+  bool weights_fit = true;  // the layout holds the weights (weights_fit)
+  bool production = true;   // a strategy serving engines ship (layouts.h)
 };
 
 std::string thousands(const std::string& digits) {
@@ -34,6 +38,32 @@ std::string thousands(const std::string& digits) {
     if (digits[0] != '-' && (n - i - 1) % 3 == 0 && i + 1 < n) out += ',';
   }
   return out;
+}
+
+}  // namespace
+
+namespace {
+
+// The best row at one DCP size: the pick among the strategies a pick may choose, and the fastest research
+// strategy when it beats that pick.
+struct AtSize {
+  std::optional<Row> pick;
+  std::optional<Row> research;
+};
+
+std::string row_line(const Row& r, bool best, const std::string& tp, const std::string& heads,
+                     const std::string& strategy, const std::string& per_gpu, const std::string& group,
+                     const char* research_mark) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "  %1s %5d %5s %6s  %-15s %12.3f %11.2f %10.2f %5.0f%% %15s %17s  %s%s\n",
+                best ? "*" : "", r.dcp, tp.c_str(), heads.c_str(), strategy.c_str(), r.decode_us / 1e3,
+                r.step_us, r.merge_us, 100 * r.comm_share, thousands(per_gpu).c_str(),
+                thousands(group).c_str(),
+                !r.weights_fit ? "does not fit (weights)"
+                : r.fits       ? "yes"
+                               : "no (KV)",
+                research_mark);
+  return buf;
 }
 
 }  // namespace
@@ -58,8 +88,9 @@ std::string scan_summary(const std::string& csv, const ScanSummaryOptions& o) {
                     step = at("step_latency_us"), merge = at("merge_latency_us"), comm = at("comm_share"),
                     per_gpu = at("kv_capacity_tokens_per_gpu"), group_tokens = at("kv_capacity_tokens_group"),
                     fits = at("kv_fits");
+  const auto weights_col = col.find("weights_fit");  // older CSVs: every layout fits
   std::vector<std::string> order;
-  std::map<std::string, std::map<int, Row>> groups;  // group -> dcp -> its best strategy
+  std::map<std::string, std::map<int, AtSize>> groups;  // group -> dcp -> its picks
   std::map<std::string, std::string> titles;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
@@ -78,6 +109,8 @@ std::string scan_summary(const std::string& csv, const ScanSummaryOptions& o) {
       throw InputError("scan summary: a row holds a malformed number");
     }
     r.fits = r.f[fits] == "true";
+    r.weights_fit = weights_col == col.end() || r.f[weights_col->second] == "true";
+    r.production = is_production(models::parse_strategy(r.f[strategy]));
     std::string key = r.f[profile] + "|" + r.f[model] + "|" + r.f[head_dim] + "|" + r.f[qk] + "|" +
                       r.f[batch] + "|" + r.f[context] + "|" + r.f[launch] + "|" + r.f[kv_dtype] + "|" +
                       r.f[out_dtype] + "|" + r.f[interleave];
@@ -95,49 +128,74 @@ std::string scan_summary(const std::string& csv, const ScanSummaryOptions& o) {
       order.push_back(key);
       titles[key] = title;
     }
-    auto& by_dcp = groups[key];
-    const auto it = by_dcp.find(r.dcp);
-    if (it == by_dcp.end() || r.decode_us < it->second.decode_us) by_dcp[r.dcp] = std::move(r);
+    AtSize& a = groups[key][r.dcp];
+    if (r.production || o.include_research) {
+      if (!a.pick || r.decode_us < a.pick->decode_us) a.pick = r;
+    } else if (!a.research || r.decode_us < a.research->decode_us) {
+      a.research = std::move(r);
+    }
   }
   std::string out;
-  char buf[512];
+  char buf[768];
   for (const std::string& key : order) {
-    const auto& by_dcp = groups[key];
+    auto& by_dcp = groups[key];
+    // The best size: the shortest decode step among the sizes whose weights and batch fit.
     const Row* best = nullptr;
-    for (const auto& [n, r] : by_dcp) {
-      if (r.fits && (best == nullptr || r.decode_us < best->decode_us)) best = &r;
-    }
-    const bool none_fits = best == nullptr;
-    if (none_fits) {
-      for (const auto& [n, r] : by_dcp) {
-        if (best == nullptr || r.decode_us < best->decode_us) best = &r;
-      }
+    for (auto& [n, a] : by_dcp) {
+      if (a.research && a.pick && a.research->decode_us >= a.pick->decode_us) a.research.reset();
+      if (a.pick && a.pick->fits && a.pick->weights_fit &&
+          (best == nullptr || a.pick->decode_us < best->decode_us))
+        best = &*a.pick;
     }
     if (o.best_only) {
+      if (best == nullptr) {
+        out += titles[key] + ": none ranked: at no size scanned do the weights and the batch's KV fit" +
+               (o.include_research ? "" : " (production strategies)") + "\n";
+        continue;
+      }
       std::snprintf(
           buf, sizeof buf,
           "%s: best N=%d %s: decode step %.3f ms (attention layer %.2f us, merge %.2f us, comm %.0f %%), "
-          "KV %s tokens per GPU, %s in the group%s\n",
+          "KV %s tokens per GPU, %s in the group",
           titles[key].c_str(), best->dcp, best->f[strategy].c_str(), best->decode_us / 1e3, best->step_us,
           best->merge_us, 100 * best->comm_share, thousands(best->f[per_gpu]).c_str(),
-          thousands(best->f[group_tokens]).c_str(), none_fits ? " (the batch fits at no size scanned)" : "");
+          thousands(best->f[group_tokens]).c_str());
       out += buf;
+      const AtSize& a = by_dcp[best->dcp];
+      if (a.research) {
+        std::snprintf(buf, sizeof buf, "; research: %s %.3f ms (--include-research ranks it)",
+                      a.research->f[strategy].c_str(), a.research->decode_us / 1e3);
+        out += buf;
+      }
+      out += "\n";
       continue;
     }
-    out += titles[key] + (none_fits ? " (the batch's KV fits at no size scanned)" : "") + "\n";
-    std::snprintf(buf, sizeof buf, "  %1s %5s %5s %6s  %-11s %12s %11s %10s %6s %15s %17s  %s\n", "", "N",
+    out += titles[key] +
+           (best == nullptr ? " (none ranked: the weights or the batch's KV fit at no size scanned)" : "") +
+           "\n";
+    std::snprintf(buf, sizeof buf, "  %1s %5s %5s %6s  %-15s %12s %11s %10s %6s %15s %17s  %s\n", "", "N",
                   "TP", "heads", "strategy", "decode ms", "layer us", "merge us", "comm", "KV tokens/GPU",
                   "KV tokens/group", "fits");
     out += buf;
-    for (const auto& [n, r] : by_dcp) {
-      std::snprintf(buf, sizeof buf, "  %1s %5d %5s %6s  %-11s %12.3f %11.2f %10.2f %5.0f%% %15s %17s  %s\n",
-                    &r == best ? "*" : "", n, r.f[tp].c_str(), r.f[heads].c_str(), r.f[strategy].c_str(),
-                    r.decode_us / 1e3, r.step_us, r.merge_us, 100 * r.comm_share,
-                    thousands(r.f[per_gpu]).c_str(), thousands(r.f[group_tokens]).c_str(),
-                    r.fits ? "yes" : "no");
-      out += buf;
+    for (const auto& [n, a] : by_dcp) {
+      for (const Row* r : {a.pick ? &*a.pick : nullptr, a.research ? &*a.research : nullptr}) {
+        if (r == nullptr) continue;
+        const bool research = !r->production;
+        out += row_line(*r, r == best, r->f[tp], r->f[heads], r->f[strategy] + (research ? " (r)" : ""),
+                        r->f[per_gpu], r->f[group_tokens], "");
+      }
     }
   }
+  bool any_research = false;
+  for (const auto& [key, by_dcp] : groups)
+    for (const auto& [n, a] : by_dcp)
+      any_research = any_research || (a.research.has_value() && !o.best_only) ||
+                     (a.pick && !a.pick->production && !o.best_only);
+  if (any_research)
+    out += "(r): a research strategy no serving engine ships, shown where it beats the pick; " +
+           std::string(o.include_research ? "ranked (--include-research)"
+                                          : "never ranked without --include-research") +
+           "\n";
   return out;
 }
 

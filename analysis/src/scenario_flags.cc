@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "dcpsim/analysis/layouts.h"
 #include "dcpsim/checked.h"
 #include "dcpsim/error.h"
 
@@ -75,7 +76,8 @@ struct Pick {
 };
 
 // `geometry`: the model's for this dcp and tp (nullptr without a model).
-models::Scenario make(const ScenarioFlags& f, const models::RankGeometry* geometry, const Pick& p) {
+models::Scenario make(const ScenarioFlags& f, const models::RankGeometry* geometry, const Pick& p,
+                      models::DType default_kv = models::DType::kBF16) {
   models::Scenario s;
   s.dcp = parse_int(p.dcp, "dcp", 1, kMaxDcp);
   const bool model = geometry != nullptr;
@@ -92,7 +94,8 @@ models::Scenario make(const ScenarioFlags& f, const models::RankGeometry* geomet
   }
   s.interleave = parse_int(single(f.interleave, "interleave"), "interleave", 1, 1 << 30);
   s.lse_base = models::parse_lse_base(single(f.lse_base, "lse-base"));
-  s.kv_dtype = models::parse_dtype(single(f.kv_dtype, "kv-dtype"));
+  s.kv_dtype = f.kv_dtype.empty() ? default_kv : models::parse_dtype(single(f.kv_dtype, "kv-dtype"));
+  if (s.kv_dtype == models::DType::kF64) throw InputError("--kv-dtype fp64 is for the reference only");
   s.out_dtype = models::parse_dtype(single(f.out_dtype, "out-dtype"));
   s.strategy = models::parse_strategy(p.strategy);
   s.launch = models::parse_launch_mode(p.launch);
@@ -191,16 +194,30 @@ std::vector<models::Strategy> parse_strategy_list(const std::string& value, cons
   return out;
 }
 
+std::string strategy_help(bool many) {
+  std::string names;
+  for (const models::Strategy s : models::all_strategies()) {
+    names += (names.empty() ? "" : ", ") + std::string(models::to_string(s));
+    if (!is_production(s)) names += std::string(" (research; ") + kRowStreamWhere + ")";
+  }
+  return std::string(many ? "merge strategy, a comma list or all: " : "merge strategy: ") + names +
+         "; the engines' names work too: ag_rs, fi_a2a, vllm-a2a (vLLM's --dcp-comm-backend a2a = "
+         "a2a-2call), "
+         "sglang-a2a (SGLang's a2a = a2a), every name with _";
+}
+
 void add_scenario_flags(CLI::App& cmd, ScenarioFlags& f, bool lists) {
   const std::string many = lists ? " (list or range: 1,2,4 or 1..72 or 1..256:x2)" : "";
   cmd.add_option("--dcp", f.dcp, "DCP group size N" + many)->capture_default_str();
   cmd.add_option("--model", f.model,
-                 "model preset (deepseek-v3, deepseek-r1, kimi-k2, llama-3.1-70b, qwen3-235b-a22b), a "
+                 "model preset (deepseek-v3, deepseek-r1, kimi-k2, kimi-k2-thinking, llama-3.1-70b, "
+                 "qwen3-235b-a22b), a "
                  "dcpsim-model/1 JSON file, or none; default deepseek-v3 unless a geometry flag is given")
       ->type_name("NAME|FILE");
   cmd.add_option("--tp", f.tp,
-                 "tensor parallel size T the model is served with (default: = --dcp); with --model, heads "
-                 "per rank H = heads x N / T and weights per GPU = weights / T" +
+                 "tensor parallel size T the model is served with (default: the smallest multiple of the "
+                 "largest --dcp whose weights fit a GPU; vLLM needs T >= N and T % N == 0); with --model, "
+                 "heads per rank H = heads x N / T and weights per GPU = weights / T" +
                      many);
   cmd.add_option("--heads", f.heads,
                  "query heads per rank after the query all-gather (H); default from --model/--tp" + many);
@@ -218,16 +235,24 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& f, bool lists) {
       ->capture_default_str();
   cmd.add_option("--contexts-file", f.contexts_file,
                  "one context length per row (file); overrides --batch/--context");
-  cmd.add_option("--strategy", f.strategy,
-                 std::string("merge strategy: ag-rs, ag-ar, a2a, direct, row-stream (row-stream ") +
-                     kRowStreamWhere + "), flashinfer-a2a (FlashInfer's fused merge); a comma list or all")
+  cmd.add_option("--strategy", f.strategy, strategy_help())->capture_default_str();
+  cmd.add_option("--launch", f.launch,
+                 "kernel launch mode: eager, graph, pdl" + std::string(lists ? " (a comma list)" : ""))
       ->capture_default_str();
-  cmd.add_option("--launch", f.launch, "kernel launch mode: eager, graph, pdl" + many)->capture_default_str();
   cmd.add_option("--interleave", f.interleave, "KV interleave size I (tokens per rank per turn)")
       ->capture_default_str();
   cmd.add_option("--lse-base", f.lse_base, "LSE base: e or 2")->capture_default_str();
-  cmd.add_option("--kv-dtype", f.kv_dtype, "Q/K/V element type: bf16, fp16, fp32")->capture_default_str();
-  cmd.add_option("--out-dtype", f.out_dtype, "output element type: bf16, fp16, fp32")->capture_default_str();
+  std::string dtypes, outs;
+  for (const models::DType t : models::all_dtypes()) {
+    dtypes += (dtypes.empty() ? "" : ", ") + std::string(models::to_string(t));
+    if (t != models::DType::kFP8E4M3) outs += (outs.empty() ? "" : ", ") + std::string(models::to_string(t));
+  }
+  cmd.add_option(
+      "--kv-dtype", f.kv_dtype,
+      "KV-cache element type: " + dtypes +
+          " (fp8: e4m3 with a per-tensor scale, vLLM's --kv-cache-dtype fp8; the query stays bf16); "
+          "default: the model's (bf16)");
+  cmd.add_option("--out-dtype", f.out_dtype, "output element type: " + outs)->capture_default_str();
 }
 
 std::optional<models::ModelPreset> model_of(const ScenarioFlags& f) {
@@ -250,7 +275,8 @@ std::string model_label(const ScenarioFlags& f) {
 }
 
 int tp_of(const ScenarioFlags& f, int dcp) {
-  return f.tp.empty() ? dcp : parse_int(single(f.tp, "tp"), "tp", 1, kMaxDcp);
+  if (f.tp.empty()) return f.default_tp > 0 ? f.default_tp : dcp;
+  return parse_int(single(f.tp, "tp"), "tp", 1, kMaxDcp);
 }
 
 std::vector<models::Scenario> to_scenarios(const ScenarioFlags& f, const std::vector<models::Strategy>& all) {
@@ -267,10 +293,10 @@ std::vector<models::Scenario> to_scenarios(const ScenarioFlags& f, const std::ve
                  std::string(models::to_string(strategy)),
                  single(f.launch, "launch")};
     const int dcp = parse_int(p.dcp, "dcp", 1, kMaxDcp);
-    const int tp = p.tp.empty() ? dcp : parse_int(p.tp, "tp", 1, kMaxDcp);
+    const int tp = tp_of(f, dcp);
     std::optional<models::RankGeometry> g;
     if (model) g = models::rank_geometry(*model, dcp, tp);
-    models::Scenario s = make(f, g ? &*g : nullptr, p);
+    models::Scenario s = make(f, g ? &*g : nullptr, p, model ? model->kv_cache_dtype : models::DType::kBF16);
     s.validate();
     out.push_back(std::move(s));
   }
@@ -312,7 +338,9 @@ ScanGrid expand_scan(const ScenarioFlags& f) {
   for (const auto& dcp : dcps)
     for (const auto& tp : tps) {
       const int dcp_value = parse_int(dcp, "dcp", 1, kMaxDcp);
-      const int tp_value = tp.empty() ? dcp_value : parse_int(tp, "tp", 1, kMaxDcp);
+      const int tp_value = !tp.empty()        ? parse_int(tp, "tp", 1, kMaxDcp)
+                           : f.default_tp > 0 ? f.default_tp
+                                              : dcp_value;
       std::optional<models::RankGeometry> g;
       if (model) {
         try {
@@ -331,7 +359,8 @@ ScanGrid expand_scan(const ScenarioFlags& f) {
                 for (const auto& strategy : strategies)
                   for (const auto& launch : launches) {
                     const Pick p{dcp, tp, h, d, kv, batch, context, strategy, launch};
-                    models::Scenario s = make(f, g ? &*g : nullptr, p);
+                    models::Scenario s =
+                        make(f, g ? &*g : nullptr, p, model ? model->kv_cache_dtype : models::DType::kBF16);
                     try {
                       s.validate();
                       grid.scenarios.push_back(std::move(s));

@@ -21,7 +21,7 @@ namespace {
 
 bool is_communication(std::string_view phase) {
   return phase == sim::kPhaseQueryGather || phase == sim::kPhaseLseGather || phase == sim::kPhaseCollective ||
-         phase == sim::kPhasePush || phase == sim::kPhaseWait;
+         phase == sim::kPhaseLseCollective || phase == sim::kPhasePush || phase == sim::kPhaseWait;
 }
 
 // Length of the union of the communication spans minus the union of the compute spans of one rank.

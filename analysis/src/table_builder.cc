@@ -44,8 +44,9 @@ std::optional<std::pair<std::string, double>> collective(const std::string& name
   const double rows = s.rows(), h = s.heads, n = s.dcp, d = s.head_dim;
   const double out = models::dtype_bytes(s.out_dtype);
   if (name == "query_all_gather" || name == "query_gather")
-    return std::pair{std::string("all_gather"),
-                     rows * std::ceil(h / n) * s.qk_dim * double(models::dtype_bytes(s.kv_dtype))};
+    return std::pair{
+        std::string("all_gather"),
+        rows * std::ceil(h / n) * s.qk_dim * double(models::dtype_bytes(models::query_dtype(s.kv_dtype)))};
   if (name == "lse_all_gather" || name == "lse_gather")
     return std::pair{std::string("all_gather"), rows * h * 4.0};
   if (name == "reduce_scatter") return std::pair{std::string("reduce_scatter"), rows * h / n * d * out};

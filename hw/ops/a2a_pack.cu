@@ -1,7 +1,8 @@
 // Packed all-to-all, send side: rank r's O and LSE become one buffer [N_dest][B][H/N][D + P] in the output
 // type (SPEC "Packed A2A layout"), with the padding mask fused in: rows at or past valid_rows travel with LSE
 // −inf, and O lanes are zero wherever the LSE is not finite, so the receiver never meets garbage. The LSE
-// travels as its exact fp32 bit pattern.
+// travels as its exact fp32 bit pattern. With PackArgs::lse_send (a2a-2call) the same kernels write O to
+// [N_dest][B][H/N][D] and the LSE to its own fp32 buffer [N_dest][B][H/N], for two all-to-alls.
 //
 // Two kernels. The short path (16-bit O on 16-byte rows, the runner's case): a group of lanes per (row,
 // head), lane i loading the pair's i-th 16-byte piece of O at once with the LSE (no load waits on another)
@@ -39,12 +40,16 @@ __global__ void __launch_bounds__(kWarps * 32) pack_kernel(PackArgs a) {
                         ? a.lse[std::int64_t(b) * a.lse_row_stride + std::int64_t(h) * a.lse_head_stride]
                         : -INFINITY;
   const bool finite = isfinite(lse);
-  const int lanes = a.dim + (sizeof(T) == 4 ? 1 : 2);
-  T* dst = static_cast<T*>(a.send) + ((std::int64_t(n) * a.rows + b) * hpb + j) * lanes;
+  const bool split = a.lse_send != nullptr;
+  const int lanes = a.dim + (split ? 0 : sizeof(T) == 4 ? 1 : 2);
+  const std::int64_t slot = (std::int64_t(n) * a.rows + b) * hpb + j;
+  T* dst = static_cast<T*>(a.send) + slot * lanes;
   const T* src =
       static_cast<const T*>(a.o) + std::int64_t(b) * a.o_row_stride + std::int64_t(h) * a.o_head_stride;
   for (int d = lane; d < a.dim; d += 32) dst[d] = finite ? src[d] : from_f32<T>(0.f);
-  if (lane == 0) {
+  if (lane == 0 && split) {
+    a.lse_send[slot] = lse;
+  } else if (lane == 0) {
     if constexpr (sizeof(T) == 4) {
       dst[a.dim] = lse;
     } else {
@@ -67,20 +72,25 @@ __global__ void __launch_bounds__(kFastThreads) pack_fast_kernel(PackArgs a, int
   const float lse = b < a.valid_rows
                         ? a.lse[std::int64_t(b) * a.lse_row_stride + std::int64_t(h) * a.lse_head_stride]
                         : -INFINITY;
+  const bool split = a.lse_send != nullptr;
+  const std::int64_t slot = (std::int64_t(n) * a.rows + b) * hpb + j;
   uint4 v = make_uint4(0u, 0u, 0u, 0u);
   const uint4* src = reinterpret_cast<const uint4*>(
       static_cast<const T*>(a.o) + std::int64_t(b) * a.o_row_stride + std::int64_t(h) * a.o_head_stride);
   if (lane < pieces) v = __ldcs(src + lane);
   if (!isfinite(lse)) v = make_uint4(0u, 0u, 0u, 0u);
-  unsigned* dst = reinterpret_cast<unsigned*>(static_cast<T*>(a.send) +
-                                              ((std::int64_t(n) * a.rows + b) * hpb + j) * (a.dim + 2));
+  unsigned* dst = reinterpret_cast<unsigned*>(static_cast<T*>(a.send) + slot * (a.dim + (split ? 0 : 2)));
   if (lane < pieces) {
     dst[4 * lane] = v.x;
     dst[4 * lane + 1] = v.y;
     dst[4 * lane + 2] = v.z;
     dst[4 * lane + 3] = v.w;
   }
-  if (lane == 0) dst[a.dim / 2] = __float_as_uint(lse);  // lanes D (the low half) and D + 1
+  if (lane == 0 && split) {
+    a.lse_send[slot] = lse;
+  } else if (lane == 0) {
+    dst[a.dim / 2] = __float_as_uint(lse);  // lanes D (the low half) and D + 1
+  }
 }
 
 // The short path's group size (log2), or −1 where it does not apply.

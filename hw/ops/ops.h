@@ -163,7 +163,10 @@ struct PackArgs : MergeDims {  // elem: O's type and the packed type; the base i
   std::int64_t o_row_stride = 0, o_head_stride = 0;
   const float* lse = nullptr;
   std::int64_t lse_row_stride = 0, lse_head_stride = 0;
-  void* send = nullptr;  // [N][B][H/N][D + P]
+  void* send = nullptr;  // [N][B][H/N][D + P]; with lse_send: O alone, [N][B][H/N][D]
+  // a2a-2call: the LSEs go to their own buffer [N][B][H/N] (fp32) and the O rows to `send` without LSE lanes,
+  // the two buffers the two all-to-alls move (the same masking of padding rows and non-finite LSEs).
+  float* lse_send = nullptr;
 };
 int lse_lanes(Elem e);  // P
 void launch_a2a_pack(const PackArgs& a, cudaStream_t stream);

@@ -22,9 +22,11 @@ Elem elem_of(models::DType type) {
     case models::DType::kF16:
       return Elem::kF16;
     case models::DType::kF64:
+    case models::DType::kFP8E4M3:
       break;
   }
-  throw InputError("hw kernels take fp32, bf16 or fp16 tensors, not fp64");
+  throw InputError("hw kernels take fp32, bf16 or fp16 tensors here, not " +
+                   std::string(models::to_string(type)));
 }
 
 std::size_t elem_bytes(Elem e) {

@@ -213,6 +213,34 @@ models::A2aBuffer gpu_a2a_pack(const models::Partial& partial, int dcp, models::
   return buf;
 }
 
+GpuSplitPack gpu_a2a_split_pack(const models::Partial& partial, int dcp, models::DType dtype,
+                                int valid_rows) {
+  partial.validate();
+  const int B = partial.out_layout.rows, H = partial.out_layout.heads, D = partial.out_layout.dim;
+  if (dcp < 1 || H % dcp != 0)
+    throw InputError("a2a split pack: H=" + std::to_string(H) +
+                     " is not divisible by N=" + std::to_string(dcp));
+  const ops::Elem e = ops::elem_of(dtype);
+  GpuSplitPack out{dcp, B, H / dcp, D, {}, {}};
+  const std::size_t elems = std::size_t(B) * H * D, slots = std::size_t(B) * H;
+  DeviceBuffer dout = upload_as(e, partial.out), dl = upload(to_floats(partial.lse));
+  DeviceBuffer dsend(elems * ops::elem_bytes(e)), dlse(slots * sizeof(float));
+  auto a = ops::with_dims<ops::PackArgs>({dcp, B, valid_rows_of(valid_rows, B), H, D, false, e});
+  a.o = dout.get();
+  a.o_row_stride = partial.out_layout.row_stride;
+  a.o_head_stride = partial.out_layout.head_stride;
+  a.lse = dl.as<float>();
+  a.lse_row_stride = partial.lse_layout.row_stride;
+  a.lse_head_stride = partial.lse_layout.head_stride;
+  a.send = dsend.get();
+  a.lse_send = dlse.as<float>();
+  ops::launch_a2a_pack(a, nullptr);
+  DCPSIM_CUDA(cudaDeviceSynchronize());
+  out.out = download_as(e, dsend, elems);
+  out.lse = download<float>(dlse, slots);
+  return out;
+}
+
 GpuMergedBlock gpu_a2a_combine(const models::A2aBuffer& received, models::LseBase base,
                                models::DType out_dtype, int valid_rows, int variant) {
   const ops::Elem in = ops::elem_of(received.dtype), out = ops::elem_of(out_dtype);

@@ -29,6 +29,8 @@ const char* phase_name(Phase p) {
       return "a2a_pack";
     case Phase::kAllToAll:
       return "all_to_all";
+    case Phase::kAllToAllLse:
+      return "all_to_all_lse";
     case Phase::kA2aCombine:
       return "a2a_combine";
     case Phase::kDirectMerge:
@@ -43,7 +45,7 @@ const char* phase_name(Phase p) {
 
 bool is_collective(Phase p) {
   return p == Phase::kQAllGather || p == Phase::kLseAllGather || p == Phase::kReduceScatter ||
-         p == Phase::kAllReduce || p == Phase::kAllToAll;
+         p == Phase::kAllReduce || p == Phase::kAllToAll || p == Phase::kAllToAllLse;
 }
 
 std::int64_t StepPlan::local_len(int row, int rank) const {
@@ -118,6 +120,11 @@ StepPlan make_plan(const RunConfig& c) {
   if (s.kv_dtype == models::DType::kF32 || s.kv_dtype == models::DType::kF64)
     throw InputError("--kv-dtype " + std::string(models::to_string(s.kv_dtype)) +
                      ": the hw kernels take bf16 or fp16 inputs");
+  if (s.kv_dtype == models::DType::kFP8E4M3)
+    throw InputError(
+        "--kv-dtype fp8: the runner's attention takes a bf16 or fp16 KV cache (FlashInfer 0.7.2 has "
+        "FP8-KV MLA for Hopper and FP8-KV GQA decode, not instantiated here yet); `simulate` prices "
+        "an fp8 cache");
   if (s.out_dtype == models::DType::kF64)
     throw InputError("--out-dtype fp64: the hw kernels write bf16, fp16 or fp32");
   p.in = ops::elem_of(s.kv_dtype);

@@ -21,6 +21,7 @@ enum class Phase {
   kAllReduce,
   kA2aPack,
   kAllToAll,
+  kAllToAllLse,  // a2a-2call: the second all-to-all, the LSEs
   kA2aCombine,
   kDirectMerge,      // stores, flags, wait and combine in one kernel
   kFlashInferMerge,  // FlashInfer's fused DCP merge, one cooperative kernel

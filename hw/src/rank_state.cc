@@ -37,6 +37,10 @@ void* RankState::buf(Buf b) const {
       return a2a_send.get();
     case Buf::kA2aRecv:
       return a2a_recv.get();
+    case Buf::kA2aLseSend:
+      return a2a_lse_send.get();
+    case Buf::kA2aLseRecv:
+      return a2a_lse_recv.get();
   }
   return nullptr;
 }

@@ -16,7 +16,19 @@ namespace dcpsim::hw {
 struct RowStreamRank;  // row_stream.h
 
 // Buffers a collective names (the emulated exchange reads every rank's copy of the same buffer).
-enum class Buf { kQLocal, kQAll, kLse, kLseAll, kO, kRsSend, kOut, kA2aSend, kA2aRecv };
+enum class Buf {
+  kQLocal,
+  kQAll,
+  kLse,
+  kLseAll,
+  kO,
+  kRsSend,
+  kOut,
+  kA2aSend,
+  kA2aRecv,
+  kA2aLseSend,
+  kA2aLseRecv
+};
 
 // A strategy's own per-rank state (windows, pointer tables, counters), kept alive with the rank.
 struct MergeState {
@@ -37,15 +49,16 @@ struct RankState {
   std::vector<int> kv_len_host;
   std::int64_t max_len = 0;
   std::unique_ptr<ops::FlashInferAttention>
-      flashinfer;                     // planned in prepare_rank when p.attention is FlashInfer
-  DeviceBuffer o, lse, workspace;     // local attention: [B'][H][D] out type, [B'][H] fp32
-  DeviceBuffer lse_all;               // [N][B'][H]
-  DeviceBuffer rs_send;               // AG+RS: [N][B'][H/N][D]
-  DeviceBuffer out;                   // final: [B'][H/N][D] (RS, A2A, direct) or [B'][H][D] (AR)
-  DeviceBuffer merged_lse;            // [B'][H] (AG) or [B'][H/N] (A2A, direct)
-  DeviceBuffer a2a_send, a2a_recv;    // [N][B'][H/N][D + P]
-  DeviceBuffer error;                 // merges that wait on flags: 1 + the rank whose flag never came
-  std::unique_ptr<MergeState> merge;  // what else the strategy keeps (strategy_*.cc)
+      flashinfer;                           // planned in prepare_rank when p.attention is FlashInfer
+  DeviceBuffer o, lse, workspace;           // local attention: [B'][H][D] out type, [B'][H] fp32
+  DeviceBuffer lse_all;                     // [N][B'][H]
+  DeviceBuffer rs_send;                     // AG+RS: [N][B'][H/N][D]
+  DeviceBuffer out;                         // final: [B'][H/N][D] (RS, A2A, direct) or [B'][H][D] (AR)
+  DeviceBuffer merged_lse;                  // [B'][H] (AG) or [B'][H/N] (A2A, direct)
+  DeviceBuffer a2a_send, a2a_recv;          // [N][B'][H/N][D + P] (a2a-2call: [N][B'][H/N][D])
+  DeviceBuffer a2a_lse_send, a2a_lse_recv;  // a2a-2call: [N][B'][H/N] fp32
+  DeviceBuffer error;                       // merges that wait on flags: 1 + the rank whose flag never came
+  std::unique_ptr<MergeState> merge;        // what else the strategy keeps (strategy_*.cc)
   // Row stamps: [0] step origin, [1] all-rows-ready after a collective; then lse_ready[B'], out_ready[B'];
   // row counters [2][B'].
   DeviceBuffer stamps, stamp_counters;

@@ -71,6 +71,8 @@ const HwStrategy* find_hw_strategy(models::Strategy s) {
       return &ag_ar_strategy();
     case models::Strategy::kA2a:
       return &a2a_strategy();
+    case models::Strategy::kA2aTwoCall:
+      return &a2a_two_call_strategy();
     case models::Strategy::kDirect:
       return &direct_strategy();
     case models::Strategy::kFlashInferA2a:

@@ -63,12 +63,13 @@ const HwStrategy* find_hw_strategy(models::Strategy s);
 const HwStrategy& hw_strategy(models::Strategy s);
 
 // The strategies, one per file.
-const HwStrategy& ag_rs_strategy();       // strategy_collective.cc
-const HwStrategy& ag_ar_strategy();       // strategy_collective.cc
-const HwStrategy& a2a_strategy();         // strategy_collective.cc
-const HwStrategy& direct_strategy();      // strategy_direct.cc
-const HwStrategy& flashinfer_strategy();  // strategy_flashinfer.cc
-const HwStrategy& row_stream_strategy();  // strategy_row_stream.cc (the step itself: row_stream.cc)
+const HwStrategy& ag_rs_strategy();         // strategy_collective.cc
+const HwStrategy& ag_ar_strategy();         // strategy_collective.cc
+const HwStrategy& a2a_strategy();           // strategy_collective.cc
+const HwStrategy& a2a_two_call_strategy();  // strategy_collective.cc
+const HwStrategy& direct_strategy();        // strategy_direct.cc
+const HwStrategy& flashinfer_strategy();    // strategy_flashinfer.cc
+const HwStrategy& row_stream_strategy();    // strategy_row_stream.cc (the step itself: row_stream.cc)
 
 // Shared by the strategies' kernels: row stamps of rank r (output: the merged output's, else the LSE's).
 ops::RowStamps row_stamps(const StepPlan& p, RankState& r, bool output);

@@ -1,6 +1,7 @@
 // The strategies built on NCCL collectives (SPEC "delivery strategies"): AG+RS and AG+AR (LSE all-gather,
-// correction, reduce-scatter / all-reduce) and the packed all-to-all (pack, all-to-all, combine). Emulation
-// replaces each collective with device-local copies and reductions (exchange.h).
+// correction, reduce-scatter / all-reduce), the packed all-to-all (pack, all-to-all, combine) and the
+// all-to-all in two calls (vLLM's a2a: O and LSE to two send buffers, their two all-to-alls, combine).
+// Emulation replaces each collective with device-local copies and reductions (exchange.h).
 #include "strategy.h"
 
 namespace dcpsim::hw {
@@ -76,21 +77,29 @@ class GatherStrategy final : public HwStrategy {
   bool rs_;
 };
 
+// The packed all-to-all (two_call false) and the all-to-all in two calls (two_call true): the same pack and
+// combine kernels, with the LSE in the O rows or in buffers of its own.
 class A2aStrategy final : public HwStrategy {
  public:
+  explicit A2aStrategy(bool two_call) : two_(two_call) {}
   std::vector<Phase> phases() const override {
+    if (two_) return {Phase::kA2aPack, Phase::kAllToAll, Phase::kAllToAllLse, Phase::kA2aCombine};
     return {Phase::kA2aPack, Phase::kAllToAll, Phase::kA2aCombine};
   }
+  std::size_t lanes(const StepPlan& p) const { return p.D + (two_ ? 0 : ops::lse_lanes(p.out)); }
   void allocate(const StepPlan& p, RankState& r) const override {
     const std::size_t ob = ops::elem_bytes(p.out), B = p.rows_total, D = p.D, J = p.J, N = p.N;
-    const std::size_t lanes = D + ops::lse_lanes(p.out);
-    r.a2a_send = DeviceBuffer(N * B * J * lanes * ob);
-    r.a2a_recv = DeviceBuffer(N * B * J * lanes * ob);
+    r.a2a_send = DeviceBuffer(N * B * J * lanes(p) * ob);
+    r.a2a_recv = DeviceBuffer(N * B * J * lanes(p) * ob);
+    if (two_) {
+      r.a2a_lse_send = DeviceBuffer(N * B * J * sizeof(float));
+      r.a2a_lse_recv = DeviceBuffer(N * B * J * sizeof(float));
+    }
     r.out = DeviceBuffer(B * J * D * ob);
     r.merged_lse = DeviceBuffer(B * J * sizeof(float));
   }
   void enqueue(Phase phase, const StepPlan& p, const RunConfig&, RankState& r, Exchange& ex) const override {
-    const std::size_t B = p.rows_total, lanes = p.D + ops::lse_lanes(p.out);
+    const std::size_t B = p.rows_total, lanes = this->lanes(p);
     switch (phase) {
       case Phase::kA2aPack: {
         auto a = ops::with_dims<ops::PackArgs>(p.merge_dims(p.H));
@@ -101,11 +110,15 @@ class A2aStrategy final : public HwStrategy {
         a.lse_row_stride = p.H;
         a.lse_head_stride = 1;
         a.send = r.a2a_send.get();
+        if (two_) a.lse_send = r.a2a_lse_send.as<float>();
         ops::launch_a2a_pack(a, r.stream);
         break;
       }
       case Phase::kAllToAll:
         ex.all_to_all(r, Buf::kA2aSend, Buf::kA2aRecv, B * p.J * lanes * ops::elem_bytes(p.out));
+        break;
+      case Phase::kAllToAllLse:
+        ex.all_to_all(r, Buf::kA2aLseSend, Buf::kA2aLseRecv, B * p.J * sizeof(float));
         break;
       case Phase::kA2aCombine: {
         auto a = ops::with_dims<ops::CombineArgs>(p.merge_dims(p.J));
@@ -113,6 +126,10 @@ class A2aStrategy final : public HwStrategy {
         a.o = r.a2a_recv.get();
         a.o_lanes = static_cast<int>(lanes);
         a.src_stride = std::int64_t(B) * p.J * a.o_lanes;
+        if (two_) {
+          a.lse = r.a2a_lse_recv.as<float>();
+          a.lse_src_stride = std::int64_t(B) * p.J;
+        }
         a.dst = r.out.get();
         a.dst_row_stride = std::int64_t(p.J) * p.D;
         a.dst_head_stride = p.D;
@@ -128,6 +145,9 @@ class A2aStrategy final : public HwStrategy {
   FinalOutput final_output(const StepPlan& p, const RankState& r) const override {
     return {&r.out, r.rank * p.J, p.J, 1, &r.merged_lse, 0, p.J};
   }
+
+ private:
+  bool two_;
 };
 
 }  // namespace
@@ -143,7 +163,12 @@ const HwStrategy& ag_ar_strategy() {
 }
 
 const HwStrategy& a2a_strategy() {
-  static const A2aStrategy s;
+  static const A2aStrategy s(false);
+  return s;
+}
+
+const HwStrategy& a2a_two_call_strategy() {
+  static const A2aStrategy s(true);
   return s;
 }
 

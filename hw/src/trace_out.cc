@@ -101,7 +101,10 @@ std::int64_t phase_bytes(const StepPlan& p, Phase ph, int rank) {
     case Phase::kAllReduce:
       return B * p.H * p.D * ob;  // the send buffer
     case Phase::kAllToAll:
+      if (p.s.strategy == models::Strategy::kA2aTwoCall) return B * p.J * p.N * p.D * ob;
       return B * p.J * p.N * (p.D + ops::lse_lanes(p.out)) * ob;
+    case Phase::kAllToAllLse:
+      return B * p.J * p.N * 4;
     default:
       return 0;
   }

@@ -40,6 +40,9 @@ GpuCorrectResult gpu_lse_correct(std::span<const models::Partial>, int, const Gp
 models::A2aBuffer gpu_a2a_pack(const models::Partial&, int, models::DType, int) {
   no_cuda();
 }
+GpuSplitPack gpu_a2a_split_pack(const models::Partial&, int, models::DType, int) {
+  no_cuda();
+}
 GpuMergedBlock gpu_a2a_combine(const models::A2aBuffer&, models::LseBase, models::DType, int, int) {
   no_cuda();
 }

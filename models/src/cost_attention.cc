@@ -39,8 +39,8 @@ double unit_kv_bytes_per_token(const HardwareProfile& p, const AttentionShape& a
 
 // Bytes a non-empty row adds to the kernel besides its KV: its queries read once, its output and LSE written.
 double row_io_bytes(const AttentionShape& a) {
-  return a.heads *
-         (a.qk_dim * double(dtype_bytes(a.kv_dtype)) + a.head_dim * double(dtype_bytes(a.out_dtype)) + 4.0);
+  return a.heads * (a.qk_dim * double(dtype_bytes(query_dtype(a.kv_dtype))) +
+                    a.head_dim * double(dtype_bytes(a.out_dtype)) + 4.0);
 }
 
 int64_t units_for(std::span<const int64_t> tokens, int64_t split, int groups) {

@@ -3,6 +3,7 @@
 #include "dcpsim/models/cost_collectives.h"
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 
 #include "dcpsim/error.h"
@@ -107,17 +108,21 @@ CollectivePlan nvls_plan(const HardwareProfile& p, Collective c, int ranks, doub
 }
 
 // All-to-all as concurrent send/recv: every rank sends N−1 blocks at once, NVLink peers and remote peers in
-// parallel, so the step lasts as long as the busier of its NVLink port and its NIC.
-CollectivePlan p2p_plan(const HardwareProfile& p, Protocol proto, int ranks, double bytes) {
-  CollectivePlan plan = start_plan(p, Collective::kAllToAll, Algorithm::kP2p, proto, ranks, bytes);
+// parallel, so the step lasts as long as the busier of its NVLink port and its NIC. Send-recv (nccl-tests'
+// sendrecv_perf): every rank sends its whole buffer to the next rank, one block over one link.
+CollectivePlan p2p_plan(const HardwareProfile& p, Collective c, Protocol proto, int ranks, double bytes) {
+  CollectivePlan plan = start_plan(p, c, Algorithm::kP2p, proto, ranks, bytes);
   const GroupLayout& g = plan.layout;
-  const double block = bytes / ranks;
+  const bool pair = c == Collective::kSendRecv;
+  const double block = pair ? bytes : bytes / ranks;
   const double eff = p.nccl.protocol_efficiency[static_cast<std::size_t>(proto)].si();
   plan.steps = 1;
   plan.inter_domain_steps = g.domains > 1 ? 1 : 0;
-  plan.bytes_per_step_per_rank = (ranks - 1) * block;
-  const double nvlink_s = (g.ranks_per_domain - 1) * block / (p.nvlink.measured_bandwidth.si() * eff);
-  const double nic_s = (ranks - g.ranks_per_domain) * block / (p.internode.bandwidth.si() * eff);
+  const int nvlink_peers = pair ? (g.domains > 1 ? 0 : 1) : g.ranks_per_domain - 1;
+  const int nic_peers = pair ? (g.domains > 1 ? 1 : 0) : ranks - g.ranks_per_domain;
+  plan.bytes_per_step_per_rank = pair ? block : (ranks - 1) * block;
+  const double nvlink_s = nvlink_peers * block / (p.nvlink.measured_bandwidth.si() * eff);
+  const double nic_s = nic_peers * block / (p.internode.bandwidth.si() * eff);
   const double busiest_s = std::max(nvlink_s, nic_s);
   plan.link_bandwidth_Bps =
       busiest_s > 0 ? plan.bytes_per_step_per_rank / busiest_s : p.nvlink.measured_bandwidth.si() * eff;
@@ -130,8 +135,13 @@ CollectivePlan p2p_plan(const HardwareProfile& p, Protocol proto, int ranks, dou
 
 // NCCL send/recv uses LL up to NCCL_P2P_LL_THRESHOLD bytes per peer, Simple above; LL128 is not a p2p
 // protocol.
-Protocol p2p_protocol(const HardwareProfile& p, int ranks, double bytes) {
-  return bytes / ranks <= p.nccl.p2p_ll_threshold.si() ? Protocol::kLL : Protocol::kSimple;
+Protocol p2p_protocol(const HardwareProfile& p, Collective c, int ranks, double bytes) {
+  const double per_peer = c == Collective::kSendRecv ? bytes : bytes / ranks;
+  return per_peer <= p.nccl.p2p_ll_threshold.si() ? Protocol::kLL : Protocol::kSimple;
+}
+
+bool is_p2p(Collective c) {
+  return c == Collective::kAllToAll || c == Collective::kSendRecv;
 }
 
 }  // namespace
@@ -146,17 +156,29 @@ std::string_view to_string(Collective c) {
       return "all-reduce";
     case Collective::kAllToAll:
       return "all-to-all";
+    case Collective::kSendRecv:
+      return "send-recv";
   }
   return "?";
 }
 
 Collective parse_collective(std::string_view s) {
-  for (Collective c :
-       {Collective::kAllGather, Collective::kReduceScatter, Collective::kAllReduce, Collective::kAllToAll}) {
-    if (to_string(c) == s) return c;
+  // dcpsim's spelling, nccl-tests' binary names (all_gather_perf -> all_gather) and NCCL's (AllGather): the
+  // letters alone, case and separators aside.
+  std::string key;
+  for (char ch : s) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) key += static_cast<char>(std::tolower(ch));
+  }
+  if (key.size() > 4 && key.ends_with("perf")) key.resize(key.size() - 4);
+  for (Collective c : kAllCollectives) {
+    std::string name;
+    for (char ch : to_string(c)) {
+      if (ch != '-') name += ch;
+    }
+    if (name == key) return c;
   }
   throw InputError("unknown collective \"" + std::string(s) +
-                   "\" (allowed: all-gather, reduce-scatter, all-reduce, all-to-all)");
+                   "\" (allowed: all-gather, reduce-scatter, all-reduce, all-to-all, send-recv)");
 }
 
 GroupLayout group_layout(const HardwareProfile& p, int ranks) {
@@ -173,9 +195,9 @@ std::vector<CollectivePlan> candidate_plans(const HardwareProfile& p, Collective
                      std::to_string(bytes_per_rank));
   }
   std::vector<CollectivePlan> out;
-  if (c == Collective::kAllToAll) {
+  if (is_p2p(c)) {
     for (Protocol proto : {Protocol::kLL, Protocol::kSimple})
-      out.push_back(p2p_plan(p, proto, ranks, bytes_per_rank));
+      out.push_back(p2p_plan(p, c, proto, ranks, bytes_per_rank));
   } else {
     for (Protocol proto : kAllProtocols) out.push_back(ring_plan(p, c, proto, ranks, bytes_per_rank));
     if (c == Collective::kAllReduce) {
@@ -202,7 +224,7 @@ CollectivePlan plan_collective(const HardwareProfile& p, Collective c, int ranks
   const std::vector<CollectivePlan> candidates = candidate_plans(p, c, ranks, bytes_per_rank);
   // send/recv picks its protocol by size, not by the tuner.
   std::optional<Protocol> protocol = options.protocol;
-  if (c == Collective::kAllToAll && !protocol) protocol = p2p_protocol(p, ranks, bytes_per_rank);
+  if (is_p2p(c) && !protocol) protocol = p2p_protocol(p, c, ranks, bytes_per_rank);
 
   const CollectivePlan* best = nullptr;
   std::string allowed;

@@ -21,6 +21,8 @@ struct Format {
 constexpr Format kBf16{8, -126, 127, 0x1p-126, 0x1.fep127};
 constexpr Format kFp16{11, -14, 15, 0x1p-14, 65504.0};
 constexpr Format kFp32{24, -126, 127, 0x1p-126, 0x1.fffffep127};
+// e4m3fn (OCP FP8): no infinities, one NaN pattern per sign, largest finite 448.
+constexpr Format kFp8E4m3{4, -6, 8, 0x1p-6, 448.0};
 
 // Round-to-nearest-even of x into `f`; NaN is returned unchanged, overflow becomes ±inf, the subnormal range
 // keeps the format's fixed quantum 2^(emin − p + 1).
@@ -124,6 +126,13 @@ double round_to(DType type, double x) {
       return round_normal_bits(x, kBf16);
     case DType::kF16:
       return round_normal_bits(x, kFp16);
+    case DType::kFP8E4M3: {
+      // Saturating, as the CUDA conversion the KV-cache writers use (__NV_SATFINITE): beyond ±448 (or ±inf)
+      // the value becomes ±448; NaN stays NaN.
+      if (std::isnan(x)) return x;
+      const double r = round_format(std::clamp(x, -kFp8E4m3.max_finite, kFp8E4m3.max_finite), kFp8E4m3);
+      return std::isinf(r) ? std::copysign(kFp8E4m3.max_finite, x) : r;
+    }
   }
   return x;
 }
@@ -146,6 +155,8 @@ double unit_roundoff(DType type) {
       return std::ldexp(1.0, -8);
     case DType::kF16:
       return std::ldexp(1.0, -11);
+    case DType::kFP8E4M3:
+      return std::ldexp(1.0, -4);
   }
   return 1.0;
 }

@@ -23,10 +23,15 @@ struct KernelName {
   std::string_view name;
 };
 constexpr KernelName kKernelNames[] = {
-    {TableKernel::kAttention, "attention"},      {TableKernel::kCorrection, "correction"},
-    {TableKernel::kA2aPack, "a2a_pack"},         {TableKernel::kA2aCombine, "a2a_combine"},
-    {TableKernel::kDirectWrite, "direct_write"}, {TableKernel::kDirectCombine, "direct_combine"},
+    {TableKernel::kAttention, "attention"},
+    {TableKernel::kCorrection, "correction"},
+    {TableKernel::kA2aPack, "a2a_pack"},
+    {TableKernel::kA2aCombine, "a2a_combine"},
+    {TableKernel::kDirectWrite, "direct_write"},
+    {TableKernel::kDirectCombine, "direct_combine"},
     {TableKernel::kCollective, "collective"},
+    {TableKernel::kGemm, "gemm"},
+    {TableKernel::kMoe, "moe"},
 };
 
 std::string number_text(double v) {
@@ -75,7 +80,8 @@ class Cursor {
 
 TableProvenance read_provenance(const Cursor& c, const Json& j) {
   if (!j.is_object()) c.fail("provenance", "expected an object, got " + j.dump());
-  c.only(j, "provenance", {"device", "driver", "cuda", "nccl", "clocks", "date", "command"});
+  c.only(j, "provenance",
+         {"device", "driver", "cuda", "nccl", "clocks", "date", "command", "source", "license"});
   TableProvenance p;
   p.device = c.text(j, "provenance", "device", true);
   p.driver = c.text(j, "provenance", "driver", false);
@@ -84,6 +90,8 @@ TableProvenance read_provenance(const Cursor& c, const Json& j) {
   p.clocks = c.text(j, "provenance", "clocks", false);
   p.date = c.text(j, "provenance", "date", true);
   p.command = c.text(j, "provenance", "command", true);
+  if (j.contains("source")) p.source = c.text(j, "provenance", "source", true);
+  if (j.contains("license")) p.license = c.text(j, "provenance", "license", true);
   return p;
 }
 
@@ -178,8 +186,12 @@ const std::vector<std::string>& table_axes(TableKernel k) {
   static const std::vector<std::string> merge = {"dcp", "rows", "heads"};
   static const std::vector<std::string> per_owner = {"dcp", "rows", "heads_per_rank"};
   static const std::vector<std::string> collective = {"dcp", "bytes_per_rank"};
+  static const std::vector<std::string> gemm = {"m", "n", "k"};
+  static const std::vector<std::string> moe = {"tokens"};
   if (k == TableKernel::kAttention) return attention;
   if (k == TableKernel::kCollective) return collective;
+  if (k == TableKernel::kGemm) return gemm;
+  if (k == TableKernel::kMoe) return moe;
   return heads_per_rank_axis(k) ? per_owner : merge;
 }
 
@@ -193,6 +205,8 @@ bool heads_per_rank_axis(TableKernel k) {
     case TableKernel::kAttention:
     case TableKernel::kCorrection:
     case TableKernel::kCollective:
+    case TableKernel::kGemm:
+    case TableKernel::kMoe:
       break;
   }
   return false;
@@ -293,6 +307,8 @@ std::string kernel_tables_json(const KernelTables& t) {
   const TableProvenance& p = t.provenance;
   Json prov = {{"device", p.device}, {"driver", p.driver}, {"cuda", p.cuda},      {"nccl", p.nccl},
                {"clocks", p.clocks}, {"date", p.date},     {"command", p.command}};
+  if (!p.source.empty()) prov["source"] = p.source;
+  if (!p.license.empty()) prov["license"] = p.license;
   std::string out = "{\n  \"format\": " + Json(std::string(kKernelTablesFormat)).dump() +
                     ",\n  \"provenance\": " + prov.dump() + ",\n  \"tables\": [";
   for (std::size_t i = 0; i < t.tables.size(); ++i) {
@@ -320,6 +336,7 @@ std::string describe_kernel_tables(const KernelTables& t) {
   out << "device " << p.device << ", driver " << p.driver << ", CUDA " << p.cuda << ", NCCL "
       << (p.nccl.empty() ? "-" : p.nccl) << ", clocks " << (p.clocks.empty() ? "-" : p.clocks) << ", date "
       << p.date << "\ncommand: " << p.command << "\n";
+  if (!p.source.empty()) out << "source: " << p.source << (p.license.empty() ? "" : ", " + p.license) << "\n";
   for (const KernelTable& k : t.tables) {
     std::size_t cells = k.cell_point.size();
     out << to_string(k.kernel) << " [" << k.key << "]: " << k.points.size() << " points on a grid of "

@@ -174,6 +174,29 @@ void all_gather_sum(std::span<const Partial> parts, const Plan& plan, const Merg
   for (std::size_t k = 0; k < acc.size(); ++k) out[k] = round_to(o.out_dtype, static_cast<double>(acc[k]));
 }
 
+// What owner `owner` receives from one source in a2a-2call's two exchanges: that source's block of the
+// owner's heads, O in the output dtype ([B][H/N][D]) and the LSE in fp32 ([B][H/N]; fp64 for kF64 outputs).
+// As the sending kernel does, rows past valid_rows travel empty (LSE −inf) and O is zero wherever the LSE is
+// not finite.
+Partial two_call_block(const Partial& source, int owner, const Plan& plan, const MergeOptions& o) {
+  Partial p{OutLayout::dense(plan.rows, plan.block, plan.dim),
+            std::vector<double>(static_cast<std::size_t>(plan.rows) * plan.block * plan.dim, 0.0),
+            LseLayout::dense(plan.rows, plan.block),
+            std::vector<double>(static_cast<std::size_t>(plan.rows) * plan.block, -kInf)};
+  for (int b = 0; b < plan.valid_rows; ++b) {
+    for (int j = 0; j < plan.block; ++j) {
+      const int h = owner * plan.block + j;
+      // fp32 as the kernels send it; kF64 outputs (reference only) keep the fp64 LSE, as the packed A2A does.
+      const double l = o.out_dtype == DType::kF64 ? source.l(b, h) : round_to(DType::kF32, source.l(b, h));
+      p.lse[p.lse_layout.index(b, j)] = l;
+      if (!std::isfinite(l)) continue;
+      for (int d = 0; d < plan.dim; ++d)
+        p.out[p.out_layout.index(b, j, d)] = round_to(o.out_dtype, source.o(b, h, d));
+    }
+  }
+  return p;
+}
+
 // Head block [begin, end) of a full [B][H][D] tensor (and of its [B][H] LSE).
 RankOutput slice(const std::vector<double>& out, const std::vector<double>& lse, const Plan& plan, int rank,
                  int begin, int end) {
@@ -229,6 +252,15 @@ void run_strategy(std::span<const Partial> parts, const Plan& plan, const MergeO
       std::vector<Partial> unpacked;
       for (int n = 0; n < plan.ranks; ++n) unpacked.push_back(unpack_a2a(received[r], n));
       RankOutput out = combine<T>(unpacked, 0, plan.block, plan, o);
+      out.head_begin = r * plan.block;
+      out.head_end = out.head_begin + plan.block;
+      m.ranks.push_back(std::move(out));
+    }
+  } else if (o.strategy == Strategy::kA2aTwoCall) {  // the outputs' and the LSEs' exchanges, then the combine
+    for (int r = 0; r < plan.ranks; ++r) {
+      std::vector<Partial> received;
+      for (int n = 0; n < plan.ranks; ++n) received.push_back(two_call_block(parts[n], r, plan, o));
+      RankOutput out = combine<T>(received, 0, plan.block, plan, o);
       out.head_begin = r * plan.block;
       out.head_end = out.head_begin + plan.block;
       m.ranks.push_back(std::move(out));

@@ -3,6 +3,7 @@
 #include "dcpsim/models/model_preset.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -100,6 +101,7 @@ ModelConfig read_config(Fields f) {
   c.first_k_dense_replace = f.count("first_k_dense_replace", 100000);
   c.vocab_size = f.count("vocab_size", std::int64_t{1} << 32);
   c.tie_word_embeddings = f.flag("tie_word_embeddings");
+  c.num_nextn_predict_layers = f.count("num_nextn_predict_layers", 16);
   f.finish();
   const std::string& w = f.where();
   if (c.hidden_size < 1 || c.num_hidden_layers < 1 || c.num_attention_heads < 1 || c.vocab_size < 1)
@@ -138,7 +140,68 @@ std::string preset_list() {
   return out;
 }
 
+constexpr std::array<std::pair<WeightDType, std::string_view>, 5> kWeightDTypes{
+    {{WeightDType::kBF16, "bf16"},
+     {WeightDType::kFP8, "fp8"},
+     {WeightDType::kNVFP4, "nvfp4"},
+     {WeightDType::kMXFP4, "mxfp4"},
+     {WeightDType::kINT4, "int4"}}};
+constexpr double kBf16Bytes = 2.0;  // embedding, output head and router
+
+WeightDType nearest_weight_dtype(double bytes) {
+  WeightDType best = WeightDType::kBF16;
+  for (const auto& [d, name] : kWeightDTypes) {
+    if (std::fabs(weight_dtype_bytes(d) - bytes) < std::fabs(weight_dtype_bytes(best) - bytes)) best = d;
+  }
+  return best;
+}
+
 }  // namespace
+
+std::string_view to_string(WeightDType d) {
+  for (const auto& [value, name] : kWeightDTypes) {
+    if (value == d) return name;
+  }
+  return "?";
+}
+
+WeightDType parse_weight_dtype(std::string_view s) {
+  for (const auto& [value, name] : kWeightDTypes) {
+    if (name == s) return value;
+  }
+  if (s == "fp8_e4m3" || s == "fp8-e4m3") return WeightDType::kFP8;
+  if (s == "w4a16") return WeightDType::kINT4;
+  throw InputError("unknown weight dtype '" + std::string(s) + "' (allowed: bf16, fp8, nvfp4, mxfp4, int4)");
+}
+
+double weight_dtype_bytes(WeightDType d) {
+  switch (d) {
+    case WeightDType::kBF16:
+      return 2.0;
+    case WeightDType::kFP8:
+      return 1.0 + 4.0 / (128.0 * 128.0);
+    case WeightDType::kNVFP4:
+      return 0.5 + 1.0 / 16.0;
+    case WeightDType::kMXFP4:
+      return 0.5 + 1.0 / 32.0;
+    case WeightDType::kINT4:
+      return 0.5 + 2.0 / 32.0;
+  }
+  return 2.0;
+}
+
+ModelPreset ModelPreset::with_weight_dtype(WeightDType d) const {
+  ModelPreset m = *this;
+  if (d != weight_dtype || dense_weight_dtype ||
+      std::fabs(weight_bytes_per_parameter - weight_dtype_bytes(d)) > 1e-12) {
+    m.weight_dtype = d;
+    m.dense_weight_dtype.reset();
+    m.weight_bytes_per_parameter = weight_dtype_bytes(d);
+    m.weight_source = "--weight-dtype " + std::string(to_string(d)) + " (released as " +
+                      std::string(to_string(weight_dtype)) + ")";
+  }
+  return m;
+}
 
 double ParameterCounts::total() const {
   return attention_projections * (dense_layers + moe_layers) + dense_mlp * dense_layers +
@@ -174,12 +237,50 @@ ModelPreset parse_model(std::string_view json_text, std::string_view origin) {
   const PresetJson* config = top.find("config");
   if (config == nullptr) throw InputError(where + ": config: missing");
   m.config = read_config(Fields(*config, where + ": config"));
+  // The weights' type (`weight_dtype`), or an explicit byte count per parameter (older files).
+  const PresetJson* dtype = top.find("weight_dtype");
   const PresetJson* weights = top.find("weight_bytes_per_parameter");
-  if (weights == nullptr) throw InputError(where + ": weight_bytes_per_parameter: missing");
-  Fields w(*weights, where + ": weight_bytes_per_parameter");
-  m.weight_bytes_per_parameter = w.number("value", 0.125, 8.0);
-  m.weight_source = w.text("source");
-  w.finish();
+  if ((dtype == nullptr) == (weights == nullptr))
+    throw InputError(where + ": give one of weight_dtype and weight_bytes_per_parameter");
+  if (dtype != nullptr) {
+    Fields w(*dtype, where + ": weight_dtype");
+    try {
+      m.weight_dtype = parse_weight_dtype(w.text("value"));
+    } catch (const InputError& e) {
+      throw InputError(where + ": weight_dtype.value: " + e.what());
+    }
+    m.weight_bytes_per_parameter = weight_dtype_bytes(m.weight_dtype);
+    m.weight_source = w.text("source");
+    const std::string dense = w.text("dense", false);
+    if (!dense.empty()) {
+      try {
+        m.dense_weight_dtype = parse_weight_dtype(dense);
+      } catch (const InputError& e) {
+        throw InputError(where + ": weight_dtype.dense: " + e.what());
+      }
+    }
+    w.finish();
+  } else {
+    Fields w(*weights, where + ": weight_bytes_per_parameter");
+    m.weight_bytes_per_parameter = w.number("value", 0.125, 8.0);
+    m.weight_dtype = nearest_weight_dtype(m.weight_bytes_per_parameter);
+    m.weight_source = w.text("source");
+    w.finish();
+  }
+  if (const PresetJson* kv = top.find("kv_cache_dtype")) {
+    Fields k(*kv, where + ": kv_cache_dtype");
+    try {
+      m.kv_cache_dtype = parse_dtype(k.text("value"));
+    } catch (const InputError& e) {
+      throw InputError(where + ": kv_cache_dtype.value: " + e.what());
+    }
+    if (m.kv_cache_dtype == DType::kF64 || m.kv_cache_dtype == DType::kF32)
+      throw InputError(where + ": kv_cache_dtype.value: expected bf16, fp16 or fp8");
+    m.kv_cache_source = k.text("source");
+    k.finish();
+  } else {
+    m.kv_cache_source = "vLLM's default --kv-cache-dtype auto: bf16";
+  }
   const PresetJson* card = top.find("model_card");
   if (card == nullptr) throw InputError(where + ": model_card: missing");
   Fields c(*card, where + ": model_card");
@@ -216,6 +317,7 @@ ParameterCounts parameter_counts(const ModelPreset& model) {
     const double kv_down = h * double(c.kv_lora_rank + c.qk_rope_head_dim);
     const double kv_up = double(c.kv_lora_rank) * heads * double(c.qk_nope_head_dim + c.v_head_dim);
     p.attention_projections = q + kv_down + kv_up + heads * double(c.v_head_dim) * h;
+    p.attention_replicated = (c.q_lora_rank > 0 ? h * double(c.q_lora_rank) : 0.0) + kv_down;
   } else {
     const double d = c.head_dim > 0 ? double(c.head_dim) : h / heads;
     p.attention_projections = 2.0 * h * heads * d + 2.0 * h * double(c.num_key_value_heads) * d;
@@ -268,41 +370,29 @@ RankGeometry rank_geometry(const ModelPreset& model, int dcp, int tp) {
   return g;
 }
 
-double weight_bytes_per_gpu(const ModelPreset& model, int tp) {
+double weight_bytes_per_gpu(const ModelPreset& model, int tp, int mtp_modules) {
   if (tp < 1) throw InputError("tp must be >= 1");
-  return parameter_counts(model).total() * model.weight_bytes_per_parameter / tp;
-}
-
-NonAttentionEstimate non_attention_time(const ModelPreset& model, const HardwareProfile& profile, int tp,
-                                        int rows) {
-  if (tp < 1 || rows < 0) throw InputError("non-attention estimate: tp >= 1 and rows >= 0 needed");
+  if (mtp_modules < 0) throw InputError("mtp_modules must be >= 0");
   const ParameterCounts p = parameter_counts(model);
-  const double bytes_per_param = model.weight_bytes_per_parameter;
-  const double bandwidth = profile.gpu.hbm_bandwidth_measured.si();
-  const double rate = profile.attention.tensor_rate.si();
-  const double b = rows;
-  NonAttentionEstimate e;
-  // One layer (or the head) reading `params` on this GPU and multiplying `flops`: the slower side.
-  const auto part = [&](double params, double flops, int count) {
-    const double bytes = params * bytes_per_param;
-    e.weight_bytes += bytes * count;
-    e.flops += flops * count;
-    e.seconds += count * std::max(bytes / bandwidth, flops / rate);
-  };
-  const double projections = p.attention_projections / tp;
-  part(projections + p.dense_mlp / tp, 2.0 * b * (projections + p.dense_mlp / tp), p.dense_layers);
-  if (p.moe_layers > 0) {
-    const double experts = double(p.routed_experts);
-    e.experts_per_gpu = experts / tp;
-    const double miss = std::pow(1.0 - double(p.experts_per_token) / experts, b);
-    e.experts_hit_per_gpu = rows == 0 ? 0.0 : e.experts_per_gpu * (1.0 - miss);
-    const double always = projections + (p.expert * double(p.shared_experts) + p.router) / tp;
-    const double routed_flops = 2.0 * b * double(p.experts_per_token) * p.expert / tp;
-    part(always + e.experts_hit_per_gpu * p.expert, 2.0 * b * always + routed_flops, p.moe_layers);
+  const int layers = p.dense_layers + p.moe_layers;
+  const double t = tp;
+  // Per layer of each kind, the linear weights on one GPU (parameters): the routed experts at the weight
+  // dtype, the rest (attention, dense MLPs, shared experts) at the dense dtype; the bf16 router.
+  const double attention = p.attention_replicated + (p.attention_projections - p.attention_replicated) / t;
+  const double shared = p.expert * double(p.shared_experts) / t,
+               routed = p.expert * double(p.routed_experts) / t;
+  double dense = attention * layers + p.dense_mlp / t * p.dense_layers + shared * p.moe_layers;
+  double experts = routed * p.moe_layers;
+  double bf16 = p.router * p.moe_layers + (p.embedding + p.lm_head) / t;
+  if (mtp_modules > 0) {
+    const double h = double(model.config.hidden_size);
+    dense += (attention + (model.moe() ? shared : p.dense_mlp / t) + 2.0 * h * h / t) * mtp_modules;
+    experts += (model.moe() ? routed : 0.0) * mtp_modules;
+    bf16 += (model.moe() ? p.router : 0.0) * mtp_modules;
   }
-  const double head = (p.lm_head > 0 ? p.lm_head : p.embedding) / tp;
-  part(head, 2.0 * b * head, 1);
-  return e;
+  const double dense_bytes = model.dense_weight_dtype ? weight_dtype_bytes(*model.dense_weight_dtype)
+                                                      : model.weight_bytes_per_parameter;
+  return experts * model.weight_bytes_per_parameter + dense * dense_bytes + bf16 * kBf16Bytes;
 }
 
 }  // namespace dcpsim::models

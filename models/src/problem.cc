@@ -84,7 +84,9 @@ Problem generate_problem(int heads, int kv_heads, int qk_dim, int dim,
     if (c < 0) throw InputError("problem: context " + std::to_string(c) + " is negative (must be >= 0)");
   }
   SplitMix64 rng(options.seed);
-  fill(p.q, static_cast<std::int64_t>(p.rows) * heads * qk_dim, rng, options.q_std, options.input_dtype);
+  // An fp8 KV cache (scale 1: the generated values lie well inside e4m3's range) with a 16-bit query.
+  fill(p.q, static_cast<std::int64_t>(p.rows) * heads * qk_dim, rng, options.q_std,
+       query_dtype(options.input_dtype));
   for (int b = 0; b < p.rows; ++b) {
     fill(p.k[b], contexts[b] * kv_heads * qk_dim, rng, options.kv_std, options.input_dtype);
     fill(p.v[b], contexts[b] * kv_heads * dim, rng, options.kv_std, options.input_dtype);

@@ -54,6 +54,12 @@ void visit_nccl(V& v, P& n) {
     v.number("base_latency", n.p2p_base_latency, Dimension::kTime, Check::kNonNegative);
     v.number("ll_threshold", n.p2p_ll_threshold, Dimension::kBytes, Check::kNonNegative);
   });
+  // In-step terms (cost_collectives_price.h); optional, so files written before them still load.
+  v.optional_number("in_step_graph", n.in_step_graph, Dimension::kTime, Check::kNonNegative);
+  v.optional_number("in_step_eager", n.in_step_eager, Dimension::kTime, Check::kNonNegative);
+  v.optional_number("eager_host_issue", n.eager_host_issue, Dimension::kTime, Check::kNonNegative);
+  v.optional_number("arrival_skew_graph", n.arrival_skew_graph, Dimension::kTime, Check::kNonNegative);
+  v.optional_number("arrival_skew_eager", n.arrival_skew_eager, Dimension::kTime, Check::kNonNegative);
 }
 
 template <class V, class S>
@@ -86,6 +92,7 @@ void visit_profile(V& v, P& p) {
     v.number("bandwidth", p.nvlink.bandwidth, kBw, Check::kPositive);
     v.number("measured_bandwidth", p.nvlink.measured_bandwidth, kBw, Check::kPositive);
     v.number("hop_latency", p.nvlink.hop_latency, kTime, Check::kNonNegative);
+    v.optional_number("store_bandwidth", p.nvlink.store_bandwidth, kBw, Check::kPositive);
   });
   v.section("internode", [&] {
     v.number("bandwidth", p.internode.bandwidth, kBw, Check::kPositive);
@@ -128,6 +135,7 @@ void visit_profile(V& v, P& p) {
     v.number("epoch_handshake", p.signal.epoch_handshake, kTime, Check::kNonNegative);
   });
   v.tables("tables", p.tables);
+  v.comm_tables("comm_tables", p.comm_tables);
 }
 
 inline std::string dimension_units(Dimension d) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "comm_table_json.h"
 #include "dcpsim/json_limits.h"
 #include "kernel_table_json.h"
 #include "profile_embedded.h"
@@ -54,6 +55,34 @@ class Reader {
         out.push_back(load_table_file(entry.get<std::string>(), where));
       } else {
         throw InputError(where + ": expected a table file path or a table object, got " + entry.dump());
+      }
+    }
+  }
+
+  // `comm_tables`: optional; each entry a path, an inline table object, or {"path": ..., "borrowed": why}.
+  void comm_tables(std::string_view key, std::vector<CommTables>& out) {
+    allow(key);
+    auto it = frames_.back().object->find(std::string(key));
+    if (it == frames_.back().object->end()) return;
+    if (!it->is_array())
+      paths_.fail(key, "expected an array of communication table paths or objects, got " + it->dump());
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const Json& entry = (*it)[i];
+      const std::string where = paths_.origin() + ": " + paths_.path(key) + "[" + std::to_string(i) + "]";
+      if (entry.is_object() && entry.contains("format")) {
+        out.push_back(detail::parse_comm_tables_json(entry, where));
+      } else if (entry.is_string() && !entry.get<std::string>().empty()) {
+        out.push_back(load_comm_file(entry.get<std::string>(), where));
+      } else if (entry.is_object() && entry.size() == 2 && entry.contains("path") &&
+                 entry["path"].is_string() && entry.contains("borrowed") && entry["borrowed"].is_string() &&
+                 !entry["borrowed"].get<std::string>().empty()) {
+        out.push_back(load_comm_file(entry["path"].get<std::string>(), where));
+        out.back().borrowed = entry["borrowed"].get<std::string>();
+      } else {
+        throw InputError(where +
+                         ": expected a communication table path, a table object or {\"path\": ..., "
+                         "\"borrowed\": \"why\"}, got " +
+                         entry.dump());
       }
     }
   }
@@ -207,6 +236,28 @@ class Reader {
     return t;
   }
 
+  // A communication table file: next to the profile, else the built-in one of the same file name.
+  CommTables load_comm_file(const std::string& relative, const std::string& where) {
+    const std::string file = std::filesystem::path(relative).filename().string();
+    const std::string_view embedded = detail::builtin_table_json(file);
+    std::error_code ec;
+    const bool local = !builtin_ && std::filesystem::exists(std::filesystem::path(table_dir_) / relative, ec);
+    CommTables t;
+    if (builtin_ || (!local && !embedded.empty())) {
+      if (embedded.empty())
+        throw InputError(where + ": " + relative + ": no such built-in communication table");
+      t = parse_comm_tables(embedded, file + " (built-in)");
+    } else {
+      try {
+        t = load_comm_tables(std::filesystem::path(table_dir_) / relative);
+      } catch (const InputError& e) {
+        throw InputError(where + ": " + e.what());
+      }
+    }
+    t.origin = relative;
+    return t;
+  }
+
   PathTracker paths_;
   std::vector<Frame> frames_;
   std::string table_dir_;
@@ -230,6 +281,40 @@ void check_table_devices(const HardwareProfile& p, const std::string& where) {
                      (p.tables[i].origin.empty() ? "inline" : p.tables[i].origin) + "): measured on \"" +
                      p.tables[i].provenance.device + "\", but the profile's gpu.name is \"" + p.gpu.name +
                      "\" (a table is only valid on the device it was measured on)");
+  }
+}
+
+// The GPU model a device string names: its first word with letters then digits after "nvidia"
+// ("NVIDIA H100 80GB HBM3" -> "h100", "NVIDIA B200 (GB200 superchip)" -> "b200", "H100-SXM-80GB" -> "h100").
+std::vector<std::string> model_words(const std::string& device) {
+  std::vector<std::string> words;
+  std::string word;
+  for (char c : lowered(device) + " ") {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      word += c;
+      continue;
+    }
+    const bool model = !word.empty() && std::isalpha(static_cast<unsigned char>(word[0])) &&
+                       std::isdigit(static_cast<unsigned char>(word.back())) && word != "nvidia";
+    if (model) words.push_back(word);
+    word.clear();
+  }
+  return words;
+}
+
+// A communication table is valid on its own GPU model (its first model word among the profile's gpu.name
+// words: "NVIDIA GB200" fits "NVIDIA B200 (GB200 superchip)") or where the profile says why it borrows it.
+void check_comm_table_devices(const HardwareProfile& p, const std::string& where) {
+  const std::vector<std::string> gpu = model_words(p.gpu.name);
+  for (std::size_t i = 0; i < p.comm_tables.size(); ++i) {
+    const CommTables& t = p.comm_tables[i];
+    if (!t.borrowed.empty()) continue;
+    const std::vector<std::string> dev = model_words(t.provenance.device);
+    if (!dev.empty() && std::find(gpu.begin(), gpu.end(), dev.front()) != gpu.end()) continue;
+    throw InputError(where + ": comm_tables[" + std::to_string(i) + "] (" +
+                     (t.origin.empty() ? "inline" : t.origin) + "): measured on \"" + t.provenance.device +
+                     "\", but the profile's gpu.name is \"" + p.gpu.name +
+                     "\" (list it as {\"path\": ..., \"borrowed\": \"why\"} to use another GPU's table)");
   }
 }
 
@@ -259,6 +344,7 @@ HardwareProfile parse_profile(std::string_view json_text, std::string_view origi
   detail::visit_profile(reader, p);
   reader.finish();
   check_table_devices(p, where);
+  check_comm_table_devices(p, where);
   return p;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "comm_table_json.h"
 #include "kernel_table_json.h"
 #include "profile_fields.h"
 
@@ -59,6 +60,22 @@ class Writer {
     for (const KernelTables& t : tables) {
       if (t.origin.empty()) {
         list.push_back(detail::kernel_tables_to_json(t));
+      } else {
+        list.push_back(t.origin);
+      }
+    }
+    top()[std::string(key)] = std::move(list);
+  }
+
+  // The same for communication tables; a borrowed file keeps its reason.
+  void comm_tables(std::string_view key, const std::vector<CommTables>& tables) {
+    if (tables.empty()) return;
+    Json list = Json::array();
+    for (const CommTables& t : tables) {
+      if (t.origin.empty()) {
+        list.push_back(detail::comm_tables_to_json(t));
+      } else if (!t.borrowed.empty()) {
+        list.push_back(Json{{"path", t.origin}, {"borrowed", t.borrowed}});
       } else {
         list.push_back(t.origin);
       }
@@ -126,7 +143,8 @@ class Validator {
     if (spec) section(key, [&] { body(*spec); });
   }
 
-  void tables(std::string_view, const std::vector<KernelTables>&) {}  // checked when read
+  void tables(std::string_view, const std::vector<KernelTables>&) {}     // checked when read
+  void comm_tables(std::string_view, const std::vector<CommTables>&) {}  // checked when read
 
  private:
   PathTracker paths_;

@@ -86,6 +86,8 @@ void Scenario::validate() const {
     throw InputError("softmax_scale = " + std::to_string(softmax_scale) +
                      " is not allowed (finite, >= 0; 0 = 1/sqrt(qk_dim))");
   }
+  if (out_dtype == DType::kFP8E4M3)
+    throw InputError("out_dtype fp8 is not an output type (fp8 is a KV-cache type: --kv-dtype fp8)");
   if (contexts.empty()) throw InputError("the batch has no rows (need at least one context length)");
   for (std::size_t b = 0; b < contexts.size(); ++b) {
     if (contexts[b] < 0) {

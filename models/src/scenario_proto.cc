@@ -16,19 +16,21 @@ namespace v1 = traces::v1;
 template <typename A, typename B, std::size_t N>
 using EnumTable = std::array<std::pair<A, B>, N>;
 
-constexpr EnumTable<DType, v1::DType, 4> kProtoDTypes{{{DType::kF32, v1::DTYPE_F32},
+constexpr EnumTable<DType, v1::DType, 5> kProtoDTypes{{{DType::kF32, v1::DTYPE_F32},
                                                        {DType::kBF16, v1::DTYPE_BF16},
                                                        {DType::kF16, v1::DTYPE_F16},
-                                                       {DType::kF64, v1::DTYPE_F64}}};
+                                                       {DType::kF64, v1::DTYPE_F64},
+                                                       {DType::kFP8E4M3, v1::DTYPE_FP8_E4M3}}};
 constexpr EnumTable<LseBase, v1::LseBase, 2> kProtoLseBases{
     {{LseBase::kE, v1::LSE_BASE_E}, {LseBase::k2, v1::LSE_BASE_2}}};
-constexpr EnumTable<Strategy, v1::Strategy, 6> kProtoStrategies{
+constexpr EnumTable<Strategy, v1::Strategy, 7> kProtoStrategies{
     {{Strategy::kAgRs, v1::STRATEGY_AG_RS},
      {Strategy::kAgAr, v1::STRATEGY_AG_AR},
      {Strategy::kA2a, v1::STRATEGY_A2A},
      {Strategy::kDirect, v1::STRATEGY_DIRECT},
      {Strategy::kRowStream, v1::STRATEGY_ROW_STREAM},
-     {Strategy::kFlashInferA2a, v1::STRATEGY_FLASHINFER_A2A}}};
+     {Strategy::kFlashInferA2a, v1::STRATEGY_FLASHINFER_A2A},
+     {Strategy::kA2aTwoCall, v1::STRATEGY_A2A_TWO_CALL}}};
 constexpr EnumTable<LaunchMode, v1::LaunchMode, 3> kProtoLaunchModes{
     {{LaunchMode::kEager, v1::LAUNCH_MODE_EAGER},
      {LaunchMode::kGraph, v1::LAUNCH_MODE_GRAPH},

@@ -4,9 +4,11 @@
 
 #include <array>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "dcpsim/error.h"
+#include "dcpsim/suggest.h"
 
 namespace dcpsim::models {
 namespace {
@@ -15,11 +17,16 @@ template <typename Enum, std::size_t N>
 using SpellingTable = std::array<std::pair<Enum, std::string_view>, N>;
 
 constexpr SpellingTable<LseBase, 2> kLseBases{{{LseBase::kE, "e"}, {LseBase::k2, "2"}}};
-constexpr SpellingTable<DType, 4> kDTypes{
-    {{DType::kF32, "fp32"}, {DType::kBF16, "bf16"}, {DType::kF16, "fp16"}, {DType::kF64, "fp64"}}};
-constexpr SpellingTable<Strategy, 6> kStrategies{{{Strategy::kAgRs, "ag-rs"},
+constexpr SpellingTable<DType, 5> kDTypes{{{DType::kF32, "fp32"},
+                                           {DType::kBF16, "bf16"},
+                                           {DType::kF16, "fp16"},
+                                           {DType::kF64, "fp64"},
+                                           {DType::kFP8E4M3, "fp8"}}};
+// In the order `all` lists them.
+constexpr SpellingTable<Strategy, 7> kStrategies{{{Strategy::kAgRs, "ag-rs"},
                                                   {Strategy::kAgAr, "ag-ar"},
                                                   {Strategy::kA2a, "a2a"},
+                                                  {Strategy::kA2aTwoCall, "a2a-2call"},
                                                   {Strategy::kDirect, "direct"},
                                                   {Strategy::kRowStream, "row-stream"},
                                                   {Strategy::kFlashInferA2a, "flashinfer-a2a"}}};
@@ -40,11 +47,20 @@ Enum parse(const SpellingTable<Enum, N>& table, std::string_view s, std::string_
     if (name == s) return value;
   }
   std::string allowed;
+  std::vector<std::string_view> names;
   for (const auto& entry : table) {
     if (!allowed.empty()) allowed += ", ";
     allowed += entry.second;
+    names.push_back(entry.second);
   }
-  throw InputError("unknown " + std::string(what) + " '" + std::string(s) + "' (allowed: " + allowed + ")");
+  if constexpr (std::is_same_v<Enum, Strategy>) {
+    for (const StrategyAlias& a : strategy_aliases()) names.push_back(a.alias);
+    allowed += "; aliases: ag_rs, fi_a2a, vllm-a2a, sglang-a2a, ... (every name with _)";
+  }
+  const std::string guess = closest_name(s, names);
+  throw InputError("unknown " + std::string(what) + " '" + std::string(s) + "'" +
+                   (guess.empty() ? "" : " (did you mean '" + std::string(guess) + "'?)") +
+                   " (allowed: " + allowed + ")");
 }
 
 }  // namespace
@@ -66,9 +82,30 @@ LseBase parse_lse_base(std::string_view s) {
   return parse(kLseBases, s, "LSE base");
 }
 DType parse_dtype(std::string_view s) {
+  if (s == "fp8_e4m3" || s == "fp8-e4m3") return DType::kFP8E4M3;  // vLLM's spelling
   return parse(kDTypes, s, "dtype");
 }
+const std::vector<StrategyAlias>& strategy_aliases() {
+  static const std::vector<StrategyAlias> aliases = {
+      {"ag_rs", Strategy::kAgRs},
+      {"ag_ar", Strategy::kAgAr},
+      {"a2a_2call", Strategy::kA2aTwoCall},
+      {"row_stream", Strategy::kRowStream},
+      {"flashinfer_a2a", Strategy::kFlashInferA2a},
+      {"fi_a2a", Strategy::kFlashInferA2a},
+      {"fi-a2a", Strategy::kFlashInferA2a},
+      {"vllm-a2a", Strategy::kA2aTwoCall},
+      {"vllm_a2a", Strategy::kA2aTwoCall},
+      {"sglang-a2a", Strategy::kA2a},
+      {"sglang_a2a", Strategy::kA2a},
+  };
+  return aliases;
+}
+
 Strategy parse_strategy(std::string_view s) {
+  for (const StrategyAlias& a : strategy_aliases()) {
+    if (a.alias == s) return a.strategy;
+  }
   return parse(kStrategies, s, "strategy");
 }
 LaunchMode parse_launch_mode(std::string_view s) {
@@ -84,6 +121,15 @@ const std::vector<Strategy>& all_strategies() {
   return strategies;
 }
 
+const std::vector<DType>& all_dtypes() {
+  static const std::vector<DType> dtypes = [] {
+    std::vector<DType> v;
+    for (const auto& entry : kDTypes) v.push_back(entry.first);
+    return v;
+  }();
+  return dtypes;
+}
+
 std::size_t dtype_bytes(DType v) {
   switch (v) {
     case DType::kF32:
@@ -93,8 +139,14 @@ std::size_t dtype_bytes(DType v) {
       return 2;
     case DType::kF64:
       return 8;
+    case DType::kFP8E4M3:
+      return 1;
   }
   return 0;
+}
+
+DType query_dtype(DType kv) {
+  return kv == DType::kFP8E4M3 ? DType::kBF16 : kv;
 }
 
 bool scatters_heads(Strategy s) {

@@ -73,7 +73,7 @@ double efficiency_of(const StepGraph& step, const CollectivePlan& plan) {
   const double nvlink = p.nvlink.measured_bandwidth.si();
   switch (plan.algorithm) {
     case Algorithm::kP2p:
-      return p.nccl.protocol_efficiency[static_cast<std::size_t>(plan.protocol)].si();
+      return p.nccl.protocol_efficiency[static_cast<std::size_t>(plan.protocol)].si() * plan.bandwidth_scale;
     case Algorithm::kNvls:
       return plan.link_bandwidth_Bps / nvlink;
     case Algorithm::kRing:
@@ -164,7 +164,9 @@ std::vector<NodeId> nvls(Realisation& r, const std::vector<NodeId>& begin) {
 std::vector<NodeId> p2p(Realisation& r, const std::vector<NodeId>& begin) {
   ActivityGraph& g = r.step.graph;
   const int n = r.n;
-  const double block = n > 1 ? r.plan.bytes_per_step_per_rank / (n - 1) : 0.0;
+  const double block_of_all = n > 1 ? r.plan.bytes_per_step_per_rank / (n - 1) : 0.0;
+  // Send-recv: each rank's whole buffer to the next rank only.
+  const bool pair = r.plan.collective == models::Collective::kSendRecv;
   std::vector<std::vector<NodeId>> touching(n);
   for (int a = 0; a < n; ++a) {
     const NodeId entered = g.after_latency(begin[a], r.plan.base_latency_s);
@@ -173,7 +175,8 @@ std::vector<NodeId> p2p(Realisation& r, const std::vector<NodeId>& begin) {
     // Staggered peer order (a+1, a+2, ...), as NCCL schedules send/recv rounds.
     FanOut out(r.step, a, r.what);
     FanOut::Send send;
-    for (int k = 1; k < n; ++k) send.peers.push_back((a + k) % n);
+    for (int k = 1; k < (pair ? 2 : n); ++k) send.peers.push_back((a + k) % n);
+    const double block = pair ? r.plan.bytes_per_step_per_rank : block_of_all;
     send.payload = block;
     send.bytes = block / r.efficiency;
     // One latency node per link class: the step latency beyond the route's own.

@@ -15,12 +15,21 @@ std::string us(double seconds) {
   return buf;
 }
 
-std::string plan_text(const models::CollectivePlan& plan) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "%s/%s, %d steps of %.0f B per rank, analytic %.3f us",
-                std::string(models::to_string(plan.algorithm)).c_str(),
-                std::string(models::to_string(plan.protocol)).c_str(), plan.steps,
-                plan.bytes_per_step_per_rank, plan.analytic_time_s * 1e6);
+std::string plan_text(const PlannedCollective& c) {
+  const models::CollectivePlan& plan = c.plan;
+  char buf[256];
+  if (c.source == models::FigureSource::kTable) {
+    std::snprintf(buf, sizeof buf,
+                  "%s/%s, %d steps of %.0f B per rank, measured table %.3f us (model %.3f us)",
+                  std::string(models::to_string(plan.algorithm)).c_str(),
+                  std::string(models::to_string(plan.protocol)).c_str(), plan.steps,
+                  plan.bytes_per_step_per_rank, plan.analytic_time_s * 1e6, (c.model_s + c.in_step_s) * 1e6);
+  } else {
+    std::snprintf(buf, sizeof buf, "%s/%s, %d steps of %.0f B per rank, analytic %.3f us",
+                  std::string(models::to_string(plan.algorithm)).c_str(),
+                  std::string(models::to_string(plan.protocol)).c_str(), plan.steps,
+                  plan.bytes_per_step_per_rank, plan.analytic_time_s * 1e6);
+  }
   return buf;
 }
 
@@ -55,7 +64,7 @@ std::string format_summary(const StepResult& r) {
   std::string out = "dcpsim simulate: " + r.profile + ", " + r.scenario.label() + "\n";
   out += "  one attention layer: step latency " + us(r.step_latency_s) + " us   attention done at" +
          us(r.attention_end_s) + " us   merge adds" + us(r.merge_latency_s) + " us\n";
-  for (const PlannedCollective& c : r.collectives) out += "  " + c.phase + ": " + plan_text(c.plan) + "\n";
+  for (const PlannedCollective& c : r.collectives) out += "  " + c.phase + ": " + plan_text(c) + "\n";
   if (r.bundled_flows) {
     out +=
         "  flows: bundled (a window of peers, or a round of ring steps, per SimGrid transfer; --flows pair "
@@ -111,7 +120,9 @@ nlohmann::json summary_json(const StepResult& r) {
                                 {"protocol", models::to_string(c.plan.protocol)},
                                 {"steps", c.plan.steps},
                                 {"bytes_per_step_per_rank", c.plan.bytes_per_step_per_rank},
-                                {"analytic_us", c.plan.analytic_time_s * 1e6}});
+                                {"analytic_us", c.plan.analytic_time_s * 1e6},
+                                {"source", c.source == models::FigureSource::kTable ? "table" : "model"},
+                                {"in_step_us", c.in_step_s * 1e6}});
   }
   for (const auto& [name, durations] : phase_durations(r)) j["phases"][name] = spread_json(spread(durations));
   for (const RankTimeline& t : r.ranks) {

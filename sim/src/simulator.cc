@@ -109,7 +109,8 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   double after_gather = s.dcp > 1 ? step.after_copies_s(r) : 0.0;
   NodeId phase_start = -1;
   if (repacks_query(s, att.timing)) {
-    const double bytes = 2.0 * s.rows() * s.heads * s.qk_dim * double(models::dtype_bytes(s.kv_dtype));
+    const double bytes =
+        2.0 * s.rows() * s.heads * s.qk_dim * double(models::dtype_bytes(models::query_dtype(s.kv_dtype)));
     phase_start = stream.begin("q_repack");
     const NodeId body = step.graph.exec(
         step.platform.gpu(r),
@@ -156,6 +157,27 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   return att;
 }
 
+// Each rank's arrival at the step: the ranks spread evenly over the profile's skew in the given order.
+std::vector<double> arrivals(const models::HardwareProfile& p, const models::Scenario& s,
+                             const SimOptions& o) {
+  const int n = s.dcp;
+  const double skew = o.emulated_ranks || n < 2 ? 0.0 : models::arrival_skew(p, s.launch);
+  if (!(skew > 0)) return {};
+  std::vector<int> order = o.arrival_order;
+  if (order.empty()) {
+    for (int r = 0; r < n; ++r) order.push_back(r);
+  }
+  std::vector<int> seen(n, 0);
+  for (int r : order) {
+    if (static_cast<int>(order.size()) != n || r < 0 || r >= n || seen[r]++) {
+      throw InputError("arrival order must be a permutation of the " + std::to_string(n) + " ranks");
+    }
+  }
+  std::vector<double> at(n, 0.0);
+  for (int k = 0; k < n; ++k) at[order[k]] = skew * k / (n - 1);
+  return at;
+}
+
 bool bundles(const SimOptions& options, int ranks) {
   switch (options.flows) {
     case FlowGrain::kPair:
@@ -193,6 +215,9 @@ void build_step(StepGraph& step, const SimOptions& options) {
       break;
     case models::Strategy::kA2a:
       detail::add_a2a_merge(step, streams, options.collective);
+      break;
+    case models::Strategy::kA2aTwoCall:
+      detail::add_a2a_two_call_merge(step, streams, options.collective);
       break;
     case models::Strategy::kDirect:
       detail::add_direct_merge(step, streams, att);
@@ -331,6 +356,7 @@ StepResult Simulator::run(const models::Scenario& scenario, traces::TraceSink* s
     step.pipes = pipes;
     step.emulated_ranks = options_.emulated_ranks;
     step.row_stamps = options_.row_stamps;
+    step.arrival_s = arrivals(profile_, scenario, options_);
     build_step(step, options_);
     step.graph.run(engine);
     // A pipe's links were shared with a transfer it does not model: simulate the step with SimGrid alone.
@@ -344,7 +370,8 @@ StepResult Simulator::run(const models::Scenario& scenario, traces::TraceSink* s
 }
 
 CollectiveRun Simulator::run_collective(models::Collective collective, int ranks, double bytes_per_rank,
-                                        const std::vector<double>& entry_s) const {
+                                        const std::vector<double>& entry_s,
+                                        const models::CollectiveCall& call) const {
   if (!entry_s.empty() && static_cast<int>(entry_s.size()) != ranks) {
     throw InputError("run_collective: " + std::to_string(entry_s.size()) + " entry times for " +
                      std::to_string(ranks) + " ranks");
@@ -360,7 +387,9 @@ CollectiveRun Simulator::run_collective(models::Collective collective, int ranks
   step.bundle_flows = bundles(options_, ranks);
   step.pipes = options_.pipes;  // one collective alone: nothing else shares its links
   CollectiveRun run;
-  run.plan = models::plan_collective(profile_, collective, ranks, bytes_per_rank, options_.collective);
+  run.price =
+      models::price_collective(profile_, collective, ranks, bytes_per_rank, options_.collective, call);
+  run.plan = models::plan_with_time(run.price.plan, run.price.time_s);
   std::vector<NodeId> begin;
   for (int r = 0; r < ranks; ++r) begin.push_back(step.graph.latency(entry_s.empty() ? 0.0 : entry_s[r]));
   const std::vector<NodeId> end =

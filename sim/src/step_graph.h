@@ -95,6 +95,9 @@ struct StepGraph {
   std::vector<PlannedCollective> collectives;
   std::vector<KernelFigure> figures;
 
+  // Per rank: when it reaches the step (its CPU's first issue), spread over the profile's arrival skew in
+  // the order SimOptions::arrival_order gives (empty: every rank at 0).
+  std::vector<double> arrival_s;
   bool emulated_ranks = false;          // SimOptions::emulated_ranks
   bool row_stamps = false;              // SimOptions::row_stamps
   std::vector<double> attention_bytes;  // per rank, once its attention is added
@@ -203,8 +206,12 @@ class RankStream {
 
   // Issues the next kernel and returns the node at which it starts; finish() with its last node. `gap`: the
   // time from the previous kernel's end to this one's start when it is already queued (default: the launch
-  // mode's dependent-kernel gap).
-  NodeId begin(std::string_view name, std::optional<double> gap = std::nullopt);
+  // mode's dependent-kernel gap); `issue`: the host time of this launch (default: the launch mode's).
+  NodeId begin(std::string_view name, std::optional<double> gap = std::nullopt,
+               std::optional<double> issue = std::nullopt);
+  // When the stream reaches its next launch: the previous kernel's end and the host's previous issue (an
+  // event recorded before the launch fires then), or the rank's arrival for the first. Call before begin().
+  NodeId reached();
   void finish(NodeId end, traces::v1::EventKind kind = traces::v1::EVENT_KIND_KERNEL, double bytes = 0.0);
   // A kernel whose body is one execution of `seconds` on the rank's GPU; returns its end.
   NodeId kernel(std::string_view name, double seconds, double bytes = 0.0,
@@ -216,6 +223,8 @@ class RankStream {
   void share_cpu_with(RankStream& other) { cpu_ = other.cpu_; }
 
  private:
+  NodeId arrival();  // a latency node for the rank's arrival, or -1 when it arrives at 0
+
   StepGraph& step_;
   int rank_;
   std::string lane_;
@@ -241,6 +250,10 @@ void add_query_gather(StepGraph& step, std::vector<RankStream>& streams,
                       const models::CollectiveOptions& options);
 void add_gather_merge(StepGraph& step, std::vector<RankStream>& streams,
                       const models::CollectiveOptions& options);
+// a2a-2call: the pack kernel in its split form, the outputs' all-to-all, then the LSEs' on the same stream
+// (vLLM issues both on one communicator: NCCL runs them one after the other), and the combine.
+void add_a2a_two_call_merge(StepGraph& step, std::vector<RankStream>& streams,
+                            const models::CollectiveOptions& options);
 void add_a2a_merge(StepGraph& step, std::vector<RankStream>& streams,
                    const models::CollectiveOptions& options);
 void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams,

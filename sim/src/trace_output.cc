@@ -92,6 +92,8 @@ std::vector<PhaseSpan> step_phases(const RankTimeline& r, models::Strategy strat
       name = strategy == Strategy::kAgRs   ? "reduce_scatter"
              : strategy == Strategy::kAgAr ? "all_reduce"
                                            : "all_to_all";
+    } else if (p.name == kPhaseLseCollective) {
+      name = "all_to_all_lse";
     } else if (p.name == kPhasePack) {
       name = "a2a_pack";
     } else if (p.name == kPhasePush) {

@@ -53,14 +53,17 @@ class AnswersCli : public ::testing::Test {
 TEST_F(AnswersCli, SimulateEveryStrategySideBySideWithCollectiveBandwidths) {
   ASSERT_EQ(run("simulate --batch 4 --context 8k --strategy all --json " + (dir_ / "s.json").string()), 0)
       << err_;
-  for (const char* s : {"ag-rs", "ag-ar", "a2a", "direct", "row-stream", "flashinfer-a2a"})
+  for (const char* s : {"ag-rs", "ag-ar", "a2a", "a2a-2call", "direct", "row-stream", "flashinfer-a2a"})
     EXPECT_THAT(out_, HasSubstr(s));
-  EXPECT_THAT(out_, HasSubstr("6 strategies side by side"));
+  EXPECT_THAT(out_, HasSubstr("7 strategies side by side"));
+  EXPECT_THAT(out_, HasSubstr("TP 8 (default: the smallest multiple of DCP 8"));
+  EXPECT_THAT(out_, HasSubstr("fastest production strategy:"));
+  EXPECT_THAT(out_, HasSubstr("vLLM --dcp-comm-backend a2a"));
   EXPECT_THAT(out_, HasSubstr("algbw GB/s"));
   EXPECT_THAT(out_, HasSubstr("decode step (61 layers + non-attention)"));
   EXPECT_THAT(out_, HasSubstr("KV capacity"));
   const auto j = nlohmann::json::parse(read(dir_ / "s.json"));
-  ASSERT_EQ(j["strategies"].size(), 6u);
+  ASSERT_EQ(j["strategies"].size(), 7u);
   for (const auto& s : j["strategies"]) {
     ASSERT_TRUE(s.contains("collective_bandwidths"));
     for (const auto& c : s["collective_bandwidths"]) {
@@ -72,6 +75,72 @@ TEST_F(AnswersCli, SimulateEveryStrategySideBySideWithCollectiveBandwidths) {
     EXPECT_GT(s["decode_step"]["non_attention_us"].get<double>(), 0.0);
     EXPECT_EQ(s["memory"]["kv_fits"], true);
   }
+}
+
+// One JSON shape (analysis/summary_json.h): a list of strategies whether one ran or several, each entry
+// naming its strategy, tier, engines, layout and units; skipped strategies listed with the rule.
+TEST_F(AnswersCli, SimulateJsonIsOneShapeForOneStrategyOrSeveral) {
+  ASSERT_EQ(run("simulate --batch 2 --context 4k --strategy vllm-a2a --json " + (dir_ / "one.json").string()),
+            0)
+      << err_;
+  ASSERT_EQ(
+      run("simulate --dcp 3 --batch 2 --context 4k --strategy all --json " + (dir_ / "all.json").string()), 0)
+      << err_;
+  EXPECT_THAT(
+      out_, HasSubstr("skipped ag-rs, a2a, a2a-2call, direct, row-stream, flashinfer-a2a: gives each rank"));
+  const auto one = nlohmann::json::parse(read(dir_ / "one.json"));
+  const auto all = nlohmann::json::parse(read(dir_ / "all.json"));
+  for (const auto* j : {&one, &all}) {
+    EXPECT_EQ((*j)["schema"], "dcpsim-summary/1");
+    EXPECT_EQ((*j)["command"], "simulate");
+    ASSERT_TRUE((*j)["strategies"].is_array());
+    for (const auto& e : (*j)["strategies"]) {
+      for (const char* key :
+           {"strategy", "tier", "engines", "layout", "units", "step_latency_us", "decode_step"})
+        EXPECT_TRUE(e.contains(key)) << key;
+      EXPECT_EQ(e["layout"]["dcp"], (*j)["layout"]["dcp"]);
+    }
+  }
+  ASSERT_EQ(one["strategies"].size(), 1u);
+  EXPECT_EQ(one["strategies"][0]["strategy"], "a2a-2call");
+  EXPECT_EQ(one["strategies"][0]["engines"][0]["engine"], "vLLM");
+  EXPECT_EQ(one["layout"]["tp"], 8);
+  EXPECT_TRUE(one["skipped"].empty());
+  ASSERT_EQ(all["strategies"].size(), 1u);  // DCP 3 in TP 6: 64 heads, only ag-ar splits them
+  EXPECT_EQ(all["strategies"][0]["strategy"], "ag-ar");
+  EXPECT_EQ(all["layout"]["tp"], 6);
+  EXPECT_EQ(all["skipped"].size(), 6u);
+  EXPECT_EQ(all["fastest"]["strategy"], "ag-ar");
+}
+
+// A layout whose weights do not fit is said so and never ranked; an explicit --tp below --dcp is a usage
+// error.
+TEST_F(AnswersCli, LayoutsThatDoNotFitAreNeverRanked) {
+  ASSERT_EQ(run("simulate --dcp 1 --tp 1 --batch 2 --context 4k --strategy ag-rs,a2a --json " +
+                (dir_ / "s.json").string()),
+            0)
+      << err_;
+  EXPECT_THAT(out_, HasSubstr("this layout DOES NOT FIT"));
+  EXPECT_THAT(out_, HasSubstr("fastest: none ranked"));
+  EXPECT_TRUE(nlohmann::json::parse(read(dir_ / "s.json"))["fastest"].is_null());
+  EXPECT_EQ(run("simulate --dcp 8 --tp 4"), 2);
+  EXPECT_THAT(err_, HasSubstr("dcp 8 > tp 4"));
+  ASSERT_EQ(run("scan --dcp 1,8 --tp 1,8 --batch 2 --context 4k --strategy ag-rs --jobs 1 --out " +
+                (dir_ / "q.csv").string()),
+            0)
+      << err_;
+  EXPECT_THAT(out_, HasSubstr("does not fit (weights)"));
+  EXPECT_THAT(read(dir_ / "q.csv"), HasSubstr(",weights_fit,"));
+}
+
+// A bad --at is a usage error before anything is written.
+TEST_F(AnswersCli, BadSliceIsAUsageErrorBeforeAnyOutput) {
+  EXPECT_EQ(run("scan --dcp 2,4 --batch 2 --context 4k --strategy ag-rs --jobs 1 --out " +
+                (dir_ / "q.csv").string() + " --plot " + (dir_ / "q.png").string() + " --at batch=3"),
+            2);
+  EXPECT_THAT(err_, HasSubstr("--at batch=3: no scenario of this scan has it (batch here: 2)"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "q.csv"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "q.png"));
 }
 
 TEST_F(AnswersCli, ScanBestIsOneLinePerBatchAndContext) {
@@ -95,12 +164,15 @@ TEST_F(AnswersCli, ReplayWithWorkersWritesStepsCdfAndSummary) {
   EXPECT_EQ(std::count(steps.begin(), steps.end(), '\n'), 301);
   EXPECT_THAT(read(dir_ / "cdf.csv"), HasSubstr("quantile,step_us_ag-rs,layer_step_us_ag-rs"));
   const auto j = nlohmann::json::parse(read(dir_ / "s.json"));
-  EXPECT_EQ(j["format"], "dcpsim-replay-summary/1");
+  EXPECT_EQ(j["schema"], "dcpsim-summary/1");
+  EXPECT_EQ(j["command"], "replay");
   EXPECT_EQ(j["model"], "deepseek-v3 (default)");
+  EXPECT_EQ(j["layout"]["tp"], 8);
+  EXPECT_EQ(j["strategies"].size(), 7u);
   EXPECT_EQ(j["jobs"], 2);
   EXPECT_EQ(j["steps"], 300);
   EXPECT_THAT(out_, HasSubstr("per decode step (61 layers + non-attention), ms"));
-  EXPECT_THAT(out_, HasSubstr("non-attention time: estimate"));
+  EXPECT_THAT(out_, HasSubstr("non-attention time: modelled op by op"));
 }
 #endif
 
@@ -108,8 +180,8 @@ TEST_F(AnswersCli, ProfilesShowHbmAndKvCapacity) {
   ASSERT_EQ(run("profiles"), 0) << err_;
   EXPECT_THAT(out_, HasSubstr("HBM"));
   EXPECT_THAT(out_, HasSubstr("KV tokens"));
-  EXPECT_THAT(out_,
-              HasSubstr("612218"));  // h200-sxm: (141 GB x 0.9 - 83.9 GB of DeepSeek-V3 / TP 8) / 70,272 B
+  // h200-sxm: (143,771 MiB x 0.9 - 85.1 GB of DeepSeek-V3 / TP 8 - activations - runtime) / 70,272 B
+  EXPECT_THAT(out_, HasSubstr("665237"));
   ASSERT_EQ(run("profiles --models"), 0) << err_;
   EXPECT_THAT(out_, HasSubstr("https://huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json"));
 }

@@ -394,9 +394,9 @@ TEST(LeastSquares, IndependentColumnsAndCovariance) {
 TEST(PhaseMap, SimulatorAndRunnerNamesMap) {
   using V = std::vector<std::string>;
   constexpr auto kSim = traces::v1::SOURCE_SIM;
-  for (std::string_view p :
-       {sim::kPhaseQueryGather, sim::kPhaseAttention, sim::kPhaseLseGather, sim::kPhaseCorrection,
-        sim::kPhaseCollective, sim::kPhasePack, sim::kPhasePush, sim::kPhaseWait, sim::kPhaseCombine}) {
+  for (std::string_view p : {sim::kPhaseQueryGather, sim::kPhaseAttention, sim::kPhaseLseGather,
+                             sim::kPhaseCorrection, sim::kPhaseCollective, sim::kPhaseLseCollective,
+                             sim::kPhasePack, sim::kPhasePush, sim::kPhaseWait, sim::kPhaseCombine}) {
     EXPECT_EQ(map_phase(p, kSim, "t"), V{std::string(p)});
   }
   EXPECT_EQ(map_phase("A2A-Pack", traces::v1::SOURCE_HW, "t"), V{"pack"});

@@ -265,15 +265,25 @@ TEST(Replay, StepsCdfAndSummaryFilesSayWhatIsPerLayerAndPerStep) {
   EXPECT_THAT(cdf, HasSubstr("\n0.00,2085.050,1040.025,40.000,"));
 
   const auto j = nlohmann::json::parse(summary_json(r, R"({"trace": "t.jsonl"})", 4));
-  EXPECT_EQ(j["format"], "dcpsim-replay-summary/1");
+  // The one summary shape (summary_json.h): a list of self-describing strategy entries.
+  EXPECT_EQ(j["schema"], "dcpsim-summary/1");
+  EXPECT_EQ(j["command"], "replay");
   EXPECT_EQ(j["trace"], "t.jsonl");
   EXPECT_EQ(j["layers"], 2);
-  EXPECT_EQ(j["strategies"], nlohmann::json::array({"ag-rs", "a2a"}));
-  EXPECT_DOUBLE_EQ(j["percentiles"]["a2a"]["layer_merge_us"]["p50"].get<double>(), 20.0);
-  EXPECT_EQ(j["cdf"]["quantile"].size(), 101u);
-  EXPECT_EQ(j["cdf"]["ag-rs"]["decode_step_us"].size(), 101u);
+  ASSERT_EQ(j["strategies"].size(), 2u);
+  EXPECT_EQ(j["strategies"][0]["strategy"], "ag-rs");
+  EXPECT_EQ(j["strategies"][1]["strategy"], "a2a");
+  for (const auto& e : j["strategies"]) {
+    EXPECT_EQ(e["tier"], "production");
+    EXPECT_TRUE(e["units"].contains("decode_step_us"));
+    EXPECT_TRUE(e["layout"].contains("tp"));
+    EXPECT_EQ(e["cdf"]["decode_step_us"].size(), 101u);
+    EXPECT_EQ(e["bands"]["decode_step_us"]["p50"].size(), 4u);
+  }
+  EXPECT_DOUBLE_EQ(j["strategies"][1]["percentiles"]["layer_merge_us"]["p50"].get<double>(), 20.0);
+  EXPECT_EQ(j["cdf_quantiles"].size(), 101u);
   EXPECT_EQ(j["bands"]["time_s"].size(), 4u);
-  EXPECT_EQ(j["bands"]["ag-rs"]["decode_step_us"]["p50"].size(), 4u);
+  EXPECT_EQ(j["fastest"]["strategy"], "a2a");  // the shorter p50 decode step
   int steps = 0;
   for (const auto& n : j["bands"]["steps"]) steps += n.get<int>();
   EXPECT_EQ(steps, 2);

@@ -70,10 +70,10 @@ class Scan : public ::testing::Test {
 TEST_F(Scan, ShardsConcatenateToTheUnshardedCsv) {
   ScanOptions o = small_grid();
   const ScanReport all = run_scan(o, dir / "all.csv", log);
-  // 4 dcp x 2 heads x 2 batch x 2 context x 6 strategies, minus dcp 3 with any head-scattering strategy (all
+  // 4 dcp x 2 heads x 2 batch x 2 context x 7 strategies, minus dcp 3 with any head-scattering strategy (all
   // but ag-ar).
-  EXPECT_EQ(all.scenarios, 4u * 2 * 2 * 2 * 6 - 2u * 2 * 2 * 5);
-  EXPECT_EQ(all.skipped.size(), 2u * 2 * 2 * 5);
+  EXPECT_EQ(all.scenarios, 4u * 2 * 2 * 2 * 7 - 2u * 2 * 2 * 6);
+  EXPECT_EQ(all.skipped.size(), 2u * 2 * 2 * 6);
   const std::string whole = read(dir / "all.csv");
   std::string joined;
   o.jobs = 2;
@@ -126,8 +126,9 @@ TEST_F(Scan, JobsDoNotChangeTheCsvAndRowsMatchTheSimulator) {
   EXPECT_EQ(col("strategy"), "ag-rs");
   EXPECT_NEAR(std::stod(col("step_latency_us")), r.step_latency_s * 1e6, 1e-6);
   EXPECT_EQ(col("phase_push_us"), "");  // ag-rs has no push phase
-  // KV capacity: (141 GB - 60 GiB) / (576 * 2 B * 61 layers) tokens per GPU, 4 times that per group.
-  const auto per_gpu = static_cast<std::int64_t>((141e9 - 60.0 * 1073741824.0) / (576.0 * 2 * 61));
+  // KV capacity: (143,771 MiB - 60 GiB) / (576 * 2 B * 61 layers) tokens per GPU, 4 times that per group.
+  const auto per_gpu =
+      static_cast<std::int64_t>((143771.0 * 1048576 - 60.0 * 1073741824.0) / (576.0 * 2 * 61));
   EXPECT_EQ(col("kv_capacity_tokens_per_gpu"), std::to_string(per_gpu));
   EXPECT_EQ(col("kv_capacity_tokens_group"), std::to_string(4 * per_gpu));
   EXPECT_EQ(col("model"), "none");  // geometry flags given: the attention alone
@@ -164,8 +165,10 @@ TEST_F(Scan, ModelPresetsSetTheGeometryWeightsAndKvBudgetAndSkipInOneLine) {
     EXPECT_EQ(col("tp"), "8");
     EXPECT_EQ(std::stoi(col("heads")), 128 * dcp / 8);  // heads x DCP / TP after the query all-gather
     EXPECT_EQ(col("qk_dim"), "576");
-    EXPECT_NEAR(std::stod(col("weights_gb")), 671.0 / 8, 0.5);
-    const double budget = 141e9 * 0.9 - models::weight_bytes_per_gpu(models::load_model("deepseek-v3"), 8);
+    EXPECT_NEAR(std::stod(col("weights_gb")),
+                models::weight_bytes_per_gpu(models::load_model("deepseek-v3"), 8) / 1e9, 1e-3);
+    const models::HardwareProfile h200 = models::load_profile("h200-sxm");
+    const double budget = WholeModel(models::load_model("deepseek-v3"), h200, 8, {}).kv_budget_bytes();
     EXPECT_EQ(col("kv_capacity_tokens_per_gpu"),
               std::to_string(static_cast<std::int64_t>(budget / (1152.0 * 61))));
     EXPECT_GT(std::stod(col("non_attention_us")), 1000.0);  // the MoE's weights take milliseconds per step

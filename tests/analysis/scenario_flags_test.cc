@@ -60,13 +60,16 @@ TEST(ScenarioFlags, ModelDefaultsToDeepSeekUnlessGeometryIsGiven) {
 }
 
 TEST(ScenarioFlags, StrategyListsAndAll) {
-  EXPECT_EQ(parse_strategy_list("all", "strategy").size(), 6u);
+  EXPECT_EQ(parse_strategy_list("all", "strategy").size(), 7u);
+  EXPECT_THAT(
+      parse_strategy_list("ag_rs,fi_a2a,vllm-a2a", "strategy"),
+      ElementsAre(models::Strategy::kAgRs, models::Strategy::kFlashInferA2a, models::Strategy::kA2aTwoCall));
   EXPECT_THAT(parse_strategy_list("a2a,direct,a2a", "strategy"),
               ElementsAre(models::Strategy::kA2a, models::Strategy::kDirect));
   EXPECT_THROW(parse_strategy_list("a2a,bogus", "strategy"), InputError);
   ScenarioFlags f;
   f.strategy = "all";
-  EXPECT_EQ(to_scenarios(f).size(), 6u);
+  EXPECT_EQ(to_scenarios(f).size(), 7u);
   EXPECT_THROW(to_scenario(f), InputError);  // one value wanted
   const std::vector<models::Strategy> hw = {models::Strategy::kAgRs, models::Strategy::kA2a};
   EXPECT_EQ(to_scenarios(f, hw).size(), 2u);

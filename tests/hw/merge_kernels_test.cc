@@ -142,6 +142,36 @@ TEST(A2a, PackIsBitExactAndCombineMatchesTheReference) {
   }
 }
 
+// a2a-2call's send buffers hold exactly the packed buffer's values: O rows without LSE lanes, and the LSEs
+// (bit for bit) in their own fp32 buffer; both kernels (D = 100: general, D = 128/512: short path).
+TEST(A2a, SplitPackHoldsThePackedValuesInTwoBuffers) {
+  DCPSIM_REQUIRE_GPU(gpu_a2a_split_pack(models::Partial{}, 1, DType::kBF16));
+  for (int i = 0; i < 4; ++i) {
+    MergeSetup s{std::vector<int>{2, 3, 5, 4}[i], 0, std::vector<int>{128, 512, 100, 128}[i], {0, 3, 60}};
+    s.heads = s.dcp * (1 + i % 2);
+    s.out = i == 3 ? DType::kF32 : i == 1 ? DType::kF16 : DType::kBF16;
+    s.transposed = i % 2 == 0;
+    SCOPED_TRACE("case " + std::to_string(i));
+    const auto parts = partials_for(s, 90 + i, true);
+    const int valid = i == 2 ? 2 : -1;  // a padding row
+    const GpuSplitPack g = gpu_a2a_split_pack(parts[0], s.dcp, s.out, valid);
+    const models::A2aBuffer rb = models::pack_a2a(parts[0], s.dcp, s.out);
+    for (int n = 0; n < s.dcp; ++n)
+      for (int b = 0; b < g.rows; ++b)
+        for (int j = 0; j < g.heads_per_block; ++j) {
+          const std::size_t slot = (std::size_t(n) * g.rows + b) * g.heads_per_block + j;
+          const double gl = g.lse[slot];
+          const double rl = valid >= 0 && b >= valid ? -INFINITY : models::a2a_lse(rb, n, b, j);
+          ASSERT_TRUE(std::memcmp(&rl, &gl, sizeof rl) == 0 || (std::isnan(rl) && std::isnan(gl)))
+              << "LSE differs at block " << n << " row " << b << " head " << j;
+          for (int d = 0; d < g.dim; ++d) {
+            const double want = std::isfinite(rl) ? models::a2a_value(rb, n, b, j, d) : 0.0;
+            ASSERT_EQ(g.out[slot * g.dim + d], want) << n << " " << b << " " << j << " " << d;
+          }
+        }
+  }
+}
+
 TEST(A2a, PackMasksPaddingRows) {
   DCPSIM_REQUIRE_GPU(gpu_a2a_pack(models::Partial{}, 1, DType::kBF16));
   MergeSetup s{2, 4, 128, {30, 30}};

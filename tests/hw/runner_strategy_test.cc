@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 #include "dcpsim/hw/runner.h"
 #include "gpu_test_util.h"
@@ -61,6 +63,39 @@ TEST(RunnerStrategy, EmulatedDirectIsOneKernelForEveryRank) {
       }
     }
     EXPECT_EQ(merges, dcp);
+  }
+}
+
+// The all-to-all in two calls (vLLM's a2a): emulated, its phases are the split pack, the two all-to-alls (the
+// second moving only the fp32 LSEs) and the combine; exact with fp16 outputs, padding rows and both LSE
+// bases.
+TEST(RunnerStrategy, TwoCallAllToAllIsExactAndRunsItsFourPhases) {
+  DCPSIM_REQUIRE_GPU(run_step(mla(2, models::Strategy::kA2aTwoCall, ProcessMode::kEmulate), nullptr));
+  for (int dcp : {3, 4}) {
+    RunConfig c = mla(dcp, models::Strategy::kA2aTwoCall, ProcessMode::kEmulate);
+    c.scenario.lse_base = dcp == 3 ? models::LseBase::k2 : models::LseBase::kE;
+    if (dcp == 4) c.scenario.out_dtype = c.scenario.kv_dtype = models::DType::kF16;
+    SCOPED_TRACE(c.scenario.label());
+    const RunResult r = run_step(c, nullptr);
+    EXPECT_TRUE(r.check.passed) << r.check.summary;
+    EXPECT_EQ(r.check.mismatched_nonfinite, 0);
+    std::map<std::string, int> seen;
+    for (const PhaseStats& ph : r.phases) ++seen[ph.phase];
+    for (const char* phase : {"a2a_pack", "all_to_all", "all_to_all_lse", "a2a_combine"})
+      EXPECT_EQ(seen[phase], dcp) << phase;
+  }
+}
+
+// NCCL on several GPUs (one thread per GPU) for the collective strategies, the two-call all-to-all first.
+TEST(RunnerStrategy, CollectiveStrategiesAcrossGpus) {
+  DCPSIM_REQUIRE_GPU(run_step(mla(2, models::Strategy::kA2aTwoCall, ProcessMode::kEmulate), nullptr));
+  const int gpus = std::min(device_count(), 8);
+  if (gpus < 2) GTEST_SKIP() << "needs two or more GPUs (one here)";
+  for (auto strategy : {models::Strategy::kA2aTwoCall, models::Strategy::kA2a, models::Strategy::kAgRs}) {
+    RunConfig c = mla(gpus, strategy, ProcessMode::kThreads);
+    SCOPED_TRACE(std::string(models::to_string(strategy)));
+    const RunResult r = run_step(c, nullptr);
+    EXPECT_TRUE(r.check.passed) << r.check.summary;
   }
 }
 

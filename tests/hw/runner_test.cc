@@ -42,7 +42,8 @@ RunConfig config(models::Scenario s) {
 TEST(Runner, EveryStrategyIsExactInEmulation) {
   DCPSIM_REQUIRE_GPU(run_step(config(scenario(2, 8, 1, 128, 128, models::Strategy::kAgRs, {8})), nullptr));
   const std::vector<models::Strategy> strategies = {models::Strategy::kAgRs, models::Strategy::kAgAr,
-                                                    models::Strategy::kA2a, models::Strategy::kDirect};
+                                                    models::Strategy::kA2a, models::Strategy::kA2aTwoCall,
+                                                    models::Strategy::kDirect};
   int i = 0;
   for (int dcp : {1, 2, 3, 5}) {
     for (auto strategy : strategies) {

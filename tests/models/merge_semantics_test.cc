@@ -215,8 +215,12 @@ TEST(MergeSemantics, EachStrategyRoundsWhereItsKernelsDo) {
   const MergeResult ar = merge(s.parts, merge_options(Strategy::kAgAr, DType::kBF16, DType::kF32));
   const MergeResult a2a = merge(s.parts, merge_options(Strategy::kA2a, DType::kBF16, DType::kF32));
   const MergeResult direct = merge(s.parts, merge_options(Strategy::kDirect, DType::kBF16, DType::kF32));
+  const MergeResult two = merge(s.parts, merge_options(Strategy::kA2aTwoCall, DType::kBF16, DType::kF32));
   EXPECT_TRUE(same_bits(rs.out, ar.out));
   EXPECT_TRUE(same_bits(a2a.out, direct.out));  // packing bf16 values and fp32 LSEs is lossless
+  EXPECT_TRUE(same_bits(two.out, a2a.out));     // so is sending them in two calls
+  EXPECT_TRUE(same_bits(two.lse, a2a.lse));
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(two.ranks[r].head_begin, a2a.ranks[r].head_begin);
   int differing = 0;
   for (int b : {2, 3}) {
     for (int h = 0; h < 12; ++h) {

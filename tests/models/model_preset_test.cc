@@ -41,8 +41,25 @@ TEST(ModelPreset, DeepSeekV3Figures) {
   EXPECT_EQ(p.dense_layers, 3);
   EXPECT_EQ(p.moe_layers, 58);
   EXPECT_DOUBLE_EQ(p.expert, 3.0 * 7168 * 2048);
-  // 671B parameters at one byte (FP8) over TP 8.
-  EXPECT_NEAR(weight_bytes_per_gpu(m, 8) / 1e9, 671.0 / 8, 0.5);
+  // 671B parameters at one byte (FP8, 128 x 128 block scales) over TP 8, but the bf16 embedding, head and
+  // router and the replicated MLA down-projections (q_a 7168 x 1536, kv_a 7168 x 576 on every rank).
+  EXPECT_EQ(m.weight_dtype, WeightDType::kFP8);
+  const double replicated = 61.0 * 7168 * (1536 + 576);
+  EXPECT_DOUBLE_EQ(p.attention_replicated, 7168.0 * (1536 + 576));
+  const double linear = p.total() - p.embedding - p.lm_head - p.router * p.moe_layers;
+  const double expected = (linear - replicated) / 8 * (1 + 4.0 / 16384) + replicated * (1 + 4.0 / 16384) +
+                          (p.embedding + p.lm_head) / 8 * 2 + p.router * p.moe_layers * 2;
+  EXPECT_NEAR(weight_bytes_per_gpu(m, 8), expected, 1.0);
+  EXPECT_NEAR(weight_bytes_per_gpu(m, 8) / 1e9, 85.1, 0.1);
+  // NVFP4 blocks: 4.5 bits per weight; the MTP module adds one MoE block and a 2h x h projection.
+  EXPECT_LT(weight_bytes_per_gpu(m.with_weight_dtype(WeightDType::kNVFP4), 8),
+            0.6 * weight_bytes_per_gpu(m, 8));
+  EXPECT_NEAR(weight_bytes_per_gpu(m, 8, 1) - weight_bytes_per_gpu(m, 8),
+              (p.attention_replicated + (p.attention_projections - p.attention_replicated) / 8 +
+               p.expert * 257 / 8 + 2.0 * 7168 * 7168 / 8) *
+                      (1 + 4.0 / 16384) +
+                  p.router * 2,
+              1.0);
 }
 
 TEST(ModelPreset, RankGeometryGathersHeadsOverTheDcpGroup) {
@@ -66,26 +83,6 @@ TEST(ModelPreset, RankGeometryGathersHeadsOverTheDcpGroup) {
   const RankGeometry q = rank_geometry(load_model("qwen3-235b-a22b"), 8, 8);
   EXPECT_EQ(q.heads, 64);
   EXPECT_EQ(q.kv_heads, 4);
-}
-
-TEST(ModelPreset, NonAttentionEstimateReadsWhatTheBatchHits) {
-  const HardwareProfile h200 = load_profile("h200-sxm");
-  const ModelPreset ds = load_model("deepseek-v3");
-  const ParameterCounts p = parameter_counts(ds);
-  const NonAttentionEstimate none = non_attention_time(ds, h200, 8, 0);
-  EXPECT_EQ(none.experts_hit_per_gpu, 0.0);
-  EXPECT_DOUBLE_EQ(none.experts_per_gpu, 32.0);
-  const NonAttentionEstimate one = non_attention_time(ds, h200, 8, 1);
-  // One token hits its 8 experts of 256: a quarter of one expert per GPU on average.
-  EXPECT_NEAR(one.experts_hit_per_gpu, 32.0 * 8 / 256, 1e-12);
-  const NonAttentionEstimate many = non_attention_time(ds, h200, 8, 4096);
-  EXPECT_NEAR(many.experts_hit_per_gpu, 32.0, 1e-6);  // every expert of the GPU
-  // Memory-bound with few rows: the bytes read at the measured bandwidth.
-  EXPECT_NEAR(one.seconds, one.weight_bytes / h200.gpu.hbm_bandwidth_measured.si(), one.seconds * 1e-9);
-  EXPECT_LT(one.seconds, non_attention_time(ds, h200, 8, 64).seconds);
-  // With every expert read, the bytes are all the weights on the GPU but the input embedding.
-  EXPECT_NEAR(many.weight_bytes, weight_bytes_per_gpu(ds, 8) - p.embedding / 8, 1e3);
-  EXPECT_GT(non_attention_time(ds, h200, 1, 64).seconds, 4 * non_attention_time(ds, h200, 8, 64).seconds);
 }
 
 TEST(ModelPreset, ReaderRefusesUnknownNamesFieldsAndBadNumbers) {

@@ -45,8 +45,29 @@ TEST(Types, ContractSpellings) {
 
 TEST(Types, AllStrategiesListsEachOnce) {
   const auto& all = all_strategies();
-  EXPECT_THAT(all, ::testing::ElementsAre(Strategy::kAgRs, Strategy::kAgAr, Strategy::kA2a, Strategy::kDirect,
-                                          Strategy::kRowStream, Strategy::kFlashInferA2a));
+  EXPECT_THAT(all,
+              ::testing::ElementsAre(Strategy::kAgRs, Strategy::kAgAr, Strategy::kA2a, Strategy::kA2aTwoCall,
+                                     Strategy::kDirect, Strategy::kRowStream, Strategy::kFlashInferA2a));
+}
+
+// The serving engines' names: every hyphenated name with '_' (vLLM's and SGLang's ag_rs), SGLang's fi_a2a,
+// and the engine each "a2a" means (vLLM: two calls; SGLang: one packed call).
+TEST(Types, EngineAliasesParse) {
+  for (Strategy s : all_strategies()) {
+    std::string underscored(to_string(s));
+    for (char& c : underscored) c = c == '-' ? '_' : c;
+    EXPECT_EQ(parse_strategy(underscored), s) << underscored;
+  }
+  EXPECT_EQ(parse_strategy("ag_rs"), Strategy::kAgRs);
+  EXPECT_EQ(parse_strategy("fi_a2a"), Strategy::kFlashInferA2a);
+  EXPECT_EQ(parse_strategy("vllm-a2a"), Strategy::kA2aTwoCall);
+  EXPECT_EQ(parse_strategy("sglang-a2a"), Strategy::kA2a);
+  EXPECT_EQ(parse_strategy("a2a"), Strategy::kA2a);
+  for (const StrategyAlias& a : strategy_aliases()) EXPECT_EQ(parse_strategy(a.alias), a.strategy);
+  EXPECT_THAT(input_error_message([] { parse_strategy("a2b"); }), HasSubstr("did you mean 'a2a'?"));
+  EXPECT_THAT(input_error_message([] { parse_strategy("fi_a2"); }), HasSubstr("did you mean 'fi_a2a'?"));
+  EXPECT_THAT(input_error_message([] { parse_strategy("zzzzzzzz"); }),
+              ::testing::Not(HasSubstr("did you mean")));
 }
 
 TEST(Types, BadSpellingsNameValueAndAllowed) {
@@ -54,7 +75,8 @@ TEST(Types, BadSpellingsNameValueAndAllowed) {
   EXPECT_THAT(input_error_message([] { parse_dtype("int8"); }),
               AllOf(HasSubstr("'int8'"), HasSubstr("fp32, bf16")));
   EXPECT_THAT(input_error_message([] { parse_strategy("ring"); }),
-              AllOf(HasSubstr("'ring'"), HasSubstr("ag-rs, ag-ar, a2a, direct, row-stream, flashinfer-a2a")));
+              AllOf(HasSubstr("'ring'"),
+                    HasSubstr("ag-rs, ag-ar, a2a, a2a-2call, direct, row-stream, flashinfer-a2a")));
   EXPECT_THAT(input_error_message([] { parse_launch_mode(""); }), AllOf(HasSubstr("''"), HasSubstr("eager")));
 }
 
@@ -79,6 +101,9 @@ TEST(Types, StrategyProperties) {
   EXPECT_TRUE(scatters_heads(Strategy::kFlashInferA2a));
   EXPECT_TRUE(accumulates_in_fp32(Strategy::kFlashInferA2a));
   EXPECT_TRUE(interleaves_heads(Strategy::kFlashInferA2a));
+  EXPECT_TRUE(scatters_heads(Strategy::kA2aTwoCall));
+  EXPECT_TRUE(accumulates_in_fp32(Strategy::kA2aTwoCall));
+  EXPECT_FALSE(interleaves_heads(Strategy::kA2aTwoCall));
   EXPECT_FALSE(interleaves_heads(Strategy::kDirect));
 }
 

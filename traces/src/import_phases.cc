@@ -67,6 +67,10 @@ std::vector<Candidate> candidates(const std::string& op, const v1::Scenario& s) 
       const double lanes = s.head_dim() + (s.out_dtype() == v1::DTYPE_F32 ? 1 : 2);
       c.push_back({"all_to_all", rows * h * lanes * out});
     }
+    if (s.strategy() == v1::STRATEGY_A2A_TWO_CALL) {  // the outputs, then the LSEs
+      c.push_back({"all_to_all", rows * h * s.head_dim() * out});
+      c.push_back({"all_to_all_lse", rows * h * 4.0});
+    }
   }
   return c;
 }

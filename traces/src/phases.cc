@@ -35,9 +35,13 @@ const std::vector<StepPhase>& step_phases() {
       {"correction", "ag-rs, ag-ar", "each rank scales its O_r in place by its merge weight"},
       {"reduce_scatter", "ag-rs", "NCCL reduce-scatter over heads: [B,H/N,D] on each rank"},
       {"all_reduce", "ag-ar", "NCCL all-reduce: [B,H,D] on every rank"},
-      {"a2a_pack", "a2a", "packs [N][B][H/N][D+P]: each destination's heads with the LSE"},
-      {"all_to_all", "a2a", "NCCL all-to-all of the packed buffer"},
-      {"a2a_combine", "a2a", "unpacks the N partials and combines them in fp32"},
+      {"a2a_pack", "a2a, a2a-2call",
+       "packs [N][B][H/N][D+P]: each destination's heads with the LSE (a2a-2call: O to [N][B][H/N][D], the "
+       "LSE "
+       "to [N][B][H/N])"},
+      {"all_to_all", "a2a, a2a-2call", "NCCL all-to-all of the packed buffer (a2a-2call: of the outputs)"},
+      {"all_to_all_lse", "a2a-2call", "the second NCCL all-to-all: the fp32 LSEs"},
+      {"a2a_combine", "a2a, a2a-2call", "unpacks the N partials and combines them in fp32"},
       {"direct_merge", "direct",
        "one kernel per rank: stores its head blocks and LSEs into the owners' NCCL windows over NVLink, "
        "publishes a flag per owner, waits for the peers' flags and combines in fp32"},

@@ -80,6 +80,8 @@ std::string_view to_string(v1::Strategy v) {
       return "row-stream";
     case v1::STRATEGY_FLASHINFER_A2A:
       return "flashinfer-a2a";
+    case v1::STRATEGY_A2A_TWO_CALL:
+      return "a2a-2call";
     default:
       return "unspecified";
   }

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "dcpsim/analysis/batcher.h"
+#include "dcpsim/analysis/layouts.h"
 #include "dcpsim/models/scenario.h"
 
 namespace dcpsim::analysis {
@@ -151,10 +152,12 @@ void write_steps_csv(const ReplayResult& result, const std::filesystem::path& pa
 // nearest rank over all steps.
 std::string cdf_csv(const ReplayResult& result);
 
-// The compact summary plots draw (format "dcpsim-replay-summary/1", analysis/README.md): percentiles, CDF and
-// time bands (`bands` bins of the replayed time, each with p10/p50/p90/max per strategy). `about` is merged
-// in at the top level (trace, profile, model, ...).
-std::string summary_json(const ReplayResult& result, const std::string& about_json, int bands = 200);
+// The compact summary plots draw, in the one summary shape (summary_json.h, schema "dcpsim-summary/1",
+// command "replay"; analysis/README.md): per strategy entry percentiles, CDF and time bands (`bands` bins of
+// the replayed time, each with p10/p50/p90/max). `about` is merged in at the top level (schema, layout,
+// trace, profile, model, ...); `layout` (optional) is each entry's.
+std::string summary_json(const ReplayResult& result, const std::string& about_json, int bands = 200,
+                         const Layout* layout = nullptr);
 
 // The table printed at the end of a replay.
 std::string replay_summary(const ReplayResult& result);

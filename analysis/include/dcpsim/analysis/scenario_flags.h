@@ -27,11 +27,16 @@ namespace dcpsim::analysis {
 // Where row-stream runs on hardware, in every help text and message that lists the strategies (README too).
 inline constexpr const char* kRowStreamWhere = "on hardware only emulated on one GPU, hw run --emulate";
 
+// --strategy's help, from the strategy tables (models/types.h, layouts.h) so that it never leaves one out:
+// every name, the research ones marked, and the serving engines' names that are accepted.
+// `many`: the flag takes a comma list or all.
+std::string strategy_help(bool many = true);
+
 // Raw flag values as typed; turned into Scenarios by to_scenario()/to_scenarios()/expand_scan().
 struct ScenarioFlags {
   std::string dcp = "8";
   std::string model;     // empty: deepseek-v3 unless a geometry flag is given; "none": no model
-  std::string tp;        // empty: = dcp (the DCP group is the TP group)
+  std::string tp;        // empty: default_tp (layouts.h resolve_tp), or = dcp where no command resolved it
   std::string heads;     // empty: from the model (128 without one)
   std::string head_dim;  // empty: from the model (512 without one)
   std::string qk_dim;    // empty: from the model (without one: 576 for D=512 and one KV head, else D)
@@ -43,8 +48,11 @@ struct ScenarioFlags {
   std::string launch = "graph";
   std::string interleave = "1";
   std::string lse_base = "e";
-  std::string kv_dtype = "bf16";
+  std::string kv_dtype;  // empty: the model preset's KV-cache type (bf16 without a model)
   std::string out_dtype = "bf16";
+  // The TP every scenario uses when --tp is not given, set by the command from layouts.h's rule (the smallest
+  // multiple of the largest DCP size whose weights fit); 0: TP = the scenario's DCP size.
+  int default_tp = 0;
 };
 
 // Registers the flags on `cmd`. With `lists` true, the help text says each accepts comma lists and ranges
@@ -63,7 +71,7 @@ models::Scenario to_scenario(const ScenarioFlags& flags);
 // One scenario per strategy of --strategy (a list, or "all" = `all`); every other flag single-valued.
 std::vector<models::Scenario> to_scenarios(
     const ScenarioFlags& flags, const std::vector<models::Strategy>& all = models::all_strategies());
-// --tp as an integer (single value): the flag, or the scenario's dcp when it is empty.
+// --tp as an integer (single value): the flag, else default_tp, else the scenario's dcp.
 int tp_of(const ScenarioFlags& flags, int dcp);
 
 // The cartesian product of every list, in a fixed, documented order (dcp, tp, heads, head-dim, kv-heads,

@@ -63,6 +63,16 @@ GpuCorrectResult gpu_lse_correct(std::span<const models::Partial> partials, int 
 models::A2aBuffer gpu_a2a_pack(const models::Partial& partial, int dcp, models::DType dtype,
                                int valid_rows = -1);
 
+// a2a-2call's send side: the same pack kernel writing O to [N][B][H/N][D] and the LSE to its own fp32
+// [N][B][H/N], the two buffers of the two all-to-alls (the same masking).
+struct GpuSplitPack {
+  int dcp = 0, rows = 0, heads_per_block = 0, dim = 0;
+  std::vector<double> out;  // [N][B][H/N][D]
+  std::vector<float> lse;   // [N][B][H/N]
+};
+GpuSplitPack gpu_a2a_split_pack(const models::Partial& partial, int dcp, models::DType dtype,
+                                int valid_rows = -1);
+
 struct GpuMergedBlock {
   int rows = 0;
   int heads = 0;  // H/N

@@ -8,6 +8,7 @@
 //   cost_signals.h      flags over NVLink for the direct strategy
 //   cost_metrics.h      algbw / busbw as nccl-tests defines them
 #include "dcpsim/models/cost_collectives.h"
+#include "dcpsim/models/cost_collectives_price.h"
 #include "dcpsim/models/cost_kernels.h"
 #include "dcpsim/models/cost_launch.h"
 #include "dcpsim/models/cost_metrics.h"

@@ -13,13 +13,10 @@
 #include <string_view>
 #include <vector>
 
+#include "dcpsim/models/collective.h"
 #include "dcpsim/models/profile.h"
 
 namespace dcpsim::models {
-
-enum class Collective { kAllGather, kReduceScatter, kAllReduce, kAllToAll };
-std::string_view to_string(Collective c);  // "all-gather" | "reduce-scatter" | "all-reduce" | "all-to-all"
-Collective parse_collective(std::string_view s);
 
 // How N ranks sit on the hardware: consecutive ranks fill one NVLink domain before the next.
 struct GroupLayout {
@@ -62,6 +59,9 @@ struct CollectivePlan {
   double base_latency_s = 0.0;
   double link_bandwidth_Bps = 0.0;  // protocol-effective bandwidth of the slowest link a step crosses
   double analytic_time_s = 0.0;
+  // Set by plan_with_time (cost_collectives_price.h) when a measured time is faster than the plan's terms:
+  // the factor every transfer's bandwidth was multiplied by (p2p plans apply it per block).
+  double bandwidth_scale = 1.0;
 
   // Bytes each rank sends in the whole collective: steps × bytes_per_step_per_rank.
   double bytes_sent_per_rank() const { return steps * bytes_per_step_per_rank; }

@@ -18,14 +18,15 @@ double fp16_value(std::uint16_t bits);
 std::uint32_t fp32_bits(float x);
 float fp32_value(std::uint32_t bits);
 
-// The value of x after a store to `type` (kF64: x itself).
+// The value of x after a store to `type` (kF64: x itself; kFP8E4M3: saturating at ±448, subnormals down to
+// 2^-9, NaN kept).
 double round_to(DType type, double x);
 
 // True when every value in [data, data+count) is unchanged by round_to(type, .).
 bool representable(DType type, const double* data, std::int64_t count);
 
-// Unit roundoff of a type: 2^-8 (bf16), 2^-11 (fp16), 2^-24 (fp32), 2^-53 (fp64). A rounded value differs
-// from the exact one by at most unit_roundoff · |exact| (outside the subnormal range).
+// Unit roundoff of a type: 2^-4 (fp8 e4m3), 2^-8 (bf16), 2^-11 (fp16), 2^-24 (fp32), 2^-53 (fp64). A rounded
+// value differs from the exact one by at most unit_roundoff · |exact| (outside the subnormal range).
 double unit_roundoff(DType type);
 
 }  // namespace dcpsim::models

@@ -26,15 +26,20 @@ enum class TableKernel {
   kDirectWrite,
   kDirectCombine,
   kCollective,
+  // The decode step around attention (models/step_ops.h): a dense GEMM (out[m][n] = in[m][k] · W[k][n]) and
+  // one MoE layer's fused experts for `tokens` tokens (routing, both grouped GEMMs, activation, sum).
+  kGemm,
+  kMoe,
 };
 std::string_view to_string(TableKernel k);
 // "attention" | "correction" | "a2a_pack" | "a2a_combine" | "direct_write" | "direct_combine" |
-// "collective"; InputError listing them otherwise.
+// "collective" | "gemm" | "moe"; InputError listing them otherwise.
 TableKernel parse_table_kernel(std::string_view s);
 // The axes every table of a kernel type has, in order: attention: heads, rows, tokens (mean local tokens of
 // the rank's non-empty rows); correction: dcp, rows, heads (heads on the rank); the kernels that work on
 // one owner's slice of the heads (a2a_pack, a2a_combine, direct_write, direct_combine): dcp, rows,
-// heads_per_rank (H / N); collectives: dcp, bytes_per_rank.
+// heads_per_rank (H / N); collectives: dcp, bytes_per_rank; gemm: m, n, k; moe: tokens (the layer's shape
+// and parallelism are in the key, models/step_ops.h).
 const std::vector<std::string>& table_axes(TableKernel k);
 // True for the kernels whose last axis is heads_per_rank. Tables written before that axis (["dcp", "rows",
 // "heads"] for these kernels) still load: their H becomes H / N.
@@ -48,6 +53,10 @@ struct TableProvenance {
   std::string clocks;   // SM/memory clock policy during the measurement
   std::string date;     // YYYY-MM-DD
   std::string command;  // how the table was made (the builder's command line)
+  // Tables imported from published measurements: where they come from (repository, commit, path) and its
+  // licence. Empty for dcpsim's own measurements.
+  std::string source;
+  std::string license;
   bool operator==(const TableProvenance&) const = default;
 };
 

@@ -57,6 +57,8 @@ struct MergeResult {
 //   summed (fp32, or fp64 when accumulate = kF64) and rounded once more. RS keeps heads [r·H/N, (r+1)·H/N),
 //   AR all heads.
 // - A2A: packs (a2a_pack.h), exchanges, unpacks, combines in the accumulate type and rounds once.
+// - A2A in two calls: exchanges each owner's head block of O (output dtype) and of L (fp32) separately,
+//   then combines as A2A does; owner r keeps heads [r·H/N, (r+1)·H/N).
 // - direct / row-stream: the owner of each head block combines the N partials in the accumulate type and
 //   rounds once.
 // - flashinfer-a2a: the same arithmetic; owner r keeps heads r, r + N, ... (interleaves_heads).

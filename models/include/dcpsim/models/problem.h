@@ -29,7 +29,8 @@ struct Problem {
 
 struct GenerateOptions {
   std::uint64_t seed = 1;
-  DType input_dtype = DType::kBF16;  // Q, K, V are rounded to this type (kF64: no rounding)
+  DType input_dtype = DType::kBF16;  // Q, K, V are rounded to this type (kF64: no rounding; fp8: K and V,
+                                     // Q to bf16)
   double q_std = 1.0;                // standard deviation of Q entries (larger spreads the scores further)
   double kv_std = 1.0;               // standard deviation of K and V entries
 };

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dcpsim/models/comm_table.h"
 #include "dcpsim/models/kernel_table.h"
 
 namespace dcpsim::models {
@@ -99,6 +100,10 @@ struct NvlinkSpec {
   Quantity bandwidth;           // bandwidth, per GPU, one direction, data-sheet
   Quantity measured_bandwidth;  // bandwidth, per GPU, one direction, measured peer copy (used by the models)
   Quantity hop_latency;         // time, one GPU-to-GPU hop through the NVSwitch
+  // bandwidth, per GPU, one direction: what a kernel's stores into peer memory reach (the direct,
+  // row-stream and FlashInfer pushes, one-shot all-reduces); optional in a file: without it the pushes
+  // move at measured_bandwidth
+  std::optional<Quantity> store_bandwidth;
   bool operator==(const NvlinkSpec&) const = default;
 };
 
@@ -202,6 +207,17 @@ struct NcclSpec {
   Quantity nvls_bandwidth_efficiency;           // ratio of link bandwidth NVLS delivers
   Quantity p2p_base_latency;                    // time, one send/recv round (all-to-all)
   Quantity p2p_ll_threshold;                    // bytes per peer up to which send/recv uses LL
+  // What a collective costs inside a decode step beyond nccl-tests' steady state (back-to-back calls), all
+  // optional in a file (absent: 0). in_step_graph / in_step_eager: time added to a collective issued after a
+  // kernel (no back-to-back pipelining of its launch and setup) in a CUDA graph / eagerly; eager_host_issue:
+  // the host time of one eager NCCL call, which the GPU waits for when nothing is queued ahead of it (a
+  // step's first collective); arrival_skew_graph / _eager: how far apart the ranks reach a step's first
+  // collective (each waits there for the last; the simulator spreads the ranks evenly over this span).
+  std::optional<Quantity> in_step_graph;
+  std::optional<Quantity> in_step_eager;
+  std::optional<Quantity> eager_host_issue;
+  std::optional<Quantity> arrival_skew_graph;
+  std::optional<Quantity> arrival_skew_eager;
   bool operator==(const NcclSpec&) const = default;
 };
 
@@ -228,6 +244,10 @@ struct HardwareProfile {
   // Measured kernel tables (kernel_table.h), in the order the file lists them; `tables` in the file: a path
   // relative to the profile file (or to models/ for a built-in) or an inline table object.
   std::vector<KernelTables> tables;
+  // Measured collective tables (comm_table.h), in the order the file lists them (`comm_tables`: paths,
+  // inline table objects, or {"path": ..., "borrowed": why} for a table of another GPU of the same
+  // interconnect). Collectives they cover are priced from them (cost_collectives_price.h).
+  std::vector<CommTables> comm_tables;
   bool operator==(const HardwareProfile&) const = default;
 };
 
@@ -240,8 +260,9 @@ std::string_view builtin_profile_json(std::string_view name);
 // "h200.json: nvlink.bandwidth.value: expected a positive number, got -3"; unknown and missing fields are
 // errors.
 HardwareProfile load_profile(std::string_view name_or_path);
-// The files load_profile(name_or_path) reads: none for a built-in name; else the profile file and each table
-// file it lists that exists beside it (a listed name that does not falls back to the embedded table). Never
+// The files load_profile(name_or_path) reads: none for a built-in name; else the profile file and each kernel
+// or communication table file it lists that exists beside it (a listed name that does not falls back to the
+// embedded table). Never
 // throws: a file that cannot be parsed is listed alone (load_profile then says what is wrong with it).
 std::vector<std::filesystem::path> profile_files(std::string_view name_or_path);
 // Parses profile JSON; `origin` (a file name or "built-in h200-sxm") prefixes every error message.

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "dcpsim/models/cost_collectives.h"
+#include "dcpsim/models/cost_collectives_price.h"
 #include "dcpsim/models/profile.h"
 #include "dcpsim/models/scenario.h"
 #include "dcpsim/sim/step_result.h"
@@ -61,14 +62,22 @@ struct SimOptions {
   // then stamp each row (models::MergeShape::row_stamps). Validation and calibration set this for sections
   // measured with stamps.
   bool row_stamps = false;
+  // The order in which the ranks reach the step (first first; a permutation of 0..N-1), over the profile's
+  // arrival skew (nccl.arrival_skew_graph / _eager): the first waits the whole skew in the step's first
+  // collective, the last none. Empty: rank order. Validation takes the order from the measured trace (which
+  // rank waited longest in the first collective); the skew itself is the profile's. Emulated steps (one GPU,
+  // one host thread) have none.
+  std::vector<int> arrival_order;
 };
 
-// One collective on its own, from every rank entering it to every rank leaving it (golden examples, tests).
+// One collective on its own, from every rank entering it to every rank leaving it (golden examples, tests,
+// `dcpsim collectives`).
 struct CollectiveRun {
-  models::CollectivePlan plan;
-  std::vector<double> begin_s;  // per rank: entered the collective
-  std::vector<double> end_s;    // per rank: its last send and receive are done
-  double time_s = 0.0;          // first entry to last exit
+  models::CollectivePrice price;  // where its time comes from (a measured table or NCCL's model)
+  models::CollectivePlan plan;    // as realised (its analytic time is the price's)
+  std::vector<double> begin_s;    // per rank: entered the collective
+  std::vector<double> end_s;      // per rank: its last send and receive are done
+  double time_s = 0.0;            // first entry to last exit
 };
 
 class Simulator {
@@ -84,9 +93,11 @@ class Simulator {
   // summary.
   StepResult run(const models::Scenario& scenario, traces::TraceSink* sink = nullptr) const;
 
-  // Realises one collective plan on `ranks` ranks; rank r enters at entry_s[r] (all at 0 when empty).
+  // Realises one collective on `ranks` ranks, priced as models::price_collective prices `call` (default:
+  // nccl-tests' steady state); rank r enters at entry_s[r] (all at 0 when empty).
   CollectiveRun run_collective(models::Collective collective, int ranks, double bytes_per_rank,
-                               const std::vector<double>& entry_s = {}) const;
+                               const std::vector<double>& entry_s = {},
+                               const models::CollectiveCall& call = {}) const;
 
   // Builds the SimGrid platforms now instead of at the first run. A process that then forks workers (scans)
   // hands each a ready engine whose clock has never moved.

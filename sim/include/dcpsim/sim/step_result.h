@@ -24,6 +24,7 @@ inline constexpr std::string_view kPhaseAttention = "attention";  // includes th
 inline constexpr std::string_view kPhaseLseGather = "lse_gather";
 inline constexpr std::string_view kPhaseCorrection = "correction";
 inline constexpr std::string_view kPhaseCollective = "collective";
+inline constexpr std::string_view kPhaseLseCollective = "lse_collective";  // a2a-2call's second all-to-all
 inline constexpr std::string_view kPhasePack = "pack";
 inline constexpr std::string_view kPhasePush = "push";
 inline constexpr std::string_view kPhaseWait = "wait";
@@ -55,8 +56,13 @@ struct RankTimeline {
 
 // A NCCL collective the step ran, with the plan it was realised from.
 struct PlannedCollective {
-  std::string phase;  // kPhaseQueryGather, kPhaseLseGather or kPhaseCollective
-  models::CollectivePlan plan;
+  std::string phase;            // kPhaseQueryGather, kPhaseLseGather or kPhaseCollective
+  models::CollectivePlan plan;  // as realised: its analytic time is the priced one
+  // Where the price came from (a measured communication table, or NCCL's model: extrapolated), the model's
+  // own time for the same plan, and what being issued inside the step added.
+  models::FigureSource source = models::FigureSource::kAnalytic;
+  double model_s = 0.0;
+  double in_step_s = 0.0;
 };
 
 // Where one kernel time of the step came from: a measured table of the profile, or the analytic model

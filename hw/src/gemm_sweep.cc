@@ -1,0 +1,258 @@
+// The GEMM sweep (gemm_sweep.h): cuBLASLt loaded at run time, BF16 and per-tensor-scaled FP8 GEMMs timed
+// over an m × n × k grid, written as `gemm` kernel tables.
+#include "dcpsim/hw/gemm_sweep.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+
+#include "dcpsim/error.h"
+#include "dcpsim/hw/device.h"
+
+#if defined(DCPSIM_WITH_CUDA)
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include "cuda_check.h"
+#include "gemm_fill.h"
+#endif
+
+namespace dcpsim::hw {
+
+int gemm_sweep_points(const GemmSweepConfig& c) {
+  for (const std::string& d : c.dtypes) {
+    if (d != "bf16" && d != "fp8") throw InputError("gemm sweep: dtype '" + d + "' (allowed: bf16, fp8)");
+  }
+  for (const auto* axis : {&c.m, &c.n, &c.k}) {
+    if (axis->empty()) throw InputError("gemm sweep: an empty m, n or k list");
+    for (const int v : *axis)
+      if (v < 1 || v > 65536)
+        throw InputError("gemm sweep: size " + std::to_string(v) + " not in [1, 65536]");
+  }
+  if (c.reps < 1 || c.warmup < 0) throw InputError("gemm sweep: --reps >= 1 and --warmup >= 0 needed");
+  if (c.dtypes.empty()) throw InputError("gemm sweep: no dtype");
+  return static_cast<int>(c.dtypes.size() * c.m.size() * c.n.size() * c.k.size());
+}
+
+#if !defined(DCPSIM_WITH_CUDA)
+
+models::KernelTables run_gemm_sweep(const GemmSweepConfig& c,
+                                    const std::function<void(const GemmSweepProgress&)>&) {
+  (void)gemm_sweep_points(c);
+  throw RuntimeError(kBuiltWithoutCuda);
+}
+
+#else
+
+namespace {
+
+// The cuBLASLt entry points the sweep calls, from the library loaded at run time.
+struct CublasLt {
+  void* lib = nullptr;
+  decltype(&cublasLtCreate) create = nullptr;
+  decltype(&cublasLtDestroy) destroy = nullptr;
+  decltype(&cublasLtMatmulDescCreate) desc_create = nullptr;
+  decltype(&cublasLtMatmulDescDestroy) desc_destroy = nullptr;
+  decltype(&cublasLtMatmulDescSetAttribute) desc_set = nullptr;
+  decltype(&cublasLtMatrixLayoutCreate) layout_create = nullptr;
+  decltype(&cublasLtMatrixLayoutDestroy) layout_destroy = nullptr;
+  decltype(&cublasLtMatmulPreferenceCreate) pref_create = nullptr;
+  decltype(&cublasLtMatmulPreferenceDestroy) pref_destroy = nullptr;
+  decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set = nullptr;
+  decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
+  decltype(&cublasLtMatmul) matmul = nullptr;
+  decltype(&cublasLtGetVersion) version = nullptr;
+
+  template <typename F>
+  void bind(F& f, const char* name) {
+    f = reinterpret_cast<F>(dlsym(lib, name));
+    if (f == nullptr) throw RuntimeError(std::string("cuBLASLt: no symbol ") + name);
+  }
+  void load() {
+    std::vector<std::string> names;
+    if (const char* e = std::getenv("DCPSIM_CUBLASLT")) names.emplace_back(e);
+    for (const char* n : {"libcublasLt.so.13", "libcublasLt.so.12", "/usr/local/cuda/lib64/libcublasLt.so.13",
+                          "/usr/local/cuda/lib64/libcublasLt.so.12", "libcublasLt.so"})
+      names.emplace_back(n);
+    for (const std::string& n : names)
+      if ((lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+    if (lib == nullptr)
+      throw RuntimeError("gemm sweep: cannot load libcublasLt (set DCPSIM_CUBLASLT or LD_LIBRARY_PATH)");
+    bind(create, "cublasLtCreate");
+    bind(destroy, "cublasLtDestroy");
+    bind(desc_create, "cublasLtMatmulDescCreate");
+    bind(desc_destroy, "cublasLtMatmulDescDestroy");
+    bind(desc_set, "cublasLtMatmulDescSetAttribute");
+    bind(layout_create, "cublasLtMatrixLayoutCreate");
+    bind(layout_destroy, "cublasLtMatrixLayoutDestroy");
+    bind(pref_create, "cublasLtMatmulPreferenceCreate");
+    bind(pref_destroy, "cublasLtMatmulPreferenceDestroy");
+    bind(pref_set, "cublasLtMatmulPreferenceSetAttribute");
+    bind(heuristic, "cublasLtMatmulAlgoGetHeuristic");
+    bind(matmul, "cublasLtMatmul");
+    bind(version, "cublasLtGetVersion");
+  }
+};
+
+void check(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw RuntimeError(std::string("cuBLASLt: ") + what + " failed (status " +
+                       std::to_string(static_cast<int>(s)) + ")");
+}
+
+constexpr std::size_t kWorkspaceBytes = 32u << 20;
+
+// Device buffers of one (n, k, dtype): `copies` weight matrices, the activations for the largest m, the
+// output, the workspace and the two per-tensor scales.
+struct Buffers {
+  std::vector<void*> weights;
+  void *act = nullptr, *out = nullptr, *workspace = nullptr;
+  float* scales = nullptr;
+  ~Buffers() {
+    for (void* w : weights) cudaFree(w);
+    cudaFree(act), cudaFree(out), cudaFree(workspace), cudaFree(scales);
+  }
+};
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+// One point: `reps` back-to-back calls on rotating weight copies between two events; seconds per call.
+double time_point(const CublasLt& lt, cublasLtHandle_t handle, Buffers& b, bool fp8, int m, int n, int k,
+                  int warmup, int reps, cudaStream_t stream) {
+  const cudaDataType_t in = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+  cublasLtMatmulDesc_t desc = nullptr;
+  check(lt.desc_create(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
+  const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  check(lt.desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
+  check(lt.desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
+  if (fp8) {
+    const float* sa = b.scales;
+    const float* sb = b.scales + 1;
+    check(lt.desc_set(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa), "A_SCALE");
+    check(lt.desc_set(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb), "B_SCALE");
+  }
+  // Column-major: A = W as k × n (op T: n × k), B = activations k × m, D = n × m (row-major [m][n]).
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+  check(lt.layout_create(&la, in, k, n, k), "layout A");
+  check(lt.layout_create(&lb, in, k, m, k), "layout B");
+  check(lt.layout_create(&ld, CUDA_R_16BF, n, m, n), "layout D");
+  cublasLtMatmulPreference_t pref = nullptr;
+  check(lt.pref_create(&pref), "PreferenceCreate");
+  const std::size_t ws = kWorkspaceBytes;
+  check(lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws), "workspace");
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  check(lt.heuristic(handle, desc, la, lb, ld, ld, pref, 1, &result, &found), "AlgoGetHeuristic");
+  if (found < 1) throw RuntimeError("cuBLASLt: no algorithm for this GEMM");
+  const float alpha = 1.0f, beta = 0.0f;
+  std::size_t copy = 0;
+  const auto call = [&] {
+    check(lt.matmul(handle, desc, &alpha, b.weights[copy], la, b.act, lb, &beta, b.out, ld, b.out, ld,
+                    &result.algo, b.workspace, kWorkspaceBytes, stream),
+          "Matmul");
+    copy = (copy + 1) % b.weights.size();
+  };
+  for (int i = 0; i < warmup; ++i) call();
+  cudaEvent_t start, stop;
+  DCPSIM_CUDA(cudaEventCreate(&start));
+  DCPSIM_CUDA(cudaEventCreate(&stop));
+  DCPSIM_CUDA(cudaEventRecord(start, stream));
+  for (int i = 0; i < reps; ++i) call();
+  DCPSIM_CUDA(cudaEventRecord(stop, stream));
+  DCPSIM_CUDA(cudaEventSynchronize(stop));
+  float ms = 0;
+  DCPSIM_CUDA(cudaEventElapsedTime(&ms, start, stop));
+  cudaEventDestroy(start), cudaEventDestroy(stop);
+  lt.pref_destroy(pref), lt.layout_destroy(la), lt.layout_destroy(lb), lt.layout_destroy(ld);
+  lt.desc_destroy(desc);
+  return ms * 1e-3 / reps;
+}
+
+}  // namespace
+
+models::KernelTables run_gemm_sweep(const GemmSweepConfig& c,
+                                    const std::function<void(const GemmSweepProgress&)>& progress) {
+  const int total = gemm_sweep_points(c);
+  if (device_count() <= c.device) throw RuntimeError("no CUDA device " + std::to_string(c.device) + " here");
+  const DeviceInfo info = device_info(c.device);
+  if (std::find(c.dtypes.begin(), c.dtypes.end(), "fp8") != c.dtypes.end() && info.cc_major < 9)
+    throw RuntimeError("gemm sweep: FP8 GEMMs need Hopper or later (" + info.name + " is sm_" +
+                       std::to_string(info.cc_major) + std::to_string(info.cc_minor) + ")");
+  DCPSIM_CUDA(cudaSetDevice(c.device));
+  CublasLt lt;
+  lt.load();
+  cublasLtHandle_t handle = nullptr;
+  check(lt.create(&handle), "Create");
+  cudaStream_t stream = nullptr;
+  DCPSIM_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  models::KernelTables out;
+  const SoftwareVersions v = software_versions();
+  out.provenance.device = info.name;
+  out.provenance.driver = "CUDA " + v.cuda_driver;
+  out.provenance.cuda = v.cuda_runtime + ", cuBLASLt " + std::to_string(lt.version());
+  out.provenance.clocks = "as found (application clocks not locked); CUDA events around " +
+                          std::to_string(c.reps) + " back-to-back calls per point";
+  out.provenance.date = c.date.empty() ? today() : c.date;
+  out.provenance.command = c.command.empty() ? "dcpsim hw sweep --kernels gemm" : c.command;
+  const int max_m = *std::max_element(c.m.begin(), c.m.end());
+  int done = 0;
+  for (const std::string& dtype : c.dtypes) {
+    const bool fp8 = dtype == "fp8";
+    const std::size_t elem = fp8 ? 1 : 2;
+    models::KernelTable table;
+    table.kernel = models::TableKernel::kGemm;
+    table.key = dtype;
+    for (const int n : c.n) {
+      for (const int k : c.k) {
+        Buffers b;
+        const std::size_t bytes = std::size_t(n) * k * elem;
+        const std::size_t copies =
+            std::clamp<std::size_t>(2 * std::size_t(info.l2_bytes) / bytes + 1, 2, 1024);
+        for (std::size_t i = 0; i < copies; ++i) {
+          b.weights.push_back(nullptr);
+          DCPSIM_CUDA(cudaMalloc(&b.weights.back(), bytes));
+          (fp8 ? ops::launch_fill_fp8 : ops::launch_fill_bf16)(b.weights.back(), std::int64_t(n) * k, 1.0f,
+                                                               i + 1, stream);
+        }
+        DCPSIM_CUDA(cudaMalloc(&b.act, std::size_t(max_m) * k * elem));
+        (fp8 ? ops::launch_fill_fp8 : ops::launch_fill_bf16)(b.act, std::int64_t(max_m) * k, 1.0f, 99,
+                                                             stream);
+        DCPSIM_CUDA(cudaMalloc(&b.out, std::size_t(max_m) * n * 2));
+        DCPSIM_CUDA(cudaMalloc(&b.workspace, kWorkspaceBytes));
+        DCPSIM_CUDA(cudaMalloc(&b.scales, 2 * sizeof(float)));
+        const float ones[2] = {1.0f, 1.0f};
+        DCPSIM_CUDA(cudaMemcpy(b.scales, ones, sizeof ones, cudaMemcpyHostToDevice));
+        DCPSIM_CUDA(cudaStreamSynchronize(stream));
+        for (const int m : c.m) {
+          const double s = time_point(lt, handle, b, fp8, m, n, k, c.warmup, c.reps, stream);
+          models::TablePoint p;
+          p.at = {double(m), double(n), double(k)};
+          p.median_ns = p.min_ns = p.max_ns = s * 1e9;  // the mean over reps back-to-back calls
+          p.samples = c.reps;
+          table.points.push_back(p);
+          progress({++done, total,
+                    dtype + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k)});
+        }
+      }
+    }
+    table.finalize("gemm sweep");
+    out.tables.push_back(std::move(table));
+  }
+  cudaStreamDestroy(stream);
+  lt.destroy(handle);
+  return out;
+}
+
+#endif  // DCPSIM_WITH_CUDA
+
+}  // namespace dcpsim::hw
