@@ -60,7 +60,8 @@ TEST_F(IoInputsTest, AModelFileButNotAPreset) {
 }
 
 TEST_F(IoInputsTest, AMeasuredDirectoryStandsForItsTraces) {
-  for (const char* f : {"traces/a.pb", "traces/sub/b.pb.gz", "traces/readme.md"}) std::ofstream(dir_ / f) << "x";
+  for (const char* f : {"traces/a.pb", "traces/sub/b.pb.gz", "traces/readme.md"})
+    std::ofstream(dir_ / f) << "x";
   std::ofstream(dir_ / "c.pb") << "x";
   IoGuard io;
   guard_measured(io, "--measured", {(dir_ / "traces").string(), (dir_ / "c.pb").string()});
