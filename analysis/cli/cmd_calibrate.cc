@@ -5,7 +5,9 @@
 
 #include "commands.h"
 #include "dcpsim/analysis/calibrate.h"
+#include "dcpsim/analysis/consistency.h"
 #include "dcpsim/analysis/io_inputs.h"
+#include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/error.h"
 #include "dcpsim/traces/output_file.h"
@@ -87,6 +89,9 @@ void run(const CalibrateArgs& a) {
   analysis::guard_measured(io, "--measured", a.measured);
   analysis::guard_measured(io, "--hold-out-file", a.hold_out_files);
   io.output("--out", a.out).output("the sidecar of --out", analysis::calibration_sidecar(a.out)).check();
+  namespace est = analysis::memory_estimate;
+  est::require_for_input("calibrate", est::kMeasuredTrace,
+                         est::expanded_bytes(a.measured) + est::expanded_bytes(a.hold_out_files));
   std::vector<analysis::MeasuredTrace> traces, held_traces;
   for (const std::string& m : a.measured) traces.push_back(analysis::load_measured(m));
   for (const std::string& m : a.hold_out_files) held_traces.push_back(analysis::load_measured(m));
@@ -106,6 +111,8 @@ void run(const CalibrateArgs& a) {
   if (!a.fix.empty()) options.fixed = analysis::split_list(a.fix, "--fix");
   if (a.verbose) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   models::HardwareProfile base = models::load_profile(a.profile);
+  if (const std::string why = analysis::device_mismatch(base, traces); !why.empty())
+    std::cerr << "warning: " << why << " (a starting point for a new GPU; name the result with --name)\n";
   if (a.no_tables) base.tables.clear();
   analysis::CalibrationResult result = analysis::calibrate(base, fit, holdout, options);
 

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "dcpsim/analysis/io_inputs.h"
+#include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/analysis/table_builder.h"
 #include "dcpsim/error.h"
 #include "dcpsim/traces/output_file.h"
@@ -60,6 +61,8 @@ void run(const TablesArgs& a) {
   IoGuard io;
   analysis::guard_measured(io, "--measured", a.measured);
   io.output("--out", a.out).check();
+  namespace est = analysis::memory_estimate;
+  est::require_for_input("tables", est::kMeasuredTrace, est::expanded_bytes(a.measured));
   std::vector<analysis::MeasuredTrace> traces;
   for (const auto& path : expand(a.measured)) traces.push_back(analysis::load_measured(path));
   analysis::TableBuildOptions options;

@@ -8,7 +8,9 @@
 #include <optional>
 
 #include "commands.h"
+#include "dcpsim/analysis/consistency.h"
 #include "dcpsim/analysis/io_inputs.h"
+#include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/analysis/plot.h"
 #include "dcpsim/analysis/validate.h"
 #include "dcpsim/error.h"
@@ -78,6 +80,8 @@ void run(const ValidateArgs& a) {
   analysis::guard_calibration(io, "--calibration", a.calibration, a.profile);
   analysis::guard_measured(io, "--measured", a.measured);
   io.output("--report", a.report).output("--csv", a.csv).output("--plot", a.plot).check();
+  namespace est = analysis::memory_estimate;
+  est::require_for_input("validate", est::kMeasuredTrace, est::expanded_bytes(a.measured));
   if (!(a.max_median_err > 0) || !std::isfinite(a.max_median_err)) {
     throw InputError("--max-median-err must be a finite number > 0");
   }
@@ -86,8 +90,13 @@ void run(const ValidateArgs& a) {
   analysis::ValidateOptions opt;
   opt.max_median_error = a.max_median_err;
   opt.include_rows = !a.no_rows;
-  const analysis::ValidationReport report = analysis::validate(
-      models::load_profile(a.profile), calibration_for(a), analysis::all_sections(traces), opt);
+  const models::HardwareProfile profile = models::load_profile(a.profile);
+  const std::optional<analysis::CalibrationInfo> calibration = calibration_for(a);
+  if (calibration) analysis::require_calibration_matches(*calibration, profile);
+  if (const std::string why = analysis::device_mismatch(profile, traces); !why.empty())
+    std::cerr << "warning: " << why << "\n";
+  const analysis::ValidationReport report =
+      analysis::validate(profile, calibration, analysis::all_sections(traces), opt);
   // The report, the CSV and the plot appear together or not at all.
   std::vector<std::pair<std::filesystem::path, std::string>> files;
   if (!a.report.empty())

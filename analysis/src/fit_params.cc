@@ -257,9 +257,11 @@ double FitParameter::lower_bound(const HardwareProfile& p) const {
     case Transform::kTime:
     case Transform::kKernelHalf:
       return 0.0;
-    // Without a natural ceiling, a tiny positive floor keeps the bandwidth finite.
+    // Without a natural ceiling, a floor a thousand times below the typical value keeps the bandwidth finite
+    // and within a profile's physical bounds (1 PB/s, 1e18 FLOP/s: a fit that ran to 1e-6 x typical wrote
+    // profiles that no reader would load).
     case Transform::kInverse:
-      return upper_field ? 1.0 / upper_field(p) : 1e-6 * typical;
+      return upper_field ? 1.0 / upper_field(p) : 1e-3 * typical;
     case Transform::kKernelRate:
       return 1.0 / p.gpu.hbm_bandwidth_measured.si();  // efficiency <= 1
   }

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "dcpsim/error.h"
+#include "dcpsim/json_limits.h"
 
 namespace dcpsim::analysis {
 namespace {
@@ -89,6 +90,28 @@ std::string price_source(const Prediction& p, const Observation& o) {
 
 }  // namespace
 
+namespace {
+
+// The member `key` of `j` (an object), or an InputError naming the sidecar and the member's JSON path.
+const json& sidecar_member(const json& j, const char* key, const std::string& where) {
+  if (!j.is_object()) throw InputError(where + ": expected an object, got " + j.type_name());
+  const auto it = j.find(key);
+  if (it == j.end()) throw InputError(where + "." + key + ": missing");
+  return *it;
+}
+
+double sidecar_number(const json& j, const std::string& where) {
+  if (!j.is_number()) throw InputError(where + ": expected a number, got " + j.dump().substr(0, 40));
+  return j.get<double>();
+}
+
+std::string sidecar_text(const json& j, const std::string& where) {
+  if (!j.is_string()) throw InputError(where + ": expected a string, got " + j.dump().substr(0, 40));
+  return j.get<std::string>();
+}
+
+}  // namespace
+
 CalibrationInfo load_calibration_info(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path.string() + ": cannot open the calibration file");
@@ -96,23 +119,23 @@ CalibrationInfo load_calibration_info(const std::filesystem::path& path) {
   text << in.rdbuf();
   CalibrationInfo info;
   info.path = path;
-  json j;
-  try {
-    j = json::parse(text.str());
-  } catch (const json::exception& e) {
-    throw InputError(path.string() + ": not JSON (" + e.what() + ")");
+  const std::string file = path.string();
+  const json j = parse_json_checked(text.str(), file);
+  const std::string format = sidecar_text(sidecar_member(j, "format", file), file + ": format");
+  if (format != "dcpsim-calibration/1")
+    throw InputError(file + ": format '" + format + "' is not dcpsim-calibration/1");
+  const json& residuals = sidecar_member(j, "residuals", file);
+  if (!residuals.is_object()) throw InputError(file + ": residuals: expected an object");
+  for (const auto& [figure, stats] : residuals.items()) {
+    const std::string where = file + ": residuals." + figure;
+    info.sigma[figure] = sidecar_number(sidecar_member(stats, "sigma", where), where + ".sigma");
   }
-  try {
-    if (j.at("format").get<std::string>() != "dcpsim-calibration/1") {
-      throw InputError(path.string() + ": format '" + j.at("format").get<std::string>() +
-                       "' is not dcpsim-calibration/1");
-    }
-    for (const auto& [figure, stats] : j.at("residuals").items())
-      info.sigma[figure] = stats.at("sigma").get<double>();
-    info.z = j.at("prediction_interval").at("z").get<double>();
-  } catch (const json::exception& e) {
-    throw InputError(path.string() + ": " + e.what());
-  }
+  const json& interval = sidecar_member(j, "prediction_interval", file);
+  info.z = sidecar_number(sidecar_member(interval, "z", file + ": prediction_interval"),
+                          file + ": prediction_interval.z");
+  if (j.contains("profile")) info.profile = sidecar_text(j["profile"], file + ": profile");
+  if (j.contains("base_profile"))
+    info.base_profile = sidecar_text(j["base_profile"], file + ": base_profile");
   if (j.contains("domain")) info.domain = domain_from_json(j["domain"], path.string());
   return info;
 }

@@ -183,6 +183,34 @@ inline std::string check_value(double value, Check check) {
   return "";
 }
 
+// Physical bounds on every profile quantity, in SI units: far beyond any real GPU on either side, close
+// enough that sizes and times derived from them stay finite and SimGrid's clock stays exact. A launch latency
+// of 1e300 s, 1e18 SMs or an NVLink bandwidth of 1e-300 B/s is a typo, not hardware, and is refused when the
+// profile is loaded rather than when a simulation fails later. Zero stays allowed where the field allows it
+// (a latency of 0). Returns "" when `q` is within bounds, else what is allowed ("at most 1 PB/s").
+inline std::string physical_bound(const Quantity& q, Dimension dim, Check check) {
+  const double si = q.si();
+  const bool positive = check == Check::kPositive || check == Check::kPositiveInteger;
+  switch (dim) {
+    case Dimension::kTime:
+      return si <= 10.0 ? "" : "at most 10 s";
+    case Dimension::kBandwidth:
+      if (positive && si < 1e6) return "at least 1 MB/s";
+      return si <= 1e15 ? "" : "at most 1 PB/s";
+    case Dimension::kBytes:
+      if (positive && si < 1024) return "at least 1 KiB";
+      return si <= 1e15 ? "" : "at most 1 PB";
+    case Dimension::kCount:
+      return si <= 1e6 ? "" : "at most 1e6";
+    case Dimension::kRatio:
+      return "";
+    case Dimension::kComputeRate:  // FLOP/s: a GB200 does about 2.5e15 dense bf16
+      if (positive && si < 1e9) return "at least 1e9 FLOP/s";
+      return si <= 1e18 ? "" : "at most 1e18 FLOP/s";
+  }
+  return "";
+}
+
 // Walks the tree of section names so every error can name its field.
 class PathTracker {
  public:

@@ -21,28 +21,7 @@ using detail::dimension_name;
 using detail::dimension_units;
 using detail::Json;
 using detail::PathTracker;
-
-// Physical bounds on every profile quantity, in SI units: far above any real GPU, low enough that sizes and
-// times derived from them stay finite and SimGrid's clock stays exact (a launch latency of 1e300 s or 1e18
-// SMs is a typo, not hardware).
-std::string physical_bound(const Quantity& q, Dimension dim) {
-  const double si = q.si();
-  switch (dim) {
-    case Dimension::kTime:
-      return si <= 10.0 ? "" : "10 s";
-    case Dimension::kBandwidth:
-      return si <= 1e15 ? "" : "1 PB/s";
-    case Dimension::kBytes:
-      return si <= 1e15 ? "" : "1 PB";
-    case Dimension::kCount:
-      return si <= 1e6 ? "" : "1e6";
-    case Dimension::kRatio:
-      return "";
-    case Dimension::kComputeRate:  // FLOP/s: a GB200 does about 2.5e15 dense bf16
-      return si <= 1e18 ? "" : "1e18 FLOP/s";
-  }
-  return "";
-}
+using detail::physical_bound;
 
 class Reader {
  public:
@@ -142,9 +121,8 @@ class Reader {
       }
       const Json* unit = member("unit");
       if (unit != nullptr) out.unit = read_unit(*unit, dim);
-      if (const std::string bound = physical_bound(out, dim); !bound.empty()) {
-        paths_.fail("value",
-                    "expected at most " + bound + ", got " + (value ? value->dump() : "the default"));
+      if (const std::string bound = physical_bound(out, dim, check); !bound.empty()) {
+        paths_.fail("value", "expected " + bound + ", got " + (value ? value->dump() : "the default"));
       }
       read_source(out.source);
     });

@@ -122,6 +122,8 @@ class Validator {
       paths_.fail("unit", "expected a " + std::string(dimension_name(dim)) + " unit (" +
                               dimension_units(dim) + "), got \"" + std::string(to_string(q.unit)) + "\"");
     }
+    if (const std::string bound = detail::physical_bound(q, dim, check); !bound.empty())
+      paths_.fail("value", "expected " + bound + ", got " + Json(q.value).dump());
     if (q.source.empty())
       paths_.fail("source", "expected a non-empty string naming where the value comes from");
     paths_.pop();

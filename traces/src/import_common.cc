@@ -71,6 +71,16 @@ void emit(Collected collected, v1::Header header, const ImportOptions& options, 
     throw InputError("'" + path.string() +
                      "' holds no activity this importer reads (kernels, copies, ranges)");
   }
+  // What the trace writer would refuse later (exit 1) is the input's fault: say so here, naming the event.
+  constexpr std::int64_t kMaxEventBytes = std::int64_t(1) << 50;  // 1 PiB: no copy or collective is larger
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const std::int64_t bytes = events[i].bytes();
+    if (bytes < 0 || bytes > kMaxEventBytes) {
+      throw InputError("'" + path.string() + "': activity " + std::to_string(i) + " '" +
+                       events[i].name().substr(0, 80) + "' moves " + std::to_string(bytes) +
+                       " bytes; a size in [0, 2^50] is needed");
+    }
+  }
   std::int64_t origin = events.front().start_ns();
   for (const auto& e : events) origin = std::min(origin, e.start_ns());
 

@@ -24,6 +24,7 @@ struct CalibrationInfo {
   std::map<std::string, double> sigma;  // per figure (and "all"): RMS relative residual of the fit
   double z = kIntervalZ;
   std::optional<CalibrationDomain> domain;
+  std::string profile, base_profile;  // the calibrated profile's name and its base's ("" in older sidecars)
 };
 // Reads a sidecar written by write_calibration(); InputError naming the file and field otherwise.
 CalibrationInfo load_calibration_info(const std::filesystem::path& path);

@@ -265,8 +265,9 @@ std::string_view builtin_profile_json(std::string_view name);
 // "h200.json: nvlink.bandwidth.value: expected a positive number, got -3"; unknown and missing fields are
 // errors.
 HardwareProfile load_profile(std::string_view name_or_path);
-// The files load_profile(name_or_path) reads: none for a built-in name; else the profile file and each table
-// file it lists that exists beside it (a listed name that does not falls back to the embedded table). Never
+// The files load_profile(name_or_path) reads: none for a built-in name; else the profile file and each kernel
+// or communication table file it lists that exists beside it (a listed name that does not falls back to the
+// embedded table). Never
 // throws: a file that cannot be parsed is listed alone (load_profile then says what is wrong with it).
 std::vector<std::filesystem::path> profile_files(std::string_view name_or_path);
 // Parses profile JSON; `origin` (a file name or "built-in h200-sxm") prefixes every error message.
