@@ -62,6 +62,9 @@ double strategy_buffers(const StepPlan& p) {
       return lse_all + B * H * 4 + B * H * D * ob;
     case models::Strategy::kA2a:
       return 2 * N * B * J * (D + double(ops::lse_lanes(p.out))) * ob + B * J * (D * ob + 4);
+    case models::Strategy::kA2aTwoCall:
+      // The O rows and the LSEs in send/receive buffers of their own (strategy_collective.cc).
+      return 2 * N * B * J * (D * ob + 4) + B * J * (D * ob + 4);
     case models::Strategy::kDirect:
     case models::Strategy::kFlashInferA2a:
     case models::Strategy::kRowStream:
