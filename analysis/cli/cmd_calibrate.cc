@@ -5,6 +5,8 @@
 
 #include "commands.h"
 #include "dcpsim/analysis/calibrate.h"
+#include "dcpsim/analysis/calibrate_comm.h"
+#include "dcpsim/analysis/collectives.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/error.h"
 #include "dcpsim/traces/output_file.h"
@@ -26,6 +28,8 @@ struct CalibrateArgs {
   bool verbose = false;
   bool plain = false;
   bool no_tables = false;
+  std::vector<std::string> comm_tables;    // --comm-tables: fit NCCL's numbers to measured collectives
+  std::vector<std::string> hold_out_comm;  // --hold-out-comm-tables
 };
 
 std::string pct(double x) {
@@ -79,7 +83,47 @@ void print_result(const analysis::CalibrationResult& r, const std::string& out) 
   std::cout << "wrote " << out << " and " << analysis::calibration_sidecar(out).string() << "\n";
 }
 
+// --comm-tables: the collective numbers fitted to measured nccl-tests tables (analysis/calibrate_comm.h).
+void run_comm(const CalibrateArgs& a) {
+  if (!a.measured.empty()) {
+    throw InputError(
+        "--comm-tables and --measured fit different figures: run calibrate --comm-tables first, "
+        "then --measured with --profile set to its output");
+  }
+  std::vector<traces::PathFlag> inputs{{"--profile", a.profile}};
+  for (const std::string& m : a.comm_tables) inputs.push_back({"--comm-tables", m});
+  for (const std::string& m : a.hold_out_comm) inputs.push_back({"--hold-out-comm-tables", m});
+  traces::check_output_paths(
+      inputs, {{"--out", a.out}, {"the sidecar of --out", analysis::calibration_sidecar(a.out)}});
+  std::vector<models::CommTables> fit, held;
+  for (const std::string& f : a.comm_tables) fit.push_back(analysis::load_measured_comm({f}));
+  for (const std::string& f : a.hold_out_comm) held.push_back(analysis::load_measured_comm({f}));
+  analysis::CalibrateOptions options;
+  options.max_iterations = a.max_iterations;
+  options.max_relative_std_error = a.max_std_error;
+  options.robust = !a.plain;
+  if (!a.fix.empty()) options.fixed = analysis::split_list(a.fix, "--fix");
+  if (a.verbose) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  const models::HardwareProfile base = models::load_profile(a.profile);
+  analysis::CalibrationResult result = analysis::calibrate_comm(base, fit, held, options);
+  analysis::CalibrationProvenance prov;
+  for (const std::string& m : a.comm_tables) prov.traces.emplace_back(m);
+  for (const std::string& m : a.hold_out_comm) prov.holdout_traces.emplace_back(m);
+  prov.date = a.date;
+  prov.name = a.name;
+  analysis::stamp_sources(result, prov);
+  for (models::KernelTables& t : result.profile.tables) t.origin.clear();
+  for (models::CommTables& t : result.profile.comm_tables) t.origin.clear();
+  analysis::write_calibration(result, prov, a.out);
+  print_result(result, a.out);
+}
+
 void run(const CalibrateArgs& a) {
+  if (!a.comm_tables.empty()) {
+    run_comm(a);
+    return;
+  }
+  if (a.measured.empty()) throw InputError("calibrate needs --measured TRACES (or --comm-tables TABLES)");
   if (a.hold_out == 1) throw InputError("--hold-out 1 would hold out every scenario; use K >= 2");
   std::vector<traces::PathFlag> inputs{{"--profile", a.profile}};
   for (const std::string& m : a.measured) inputs.push_back({"--measured", m});
@@ -119,6 +163,7 @@ void run(const CalibrateArgs& a) {
   // The calibrated profile is written elsewhere than its base: carry the base's kernel tables inline so that
   // it does not depend on relative paths (the fit priced the kernels they cover from them).
   for (models::KernelTables& t : result.profile.tables) t.origin.clear();
+  for (models::CommTables& t : result.profile.comm_tables) t.origin.clear();
   analysis::write_calibration(result, prov, a.out);
   print_result(result, a.out);
 }
@@ -128,8 +173,14 @@ void run(const CalibrateArgs& a) {
 void add_calibrate_command(CLI::App& app) {
   auto args = std::make_shared<CalibrateArgs>();
   CLI::App* cmd = app.add_subcommand("calibrate", "Fit a hardware profile to measured traces");
-  cmd->add_option("--measured", args->measured, "Measured (or simulated) .pb traces to fit")
-      ->required()
+  cmd->add_option("--measured", args->measured, "Measured (or simulated) .pb traces to fit")->expected(1, -1);
+  cmd->add_option("--comm-tables", args->comm_tables,
+                  "Fit NCCL's numbers (latencies, bandwidths, protocol efficiencies) to measured collectives "
+                  "instead: communication tables (dcpsim import --nccl-tests) or nccl-tests output, one "
+                  "measurement per file")
+      ->expected(1, -1);
+  cmd->add_option("--hold-out-comm-tables", args->hold_out_comm,
+                  "With --comm-tables: tables used only to check the fit, never to fit it")
       ->expected(1, -1);
   cmd->add_option("--profile", args->profile, "Base profile: a built-in name or a JSON file")
       ->capture_default_str();

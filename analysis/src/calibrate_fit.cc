@@ -108,7 +108,7 @@ std::vector<KernelTypeFit> per_kernel_type(const detail::Problem& pb, const std:
                                            const CalibrateOptions& options) {
   std::vector<KernelTypeFit> out;
   for (const char* figure : {"attention", "correction", "pack", "combine"}) {
-    detail::Problem sub{pb.base, pb.sections, {}, {}};
+    detail::Problem sub{pb.base, pb.sections, {}, {}, {}};
     for (const Observation& o : pb.obs) {
       if (o.kind == ObservationKind::kPhase && o.phase == figure) sub.obs.push_back(o);
     }

@@ -32,12 +32,12 @@ Eigen::VectorXd predict_all(const HardwareProfile& p, const std::vector<Measured
 
 Eigen::VectorXd Problem::residuals(const HardwareProfile& p) const {
   // A prediction of 0 gives -inf: the line search rejects such a step.
-  return (predict_all(p, sections, obs).cwiseQuotient(y)).array().log();
+  return ((predict ? predict(p) : predict_all(p, sections, obs)).cwiseQuotient(y)).array().log();
 }
 
 Problem make_problem(const HardwareProfile& base, const std::vector<MeasuredSection>& sections,
                      const std::vector<Observation>& all, std::vector<std::string>& warnings) {
-  Problem pb{base, sections, {}, {}};
+  Problem pb{base, sections, {}, {}, {}};
   const Eigen::VectorXd f = predict_all(base, sections, all);
   std::map<std::string, int> missing;
   for (std::size_t i = 0; i < all.size(); ++i) {

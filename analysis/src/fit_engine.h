@@ -2,6 +2,7 @@
 // The machinery behind calibrate (private to analysis/src): the fit problem (measured figures and their
 // simulated counterparts), parameter identification, Gauss–Newton with bounded, Huber-weighted steps, and
 // standard errors.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct Problem {
   const std::vector<MeasuredSection>& sections;
   std::vector<Observation> obs;
   Eigen::VectorXd y;
+  // The predictions of `obs` under a profile when they do not come from simulating `sections` (measured
+  // communication tables: calibrate_comm.cc); empty: predict_all.
+  std::function<Eigen::VectorXd(const models::HardwareProfile&)> predict;
 
   Eigen::VectorXd residuals(const models::HardwareProfile& p) const;
 };

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string>
 
 #include "dcpsim/error.h"
@@ -201,6 +202,59 @@ void add_collective_parameters(std::vector<FitParameter>& out) {
                            [](HardwareProfile& p) -> Quantity& { return p.internode.latency; }));
 }
 
+// An optional profile number (absent: 0): created the first time a fit writes it, read as 0 until then.
+// `fallback`: what the model uses while the number is absent (default 0).
+FitParameter optional_time_param(std::string name, ParameterGroup g,
+                                 std::function<std::optional<Quantity>&(HardwareProfile&)> f,
+                                 std::function<Quantity(const HardwareProfile&)> fallback = nullptr) {
+  FitParameter p;
+  p.name = std::move(name);
+  p.coordinate = "the time itself [s]";
+  p.group = g;
+  const auto absent = [fallback](const HardwareProfile& prof) {
+    return fallback ? fallback(prof) : Quantity{0, models::Unit::kMicroseconds, "absent from the profile: 0"};
+  };
+  p.field = [f, absent](HardwareProfile& prof) -> Quantity& {
+    std::optional<Quantity>& q = f(prof);
+    if (!q) q = absent(prof);
+    return *q;
+  };
+  p.read = [f, absent](const HardwareProfile& prof) -> const Quantity& {
+    thread_local Quantity shown;
+    const std::optional<Quantity>& q = f(const_cast<HardwareProfile&>(prof));
+    if (q) return *q;
+    shown = absent(prof);
+    return shown;
+  };
+  return p;
+}
+
+// What a collective costs inside a step beyond nccl-tests' steady state, and the step's own arrival skew and
+// eager host time: identified by real multi-GPU steps only.
+void add_in_step_parameters(std::vector<FitParameter>& out) {
+  constexpr auto kC = ParameterGroup::kCollective;
+  out.push_back(optional_time_param(
+      "nccl.in_step_graph", kC,
+      [](HardwareProfile& p) -> std::optional<Quantity>& { return p.nccl.in_step_graph; }));
+  out.push_back(optional_time_param(
+      "nccl.in_step_eager", kC,
+      [](HardwareProfile& p) -> std::optional<Quantity>& { return p.nccl.in_step_eager; }));
+  out.push_back(optional_time_param(
+      "nccl.eager_host_issue", kC,
+      [](HardwareProfile& p) -> std::optional<Quantity>& { return p.nccl.eager_host_issue; },
+      [](const HardwareProfile& p) { return p.launch.cpu_issue_eager; }));
+  out.push_back(optional_time_param(
+      "nccl.p2p.simple_base_latency", kC,
+      [](HardwareProfile& p) -> std::optional<Quantity>& { return p.nccl.p2p_simple_base_latency; },
+      [](const HardwareProfile& p) { return p.nccl.p2p_base_latency; }));
+  out.push_back(optional_time_param(
+      "nccl.arrival_skew_graph", kC,
+      [](HardwareProfile& p) -> std::optional<Quantity>& { return p.nccl.arrival_skew_graph; }));
+  out.push_back(optional_time_param(
+      "nccl.arrival_skew_eager", kC,
+      [](HardwareProfile& p) -> std::optional<Quantity>& { return p.nccl.arrival_skew_eager; }));
+}
+
 void add_signal_parameters(std::vector<FitParameter>& out) {
   constexpr auto kS = ParameterGroup::kSignal;
   out.push_back(time_param("signal.flag_write_latency", kS,
@@ -272,6 +326,7 @@ const std::vector<FitParameter>& fit_parameters() {
     add_kernel_parameters(out);
     add_launch_parameters(out);
     add_collective_parameters(out);
+    add_in_step_parameters(out);
     add_signal_parameters(out);
     // After every shared number: a type's floor moves only its own kernels, so where a figure also moves
     // with a launch or signal number (an eager step's issue cost behind a merge kernel), that number is kept

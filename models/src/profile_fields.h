@@ -53,6 +53,8 @@ void visit_nccl(V& v, P& n) {
   v.section("p2p", [&] {
     v.number("base_latency", n.p2p_base_latency, Dimension::kTime, Check::kNonNegative);
     v.number("ll_threshold", n.p2p_ll_threshold, Dimension::kBytes, Check::kNonNegative);
+    v.optional_number("simple_base_latency", n.p2p_simple_base_latency, Dimension::kTime,
+                      Check::kNonNegative);
   });
   // In-step terms (cost_collectives_price.h); optional, so files written before them still load.
   v.optional_number("in_step_graph", n.in_step_graph, Dimension::kTime, Check::kNonNegative);

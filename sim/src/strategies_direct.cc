@@ -45,7 +45,9 @@ std::vector<Flag> push_all(FanOut& out, int from, int n, double bytes, NodeId ga
                            int rows_end, std::vector<NodeId>* data = nullptr) {
   FanOut::Send send;
   for (int k = 1; k < n; ++k) send.peers.push_back((from + k) % n);
-  send.bytes = send.payload = bytes;
+  send.payload = bytes;
+  // The links run at the peer-copy bandwidth; a kernel's stores move at the profile's store bandwidth.
+  send.bytes = bytes * models::store_transfer_factor(out.profile());
   send.gate = [gate](int) { return gate; };
   send.flags = true;
   send.rows_begin = rows_begin;

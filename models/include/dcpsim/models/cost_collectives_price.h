@@ -26,6 +26,9 @@ struct CollectiveCall {
   LaunchMode launch = LaunchMode::kGraph;  // the step's launch mode (read when in_step)
   std::string dtype = "bfloat16";          // the element type, for table lookups (nccl-tests' names)
   bool in_place = false;
+  // Outside the tables, scale the model by measured / model at the nearest measured point of the same layout
+  // (still marked extrapolated); false: the model alone.
+  bool anchor_to_tables = true;
 };
 
 struct CollectivePrice {
@@ -36,8 +39,10 @@ struct CollectivePrice {
   FigureSource source = FigureSource::kAnalytic;  // kTable: steady_s from a measured table
   bool exact = false;                             // a measured point, as measured
   bool between_groups = false;                    // interpolated between two measured group sizes
-  std::string table;                              // which table: its file (or "inline") and device
-  // "table", "table (between groups)" or "model (extrapolated)": what every output prints
+  bool anchored = false;  // extrapolated: the model scaled to the nearest measured point of the same layout
+  std::string table;      // which table: its file (or "inline") and device
+  // "table", "table (between groups)", "model anchored to the table (extrapolated)" or "model
+  // (extrapolated)": what every output prints
   std::string source_text() const;
 };
 

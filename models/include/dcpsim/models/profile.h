@@ -206,6 +206,9 @@ struct NcclSpec {
   Quantity nvls_bandwidth_efficiency;           // ratio of link bandwidth NVLS delivers
   Quantity p2p_base_latency;                    // time, one send/recv round (all-to-all)
   Quantity p2p_ll_threshold;                    // bytes per peer up to which send/recv uses LL
+  // time, one send/recv round with the Simple protocol (above the LL threshold: its larger setup shows as a
+  // plateau in nccl-tests' all-to-all); optional in a file, absent: p2p_base_latency
+  std::optional<Quantity> p2p_simple_base_latency;
   // What a collective costs inside a decode step beyond nccl-tests' steady state (back-to-back calls), all
   // optional in a file (absent: 0). in_step_graph / in_step_eager: time added to a collective issued after a
   // kernel (no back-to-back pipelining of its launch and setup) in a CUDA graph / eagerly; eager_host_issue:
