@@ -30,6 +30,8 @@ struct CalibrateArgs {
   bool no_tables = false;
   std::vector<std::string> comm_tables;    // --comm-tables: fit NCCL's numbers to measured collectives
   std::vector<std::string> hold_out_comm;  // --hold-out-comm-tables
+  std::string kernels = "model";
+  std::string only;
 };
 
 std::string pct(double x) {
@@ -148,6 +150,10 @@ void run(const CalibrateArgs& a) {
   options.robust = !a.plain;
   if (!a.fix.empty()) options.fixed = analysis::split_list(a.fix, "--fix");
   if (a.verbose) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  if (a.kernels != "model" && a.kernels != "measured")
+    throw InputError("--kernels '" + a.kernels + "': model or measured");
+  options.measured_kernels = a.kernels == "measured";
+  if (!a.only.empty()) options.only = analysis::split_list(a.only, "--only");
   models::HardwareProfile base = models::load_profile(a.profile);
   if (a.no_tables) base.tables.clear();
   analysis::CalibrationResult result = analysis::calibrate(base, fit, holdout, options);
@@ -198,6 +204,9 @@ void add_calibrate_command(CLI::App& app) {
       ->expected(1, -1)
       ->excludes(k);
   cmd->add_option("--fix", args->fix, "Comma list of profile parameters to keep from the base profile");
+  cmd->add_option(
+      "--only", args->only,
+      "Comma list of the only profile parameters to fit (every other is kept from the base profile)");
   cmd->add_option("--date", args->date, "Date recorded in the sources (default: today, UTC)");
   cmd->add_option("--max-iterations", args->max_iterations, "Gauss-Newton iterations at most")
       ->check(CLI::PositiveNumber);
@@ -207,6 +216,10 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_flag("--no-tables", args->no_tables,
                 "Fit the analytic models alone: leave out the base profile's measured kernel tables (the "
                 "calibrated profile then prices every kernel analytically)");
+  cmd->add_option(
+      "--kernels", args->kernels,
+      "model (default) or measured: price each measured kernel phase from its own median and fit "
+      "only communication, launch and signal numbers (the kernels' own numbers are then not fitted)");
   cmd->add_flag("--verbose", args->verbose, "Print each Gauss-Newton iteration on stderr");
   cmd->add_flag("--least-squares", args->plain,
                 "Plain least squares instead of Huber's loss (every figure weighs the same, outliers too)");

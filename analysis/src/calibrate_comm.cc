@@ -88,7 +88,7 @@ CalibrationResult calibrate_comm(const HardwareProfile& base,
   }
   const std::vector<MeasuredSection> no_sections;
   detail::Problem pb{
-      base, no_sections, obs, {}, [&pts](const HardwareProfile& p) { return predict_points(p, pts); }};
+      base, no_sections, obs, {}, [&pts](const HardwareProfile& p) { return predict_points(p, pts); }, {}};
   pb.y.resize(static_cast<Eigen::Index>(obs.size()));
   for (std::size_t i = 0; i < obs.size(); ++i) pb.y(static_cast<Eigen::Index>(i)) = obs[i].measured_s;
   res.observations = static_cast<int>(obs.size());

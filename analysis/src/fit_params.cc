@@ -255,8 +255,31 @@ void add_in_step_parameters(std::vector<FitParameter>& out) {
       [](HardwareProfile& p) -> std::optional<Quantity>& { return p.nccl.arrival_skew_eager; }));
 }
 
+// The instrument of event-timed traces (launch.event_pair, event_gap): only such traces' figures move them.
+void add_event_timing_parameters(std::vector<FitParameter>& out) {
+  constexpr auto kL = ParameterGroup::kLaunch;
+  out.push_back(optional_time_param(
+      "launch.event_pair", kL,
+      [](HardwareProfile& p) -> std::optional<Quantity>& { return p.launch.event_pair; }));
+  out.push_back(
+      optional_time_param("launch.event_gap", kL,
+                          [](HardwareProfile& p) -> std::optional<Quantity>& { return p.launch.event_gap; }));
+}
+
 void add_signal_parameters(std::vector<FitParameter>& out) {
   constexpr auto kS = ParameterGroup::kSignal;
+  // What a kernel's stores into a peer reach (absent: the peer-copy bandwidth): identified by pushes.
+  FitParameter store = inverse_param(
+      "nvlink.store_bandwidth", "1/store_bandwidth [s/B]", kS,
+      [](HardwareProfile& p) -> Quantity& {
+        if (!p.nvlink.store_bandwidth) p.nvlink.store_bandwidth = p.nvlink.measured_bandwidth;
+        return *p.nvlink.store_bandwidth;
+      },
+      [](const HardwareProfile& p) { return p.nvlink.bandwidth.si(); }, 2.5e-12);
+  store.read = [](const HardwareProfile& p) -> const Quantity& {
+    return p.nvlink.store_bandwidth ? *p.nvlink.store_bandwidth : p.nvlink.measured_bandwidth;
+  };
+  out.push_back(store);
   out.push_back(time_param("signal.flag_write_latency", kS,
                            [](HardwareProfile& p) -> Quantity& { return p.signal.flag_write_latency; }));
   out.push_back(time_param("signal.poll_interval", kS,
@@ -327,6 +350,7 @@ const std::vector<FitParameter>& fit_parameters() {
     add_launch_parameters(out);
     add_collective_parameters(out);
     add_in_step_parameters(out);
+    add_event_timing_parameters(out);
     add_signal_parameters(out);
     // After every shared number: a type's floor moves only its own kernels, so where a figure also moves
     // with a launch or signal number (an eager step's issue cost behind a merge kernel), that number is kept

@@ -37,6 +37,14 @@ double arrival_skew(const HardwareProfile& p, LaunchMode launch) {
   return optional_si(launch == LaunchMode::kEager ? p.nccl.arrival_skew_eager : p.nccl.arrival_skew_graph);
 }
 
+double event_pair_time(const HardwareProfile& p) {
+  return optional_si(p.launch.event_pair);
+}
+
+double event_gap_time(const HardwareProfile& p) {
+  return optional_si(p.launch.event_gap);
+}
+
 double eager_collective_issue(const HardwareProfile& p) {
   return p.nccl.eager_host_issue ? p.nccl.eager_host_issue->si() : cpu_issue_time(p, LaunchMode::kEager);
 }

@@ -49,6 +49,10 @@ struct MeasuredSection {
   // The runner stamped rows (`hw run --row-stamps`, scenario param row_stamps=on): its correction and
   // combine kernels were the instrumented ones (models::MergeShape::row_stamps).
   bool row_stamps = false;
+  // Timed with a CUDA event pair around every phase (`hw run --timing events`, and every real multi-GPU trace
+  // made before the runner recorded its timing): each phase then holds the pair's cost (profile
+  // launch.event_pair), which validate and calibrate add to the prediction.
+  bool event_timed = false;
   // "file.pb#3 (label)", the prefix of every message about this section.
   std::string where() const;
 };

@@ -55,6 +55,11 @@ CollectivePrice price_collective(const HardwareProfile& p, Collective c, int ran
 double in_step_extra(const HardwareProfile& p, LaunchMode launch);
 // The spread of the ranks' arrival at a step's first collective (profile nccl.arrival_skew_*; 0 without).
 double arrival_skew(const HardwareProfile& p, LaunchMode launch);
+// What a CUDA event pair around a phase adds to it as event-timed traces measure it (profile
+// launch.event_pair; 0 without).
+double event_pair_time(const HardwareProfile& p);
+// What separates two consecutive event-timed phases (profile launch.event_gap; 0 without).
+double event_gap_time(const HardwareProfile& p);
 // Host time of one eager NCCL call (profile nccl.eager_host_issue; without it the eager kernel issue cost).
 double eager_collective_issue(const HardwareProfile& p);
 

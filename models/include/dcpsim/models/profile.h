@@ -149,6 +149,14 @@ struct LaunchSpec {
   // the " pdl" kernel tables price those kernels, else the graph-replayed ones do; a saving of 0 prices them
   // graph-replayed. Indexed by MemoryKernel; only kPdlChainKernels' entries are read, written or validated.
   std::array<std::optional<Quantity>, kAllMemoryKernels.size()> pdl_saving;
+  // time, optional: what a CUDA event pair around one phase adds to that phase as `hw run --timing events`
+  // times it (the event nodes and the launch gap they expose), on top of the phase's kernels. validate and
+  // calibrate add it to every phase of event-timed traces (the November two-GPU runs); absent: 0.
+  std::optional<Quantity> event_pair;
+  // time, optional: what separates two consecutive event-timed phases on the GPU (the end event of one and
+  // the start event of the next, which CUPTI-timed and untimed steps do not run): an event-timed step holds
+  // it once per phase boundary beyond its phases; absent: 0
+  std::optional<Quantity> event_gap;
   bool operator==(const LaunchSpec&) const = default;
 };
 
