@@ -195,6 +195,10 @@ CalibrationResult calibrate(const HardwareProfile& base, const std::vector<Measu
     } else if (!options.only.empty() &&
                std::find(options.only.begin(), options.only.end(), r.name) == options.only.end()) {
       r.status = "not a candidate (--only), kept from the base profile";
+    } else if (options.only.empty() && is_in_step_parameter(r.name)) {
+      r.status =
+          "an in-step, event-timing or one-sided number: fitted only when named with --only (real "
+          "multi-GPU steps with --kernels measured: scripts/comm_fits.sh), kept from the base profile";
     } else {
       candidates.push_back(k);
     }

@@ -176,9 +176,12 @@ void add_collective_parameters(std::vector<FitParameter>& out) {
     const std::string proto = kProto[i];
     out.push_back(time_param("nccl.ring." + proto + ".base_latency", kC,
                              [i](HardwareProfile& p) -> Quantity& { return p.nccl.ring[i].base_latency; }));
-    out.push_back(
+    // A step over NVLink takes at least the NVLink hop the simulator's routes carry.
+    FitParameter hop =
         time_param("nccl.ring." + proto + ".nvlink_hop_latency", kC,
-                   [i](HardwareProfile& p) -> Quantity& { return p.nccl.ring[i].nvlink_hop_latency; }));
+                   [i](HardwareProfile& p) -> Quantity& { return p.nccl.ring[i].nvlink_hop_latency; });
+    hop.lower_field = [](const HardwareProfile& p) { return p.nvlink.hop_latency.si(); };
+    out.push_back(hop);
     out.push_back(time_param("nccl.tree." + proto + ".base_latency", kC,
                              [i](HardwareProfile& p) -> Quantity& { return p.nccl.tree[i].base_latency; }));
   }
@@ -332,6 +335,7 @@ void FitParameter::assign(HardwareProfile& p, double x) const {
 double FitParameter::lower_bound(const HardwareProfile& p) const {
   switch (transform) {
     case Transform::kTime:
+      return lower_field ? lower_field(p) : 0.0;
     case Transform::kKernelHalf:
       return 0.0;
     // Without a natural ceiling, a tiny positive floor keeps the bandwidth finite.
@@ -364,6 +368,12 @@ const std::vector<FitParameter>& fit_parameters() {
     return out;
   }();
   return all;
+}
+
+bool is_in_step_parameter(std::string_view name) {
+  return name.starts_with("nccl.in_step_") || name == "nccl.eager_host_issue" ||
+         name.starts_with("nccl.arrival_skew_") || name.starts_with("launch.event_") ||
+         name == "nvlink.store_bandwidth" || name == "nccl.p2p.simple_base_latency";
 }
 
 const FitParameter& fit_parameter(std::string_view name) {
