@@ -28,6 +28,7 @@ struct ValidateArgs {
   std::string plot;
   double max_median_err = 0.05;
   bool no_rows = false;
+  std::string kernels = "model";
   std::vector<std::string> argv;
 };
 
@@ -90,6 +91,9 @@ void run(const ValidateArgs& a) {
   analysis::ValidateOptions opt;
   opt.max_median_error = a.max_median_err;
   opt.include_rows = !a.no_rows;
+  if (a.kernels != "model" && a.kernels != "measured")
+    throw InputError("--kernels '" + a.kernels + "': model or measured");
+  opt.measured_kernels = a.kernels == "measured";
   const models::HardwareProfile profile = models::load_profile(a.profile);
   const std::optional<analysis::CalibrationInfo> calibration = calibration_for(a);
   if (calibration) analysis::require_calibration_matches(*calibration, profile);
@@ -132,6 +136,11 @@ void add_validate_command(CLI::App& app) {
                   "Exit 1 when the median |relative error| exceeds this (default 0.05)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--no-rows", args->no_rows, "Compare phases and the step only, not per-row ready times");
+  cmd->add_option(
+      "--kernels", args->kernels,
+      "model (default): price every kernel with the profile; measured: price each kernel phase the "
+      "trace measured (attention, correction, A2A pack and combine) from its own median and validate "
+      "only communication, launches, signals, the step and rows");
   cmd->callback([args, cmd] {
     args->argv.clear();
     for (const std::string& m : args->measured) args->argv.push_back("--measured " + m);

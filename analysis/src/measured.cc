@@ -146,6 +146,11 @@ MeasuredSection read_section(const std::filesystem::path& path, int index, trace
       if (key.rfind("impl.", 0) == 0) out.implementations[key.substr(5)] = value;
     if (const auto it = s.scenario.params().find("row_stamps"); it != s.scenario.params().end())
       out.row_stamps = it->second == "on";
+    // The runner records `timing` since it learned CUPTI (2026-12-01); its real multi-GPU runs before that
+    // were timed with an event pair around each phase.
+    const auto timing = s.scenario.params().find("timing");
+    out.event_timed =
+        timing != s.scenario.params().end() ? timing->second == "events" : source == traces::v1::SOURCE_HW;
     out.label = out.scenario.label();
     out.scenario.validate();
   } catch (const InputError& e) {

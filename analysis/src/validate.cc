@@ -184,10 +184,15 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
                            " scenarios lie outside the calibrated domain: " + text);
   }
 
-  const Predictor predictor(profile);
+  const Predictor predictor(profile, PredictOptions{opt.measured_kernels});
   std::map<int, Prediction> cache;
   std::map<std::string, int> unmatched;
+  int inputs = 0;
   for (const Observation& o : set.observations) {
+    if (opt.measured_kernels && is_measured_kernel_input(sections[o.section], o)) {
+      ++inputs;
+      continue;
+    }
     auto it = cache.find(o.section);
     if (it == cache.end()) it = cache.emplace(o.section, predictor.predict(sections[o.section])).first;
     const double p = predicted(it->second, o);
@@ -198,6 +203,11 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
     rep.comparisons.push_back(compare(o, p, cal, opt));
     rep.comparisons.back().price_source = price_source(it->second, o);
     rep.has_intervals = rep.has_intervals || rep.comparisons.back().interval_low_s.has_value();
+  }
+  if (inputs > 0) {
+    rep.excluded.push_back(std::to_string(inputs) +
+                           " kernel phase medians: with --kernels measured they price their own kernels "
+                           "(less the event pair's cost where event-timed) instead of being compared");
   }
   for (const auto& [figure, n] : unmatched) {
     rep.warnings.push_back(std::to_string(n) + " measured '" + figure +

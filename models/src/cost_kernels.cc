@@ -61,7 +61,7 @@ double memory_kernel_time(const HardwareProfile& p, MemoryKernel k, double bytes
 }
 
 std::string_view to_string(FigureSource s) {
-  return s == FigureSource::kTable ? "table" : "analytic";
+  return s == FigureSource::kTable ? "table" : s == FigureSource::kMeasured ? "measured" : "analytic";
 }
 
 MergeShape merge_shape(const Scenario& s) {

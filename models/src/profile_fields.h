@@ -53,6 +53,8 @@ void visit_nccl(V& v, P& n) {
   v.section("p2p", [&] {
     v.number("base_latency", n.p2p_base_latency, Dimension::kTime, Check::kNonNegative);
     v.number("ll_threshold", n.p2p_ll_threshold, Dimension::kBytes, Check::kNonNegative);
+    v.optional_number("simple_base_latency", n.p2p_simple_base_latency, Dimension::kTime,
+                      Check::kNonNegative);
   });
   // In-step terms (cost_collectives_price.h); optional, so files written before them still load.
   v.optional_number("in_step_graph", n.in_step_graph, Dimension::kTime, Check::kNonNegative);
@@ -112,6 +114,8 @@ void visit_profile(V& v, P& p) {
       v.optional_number("pdl_saving_" + std::string(to_string(k)),
                         p.launch.pdl_saving[static_cast<std::size_t>(k)], kTime, Check::kNonNegative);
     }
+    v.optional_number("event_pair", p.launch.event_pair, kTime, Check::kNonNegative);
+    v.optional_number("event_gap", p.launch.event_gap, kTime, Check::kNonNegative);
   });
   v.section("kernel", [&] {
     visit_memory_kernel(v, p.kernel);

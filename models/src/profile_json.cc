@@ -70,7 +70,15 @@ class Reader {
       const Json& entry = (*it)[i];
       const std::string where = paths_.origin() + ": " + paths_.path(key) + "[" + std::to_string(i) + "]";
       if (entry.is_object() && entry.contains("format")) {
-        out.push_back(detail::parse_comm_tables_json(entry, where));
+        Json table = entry;
+        const Json borrowed = table.contains("borrowed") ? table["borrowed"] : Json();
+        table.erase("borrowed");
+        out.push_back(detail::parse_comm_tables_json(table, where));
+        if (!borrowed.is_null()) {
+          if (!borrowed.is_string() || borrowed.get<std::string>().empty())
+            throw InputError(where + ".borrowed: expected a non-empty string saying why");
+          out.back().borrowed = borrowed.get<std::string>();
+        }
       } else if (entry.is_string() && !entry.get<std::string>().empty()) {
         out.push_back(load_comm_file(entry.get<std::string>(), where));
       } else if (entry.is_object() && entry.size() == 2 && entry.contains("path") &&

@@ -78,6 +78,7 @@ class Writer {
     for (const CommTables& t : tables) {
       if (t.origin.empty()) {
         list.push_back(detail::comm_tables_to_json(t));
+        if (!t.borrowed.empty()) list.back()["borrowed"] = t.borrowed;
       } else if (!t.borrowed.empty()) {
         list.push_back(Json{{"path", t.origin}, {"borrowed", t.borrowed}});
       } else {

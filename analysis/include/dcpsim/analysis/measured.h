@@ -53,6 +53,10 @@ struct MeasuredSection {
   // Imported from a profiler trace (`dcpsim import`): phase -> the implementation its kernels belong to
   // (scenario params "impl.<phase>", import_phases.h); empty for the runner's own traces.
   std::map<std::string, std::string> implementations;
+  // Timed with a CUDA event pair around every phase (`hw run --timing events`, and every real multi-GPU trace
+  // made before the runner recorded its timing): each phase then holds the pair's cost (profile
+  // launch.event_pair), which validate and calibrate add to the prediction.
+  bool event_timed = false;
   // "file.pb#3 (label)", the prefix of every message about this section.
   std::string where() const;
 };

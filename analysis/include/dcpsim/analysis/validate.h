@@ -34,6 +34,10 @@ struct ValidateOptions {
   double tolerance_relative = 0.03;
   double tolerance_absolute_s = 0.5e-6;
   bool include_rows = true;
+  // Trace-driven validation (`--kernels measured`): kernel phases priced from the trace's own medians
+  // (observations.h, PredictOptions) and left out of the comparison; communication, launches, signals, the
+  // step and rows are what is validated.
+  bool measured_kernels = false;
 };
 
 struct Comparison {

@@ -27,8 +27,9 @@ double memory_kernel_time(const HardwareProfile& p, MemoryKernel k, double bytes
 
 // Where a kernel figure came from: a measured table of the profile (kernel_table.h), or the analytic model
 // (outside every table's hull: extrapolated).
-enum class FigureSource { kTable, kAnalytic };
-std::string_view to_string(FigureSource s);  // "table" | "analytic"
+// kMeasured: taken from the measurement being validated (trace-driven validation), not priced at all.
+enum class FigureSource { kTable, kAnalytic, kMeasured };
+std::string_view to_string(FigureSource s);  // "table" | "analytic" | "measured"
 struct KernelPrice {
   double seconds = 0.0;
   FigureSource source = FigureSource::kAnalytic;

@@ -155,6 +155,14 @@ struct LaunchSpec {
   // the " pdl" kernel tables price those kernels, else the graph-replayed ones do; a saving of 0 prices them
   // graph-replayed. Indexed by MemoryKernel; only kPdlChainKernels' entries are read, written or validated.
   std::array<std::optional<Quantity>, kAllMemoryKernels.size()> pdl_saving;
+  // time, optional: what a CUDA event pair around one phase adds to that phase as `hw run --timing events`
+  // times it (the event nodes and the launch gap they expose), on top of the phase's kernels. validate and
+  // calibrate add it to every phase of event-timed traces (the November two-GPU runs); absent: 0.
+  std::optional<Quantity> event_pair;
+  // time, optional: what separates two consecutive event-timed phases on the GPU (the end event of one and
+  // the start event of the next, which CUPTI-timed and untimed steps do not run): an event-timed step holds
+  // it once per phase boundary beyond its phases; absent: 0
+  std::optional<Quantity> event_gap;
   bool operator==(const LaunchSpec&) const = default;
 };
 
@@ -212,6 +220,9 @@ struct NcclSpec {
   Quantity nvls_bandwidth_efficiency;           // ratio of link bandwidth NVLS delivers
   Quantity p2p_base_latency;                    // time, one send/recv round (all-to-all)
   Quantity p2p_ll_threshold;                    // bytes per peer up to which send/recv uses LL
+  // time, one send/recv round with the Simple protocol (above the LL threshold: its larger setup shows as a
+  // plateau in nccl-tests' all-to-all); optional in a file, absent: p2p_base_latency
+  std::optional<Quantity> p2p_simple_base_latency;
   // What a collective costs inside a decode step beyond nccl-tests' steady state (back-to-back calls), all
   // optional in a file (absent: 0). in_step_graph / in_step_eager: time added to a collective issued after a
   // kernel (no back-to-back pipelining of its launch and setup) in a CUDA graph / eagerly; eager_host_issue:
