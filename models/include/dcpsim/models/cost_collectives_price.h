@@ -26,6 +26,10 @@ struct CollectiveCall {
   LaunchMode launch = LaunchMode::kGraph;  // the step's launch mode (read when in_step)
   std::string dtype = "bfloat16";          // the element type, for table lookups (nccl-tests' names)
   bool in_place = false;
+  // Which library runs it: "" = NCCL; a framework's own kernel ("vllm-custom", "deepep-ll") is priced only from
+  // a table of that implementation (CollectivePrice::source kTable), else from NCCL's model as NCCL's call
+  // (source kAnalytic, `implementation_missing` set): the caller then knows the framework's kernel had no data.
+  std::string implementation;
 };
 
 struct CollectivePrice {
@@ -37,6 +41,8 @@ struct CollectivePrice {
   bool exact = false;                             // a measured point, as measured
   bool between_groups = false;                    // interpolated between two measured group sizes
   std::string table;                              // which table: its file (or "inline") and device
+  std::string implementation;                     // the table's implementation ("" = NCCL's)
+  bool implementation_missing = false;  // a framework kernel was asked for and no table of it covers the call
   // "table", "table (between groups)" or "model (extrapolated)": what every output prints
   std::string source_text() const;
 };
