@@ -29,7 +29,7 @@ struct CollectiveCall {
   // Which library runs it: "" = NCCL; a framework's own kernel ("vllm-custom", "deepep-ll") is priced only from
   // a table of that implementation (CollectivePrice::source kTable), else from NCCL's model as NCCL's call
   // (source kAnalytic, `implementation_missing` set): the caller then knows the framework's kernel had no data.
-  std::string implementation;
+  std::string implementation = "";
 };
 
 struct CollectivePrice {
