@@ -17,6 +17,7 @@
 #include "dcpsim/analysis/layouts.h"
 #include "dcpsim/analysis/whole_model.h"
 #include "dcpsim/error.h"
+#include "dcpsim/traces/import_nsys.h"
 
 namespace dcpsim::analysis {
 namespace {
@@ -103,6 +104,15 @@ TEST_F(BaselineTrace, TracesWithoutDecodeStepsAreRefused) {
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr("0 attention kernels found"));
+  }
+  // An Nsight Systems export (5 saxpy kernels, pipit's test data) through the nsys importer.
+  if (traces::nsys_import_available()) {
+    try {
+      baseline_trace_steps(fs::path(DCPSIM_SOURCE_DIR) / "tests" / "data" / "nsys_saxpy.reduced.sqlite.gz", s, 61);
+      ADD_FAILURE() << "no error";
+    } catch (const InputError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("0 attention kernels found"));
+    }
   }
   EXPECT_THROW(baseline_trace_steps(dir_ / "missing.json", s, 3), InputError);
   EXPECT_THROW(parse_baseline("trace=x.json,tpot=10ms,tp=8,batch=1,context=4k"), InputError);
