@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Converts published op measurements into dcpsim kernel tables (dcpsim-kernel-tables/1, kernels gemm, moe
-and collective) for the built-in profiles: models/tables/<profile>-ops-aic.json.
+"""Converts published op measurements into dcpsim kernel tables (dcpsim-kernel-tables/1, kernels gemm and moe)
+for the built-in profiles, models/tables/<profile>-ops-aic.json, and vLLM's custom all-reduce into
+communication tables (dcpsim-comm-tables/1, implementation "vllm-custom"), models/tables/<system>-vllm-custom-ar.json.
 
 Source: the measured op data of NVIDIA's AIConfigurator repository (ai-dynamo/aiconfigurator, Apache-2.0),
 aic-core/src/aiconfigurator_core/systems/data/<system>/{gemm,moe,comm}/vllm/<version>/*.parquet: dense GEMM
@@ -158,18 +159,47 @@ def moe_tables(d):
     return out, used
 
 
-def allreduce_tables(d):
+def allreduce_points(d):
     groups = {}
     for i in range(len(d["latency"])):
         if d["kernel_source"][i] != "vLLM_custom_graph" or d["allreduce_dtype"][i] != "bfloat16":
             continue
-        # message_size counts bf16 elements (the largest sizes reach ~360 GB/s bus bandwidth on H100 only so)
+        # message_size counts bf16 elements: the buffer is twice that (nccl-tests' all-reduce size)
         groups.setdefault((d["num_gpus"][i], 2 * d["message_size"][i]), []).append(d["latency"][i])
-    gpus = sorted({g for g, _ in groups})
-    sizes = sorted({s for _, s in groups})
-    pts = [point([g, s], groups[(g, s)]) for g in gpus for s in sizes if (g, s) in groups]
-    return [{"kernel": "collective", "key": "all-reduce vllm-custom graph", "axes": ["dcp", "bytes_per_rank"],
-             "points": pts}]
+    pts = []
+    for (g, size), v in sorted(groups.items()):
+        v = sorted(v)
+        med = v[len(v) // 2] if len(v) % 2 else 0.5 * (v[len(v) // 2 - 1] + v[len(v) // 2])
+        # AIC latencies are ms
+        pts.append({"gpus": int(g), "nodes": 1, "size_bytes": float(size), "time_us": round(med * 1e3, 4),
+                    "min_us": round(v[0] * 1e3, 4), "max_us": round(v[-1] * 1e3, 4), "samples": len(v)})
+    return pts
+
+
+# AIC system -> (file name, device, system) of the custom all-reduce communication table
+AR_FILES = {
+    "h100_sxm": ("h100-sxm", "NVIDIA H100", "HGX H100 8-GPU, NVLink 4 + NVSwitch, 1 node"),
+    "b200_sxm": ("b200", "NVIDIA B200", "HGX B200 8-GPU, NVLink 5 + NVSwitch, 1 node"),
+    "gb200": ("gb200", "NVIDIA GB200", "GB200 NVL72 compute tray (4 GPUs, NVLink 5 through the NVLink switch trays)"),
+}
+
+
+def write_allreduce(out_dir, repo, commit, ar_system, date):
+    path = f"{BASE}/{ar_system}/comm/vllm/{VERSION}/custom_allreduce_perf.parquet"
+    name, device, system = AR_FILES[ar_system]
+    pts = allreduce_points(read(repo, commit, path))
+    prov = {"device": device, "nccl": "", "system": system,
+            "source": f"github.com/ai-dynamo/aiconfigurator@{commit[:12]} {path} (kernel_source vLLM_custom_graph, "
+                      "bfloat16; Apache-2.0)",
+            "date": date,
+            "command": "scripts/import_aic_tables.py (vLLM " + VERSION + " CustomAllreduce, 5 all-reduces captured "
+                       "in one CUDA graph, 20 replays, time per op; size = bf16 elements x 2 = the buffer)"}
+    head = {"op": "all-reduce", "dtype": "bfloat16", "in_place": False, "graph": True, "implementation": "vllm-custom"}
+    text = ('{\n  "format": "dcpsim-comm-tables/1",\n  "provenance": ' + json.dumps(prov, separators=(",", ":")) +
+            ',\n  "tables": [\n    ' + json.dumps(head)[:-1] + ', "points": [' +
+            ",".join("\n      " + json.dumps(p) for p in pts) + "\n    ]}\n  ]\n}\n")
+    with open(f"{out_dir}/{name}-vllm-custom-ar.json", "w") as f:
+        f.write(text)
 
 
 def main():
@@ -181,23 +211,22 @@ def main():
     commit = git(a.repo, "rev-parse", "HEAD").decode().strip()
     for profile, (system, device, ar_system) in SYSTEMS.items():
         paths = [f"{BASE}/{system}/gemm/vllm/{VERSION}/gemm_perf.parquet",
-                 f"{BASE}/{system}/moe/vllm/{VERSION}/moe_perf.parquet",
-                 f"{BASE}/{ar_system}/comm/vllm/{VERSION}/custom_allreduce_perf.parquet"]
+                 f"{BASE}/{system}/moe/vllm/{VERSION}/moe_perf.parquet"]
         g, g_used = gemm_tables(read(a.repo, commit, paths[0]))
         m, m_used = moe_tables(read(a.repo, commit, paths[1]))
-        ar = allreduce_tables(read(a.repo, commit, paths[2]))
-        note = "" if ar_system == system else f"; the all-reduce table was measured on {ar_system} (same NVLink4 fabric)"
+        if ar_system == system or ar_system not in [s[0] for s in SYSTEMS.values()]:
+            write_allreduce(a.out, a.repo, commit, ar_system, a.date)
         doc = {
             "format": "dcpsim-kernel-tables/1",
             "provenance": {
                 "device": device, "driver": "", "cuda": "", "nccl": "", "clocks": "as published",
                 "date": a.date,
                 "command": "scripts/import_aic_tables.py (vLLM " + VERSION + " op measurements; " +
-                           "; ".join(g_used + m_used) + "; all-reduce vLLM_custom_graph bf16" + note + ")",
+                           "; ".join(g_used + m_used) + ")",
                 "source": f"github.com/ai-dynamo/aiconfigurator@{commit[:12]} " + ", ".join(paths),
                 "license": "Apache-2.0",
             },
-            "tables": g + m + ar,
+            "tables": g + m,
         }
         path = f"{a.out}/{profile}-ops-aic.json"
         with open(path, "w") as f:

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "dcpsim/analysis/baseline.h"
 #include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/plan.h"
 #include "dcpsim/analysis/plot.h"
@@ -61,6 +62,10 @@ void add_plan_command(CLI::App& app) {
          "--concurrency", o.concurrency,
          "requests per replica to try (list or range); each layout also tries its KV-limited maximum")
       ->capture_default_str();
+  cmd->add_option("--pipeline-parallel-size,--pp", o.pp,
+                  "pipeline stages to consider (a list, e.g. 1,2): a replica is TP x PP GPUs, PP micro-batches "
+                  "in flight")
+      ->capture_default_str();
   cmd->add_option("--kv-dtype", o.kv_dtype, "KV-cache type: bf16, fp16, fp8 (default: the model's)");
   cmd->add_option("--strategy", o.strategies, "merge strategies for DCP > 1: a list or all")
       ->capture_default_str();
@@ -71,11 +76,12 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--out", a->out, "write every point as CSV");
   cmd->add_option("--plot", a->plot,
                   "draw the Pareto fronts (tokens/s per GPU vs per user) as PNG (needs --out)");
-  analysis::add_whole_model_flags(*cmd, o.whole);
+  analysis::add_whole_model_flags(*cmd, o.whole, false);
   cmd->callback([a] {
     IoGuard io;
     analysis::guard_profile(io, "--profile", a->plan.profile);
     analysis::guard_model(io, "--model", a->plan.model);
+    analysis::guard_baseline_traces(io, a->plan.whole);
     io.input("--requests", a->plan.requests).output("--out", a->out).output("--plot", a->plot).check();
     run(*a);
   });

@@ -150,7 +150,8 @@ void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile
   const std::vector<models::Strategy> requested = analysis::parse_strategy_list(a.strategies, "strategy");
   analysis::ScenarioFlags flags = a.geometry;
   const analysis::LayoutQuery query =
-      analysis::LayoutQuery::of(analysis::model_of(flags), profile, a.whole.gpu_memory_utilization);
+      analysis::LayoutQuery::of(analysis::model_of(flags), profile, a.whole.gpu_memory_utilization,
+                                a.whole.pp);
   const analysis::LayoutChoice tp = analysis::resolve_tp(flags, query);
   flags.batch = "1";
   flags.context = "1";
@@ -293,6 +294,7 @@ void add_replay_command(CLI::App& app) {
     io.input("--requests", args->requests);
     analysis::guard_profile(io, "--profile", args->profile);
     analysis::guard_scenario_flags(io, args->geometry);
+    analysis::guard_baseline_traces(io, args->whole);
     io.output("--out", args->out).output("--plot", args->plot).output("--summary", args->summary);
     io.output("--cdf", args->cdf).check();
     namespace est = analysis::memory_estimate;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "dcpsim/analysis/baseline.h"
 #include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/plot.h"
 #include "dcpsim/analysis/scan.h"
@@ -84,6 +85,7 @@ void run_scan_command(ScanCommand& c) {
   IoGuard io;
   analysis::guard_profile(io, "--profile", c.options.profile);
   analysis::guard_scenario_flags(io, c.options.flags);
+  analysis::guard_baseline_traces(io, c.options.whole);
   io.output("--out", c.out).output("--plot", c.plot).output("--json", c.json).check();
   if (c.options.jobs < 1 || c.options.jobs > 1024) {
     throw InputError("--jobs " + std::to_string(c.options.jobs) + " is not an integer in [1, 1024]");

@@ -105,7 +105,15 @@ std::string whole_step_text(const analysis::WholeModel& m, const sim::StepResult
                 m.layers(), step * 1e3, m.layers(), r.step_latency_s * 1e6, m.non_attention_s(rows) * 1e6,
                 m.tpot_s(step) * 1e3, m.tokens_per_s(step, rows), 1.0 / m.tpot_s(step),
                 m.non_attention_basis().c_str());
-  return line;
+  std::string out = line;
+  if (m.pp() > 1) {
+    std::snprintf(line, sizeof line,
+                  "    pipeline: PP %d, %d micro-batches of %d requests in flight (%d in all); the step includes "
+                  "%.1f us of stage sends\n",
+                  m.pp(), m.pp(), rows, rows * m.pp(), m.stage_sends_s(rows) * 1e6);
+    out += line;
+  }
+  return out;
 }
 
 std::string memory_text(const analysis::WholeModel& m, const models::Scenario& s,
@@ -119,7 +127,7 @@ std::string memory_text(const analysis::WholeModel& m, const models::Scenario& s
       "holds %lld: %s\n",
       analysis::gigabytes(m.hbm_bytes()).c_str(), analysis::gigabytes(m.weight_bytes_per_gpu()).c_str(),
       analysis::gigabytes(std::max(0.0, m.kv_budget_bytes())).c_str(), m.kv_budget_basis().c_str(),
-      static_cast<long long>(capacity), m.layers(), static_cast<long long>(capacity * s.dcp),
+      static_cast<long long>(capacity), m.stage_layers(), static_cast<long long>(capacity * s.dcp),
       static_cast<long long>(busiest_tokens), busiest_tokens <= capacity ? "fits" : "does NOT fit");
   return line;
 }
@@ -148,6 +156,8 @@ nlohmann::json json_of(const sim::StepResult& r, const analysis::WholeModel& m, 
   const int rows = r.scenario.rows();
   j["decode_step"] = {{"model", model},
                       {"tp", m.tp()},
+                      {"pp", m.pp()},
+                      {"stage_sends_us", m.stage_sends_s(rows) * 1e6},
                       {"layers", m.layers()},
                       {"non_attention_us", m.non_attention_s(rows) * 1e6},
                       {"non_attention_basis", m.non_attention_basis()},
@@ -296,6 +306,7 @@ void run_simulate(const SimulateOptions& o) {
   IoGuard io;
   analysis::guard_profile(io, "--profile", o.profile);
   analysis::guard_scenario_flags(io, o.flags);
+  analysis::guard_baseline_traces(io, o.whole);
   io.output("--out", o.out).output("--chrome", o.chrome).output("--json", o.json).check();
   const models::HardwareProfile profile = models::load_profile(o.profile);
   analysis::ScenarioFlags flags = o.flags;
@@ -303,7 +314,7 @@ void run_simulate(const SimulateOptions& o) {
   if (deployed && !o.whole.weight_dtype.empty())
     deployed = deployed->with_weight_dtype(models::parse_weight_dtype(o.whole.weight_dtype));
   const analysis::LayoutQuery query =
-      analysis::LayoutQuery::of(deployed, profile, o.whole.gpu_memory_utilization);
+      analysis::LayoutQuery::of(deployed, profile, o.whole.gpu_memory_utilization, o.whole.pp);
   RunContext c;
   c.tp = analysis::resolve_tp(flags, query);
   c.include_research = o.include_research;

@@ -87,16 +87,23 @@ BaselinePoint parse_baseline(const std::string& text) {
       p.spec_tokens = integer(value, "spec", 0, 16);
     } else if (key == "accept") {
       p.accept_length = number(value, "accept");
+    } else if (key == "pp") {
+      p.pp = integer(value, "pp", 1, 64);
+    } else if (key == "trace") {
+      if (value.empty()) throw InputError("--baseline '" + text + "': trace= needs a file");
+      p.trace = value;
     } else {
       throw InputError("--baseline '" + text + "': unknown key '" + key +
-                       "' (tpot, tp, batch, context, dcp, strategy, spec, accept)");
+                       "' (tpot or trace, tp, batch, context, dcp, strategy, spec, accept, pp)");
     }
   }
-  if (!tpot || !tp || !batch || !context)
+  if (tpot && !p.trace.empty())
+    throw InputError("--baseline '" + text + "': give tpot or trace, not both (the trace measures the step)");
+  if ((!tpot && p.trace.empty()) || !tp || !batch || !context)
     throw InputError("--baseline '" + text +
-                     "' needs tpot, tp, batch and context (e.g. tpot=12ms,tp=8,batch=1,"
+                     "' needs tpot (or trace), tp, batch and context (e.g. tpot=12ms,tp=8,batch=1,"
                      "context=64k)");
-  if (!(p.tpot_s > 0)) throw InputError("--baseline '" + text + "': tpot must be > 0");
+  if (tpot && !(p.tpot_s > 0)) throw InputError("--baseline '" + text + "': tpot must be > 0");
   if (p.dcp > p.tp) throw InputError("--baseline '" + text + "': dcp must not exceed tp");
   return p;
 }
@@ -128,18 +135,30 @@ BaselineFit fit_baseline(const models::ModelPreset& model, const models::Hardwar
     if (p.spec_tokens >= 0) f.spec_tokens = p.spec_tokens;
     if (p.accept_length > 0) f.accept_length = p.accept_length;
     if (f.spec_tokens == 0 && p.accept_length == 0) f.accept_length.reset();
+    if (p.pp > 0) f.pp = p.pp;
     const WholeModel at(model, profile, p.tp, f);
     const models::Scenario s = at.attention_scenario(
         layout_scenario(*at.model(), p.dcp, p.tp, p.batch, p.context, p.strategy, kv_dtype));
-    const double step = p.tpot_s * at.accept_length();
+    // The simulated attention layers (and the draft's), and the pipeline's stage sends.
     const double attention = at.decode_step_s(layer(s), p.batch) - at.non_attention_s(p.batch);
     const double rest = at.modelled_non_attention_s(p.batch);
+    double step = p.tpot_s * at.accept_length();
+    double measured_layers = attention;  // what the remainder is measured beyond
+    std::optional<TraceSteps> steps;
+    if (!p.trace.empty()) {
+      // Attention occurrences per step: every layer, and the MTP draft's layer once per draft token.
+      const bool mtp = at.spec_tokens() > 0 && at.model()->config.num_nextn_predict_layers > 0;
+      steps = baseline_trace_steps(p.trace, s, at.layers() + (mtp ? at.spec_tokens() : 0));
+      step = steps->period_s;
+      measured_layers = steps->attention_s + steps->merge_s + at.stage_sends_s(p.batch);
+    }
     fit.measured_step_s.push_back(step);
     fit.attention_s.push_back(attention);
     fit.modelled_rest_s.push_back(rest);
-    fit.remainder_s.push_back(step - attention - rest);
+    fit.remainder_s.push_back(step - measured_layers - rest);
+    fit.traces.push_back(steps);
     rows.push_back(p.batch);
-    if (step - attention <= 0) {
+    if (p.trace.empty() && step - attention <= 0) {
       char b[256];
       std::snprintf(b, sizeof b,
                     "--baseline '%s': the step (%.3f ms) is shorter than dcpsim's attention layers "
@@ -152,14 +171,40 @@ BaselineFit fit_baseline(const models::ModelPreset& model, const models::Hardwar
   char b[320];
   const bool slope = std::any_of(rows.begin(), rows.end(), [&](double r) { return r != rows.front(); });
   std::snprintf(b, sizeof b,
-                "%zu baseline point%s (measured TPOT): remainder beyond the modelled ops %+.1f us%s",
-                points.size(), points.size() == 1 ? "" : "s", fit.fixed_s * 1e6, slope ? "" : " per step");
+                "%zu baseline point%s (%s): remainder beyond the modelled ops %+.1f us%s", points.size(),
+                points.size() == 1 ? "" : "s",
+                std::any_of(points.begin(), points.end(), [](const BaselinePoint& p) { return !p.trace.empty(); })
+                    ? "measured: TPOT or an engine trace"
+                    : "measured TPOT",
+                fit.fixed_s * 1e6, slope ? "" : " per step");
   fit.basis = b;
   if (slope) {
     std::snprintf(b, sizeof b, " %+.2f us per row per step (fitted)", fit.per_row_s * 1e6);
     fit.basis += b;
   }
+  for (std::size_t i = 0; i < fit.traces.size(); ++i) {
+    if (!fit.traces[i]) continue;
+    const TraceSteps& t = *fit.traces[i];
+    char tb[1024];
+    std::snprintf(tb, sizeof tb,
+                  "; trace (measured): %s; dcpsim's attention layers there: %.3f ms simulated against %.3f "
+                  "measured (each layout's attention is simulated, this difference is not carried)",
+                  t.text().c_str(), fit.attention_s[i] * 1e3, (t.attention_s + t.merge_s) * 1e3);
+    fit.basis += tb;
+  }
   return fit;
+}
+
+void guard_baseline_traces(IoGuard& io, const WholeModelFlags& flags) {
+  for (const std::string& text : flags.baseline) {
+    std::istringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      const auto eq = item.find('=');
+      if (eq != std::string::npos && trim(item.substr(0, eq)) == "trace")
+        io.input("--baseline trace", trim(item.substr(eq + 1)));
+    }
+  }
 }
 
 BaselineFit anchor(WholeModel& whole, const WholeModelFlags& flags, models::DType kv_dtype,

@@ -153,8 +153,9 @@ std::string skipped_text(const std::vector<SkippedStrategy>& skipped, const std:
 }
 
 LayoutQuery LayoutQuery::of(std::optional<models::ModelPreset> model, const models::HardwareProfile& profile,
-                            double gpu_memory_utilization) {
+                            double gpu_memory_utilization, int pp) {
   LayoutQuery q;
+  q.pp = pp;
   q.model = std::move(model);
   q.hbm_bytes = profile.gpu.hbm_capacity.si();
   q.gpu_memory_utilization = gpu_memory_utilization;
@@ -193,16 +194,19 @@ std::string Layout::fit_text() const {
   if (weight_bytes_per_gpu <= 0.0) return "no weights (no model)";
   char usable[96];
   std::snprintf(usable, sizeof usable, " (HBM %.1f GB x %.2f)", hbm_bytes / 1e9, utilization);
-  const std::string text = gb_text(weight_bytes_per_gpu) + " of weights per GPU " +
+  const std::string text = gb_text(weight_bytes_per_gpu) + " of weights per GPU" +
+                           (pp > 1 ? " (the fullest of " + std::to_string(pp) + " pipeline stages) " : " ") +
                            (weights_fit ? "fit in " : "exceed ") + gb_text(usable_bytes) + usable;
   return weights_fit ? text : "does not fit: " + text;
 }
 
 Layout evaluate_layout(const LayoutQuery& q, int tp, int dcp) {
-  if (tp < 1 || dcp < 1) throw InputError("a layout needs TP >= 1 and DCP >= 1");
+  const int pp = q.pp;
+  if (tp < 1 || dcp < 1 || pp < 1) throw InputError("a layout needs TP >= 1, DCP >= 1 and PP >= 1");
   Layout l;
   l.tp = tp;
   l.dcp = dcp;
+  l.pp = pp;
   l.hbm_bytes = q.hbm_bytes;
   l.utilization = q.gpu_memory_utilization;
   l.usable_bytes = q.hbm_bytes * q.gpu_memory_utilization;
@@ -227,7 +231,7 @@ Layout evaluate_layout(const LayoutQuery& q, int tp, int dcp) {
     m.weight_bytes_per_parameter = *q.bytes_per_parameter;
     m.dense_weight_dtype.reset();
   }
-  l.weight_bytes_per_gpu = models::weight_bytes_per_gpu(m, tp);
+  l.weight_bytes_per_gpu = models::weight_bytes_per_gpu(m, tp, 0, pp);
   l.weights_fit = l.weight_bytes_per_gpu <= l.usable_bytes;
   return l;
 }

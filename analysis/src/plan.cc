@@ -113,6 +113,12 @@ PlanResult run_plan(const PlanOptions& o) {
     sweep.push_back(v);
   }
   std::sort(sweep.begin(), sweep.end());
+  std::vector<int> pps;
+  for (const std::string& v : expand_list(o.pp, "pp")) {
+    const int p = std::stoi(v);
+    if (p < 1 || p > 64 || o.gpus % p != 0) throw InputError("--pp values must divide --gpus (and be <= 64)");
+    pps.push_back(p);
+  }
   const std::vector<std::int64_t> contexts = plan_contexts(o);
   (void)WholeModel(model, profile, 1, o.whole);  // flag values checked before any work
 
@@ -129,16 +135,17 @@ PlanResult run_plan(const PlanOptions& o) {
   so.max_gpus = std::max(so.max_gpus, std::min(o.gpus, 1 << 10));
   const sim::Simulator simulator(profile, so);
   const LayerTime layer = [&](const models::Scenario& s) { return simulator.run(s).step_latency_s; };
-  std::map<int, WholeModel> wholes;  // per TP, anchored on the baseline when one is given
+  std::map<std::pair<int, int>, WholeModel> wholes;  // per (TP, PP), anchored on a baseline when given
 
-  for (const int tp : divisors(o.gpus)) {
+  for (const int pp : pps) {
+  for (const int tp : divisors(o.gpus / pp)) {
     for (const int dcp : divisors(tp)) {
       PlanLayout l;
-      l.tp = tp, l.dcp = dcp, l.replicas = o.gpus / tp;
+      l.tp = tp, l.dcp = dcp, l.pp = pp, l.replicas = o.gpus / (tp * pp);
       try {
         // layouts.h decides which layouts serving engines run and whether the weights fit.
-        const Layout ev =
-            evaluate_layout(LayoutQuery::of(model, profile, o.whole.gpu_memory_utilization), tp, dcp);
+        const Layout ev = evaluate_layout(
+            LayoutQuery::of(model, profile, o.whole.gpu_memory_utilization, pp), tp, dcp);
         if (!ev.valid) throw InputError(ev.invalid_reason);
         if (!ev.weights_fit) {  // the row says "does not fit: 169.1 GB of weights per GPU exceed ..."
           std::string why = ev.fit_text();
@@ -147,10 +154,12 @@ PlanResult run_plan(const PlanOptions& o) {
         }
         if (dcp > domain && !(profile.internode.bandwidth.si() > 0))
           throw InputError("DCP group beyond one NVLink domain");
-        auto it = wholes.find(tp);
+        auto it = wholes.find({tp, pp});
         if (it == wholes.end()) {
-          it = wholes.try_emplace(tp, model, profile, tp, o.whole).first;
-          anchor(it->second, o.whole, kv, layer);
+          WholeModelFlags f = o.whole;
+          f.pp = pp;
+          it = wholes.try_emplace({tp, pp}, model, profile, tp, f).first;
+          anchor(it->second, f, kv, layer);
         }
         const WholeModel& w = it->second;
         l.kv_budget_bytes = w.kv_budget_bytes();
@@ -171,15 +180,17 @@ PlanResult run_plan(const PlanOptions& o) {
       r.layouts.push_back(l);
     }
   }
+  }
 
   for (std::size_t li = 0; li < r.layouts.size(); ++li) {
     const PlanLayout& l = r.layouts[li];
     if (!l.fits) continue;
-    const WholeModel& w = wholes.at(l.tp);
+    const WholeModel& w = wholes.at({l.tp, l.pp});
     for (const models::Strategy strategy : strategies_for(chosen, l)) {
       for (const int c : sweep_for(sweep, l.max_concurrency)) {
-        models::Scenario s = layout_scenario(model, l.dcp, l.tp, c, 1, strategy, kv);
-        s.contexts = batch_contexts(contexts, c);
+        const int rows = w.micro_batch(c);  // one micro-batch's requests (all of them without PP)
+        models::Scenario s = layout_scenario(model, l.dcp, l.tp, rows, 1, strategy, kv);
+        s.contexts = batch_contexts(contexts, rows);
         s.launch = launch;
         s = w.attention_scenario(s);
         try {
@@ -193,10 +204,10 @@ PlanResult run_plan(const PlanOptions& o) {
         p.research = is_research(strategy);
         p.concurrency = c;
         p.layer_s = simulator.run(s).step_latency_s;
-        p.step_s = w.decode_step_s(p.layer_s, c);
+        p.step_s = w.decode_step_s(p.layer_s, rows);
         p.tpot_s = w.tpot_s(p.step_s);
         p.user_tps = 1.0 / p.tpot_s;
-        p.gpu_tps = w.tokens_per_s(p.step_s, c) / l.tp;
+        p.gpu_tps = c * w.accept_length() / p.step_s / (l.tp * l.pp);
         p.meets_slo = (o.slo_tpot_ms <= 0 || p.tpot_s * 1e3 <= o.slo_tpot_ms) &&
                       (o.slo_user_tps <= 0 || p.user_tps >= o.slo_user_tps);
         r.points.push_back(p);

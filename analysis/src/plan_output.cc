@@ -8,8 +8,8 @@ namespace dcpsim::analysis {
 namespace {
 
 std::string layout_text(const PlanLayout& l) {
-  return "TP" + std::to_string(l.tp) + (l.dcp > 1 ? " DCP" + std::to_string(l.dcp) : "") +
-         (l.replicas > 1 ? " x" + std::to_string(l.replicas) : "");
+  return "TP" + std::to_string(l.tp) + (l.pp > 1 ? " PP" + std::to_string(l.pp) : "") +
+         (l.dcp > 1 ? " DCP" + std::to_string(l.dcp) : "") + (l.replicas > 1 ? " x" + std::to_string(l.replicas) : "");
 }
 
 std::string strategy_text(const PlanLayout& l, const PlanPoint& p) {
@@ -47,14 +47,14 @@ std::string PlanResult::answer() const {
 
 std::string plan_csv(const PlanResult& r) {
   std::string out =
-      "model,profile,gpus,tp,dcp,replicas,strategy,research,concurrency,max_concurrency,kv_tokens_per_gpu,"
+      "model,profile,gpus,tp,dcp,pp,replicas,strategy,research,concurrency,max_concurrency,kv_tokens_per_gpu,"
       "kv_tokens_group,layer_us,step_ms,tpot_ms,tokens_per_s_user,tokens_per_s_gpu,pareto,meets_slo,best\n";
   for (std::size_t i = 0; i < r.points.size(); ++i) {
     const PlanPoint& p = r.points[i];
     const PlanLayout& l = r.layouts[p.layout];
     char b[512];
-    std::snprintf(b, sizeof b, "%s,%s,%d,%d,%d,%d,%s,%s,%d,%d,%lld,%lld,%.3f,%.4f,%.4f,%.3f,%.3f,%s,%s,%s\n",
-                  r.model.c_str(), r.profile.c_str(), r.gpus, l.tp, l.dcp, l.replicas,
+    std::snprintf(b, sizeof b, "%s,%s,%d,%d,%d,%d,%d,%s,%s,%d,%d,%lld,%lld,%.3f,%.4f,%.4f,%.3f,%.3f,%s,%s,%s\n",
+                  r.model.c_str(), r.profile.c_str(), r.gpus, l.tp, l.dcp, l.pp, l.replicas,
                   strategy_text(l, p).c_str(), p.research ? "true" : "false", p.concurrency,
                   l.max_concurrency, static_cast<long long>(l.kv_tokens_per_gpu),
                   static_cast<long long>(l.kv_tokens_group), p.layer_s * 1e6, p.step_s * 1e3, p.tpot_s * 1e3,

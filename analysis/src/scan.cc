@@ -317,7 +317,7 @@ ScanReport run_scan(const ScanOptions& o, const std::filesystem::path& out, std:
   const auto start = std::chrono::steady_clock::now();
   Work work{o, {}, models::load_profile(o.profile), {}, {}, {}, model_of(o.flags), ""};
   if (work.model) work.model_name = work.model->name;
-  work.layouts = LayoutQuery::of(work.model, work.profile, o.whole.gpu_memory_utilization);
+  work.layouts = LayoutQuery::of(work.model, work.profile, o.whole.gpu_memory_utilization, o.whole.pp);
   ScenarioFlags flags = o.flags;
   const LayoutChoice tp = resolve_tp(flags, work.layouts);
   (void)WholeModel(work.model, work.profile, 1, o.whole);  // flag values checked before any work

@@ -55,7 +55,7 @@ double activation_peak_bytes(const models::ModelPreset& model, int tp, int token
   return peak;
 }
 
-void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& f) {
+void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& f, bool pipeline) {
   cmd.add_option("--layers", f.layers,
                  "attention layers per decode step and per KV token (default: the model's, 61 without one)")
       ->check(CLI::Range(0, 100000));
@@ -78,6 +78,18 @@ void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& f) {
   cmd.add_flag(
       "--enable-expert-parallel,--ep", f.expert_parallel,
       "MoE experts whole on each GPU of the TP group (E/TP per GPU) instead of sliced (vLLM's flag)");
+  cmd.add_option("--moe-a2a-backend,--all2all-backend", f.moe_a2a,
+                 "with --enable-expert-parallel, how tokens reach their experts: none (every GPU holds every "
+                 "token, one all-reduce combines: vLLM with DP 1, SGLang's default), all-to-all (NCCL dispatch "
+                 "and combine per MoE layer), deepep-ll (DeepEP's low-latency kernels)")
+      ->capture_default_str();
+  if (pipeline) {
+    cmd.add_option("--pipeline-parallel-size,--pp", f.pp,
+                   "pipeline stages: each GPU holds 1/PP of the layers; a token passes every stage; --batch "
+                   "is one micro-batch, PP of them in flight (vLLM's -pp)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 64));
+  }
   cmd.add_option("--spec-tokens", f.spec_tokens,
                  "speculative decoding / MTP: k draft tokens per step (k + 1 query rows per request)")
       ->check(CLI::Range(0, 16));
@@ -133,6 +145,11 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
     model_ = model_->with_weight_dtype(models::parse_weight_dtype(f.weight_dtype));
   if (!model_ && !f.weight_dtype.empty()) throw InputError("--weight-dtype needs --model");
   moe_ = f.expert_parallel ? models::MoeSplit::kEp : models::MoeSplit::kTp;
+  moe_comm_ = models::parse_moe_comm(f.moe_a2a);
+  if (moe_comm_ != models::MoeComm::kAllReduce && !f.expert_parallel)
+    throw InputError("--moe-a2a-backend " + f.moe_a2a + " needs --enable-expert-parallel");
+  if (f.pp < 1 || f.pp > 64) throw InputError("--pipeline-parallel-size must be in [1, 64]");
+  pp_ = f.pp;
   layers_ = f.layers > 0 ? f.layers : model_ ? model_->layers() : kDefaultLayers;
   overhead_s_ = f.step_overhead_us.value_or(model_ ? kStepOverheadEstimateUs : 0.0) * 1e-6;
 
@@ -144,12 +161,14 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
         "given: " + us_text(fixed_s_) + " + " + us_text(per_token_s_) + " per row per step";
   } else if (model_) {
     ops_model_ = true;
-    (void)models::non_attention_ops(*model_, *profile_, {tp_, moe_, 1, 1});  // a TP the model cannot take
+    (void)models::non_attention_ops(*model_, *profile_, {tp_, moe_, 1, 1, moe_comm_});  // a TP it cannot take
     const models::OpStep one = ops(1);
     non_attention_basis_ =
         "modelled op by op (" + model_->name + " " + std::string(models::to_string(model_->weight_dtype)) +
-        ", TP " + std::to_string(tp_) + ", experts " +
-        (moe_ == models::MoeSplit::kEp ? "whole (EP)" : "sliced (TP)") + "): " + one.provenance();
+        ", TP " + std::to_string(tp_) + (pp_ > 1 ? " x PP " + std::to_string(pp_) : "") + ", experts " +
+        (moe_ == models::MoeSplit::kEp ? "whole (EP, " + std::string(models::to_string(moe_comm_)) + ")"
+                                       : "sliced (TP)") +
+        "): " + one.provenance();
     overhead_basis_ = "; per-step overhead " + us_text(overhead_s_) +
                       (f.step_overhead_us ? " (--step-overhead-us)" : " (estimate)");
   } else {
@@ -165,13 +184,18 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
                                                                         : ", draft cost not modelled");
     spec_basis_ = b;
   }
+  if (pp_ > 1) {
+    spec_basis_ += "; pipeline: " + std::to_string(pp_) + " stages of " + std::to_string(stage_layers()) +
+                   " layers, a token passes every stage (" + std::to_string(pp_ - 1) +
+                   " stage sends, modelled), " + std::to_string(pp_) + " micro-batches in flight";
+  }
   set_memory(f);
 }
 
 void WholeModel::set_memory(const WholeModelFlags& f) {
   hbm_bytes_ = profile_->gpu.hbm_capacity.si();
   const int mtp = spec_tokens_ > 0 && model_ ? int(model_->config.num_nextn_predict_layers) : 0;
-  if (model_) weight_bytes_ = models::weight_bytes_per_gpu(*model_, tp_, std::min(mtp, 1));
+  if (model_) weight_bytes_ = models::weight_bytes_per_gpu(*model_, tp_, std::min(mtp, 1), pp_);
   char b[320];
   if (f.weight_reserve_gib) {
     kv_budget_bytes_ = hbm_bytes_ - *f.weight_reserve_gib * kGiB;
@@ -186,10 +210,11 @@ void WholeModel::set_memory(const WholeModelFlags& f) {
     kv_budget_bytes_ =
         hbm_bytes_ * f.gpu_memory_utilization - weight_bytes_ - activation_bytes_ - runtime_bytes_;
     std::snprintf(b, sizeof b,
-                  "vLLM's accounting: HBM %s x %.2f - weights %s (%s %s / TP %d%s) - activations %s "
+                  "vLLM's accounting: HBM %s x %.2f - weights %s (%s %s / TP %d%s%s) - activations %s "
                   "(%s) - runtime %s",
                   gigabytes(hbm_bytes_).c_str(), f.gpu_memory_utilization, gigabytes(weight_bytes_).c_str(),
                   model_->name.c_str(), std::string(models::to_string(model_->weight_dtype)).c_str(), tp_,
+                  pp_ > 1 ? (", the fullest of " + std::to_string(pp_) + " stages").c_str() : "",
                   mtp > 0 ? " + MTP" : "", gigabytes(activation_bytes_).c_str(),
                   f.activation_reserve_gib ? "given" : "estimate", gigabytes(runtime_bytes_).c_str());
     kv_budget_basis_ = b;
@@ -206,7 +231,8 @@ models::Scenario WholeModel::attention_scenario(models::Scenario s) const {
 
 models::OpStep WholeModel::ops(int rows) const {
   if (!ops_model_ || rows < 1) return {};
-  return models::non_attention_ops(*model_, *profile_, {tp_, moe_, rows * (spec_tokens_ + 1), rows});
+  return models::non_attention_ops(*model_, *profile_,
+                                   {tp_, moe_, rows * (spec_tokens_ + 1), rows, moe_comm_});
 }
 
 double WholeModel::modelled_non_attention_s(int rows) const {
@@ -214,7 +240,7 @@ double WholeModel::modelled_non_attention_s(int rows) const {
   if (rows < 1) return 0.0;
   double s = ops(rows).seconds;
   if (spec_tokens_ > 0 && model_->config.num_nextn_predict_layers > 0) {
-    s += spec_tokens_ * models::mtp_draft_ops(*model_, *profile_, {tp_, moe_, rows, rows}).seconds;
+    s += spec_tokens_ * models::mtp_draft_ops(*model_, *profile_, {tp_, moe_, rows, rows, moe_comm_}).seconds;
   }
   return s;
 }
@@ -225,9 +251,21 @@ double WholeModel::non_attention_s(int rows) const {
   return modelled + overhead_s_;
 }
 
+double WholeModel::stage_sends_s(int rows) const {
+  if (pp_ < 2 || !model_ || rows < 1) return 0.0;
+  // Stages fill NVLink domains in order: a boundary inside a domain is an NVLink send, else the NIC's.
+  const int domain = std::max(1, static_cast<int>(profile_->topology.gpus_per_nvlink_domain.si()));
+  double s = 0.0;
+  for (int b = 1; b < pp_; ++b) {
+    const bool same = (b * tp_ - 1) / domain == (b * tp_) / domain;
+    s += models::stage_send_price(*profile_, *model_, rows * (spec_tokens_ + 1), same).seconds;
+  }
+  return s;
+}
+
 double WholeModel::decode_step_s(double layer_step_s, int rows) const {
   const bool mtp = spec_tokens_ > 0 && model_ && model_->config.num_nextn_predict_layers > 0;
-  return (layers_ + (mtp ? spec_tokens_ : 0)) * layer_step_s + non_attention_s(rows);
+  return (layers_ + (mtp ? spec_tokens_ : 0)) * layer_step_s + non_attention_s(rows) + stage_sends_s(rows);
 }
 
 void WholeModel::set_baseline(const BaselineFit& fit) {
@@ -244,7 +282,9 @@ std::string WholeModel::non_attention_basis() const {
 std::int64_t WholeModel::kv_capacity_tokens(const models::Scenario& geometry) const {
   // The MTP module's layer keeps a KV cache of its own.
   const bool mtp = spec_tokens_ > 0 && model_ && model_->config.num_nextn_predict_layers > 0;
-  const double per_token = models::kv_bytes_per_token(models::attention_shape(geometry)) * (layers_ + mtp);
+  // With pipeline parallelism a GPU holds its stage's layers (the MTP layer sits on the last stage).
+  const double per_token =
+      models::kv_bytes_per_token(models::attention_shape(geometry)) * (stage_layers() + mtp);
   if (!(kv_budget_bytes_ > 0)) return 0;
   return static_cast<std::int64_t>(std::floor(kv_budget_bytes_ / per_token));
 }

@@ -176,7 +176,8 @@ std::optional<CommTableHit> lookup_comm_time(const std::vector<CommTables>& file
     for (const CommTable& t : f.tables) {
       ++order;
       if (t.op != q.op || comm_lowered(t.algorithm) != comm_lowered(q.algorithm) ||
-          comm_lowered(t.protocol) != comm_lowered(q.protocol))
+          comm_lowered(t.protocol) != comm_lowered(q.protocol) ||
+          comm_lowered(t.implementation) != comm_lowered(q.implementation))
         continue;
       const std::string dt = normalise_dtype(t.dtype);
       const int dtype_score = want.empty() || dt == want ? 2 : (width_of(dt) == width_of(want) ? 1 : 0);

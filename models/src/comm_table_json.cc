@@ -94,7 +94,7 @@ CommPoint read_point(const Reader& r, const Json& j, const std::string& path) {
 
 CommTable read_table(const Reader& r, const Json& j, const std::string& path) {
   r.object(j, path);
-  r.only(j, path, {"op", "dtype", "in_place", "graph", "algorithm", "protocol", "points"});
+  r.only(j, path, {"op", "dtype", "in_place", "graph", "algorithm", "protocol", "implementation", "points"});
   CommTable t;
   try {
     t.op = parse_collective(r.text(j, path, "op", false));
@@ -106,6 +106,7 @@ CommTable read_table(const Reader& r, const Json& j, const std::string& path) {
   t.graph = r.flag(j, path, "graph");
   t.algorithm = r.text(j, path, "algorithm", true);
   t.protocol = r.text(j, path, "protocol", true);
+  t.implementation = r.text(j, path, "implementation", true);
   const Json& pts = r.member(j, path, "points");
   if (!pts.is_array() || pts.empty()) r.fail(path + ".points", "expected a non-empty array of points");
   for (std::size_t i = 0; i < pts.size(); ++i)
@@ -164,9 +165,11 @@ CommTables detail::parse_comm_tables_json(const Json& root, const std::string& w
     CommTable t = read_table(r, tables[i], path);
     for (const CommTable& other : out.tables) {
       if (other.op == t.op && other.dtype == t.dtype && other.in_place == t.in_place &&
-          other.graph == t.graph && other.algorithm == t.algorithm && other.protocol == t.protocol)
+          other.graph == t.graph && other.algorithm == t.algorithm && other.protocol == t.protocol &&
+          other.implementation == t.implementation)
         r.fail(path,
-               "duplicate table (the same op, dtype, placement, launch, algorithm and protocol as another)");
+               "duplicate table (the same op, dtype, placement, launch, algorithm, protocol and implementation "
+               "as another)");
     }
     finalize_comm_table(t, where + ": " + path);
     out.tables.push_back(std::move(t));
@@ -197,6 +200,7 @@ std::string comm_tables_json(const CommTables& t) {
                  {"graph", k.graph}};
     if (!k.algorithm.empty()) head["algorithm"] = k.algorithm;
     if (!k.protocol.empty()) head["protocol"] = k.protocol;
+    if (!k.implementation.empty()) head["implementation"] = k.implementation;
     std::string text = head.dump();
     text.pop_back();  // reopen the object for its points
     out += std::string(i ? "," : "") + "\n    " + text + ", \"points\": [";
@@ -233,7 +237,8 @@ std::string describe_comm_tables(const CommTables& t) {
     }
     out << "  " << to_string(k.op) << " " << k.dtype << (k.in_place ? " in-place" : " out-of-place")
         << (k.graph ? " graph" : "") << (k.algorithm.empty() ? "" : " algo " + k.algorithm)
-        << (k.protocol.empty() ? "" : " proto " + k.protocol) << ": " << k.points.size() << " points";
+        << (k.protocol.empty() ? "" : " proto " + k.protocol)
+        << (k.implementation.empty() ? "" : " " + k.implementation) << ": " << k.points.size() << " points";
     for (const auto& [g, range] : groups) {
       out << "; " << g.second << " gpus" << (g.first > 1 ? " on " + std::to_string(g.first) + " nodes" : "")
           << " " << size_text(range.first) << " - " << size_text(range.second);

@@ -68,6 +68,7 @@ CollectivePrice price_collective(const HardwareProfile& p, Collective c, int ran
   q.in_place = call.in_place;
   q.algorithm = options.algorithm ? price_lowered(to_string(*options.algorithm)) : "";
   q.protocol = options.protocol ? price_lowered(to_string(*options.protocol)) : "";
+  q.implementation = call.implementation;
   // Between measured group sizes the table's ratio to the model is carried along the model's own shape.
   const auto guide = [&](int gpus, double size) {
     return plan_collective(p, c, gpus, bytes_per_rank_of_size(c, gpus, size), options).analytic_time_s;
@@ -80,6 +81,9 @@ CollectivePrice price_collective(const HardwareProfile& p, Collective c, int ran
     price.between_groups = hit->between_groups;
     price.table = (hit->file->origin.empty() ? std::string("inline") : hit->file->origin) + " (" +
                   hit->file->provenance.device + ")";
+    price.implementation = call.implementation;
+  } else if (!call.implementation.empty()) {
+    price.implementation_missing = true;  // NCCL's model stands in for the framework's kernel
   }
   price.in_step_s = call.in_step ? in_step_extra(p, call.launch) : 0.0;
   price.time_s = price.steady_s + price.in_step_s;

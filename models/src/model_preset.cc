@@ -370,9 +370,10 @@ RankGeometry rank_geometry(const ModelPreset& model, int dcp, int tp) {
   return g;
 }
 
-double weight_bytes_per_gpu(const ModelPreset& model, int tp, int mtp_modules) {
+double weight_bytes_per_gpu(const ModelPreset& model, int tp, int mtp_modules, int pp) {
   if (tp < 1) throw InputError("tp must be >= 1");
   if (mtp_modules < 0) throw InputError("mtp_modules must be >= 0");
+  if (pp < 1) throw InputError("pp must be >= 1");
   const ParameterCounts p = parameter_counts(model);
   const int layers = p.dense_layers + p.moe_layers;
   const double t = tp;
@@ -381,9 +382,12 @@ double weight_bytes_per_gpu(const ModelPreset& model, int tp, int mtp_modules) {
   const double attention = p.attention_replicated + (p.attention_projections - p.attention_replicated) / t;
   const double shared = p.expert * double(p.shared_experts) / t,
                routed = p.expert * double(p.routed_experts) / t;
-  double dense = attention * layers + p.dense_mlp / t * p.dense_layers + shared * p.moe_layers;
-  double experts = routed * p.moe_layers;
-  double bf16 = p.router * p.moe_layers + (p.embedding + p.lm_head) / t;
+  // The fullest pipeline stage's share of the layers (1 without pipeline parallelism).
+  const double stage = pp == 1 ? 1.0 : std::ceil(double(layers) / pp) / double(layers);
+  double dense = (attention * layers + p.dense_mlp / t * p.dense_layers + shared * p.moe_layers) * stage;
+  double experts = routed * p.moe_layers * stage;
+  double bf16 = p.router * p.moe_layers * stage +
+                (pp == 1 ? p.embedding + p.lm_head : std::max(p.embedding, p.lm_head)) / t;
   if (mtp_modules > 0) {
     const double h = double(model.config.hidden_size);
     dense += (attention + (model.moe() ? shared : p.dense_mlp / t) + 2.0 * h * h / t) * mtp_modules;

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "dcpsim/error.h"
+#include "dcpsim/models/cost_collectives_price.h"
 #include "step_ops_detail.h"
 
 namespace dcpsim::models {
@@ -137,6 +138,27 @@ MoeSplit parse_moe_split(std::string_view s) {
   throw InputError("unknown MoE split '" + std::string(s) + "' (allowed: tp, ep)");
 }
 
+std::string_view to_string(MoeComm c) {
+  switch (c) {
+    case MoeComm::kAllReduce:
+      return "all-reduce";
+    case MoeComm::kAllToAll:
+      return "all-to-all";
+    case MoeComm::kDeepEpLowLatency:
+      return "deepep-ll";
+  }
+  return "?";
+}
+
+MoeComm parse_moe_comm(std::string_view s) {
+  if (s == "all-reduce" || s == "allreduce" || s == "none") return MoeComm::kAllReduce;
+  if (s == "all-to-all" || s == "alltoall" || s == "a2a" || s == "naive" || s == "allgather_reducescatter")
+    return MoeComm::kAllToAll;
+  if (s == "deepep-ll" || s == "deepep_low_latency" || s == "deepep") return MoeComm::kDeepEpLowLatency;
+  throw InputError("unknown MoE token exchange '" + std::string(s) +
+                   "' (allowed: all-reduce (none), all-to-all, deepep-ll (deepep_low_latency))");
+}
+
 std::string_view to_string(OpSource s) {
   switch (s) {
     case OpSource::kTable:
@@ -183,6 +205,51 @@ OpPrice gemm_price(const HardwareProfile& p, WeightDType d, double m, double n, 
   o.seconds = p.kernel.floor.si() + gemm_roofline(p, d, m, n, k);
   o.source = OpSource::kAnalytic;
   o.basis = "roofline gemm " + std::string(to_string(d)) + " " + dims(m, n, k);
+  return o;
+}
+
+OpPrice collective_price(const HardwareProfile& p, Collective c, int ranks, double bytes_per_rank,
+                         const std::string& implementation) {
+  CollectiveCall call;
+  call.in_step = true;
+  call.launch = LaunchMode::kGraph;
+  call.implementation = implementation;
+  CollectivePrice price = price_collective(p, c, ranks, bytes_per_rank, {}, call);
+  std::string what = implementation.empty() ? "NCCL " + std::string(to_string(c)) : implementation;
+  if (price.implementation_missing) {  // no table of the framework's kernel: NCCL's call instead
+    call.implementation.clear();
+    price = price_collective(p, c, ranks, bytes_per_rank, {}, call);
+    what = "NCCL " + std::string(to_string(c)) + " (no " + implementation + " table on " + p.name + ")";
+  }
+  OpPrice o;
+  o.count = 1;
+  o.seconds = price.time_s;
+  o.source = price.source == FigureSource::kTable ? OpSource::kTable : OpSource::kAnalytic;
+  char b[64];
+  std::snprintf(b, sizeof b, " of %.0f B on %d GPUs, ", bytes_per_rank, ranks);
+  o.basis = what + b + price.source_text() +
+            (price.table.empty() ? ", NCCL's tuning model on " + p.name : ", " + price.table) +
+            (price.in_step_s > 0 ? ", + in-step term" : "");
+  return o;
+}
+
+OpPrice stage_send_price(const HardwareProfile& p, const ModelPreset& model, int tokens, bool same_domain) {
+  const double bytes = 2.0 * double(tokens) * double(model.config.hidden_size) * 2.0;  // hidden + residual
+  if (same_domain) {
+    OpPrice o = collective_price(p, Collective::kSendRecv, 2, bytes);
+    o.basis = "pipeline stage send, " + o.basis;
+    return o;
+  }
+  if (!(p.internode.bandwidth.si() > 0))
+    throw InputError("pipeline stages across nodes: profile " + p.name + " has no inter-node bandwidth");
+  OpPrice o;
+  o.count = 1;
+  o.seconds = p.internode.latency.si() + bytes / p.internode.bandwidth.si() + p.kernel.floor.si();
+  o.source = OpSource::kAnalytic;
+  char b[96];
+  std::snprintf(b, sizeof b, "pipeline stage send of %.0f B across nodes: NIC latency + bytes / NIC bandwidth",
+                bytes);
+  o.basis = b;
   return o;
 }
 

@@ -14,11 +14,8 @@ namespace dcpsim::models {
 namespace {
 
 constexpr double kActivationBytes = 2.0;
-constexpr const char* kCustomAllReduceKey = "all-reduce vllm-custom graph";
-// vLLM's custom all-reduce serves at most 8 GPUs of one NVLink domain and 8 MiB (its default max size);
-// beyond either NCCL's runs.
-constexpr int kCustomAllReduceMaxGpus = 8;
-constexpr double kCustomAllReduceMaxBytes = 8.0 * 1024 * 1024;
+constexpr const char* kVllmCustom = "vllm-custom";
+constexpr const char* kDeepEpLowLatency = "deepep-ll";
 // Elementwise kernels a layer runs besides its GEMMs (vLLM, decode, CUDA graph): MLA: input and
 // post-attention RMSNorm, q_a and kv_a norms, rotary embedding, the KV-cache write; GQA: the two norms,
 // rotary, the cache write (Qwen3 adds q/k norms); MLP: the activation; MoE: top-k routing and the shared
@@ -56,24 +53,18 @@ class StepBuilder {
     o.basis = "elementwise: kernel floor + bytes at HBM bandwidth + graph gap";
     add(std::move(o), name, count);
   }
+  void collective(const std::string& name, double count, Collective c, int ranks, double bytes,
+                  const std::string& implementation = "") {
+    if (ranks < 2 || count == 0 || !(bytes > 0)) return;
+    add(collective_price(p_, c, ranks, bytes, implementation), name, count);
+  }
+  // The TP all-reduce of the hidden states: vLLM's custom all-reduce inside one NVLink domain of at most 8
+  // GPUs up to its size limit (priced from a "vllm-custom" communication table where the profile has one),
+  // NCCL's otherwise.
   void all_reduce(const std::string& name, double count, double bytes) {
-    if (s_.tp < 2 || count == 0) return;
-    OpPrice o;
-    const GroupLayout g = group_layout(p_, s_.tp);
-    if (s_.tp <= kCustomAllReduceMaxGpus && g.domains == 1 && bytes <= kCustomAllReduceMaxBytes) {
-      const double at[2] = {t_, bytes};
-      if (auto f = detail::find_table(p_, TableKernel::kCollective, kCustomAllReduceKey, at)) {
-        o.seconds = f->seconds;
-        o.source = OpSource::kTable;
-        o.basis = "vLLM custom all-reduce, " + detail::who(*f->provenance);
-        add(std::move(o), name, count);
-        return;
-      }
-    }
-    o.seconds = collective_time(p_, Collective::kAllReduce, s_.tp, bytes);
-    o.source = OpSource::kAnalytic;
-    o.basis = "NCCL all-reduce, NCCL's tuning model on " + p_.name;
-    add(std::move(o), name, count);
+    const bool custom = s_.tp <= kCustomAllReduceMaxGpus && group_layout(p_, s_.tp).domains == 1 &&
+                        bytes <= kCustomAllReduceMaxBytes;
+    collective(name, count, Collective::kAllReduce, s_.tp, bytes, custom ? kVllmCustom : "");
   }
 
   void mla_projections(double layers) {
@@ -132,19 +123,27 @@ class StepBuilder {
       gemm("shared expert down", layers, h, shared);
     }
     small("top-k routing, activation", layers * kSmallMoe, tokens_ * h * 4.0);
-    all_reduce("all-reduce (MoE out)", layers, tokens_ * h * kActivationBytes);
+    if (s_.moe_comm == MoeComm::kAllReduce || s_.tp < 2) {
+      all_reduce("all-reduce (MoE out)", layers, tokens_ * h * kActivationBytes);
+      return;
+    }
+    // The EP token exchange: this GPU's 1/TP of the tokens to the GPUs of their top-k experts and back, then
+    // the hidden states all-gathered for the TP attention (the all-reduce it replaces).
+    const double local = std::ceil(tokens_ / t_), k = double(c_.num_experts_per_tok);
+    const bool deepep = s_.moe_comm == MoeComm::kDeepEpLowLatency;
+    const std::string impl = deepep ? kDeepEpLowLatency : "";
+    const double dispatch_bytes = deepep ? 1.0 + 4.0 / 128.0 : kActivationBytes;  // fp8 + a scale per 128
+    collective("moe dispatch (all-to-all)", layers, Collective::kAllToAll, s_.tp, local * k * h * dispatch_bytes,
+               impl);
+    collective("moe combine (all-to-all)", layers, Collective::kAllToAll, s_.tp, local * k * h * kActivationBytes,
+               impl);
+    collective("all-gather (MoE out)", layers, Collective::kAllGather, s_.tp, local * h * kActivationBytes);
   }
 
   void head() {
     const double h = double(c_.hidden_size), vocab = double(c_.vocab_size) / t_;
     gemm("lm_head", 1, vocab, h, WeightDType::kBF16);
-    if (s_.tp > 1) {
-      OpPrice o;
-      o.seconds = collective_time(p_, Collective::kAllGather, s_.tp, tokens_ * vocab * kActivationBytes);
-      o.source = OpSource::kAnalytic;
-      o.basis = "NCCL all-gather of the logits, NCCL's tuning model on " + p_.name;
-      add(std::move(o), "logits gather", 1);
-    }
+    collective("logits gather", 1, Collective::kAllGather, s_.tp, tokens_ * vocab * kActivationBytes);
     small("embedding, final norm, sampler", kSmallPerStep,
           tokens_ * double(c_.vocab_size) * 4.0 / kSmallPerStep);
   }
@@ -216,6 +215,10 @@ void check_step_shape(const ModelPreset& model, const StepShape& s) {
     throw InputError("non-attention ops: tp, rows >= 1 and tokens >= rows needed (tp " +
                      std::to_string(s.tp) + ", rows " + std::to_string(s.rows) + ", tokens " +
                      std::to_string(s.tokens) + ")");
+  }
+  if (s.moe_comm != MoeComm::kAllReduce && (s.moe != MoeSplit::kEp || !model.moe())) {
+    throw InputError("an EP token exchange (" + std::string(to_string(s.moe_comm)) +
+                     ") needs a MoE model with expert parallelism (--enable-expert-parallel)");
   }
 }
 

@@ -70,7 +70,7 @@ TEST(StepOps, DeepSeekLayersMoeAndAllReduceFromTables) {
   EXPECT_DOUBLE_EQ(moe.seconds, measured(h200, TableKernel::kMoe, "fp8 h7168 i2048 e256 k8 tp8 ep1", {1}));
   const OpPrice& ar = op(one, "all-reduce (MoE out)");
   EXPECT_EQ(ar.source, OpSource::kTable);  // vLLM's custom all-reduce of 7168 bf16 values at 8 GPUs
-  EXPECT_THAT(ar.basis, HasSubstr("custom all-reduce"));
+  EXPECT_THAT(ar.basis, HasSubstr("vllm-custom"));
   EXPECT_EQ(op(one, "q_b_proj").count, 61);
   EXPECT_EQ(op(one, "gate_up_proj").count, 3);  // the dense layers
   EXPECT_EQ(op(one, "lm_head").count, 1);

@@ -6,12 +6,21 @@
 // predicted as that measured rest plus the modelled change (the op model's difference between the two
 // batches and TPs) plus its own simulated attention. With two or more batch sizes the remainder's batch
 // dependence is fitted too (least squares: fixed + per row).
+//
+// A baseline point may be a profiler trace of the engine instead of a TPOT ("trace=vllm.json.gz,tp=8,
+// batch=16,context=32k", baseline_trace.h): its decode steps are measured — the step, the attention layers,
+// the other kernels, the GPU's idle time per step — so the remainder is what the trace measures outside
+// attention (other kernels + idle) beyond the op model, and the baseline's own attention error is not carried
+// to other layouts (each layout's attention is simulated; the trace's attention is shown beside dcpsim's).
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "dcpsim/analysis/baseline_trace.h"
 #include "dcpsim/analysis/whole_model.h"
+#include "dcpsim/io_guard.h"
 #include "dcpsim/models/model_preset.h"
 #include "dcpsim/models/scenario.h"
 
@@ -26,12 +35,18 @@ struct BaselinePoint {
   models::Strategy strategy = models::Strategy::kAgRs;
   int spec_tokens = -1;      // -1: as the command's flags
   double accept_length = 0;  // 0: as the command's flags
+  int pp = 0;                // pipeline stages; 0: as the command's flags
+  std::string trace;         // a profiler trace of the engine at this layout (instead of tpot)
   std::string text;          // as given
 };
 
-// "tpot=12ms,tp=8,batch=1,context=64k[,dcp=1][,strategy=ag-rs][,spec=1,accept=1.8]": tpot in ms (a bare
-// number) or with a unit (ms, us, s); tokens like --context. InputError naming the key for anything else.
+// "tpot=12ms,tp=8,batch=1,context=64k[,dcp=1][,strategy=ag-rs][,spec=1,accept=1.8][,pp=2]": tpot in ms (a
+// bare number) or with a unit (ms, us, s); tokens like --context; "trace=FILE" instead of tpot. InputError
+// naming the key for anything else.
 BaselinePoint parse_baseline(const std::string& text);
+
+// Registers every baseline trace of `flags` as an input of the command.
+void guard_baseline_traces(IoGuard& io, const WholeModelFlags& flags);
 
 struct BaselineFit {
   std::vector<BaselinePoint> points;
@@ -39,6 +54,7 @@ struct BaselineFit {
   std::vector<double> attention_s;        // per point: the simulated attention layers (and the draft's)
   std::vector<double> modelled_rest_s;    // per point: the op model's non-attention part (no overhead)
   std::vector<double> remainder_s;        // per point: measured − attention − modelled rest
+  std::vector<std::optional<TraceSteps>> traces;  // per point: its trace's steps (trace points only)
   double fixed_s = 0.0, per_row_s = 0.0;  // remainder(rows) = fixed + per_row × rows
   std::string basis;                      // one line for the output
 };

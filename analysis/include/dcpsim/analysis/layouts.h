@@ -4,7 +4,8 @@
 //
 //   Layouts. A TP×DCP pair is a layout serving engines run when the DCP group is part of the tensor-parallel
 //   group — vLLM checks TP ≥ DCP and TP % DCP == 0 (SGLang the same) — and the model's heads split over it
-//   (models::rank_geometry). Its weights fit when the weights one GPU holds at the weight dtype (the
+//   (models::rank_geometry). With pipeline parallelism (PP stages, vLLM's -pp) a replica is TP × PP GPUs and
+//   each GPU holds its stage's layers. Its weights fit when the weights one GPU holds at the weight dtype (the
 //   preset's, or an override such as `--weight-dtype`) are at most HBM × gpu-memory-utilization, vLLM's
 //   accounting of the memory weights and KV share. A layout whose weights do not fit is shown as "does not
 //   fit" and never ranked.
@@ -95,10 +96,11 @@ struct LayoutQuery {
   double gpu_memory_utilization = 0.9;        // vLLM's --gpu-memory-utilization
   std::optional<double> bytes_per_parameter;  // the weight dtype's; default: the preset's
   std::string weight_dtype;  // its name for messages ("fp8", "nvfp4"); default from the bytes
+  int pp = 1;                // pipeline stages (vLLM's -pp): each GPU holds its stage's layers
 
   // A query for `model` on `profile` (profile.gpu.hbm_capacity).
   static LayoutQuery of(std::optional<models::ModelPreset> model, const models::HardwareProfile& profile,
-                        double gpu_memory_utilization = 0.9);
+                        double gpu_memory_utilization = 0.9, int pp = 1);
   double weight_bytes_per_parameter() const;  // the override or the preset's (0 without a model)
   std::string weight_dtype_name() const;      // "fp8 (1 byte per parameter)", "bf16 (2 bytes ...)"
 };
@@ -106,6 +108,7 @@ struct LayoutQuery {
 struct Layout {
   int tp = 1;
   int dcp = 1;
+  int pp = 1;                  // pipeline stages: a replica is tp × pp GPUs
   bool valid = true;           // TP >= DCP, TP % DCP == 0 and the model's heads split over it
   std::string invalid_reason;  // why not (empty when valid)
   std::optional<models::RankGeometry> geometry;  // the model's on one rank (valid layouts with a model)
@@ -119,7 +122,8 @@ struct Layout {
   std::string fit_text() const;
 };
 
-// One TP×DCP pair judged by the rules above. InputError for tp or dcp < 1.
+// One TP×DCP layout (with the query's pipeline stages) judged by the rules above. InputError for tp, dcp or
+// the query's pp < 1.
 Layout evaluate_layout(const LayoutQuery& query, int tp, int dcp);
 
 struct LayoutChoice {

@@ -3,12 +3,13 @@
 // KV-limited concurrency, the decode step, TPOT and tokens/s per GPU over a concurrency sweep, the Pareto
 // front of tokens/s per GPU against tokens/s per user, and the best layout under an SLO in one line.
 //
-// A layout is TP = T GPUs per replica (G / T replicas serve independent requests) with a DCP group of N
-// ranks inside the TP group (vLLM: T % N == 0). Its concurrency is the requests one replica decodes at once;
-// the most it can hold is the KV capacity of its DCP group over the mean context. Per point:
-//   decode step = the whole-model step (whole_model.h) around one simulated attention layer;
-//   TPOT = step / accept length; tokens/s per user = 1 / TPOT; tokens/s per GPU = concurrency × accept
-//   length / step / T.
+// A layout is TP = T GPUs per stage and P pipeline stages (--pp, default 1) per replica (G / (T × P)
+// replicas serve independent requests) with a DCP group of N ranks inside the TP group (vLLM: T % N == 0).
+// Its concurrency is the requests one replica decodes at once (P micro-batches of concurrency / P); the most
+// it can hold is the KV capacity of its DCP group over the mean context. Per point:
+//   decode step = the whole-model step (whole_model.h) of one micro-batch around one simulated attention
+//   layer; TPOT = step / accept length; tokens/s per user = 1 / TPOT; tokens/s per GPU = concurrency × accept
+//   length / step / (T × P).
 // Research strategies (row-stream) are priced and shown apart, never picked as the answer.
 #include <cstdint>
 #include <string>
@@ -27,6 +28,7 @@ struct PlanOptions {
   std::string context = "32k";  // one length for every request, or:
   std::string requests;         // a request trace (Mooncake JSONL, Azure CSV): its contexts' distribution
   std::string concurrency = "1..4096:x2";  // per replica; capped at the KV-limited maximum (always tried)
+  std::string pp = "1";                    // pipeline stages to consider (a list)
   std::string kv_dtype;                    // empty: the model's
   std::string strategies = "all";
   std::string launch = "graph";
@@ -36,7 +38,7 @@ struct PlanOptions {
 };
 
 struct PlanLayout {
-  int tp = 1, dcp = 1, replicas = 1;
+  int tp = 1, dcp = 1, pp = 1, replicas = 1;
   bool fits = false;
   std::string why;  // when it does not fit
   double kv_budget_bytes = 0;

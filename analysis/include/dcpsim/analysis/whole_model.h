@@ -9,6 +9,9 @@
 //                 + the per-step overhead outside the CUDA graph;
 //   with a baseline (the user's own TPOT at some layouts, baseline.h) the non-attention part becomes the
 //   baseline's measured remainder plus the modelled change to the predicted layout;
+//   with pipeline parallelism (--pp P) each GPU holds ceil(layers / P) layers (weights and KV); a request's
+//   token still passes every stage: decode step = the whole model's step for one micro-batch + (P − 1) stage
+//   sends of its hidden states, and P micro-batches are in flight (tokens/s = P × micro-batch × a / step);
 //   TPOT = decode step / accept length (tokens emitted per request per step);
 //   KV budget per GPU = device memory × gpu-memory-utilization − weights − activation peak − runtime reserve
 //                       (vLLM's accounting), or device memory − --weight-reserve-gib when that is given.
@@ -37,6 +40,8 @@ struct WholeModelFlags {
   double gpu_memory_utilization = 0.9;
   std::string weight_dtype;  // empty: the preset's as released
   bool expert_parallel = false;
+  std::string moe_a2a = "none";  // the MoE token exchange with EP (models::MoeComm): none = all-reduce
+  int pp = 1;                    // pipeline stages (vLLM's --pipeline-parallel-size)
   int spec_tokens = 0;
   std::optional<double> accept_length;
   std::optional<double> activation_reserve_gib;  // default: estimated from the model (vLLM's profile run)
@@ -47,9 +52,10 @@ struct WholeModelFlags {
 };
 
 // --layers, --non-attention-us, --non-attention-us-per-token, --weight-reserve-gib, --gpu-memory-utilization,
-// --weight-dtype, --enable-expert-parallel, --spec-tokens, --accept-length, --activation-reserve-gib,
+// --weight-dtype, --enable-expert-parallel, --moe-a2a-backend, --pipeline-parallel-size, --spec-tokens, --accept-length, --activation-reserve-gib,
 // --runtime-reserve-gib, --max-num-batched-tokens, --step-overhead-us, --baseline.
-void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& flags);
+// `pipeline` false leaves --pipeline-parallel-size to the command (plan takes a list).
+void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& flags, bool pipeline = true);
 
 // The estimate of the per-step time outside the CUDA graph (vLLM V1: scheduling, input preparation, the
 // sampler's host work), used without --step-overhead-us or a baseline.
@@ -64,6 +70,9 @@ class WholeModel {
 
   int layers() const { return layers_; }
   int tp() const { return tp_; }
+  int pp() const { return pp_; }
+  // Layers one GPU holds (its KV and weights): ceil(layers / pp).
+  int stage_layers() const { return (layers_ + pp_ - 1) / pp_; }
   const std::optional<models::ModelPreset>& model() const { return model_; }
   const models::HardwareProfile& profile() const { return *profile_; }
 
@@ -78,13 +87,19 @@ class WholeModel {
 
   // Per decode step, all layers, for a step of `rows` requests (the draft's attention layers not included).
   double non_attention_s(int rows) const;
-  // layers × layer_step_s + non_attention_s(rows) + the draft's attention layers (k × layer_step_s with MTP).
+  // layers × layer_step_s + non_attention_s(rows) + the draft's attention layers (k × layer_step_s with MTP)
+  // + (pp − 1) pipeline stage sends; `rows` are one micro-batch's requests.
   double decode_step_s(double layer_step_s, int rows) const;
-  // Time per output token of one request, and tokens per second of the whole step.
+  // The pipeline stage sends of a step of `rows` requests (0 without pipeline parallelism).
+  double stage_sends_s(int rows) const;
+  // Time per output token of one request, and tokens per second of the whole replica: `rows` requests per
+  // micro-batch, pp micro-batches in flight.
   double tpot_s(double decode_step_s) const { return decode_step_s / accept_length_; }
   double tokens_per_s(double decode_step_s, int rows) const {
-    return decode_step_s > 0 ? rows * accept_length_ / decode_step_s : 0.0;
+    return decode_step_s > 0 ? rows * pp_ * accept_length_ / decode_step_s : 0.0;
   }
+  // The requests of one micro-batch when a replica decodes `concurrency` at once: ceil(concurrency / pp).
+  int micro_batch(int concurrency) const { return (concurrency + pp_ - 1) / pp_; }
   // The op breakdown behind non_attention_s (empty with --non-attention-us or without a model).
   models::OpStep ops(int rows) const;
   // One line per source: what is measured (a baseline, op tables), what modelled (ratios, roofline, the
@@ -103,7 +118,7 @@ class WholeModel {
   double kv_budget_bytes() const { return kv_budget_bytes_; }  // may be <= 0: the weights do not fit
   const std::string& kv_budget_basis() const { return kv_budget_basis_; }
   // Tokens of KV (every layer) one GPU holds for `geometry`: floor(budget / (KV bytes per token per layer ×
-  // layers)); 0 when nothing fits. In a DCP group of N ranks, N times that.
+  // the layers it holds)); 0 when nothing fits. In a DCP group of N ranks, N times that.
   std::int64_t kv_capacity_tokens(const models::Scenario& geometry) const;
 
   // The non-attention model without any baseline: the op model at `rows` and this TP (per step).
@@ -115,8 +130,10 @@ class WholeModel {
   std::optional<models::ModelPreset> model_;
   const models::HardwareProfile* profile_;
   int tp_ = 1;
+  int pp_ = 1;
   int layers_ = 61;
   models::MoeSplit moe_ = models::MoeSplit::kTp;
+  models::MoeComm moe_comm_ = models::MoeComm::kAllReduce;
   int spec_tokens_ = 0;
   double accept_length_ = 1.0;
   double fixed_s_ = 0.0, per_token_s_ = 0.0, overhead_s_ = 0.0;

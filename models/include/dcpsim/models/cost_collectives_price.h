@@ -29,6 +29,10 @@ struct CollectiveCall {
   // Outside the tables, scale the model by measured / model at the nearest measured point of the same layout
   // (still marked extrapolated); false: the model alone.
   bool anchor_to_tables = true;
+  // Which library runs it: "" = NCCL; a framework's own kernel ("vllm-custom", "deepep-ll") is priced only from
+  // a table of that implementation (CollectivePrice::source kTable), else from NCCL's model as NCCL's call
+  // (source kAnalytic, `implementation_missing` set): the caller then knows the framework's kernel had no data.
+  std::string implementation = "";
 };
 
 struct CollectivePrice {
@@ -39,10 +43,6 @@ struct CollectivePrice {
   FigureSource source = FigureSource::kAnalytic;  // kTable: steady_s from a measured table
   bool exact = false;                             // a measured point, as measured
   bool between_groups = false;                    // interpolated between two measured group sizes
-  bool anchored = false;  // extrapolated: the model scaled to the nearest measured point of the same layout
-  std::string table;      // which table: its file (or "inline") and device
-  // "table", "table (between groups)", "model anchored to the table (extrapolated)" or "model
-  // (extrapolated)": what every output prints
   std::string source_text() const;
 };
 

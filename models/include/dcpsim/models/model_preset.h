@@ -125,8 +125,10 @@ RankGeometry rank_geometry(const ModelPreset& model, int dcp, int tp);
 // dtype, sharded over TP except MLA's down-projections (replicated, as vLLM holds them); the embedding and
 // the output head in bf16, sharded over TP; the router in bf16 on every rank. With `mtp_modules` > 0 also
 // that many MTP modules (DeepSeek's: one MoE block and a 2h x h projection; it shares the embedding and
-// head).
-double weight_bytes_per_gpu(const ModelPreset& model, int tp, int mtp_modules = 0);
+// head). With pipeline parallelism over `pp` stages, the stage that holds the most: ceil(layers / pp) of the
+// layers (at the model's mean weight per layer) and the larger of the embedding (first stage) and the head
+// (last stage, with the MTP modules).
+double weight_bytes_per_gpu(const ModelPreset& model, int tp, int mtp_modules = 0, int pp = 1);
 
 // What a decode step does besides the attention core (projections, MLP/MoE, head, TP all-reduces) is priced
 // op by op in step_ops.h.
