@@ -11,6 +11,7 @@
 #include "dcpsim/analysis/calibrate_comm.h"
 #include "dcpsim/analysis/collectives.h"
 #include "dcpsim/analysis/scenario_flags.h"
+#include "dcpsim/dates.h"
 #include "dcpsim/error.h"
 #include "dcpsim/traces/output_file.h"
 
@@ -95,6 +96,14 @@ void run_comm(const CalibrateArgs& a) {
         "--comm-tables and --measured fit different figures: run calibrate --comm-tables first, "
         "then --measured with --profile set to its output");
   }
+  // The trace fit's flags mean nothing to the collective fit: refused rather than silently ignored.
+  for (const auto& [given, flag] : {std::pair{!a.only.empty(), "--only"}, std::pair{a.kernels != "model", "--kernels"},
+                                    std::pair{a.no_tables, "--no-tables"}, std::pair{a.hold_out > 0, "--hold-out"},
+                                    std::pair{!a.hold_out_files.empty(), "--hold-out-file"}}) {
+    if (given)
+      throw InputError(std::string(flag) + " applies to --measured fits; --comm-tables takes --fix and " +
+                       "--hold-out-comm-tables");
+  }
   IoGuard io;
   analysis::guard_profile(io, "--profile", a.profile);
   for (const std::string& m : a.comm_tables) io.input("--comm-tables", m);
@@ -124,11 +133,15 @@ void run_comm(const CalibrateArgs& a) {
 }
 
 void run(const CalibrateArgs& a) {
+  if (!a.date.empty() && !is_calendar_date(a.date))
+    throw InputError("--date '" + a.date + "': expected a date YYYY-MM-DD");
   if (!a.comm_tables.empty()) {
     run_comm(a);
     return;
   }
   if (a.measured.empty()) throw InputError("calibrate needs --measured TRACES (or --comm-tables TABLES)");
+  if (!a.hold_out_comm.empty())
+    throw InputError("--hold-out-comm-tables checks a --comm-tables fit; a --measured fit takes --hold-out-file");
   if (a.hold_out == 1) throw InputError("--hold-out 1 would hold out every scenario; use K >= 2");
   IoGuard io;
   analysis::guard_profile(io, "--profile", a.profile);

@@ -1,5 +1,6 @@
 // dcpsim collectives: what the model predicts for NCCL collectives, in nccl-tests' words, and how that
 // compares with a measured nccl-tests run (--against).
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -9,8 +10,10 @@
 
 #include "commands.h"
 #include "dcpsim/analysis/collectives.h"
+#include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/error.h"
+#include "dcpsim/io_guard.h"
 #include "dcpsim/models/nccl_tests.h"
 #include "dcpsim/traces/output_file.h"
 
@@ -74,7 +77,15 @@ std::vector<double> parse_sizes(const std::string& value) {
     if (hi < lo) throw InputError("--sizes '" + item + "': the range runs backwards");
     const std::string step = colon == std::string::npos ? "x2" : item.substr(colon + 1);
     const bool factor = !step.empty() && step[0] == 'x';
-    const double s = factor ? std::stod(step.substr(1).empty() ? "0" : step.substr(1)) : parse_size(step);
+    double s = 0;
+    if (factor) {
+      const std::string f = step.substr(1);
+      const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), s);
+      if (ec != std::errc() || end != f.data() + f.size() || !std::isfinite(s))
+        throw InputError("--sizes '" + item + "': the factor '" + f + "' is not a number");
+    } else {
+      s = parse_size(step);
+    }
     if (factor ? !(s > 1) : !(s > 0)) throw InputError("--sizes '" + item + "': the step must grow the size");
     for (double v = lo; v <= hi * (1 + 1e-12); v = factor ? v * s : v + s) {
       out.push_back(std::round(v));
@@ -84,7 +95,20 @@ std::vector<double> parse_sizes(const std::string& value) {
   return out;
 }
 
+std::vector<int> parse_gpus(const std::string& value) {
+  std::vector<int> out;
+  for (const std::string& g : analysis::expand_list(value, "gpus")) out.push_back(analysis::parse_list_int(g, "gpus", 1, 1 << 20));
+  return out;
+}
+
 void run(const CollectivesArgs& a) {
+  IoGuard io;
+  analysis::guard_profile(io, "--profile", a.profile);
+  for (const std::string& f : a.against) io.input("--against", f);
+  io.output("--csv", a.csv).check();
+  // The user's measurement first: a bad one is refused before the profile's tables are read.
+  const models::CommTables measured =
+      a.against.empty() ? models::CommTables{} : analysis::load_measured_comm(a.against);
   const models::HardwareProfile profile = models::load_profile(a.profile);
   analysis::CollectivesRequest req;
   if (a.op.empty()) {
@@ -95,7 +119,7 @@ void run(const CollectivesArgs& a) {
   } else {
     req.ops.assign(std::begin(models::kAllCollectives), std::end(models::kAllCollectives));
   }
-  for (const std::string& g : analysis::expand_list(a.gpus, "--gpus")) req.gpus.push_back(std::stoi(g));
+  req.gpus = parse_gpus(a.gpus);
   req.sizes = parse_sizes(a.sizes);
   analysis::dtype_bytes(a.dtype);  // checks the name
   req.call.dtype = a.dtype;
@@ -106,19 +130,12 @@ void run(const CollectivesArgs& a) {
   req.call.anchor_to_tables = a.extrapolate == "anchored";
   if (!a.algo.empty()) req.forced.algorithm = models::parse_algorithm(a.algo);
   if (!a.proto.empty()) req.forced.protocol = models::parse_protocol(a.proto);
-  std::vector<traces::PathFlag> inputs;
-  for (const std::string& f : a.against) inputs.push_back({"--against", f});
-  traces::check_output_paths(inputs, {{"--csv", a.csv}});
 
   if (!a.against.empty()) {
-    const models::CommTables measured = analysis::load_measured_comm(a.against);
     if (a.op == "all" || a.op.empty()) req.ops.clear();
     const std::string gpus_given = a.gpus;
     req.gpus.clear();
-    if (gpus_given != "2,4,8") {
-      for (const std::string& g : analysis::expand_list(gpus_given, "--gpus"))
-        req.gpus.push_back(std::stoi(g));
-    }
+    if (gpus_given != "2,4,8") req.gpus = parse_gpus(gpus_given);
     const auto cmp = analysis::compare_collectives(profile, measured, req);
     std::cout << "# dcpsim collectives --profile " << profile.name << " against "
               << measured.provenance.device
@@ -150,7 +167,7 @@ void add_collectives_command(CLI::App& app) {
                          "The model's NCCL collectives in nccl-tests' words (size, time, algbw, busbw), or "
                          "compared with a measured nccl-tests run");
   cmd->add_option("--profile", a->profile, "built-in profile or profile JSON (default h200-sxm)");
-  cmd->add_option("--op", a->op,
+  CLI::Option* op = cmd->add_option("--op", a->op,
                   "all-gather, reduce-scatter, all-reduce, all-to-all, send-recv; a comma list, or all "
                   "(default all-gather; with --against every op it measured)");
   cmd->add_option("--gpus", a->gpus,
@@ -162,7 +179,7 @@ void add_collectives_command(CLI::App& app) {
   cmd->add_flag("--in-step", a->in_step,
                 "price one call as a decode step issues it (after a kernel, no back-to-back pipelining) "
                 "instead of nccl-tests' steady state");
-  cmd->add_option("--launch", a->launch, "with --in-step: graph (default) or eager");
+  CLI::Option* launch = cmd->add_option("--launch", a->launch, "with --in-step: graph (default) or eager");
   cmd->add_option("--algo", a->algo, "force NCCL's algorithm (ring, tree, nvls, p2p), like NCCL_ALGO");
   cmd->add_option("--proto", a->proto, "force NCCL's protocol (ll, ll128, simple), like NCCL_PROTO");
   cmd->add_option("--csv", a->csv,
@@ -188,7 +205,12 @@ void add_collectives_command(CLI::App& app) {
       "it under \"comm_tables\" (models/profiles/README.md); dcpsim calibrate --comm-tables my-nccl.json "
       "fits "
       "the NCCL numbers outside it.");
-  cmd->callback([a] { run(*a); });
+  cmd->callback([a, op, launch] {
+    if (op->count() > 0 && a->op.empty()) throw InputError("--op: an empty list (all-gather, ..., or all)");
+    if (launch->count() > 0 && !a->in_step) throw InputError("--launch prices a call inside a step: add --in-step");
+    if (a->per_point && a->against.empty()) throw InputError("--per-point lists the points of --against: add it");
+    run(*a);
+  });
 }
 
 }  // namespace dcpsim::cli

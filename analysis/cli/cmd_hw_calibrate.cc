@@ -10,7 +10,9 @@
 
 #include "commands.h"
 #include "dcpsim/analysis/calibration_run.h"
+#include "dcpsim/analysis/calibration_steps.h"
 #include "dcpsim/analysis/io_inputs.h"
+#include "dcpsim/dates.h"
 #include "dcpsim/error.h"
 #include "dcpsim/interrupt.h"
 #include "dcpsim/io_guard.h"
@@ -22,6 +24,7 @@ struct CalibrateFlags {
   std::string out, base, name, budget = "10m", date;
   int device = 0;
   bool dry_run = false;
+  bool name_given = false;
 };
 
 // "10m", "600", "600s", "9m30s", "1h" -> seconds; InputError otherwise.
@@ -55,8 +58,9 @@ double parse_budget(const std::string& text) {
 
 void run(const CalibrateFlags& f, const std::string& command) {
   if (f.out.empty()) throw InputError("--out is required (the profile to write, e.g. my-gpu.json)");
-  if (!f.date.empty() && (f.date.size() != 10 || f.date[4] != '-' || f.date[7] != '-'))
-    throw InputError("--date '" + f.date + "': expected YYYY-MM-DD");
+  if (!f.date.empty() && !is_calendar_date(f.date))
+    throw InputError("--date '" + f.date + "': expected a date YYYY-MM-DD");
+  if (f.name_given && f.name.empty()) throw InputError("--name: an empty name");
   if (f.device < 0) throw InputError("--device must be >= 0");
   analysis::CalibrateRunOptions o;
   o.out = f.out;
@@ -73,7 +77,10 @@ void run(const CalibrateFlags& f, const std::string& command) {
   const analysis::CalibrationPaths paths = analysis::calibration_paths(f.out);
   IoGuard io;
   if (!f.base.empty()) analysis::guard_profile(io, "--base", f.base);
-  io.output("--out", paths.profile()).output("the sidecar of --out", paths.sidecar()).check();
+  io.output("--out", paths.profile()).output("the sidecar of --out", paths.sidecar());
+  for (const analysis::TableFamily& family : analysis::table_families())
+    if (family.listed) io.output("--out's " + family.name + " table", paths.table(family.name));
+  io.check();
   o.progress = [](const std::string& line) { std::cerr << line << std::endl; };
   // An interruption (dcpsim/interrupt.h) ends the command at once, removing what was half written and naming
   // the checkpoints kept: every finished table and step file, resumed by the same command.
@@ -128,7 +135,11 @@ void add_hw_calibrate_command(CLI::App& hw_cmd, int argc, char** argv) {
       "Exit status: 0 profile written and validated; 3 stopped by --budget or waiting for a build with the "
       "simulator (run the same command again); 130 interrupted (the same command resumes); 2 bad input; 1 "
       "runtime failure.");
-  c->callback([f, command] { run(*f, *command); });
+  CLI::Option* name = c->get_option("--name");
+  c->callback([f, command, name] {
+    f->name_given = name->count() > 0;
+    run(*f, *command);
+  });
 }
 
 }  // namespace dcpsim::cli

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "dcpsim/analysis/calibration_plan.h"
 #include "dcpsim/analysis/scenario_flags.h"
+#include "dcpsim/dates.h"
 #include "dcpsim/error.h"
 #include "dcpsim/hw/gemm_sweep.h"
 #include "dcpsim/hw/sweep.h"
@@ -122,8 +123,8 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
   c.warmup = f.warmup;
   c.reps = f.reps;
   c.device = f.device;
-  if (!f.date.empty() && (f.date.size() != 10 || f.date[4] != '-' || f.date[7] != '-'))
-    throw InputError("--date '" + f.date + "': expected YYYY-MM-DD");
+  if (!f.date.empty() && !is_calendar_date(f.date))
+    throw InputError("--date '" + f.date + "': expected a date YYYY-MM-DD");
   c.date = f.date;
   c.command = command;
   return c;

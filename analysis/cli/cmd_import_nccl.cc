@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cmd_import_nccl.h"
+#include "dcpsim/dates.h"
 #include "dcpsim/error.h"
 #include "dcpsim/models/nccl_tests.h"
 #include "dcpsim/traces/output_file.h"
@@ -44,6 +45,8 @@ void run_nccl_tests_import(const NcclImportArgs& a) {
   std::vector<traces::PathFlag> inputs;
   for (const std::string& f : a.files) inputs.push_back({"--nccl-tests", f});
   traces::check_output_paths(inputs, {{"--out", a.out}});
+  if (!a.date.empty() && !is_calendar_date(a.date))
+    throw InputError("--date '" + a.date + "': expected a date YYYY-MM-DD");
   models::NcclTestsOptions o;
   if (!a.op.empty()) o.op = models::parse_collective(a.op);
   if (a.gpus > 0) o.gpus = a.gpus;

@@ -103,7 +103,8 @@ BaselinePoint parse_baseline(const std::string& text) {
     throw InputError("--baseline '" + text +
                      "' needs tpot (or trace), tp, batch and context (e.g. tpot=12ms,tp=8,batch=1,"
                      "context=64k)");
-  if (tpot && !(p.tpot_s > 0)) throw InputError("--baseline '" + text + "': tpot must be > 0");
+  if (tpot && !(p.tpot_s > 0 && p.tpot_s <= 600))
+    throw InputError("--baseline '" + text + "': tpot must be > 0 and at most 10 minutes");
   if (p.dcp > p.tp) throw InputError("--baseline '" + text + "': dcp must not exceed tp");
   return p;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <map>
 #include <numeric>
 
@@ -22,6 +23,11 @@ namespace dcpsim::analysis {
 namespace {
 
 constexpr int kMaxConcurrency = 1 << 16;
+
+// A --baseline the fit refuses: the command's error, never one layout's "why" (which would hide it).
+struct BaselineRejected {
+  std::exception_ptr error;
+};
 
 std::vector<int> divisors(int n) {
   std::vector<int> out;
@@ -96,7 +102,9 @@ std::vector<std::int64_t> batch_contexts(const std::vector<std::int64_t>& sorted
 PlanResult run_plan(const PlanOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   if (o.gpus < 1 || o.gpus > 4096) throw InputError("--gpus must be in [1, 4096]");
-  if (!(o.slo_tpot_ms >= 0) || !(o.slo_user_tps >= 0)) throw InputError("--slo-* must be >= 0");
+  if (!(o.slo_tpot_ms >= 0) || !(o.slo_user_tps >= 0) || !std::isfinite(o.slo_tpot_ms) ||
+      !std::isfinite(o.slo_user_tps))
+    throw InputError("--slo-* must be finite numbers >= 0");
   const models::HardwareProfile profile = models::load_profile(o.profile);
   models::ModelPreset model = models::load_model(o.model);
   if (!o.whole.weight_dtype.empty())
@@ -108,15 +116,14 @@ PlanResult run_plan(const PlanOptions& o) {
   const models::LaunchMode launch = models::parse_launch_mode(o.launch);
   std::vector<int> sweep;
   for (const std::string& c : expand_list(o.concurrency, "concurrency")) {
-    const int v = std::stoi(c);
-    if (v < 1 || v > kMaxConcurrency) throw InputError("--concurrency values must be in [1, 65536]");
+    const int v = parse_list_int(c, "concurrency", 1, kMaxConcurrency);
     sweep.push_back(v);
   }
   std::sort(sweep.begin(), sweep.end());
   std::vector<int> pps;
   for (const std::string& v : expand_list(o.pp, "pp")) {
-    const int p = std::stoi(v);
-    if (p < 1 || p > 64 || o.gpus % p != 0) throw InputError("--pp values must divide --gpus (and be <= 64)");
+    const int p = parse_list_int(v, "pp", 1, 64);
+    if (o.gpus % p != 0) throw InputError("--pp values must divide --gpus (and be <= 64)");
     pps.push_back(p);
   }
   const std::vector<std::int64_t> contexts = plan_contexts(o);
@@ -159,7 +166,11 @@ PlanResult run_plan(const PlanOptions& o) {
           WholeModelFlags f = o.whole;
           f.pp = pp;
           it = wholes.try_emplace({tp, pp}, model, profile, tp, f).first;
-          anchor(it->second, f, kv, layer);
+          try {
+            anchor(it->second, f, kv, layer);
+          } catch (const InputError&) {
+            throw BaselineRejected{std::current_exception()};  // the user's --baseline, not this layout
+          }
         }
         const WholeModel& w = it->second;
         l.kv_budget_bytes = w.kv_budget_bytes();
@@ -174,6 +185,8 @@ PlanResult run_plan(const PlanOptions& o) {
           r.kv_basis = w.kv_budget_basis();
           r.basis = w.non_attention_basis();
         }
+      } catch (const BaselineRejected& b) {
+        std::rethrow_exception(b.error);
       } catch (const InputError& e) {
         l.why = e.what();
       }

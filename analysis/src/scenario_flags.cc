@@ -18,13 +18,7 @@ constexpr std::size_t kMaxListValues = 100000;
 constexpr const char* kDefaultModel = "deepseek-v3";
 
 int parse_int(const std::string& s, const std::string& flag, int min_value, int max_value) {
-  int v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v < min_value || v > max_value) {
-    throw InputError("--" + flag + " '" + s + "' is not an integer in [" + std::to_string(min_value) + ", " +
-                     std::to_string(max_value) + "]");
-  }
-  return v;
+  return parse_list_int(s, flag, min_value, max_value);
 }
 
 std::string single(const std::string& value, const std::string& flag) {
@@ -166,6 +160,16 @@ std::vector<std::string> split_list(const std::string& value, const std::string&
   if (items.empty() || value.back() == ',')
     throw InputError("--" + flag + " '" + value + "' has an empty item");
   return items;
+}
+
+int parse_list_int(const std::string& s, const std::string& flag, int min_value, int max_value) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < min_value || v > max_value) {
+    throw InputError("--" + flag + " '" + s + "' is not an integer in [" + std::to_string(min_value) + ", " +
+                     std::to_string(max_value) + "]");
+  }
+  return v;
 }
 
 std::vector<std::string> expand_list(const std::string& value, const std::string& flag, bool tokens) {

@@ -130,6 +130,7 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
   check_value(f.runtime_reserve_gib, "--runtime-reserve-gib", 0, 1e6);
   check_value(f.gpu_memory_utilization, "--gpu-memory-utilization", 1e-3, 1.0);
   if (f.layers < 0) throw InputError("--layers must be >= 0 (0: the model's)");
+  for (const std::string& b : f.baseline) (void)parse_baseline(b);  // its syntax, before any work
   if (f.spec_tokens < 0 || f.spec_tokens > 16) throw InputError("--spec-tokens must be in [0, 16]");
   spec_tokens_ = f.spec_tokens;
   if (spec_tokens_ > 0 && !f.accept_length) {
@@ -151,6 +152,9 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
   if (f.pp < 1 || f.pp > 64) throw InputError("--pipeline-parallel-size must be in [1, 64]");
   pp_ = f.pp;
   layers_ = f.layers > 0 ? f.layers : model_ ? model_->layers() : kDefaultLayers;
+  if (pp_ > layers_)
+    throw InputError("--pipeline-parallel-size " + std::to_string(pp_) + " exceeds the " +
+                     std::to_string(layers_) + " layers: every stage needs at least one");
   overhead_s_ = f.step_overhead_us.value_or(model_ ? kStepOverheadEstimateUs : 0.0) * 1e-6;
 
   if (f.non_attention_us || f.non_attention_us_per_token) {

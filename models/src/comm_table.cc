@@ -2,6 +2,7 @@
 #include "dcpsim/models/comm_table.h"
 
 #include <algorithm>
+#include <sstream>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -138,6 +139,30 @@ void merge_comm_points(CommTable& table) {
   }
 }
 
+namespace {
+std::string g(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+}  // namespace
+
+void check_comm_point(const CommPoint& p, const std::string& at) {
+  // Bounds no measurement reaches: they catch a unit slip, a corrupted file or a hostile value before it
+  // reaches the simulator's clock (a nanosecond collective, a petabyte message, 100 TB/s through one group).
+  if (p.gpus > kMaxCommGpus)
+    throw InputError(at + ": " + std::to_string(p.gpus) + " GPUs in one group (at most " +
+                     std::to_string(kMaxCommGpus) + ")");
+  if (!(p.size_bytes >= 1 && p.size_bytes <= kMaxCommBytes))
+    throw InputError(at + ": a size of " + g(p.size_bytes) + " bytes is outside [1 B, 1 PiB]");
+  if (!(p.time_us >= kMinCommUs && p.time_us <= kMaxCommUs))
+    throw InputError(at + ": a time of " + g(p.time_us) +
+                     " us is outside [0.1 us, 1000 s] (no collective is faster than a kernel launch)");
+  if (p.size_bytes / (p.time_us * 1e-6) > kMaxCommBandwidth)
+    throw InputError(at + ": " + g(p.size_bytes) + " bytes in " + g(p.time_us) +
+                     " us is beyond 100 TB/s, faster than any interconnect");
+}
+
 void finalize_comm_table(CommTable& t, const std::string& where) {
   std::sort(t.points.begin(), t.points.end(), [](const CommPoint& a, const CommPoint& b) {
     return std::tie(a.nodes, a.gpus, a.size_bytes) < std::tie(b.nodes, b.gpus, b.size_bytes);
@@ -153,6 +178,7 @@ void finalize_comm_table(CommTable& t, const std::string& where) {
     }
     if (!(p.min_us <= p.time_us && p.time_us <= p.max_us))
       throw InputError(at + ": expected min_us <= time_us <= max_us");
+    check_comm_point(p, at);
     if (p.samples < 1) throw InputError(at + ": samples must be >= 1");
     if (i > 0 && t.points[i - 1].gpus == p.gpus && t.points[i - 1].nodes == p.nodes &&
         t.points[i - 1].size_bytes == p.size_bytes)

@@ -131,6 +131,9 @@ void add_run(const NcclRun& run, const NcclTestsOptions& options, NcclTestsImpor
   NcclTestsRun report{run.file, run.line, *op, gpus, nodes, "", run.graph, 0, device, run.nccl};
   int wrong = 0;
   for (const NcclRow& row : run.rows) {
+    if (row.size < 0)
+      throw InputError(run.file + ":" + std::to_string(row.line) + ": a size of " + std::to_string(row.size) +
+                       " bytes (nccl-tests prints sizes >= 0)");
     if (!(row.size > 0) || !keep_redop(run, row)) continue;
     wrong += row.wrong;
     for (bool in_place : {false, true}) {
@@ -153,6 +156,7 @@ void add_run(const NcclRun& run, const NcclTestsOptions& options, NcclTestsImpor
       });
       if (it == into.tables.tables.end()) it = into.tables.tables.insert(into.tables.tables.end(), key);
       it->points.push_back({gpus, nodes, row.size, *t, *t, *t, 1});
+      check_comm_point(it->points.back(), run.file + ":" + std::to_string(row.line));
     }
     report.dtype = normalise_dtype(row.dtype);
     ++report.rows;

@@ -222,7 +222,11 @@ void parse_nccl_tests_text(std::string_view text, const std::string& name, const
       trailer = trailer || !run.rows.empty();
       continue;
     }
-    if (columns.known() && all_digits(words[0]) && line.front() != '#') {
+    // A row: its size in digits, or a whole row whose size is some other number ("-1024", "1e30"), refused
+    // as a size when the run is added rather than skipped as noise.
+    const bool row_like =
+        all_digits(words[0]) || (number_of(words[0]) && words.size() >= columns.names.size());
+    if (columns.known() && row_like && line.front() != '#') {
       run.rows.push_back(read_row(words, columns, name, line_no));
       last_row_line = line_no;
     }

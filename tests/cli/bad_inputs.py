@@ -5,7 +5,7 @@
   - leaves no output file (nor any temporary file) behind;
   - leaves its inputs byte-for-byte untouched.
 Usage: bad_inputs.py DCPSIM SOURCE_DIR [--list] [NAME_FILTER]"""
-import concurrent.futures, gzip, hashlib, json, os, shutil, sqlite3, subprocess, sys, tempfile
+import concurrent.futures, gzip, hashlib, json, os, shutil, sqlite3, subprocess, sys, tempfile, time
 
 DCPSIM, SRC = sys.argv[1], sys.argv[2]
 FILTER = sys.argv[3] if len(sys.argv) > 3 else ""
@@ -426,6 +426,8 @@ case("hw devices without a GPU", ["hw", "devices"], code=1)
 import bad_inputs_reliability  # noqa: E402 (it takes this table's helpers)
 bad_inputs_reliability.add(case, globals())
 bad_inputs_reliability.add_matrix(case, globals())
+import bad_inputs_comm  # noqa: E402 (issues 32 and 33's commands)
+bad_inputs_comm.add(case, globals())
 
 
 def materialise(d, files):
@@ -465,6 +467,9 @@ def materialise(d, files):
                 b = bytearray(gzip.decompress(open(MEASURED, "rb").read()))
                 b[arg] ^= 0x40
                 open(path, "wb").write(bytes(b))
+            elif kind == "sparse":  # a file of `arg` bytes that takes no disk
+                with open(path, "wb") as f:
+                    f.truncate(arg)
             elif kind == "cut":
                 open(path, "wb").write(open(MEASURED, "rb").read()[:arg])
         else:
@@ -487,6 +492,7 @@ def run_case(c):
         before = snapshot(d)
         argv = [a.replace("{d}", d) for a in c["argv"]]
         env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+        t0 = time.time()
         try:
             p = subprocess.run([DCPSIM] + argv, capture_output=True, timeout=c["timeout"], env=env, cwd=d)
         except subprocess.TimeoutExpired:
@@ -508,7 +514,7 @@ def run_case(c):
             if os.path.exists(os.path.join(d, rel)) and rel not in before:
                 errs.append(f"output {rel} exists")
         if os.environ.get("BAD_INPUTS_VERBOSE"):
-            print(f"{c['name']}: exit {p.returncode}: {lines[-1] if lines else ''}", flush=True)
+            print(f"{c['name']}: exit {p.returncode} in {time.time() - t0:.2f} s: {lines[-1] if lines else ''}", flush=True)
         return "; ".join(errs) + (f" | stderr: {lines[-1][:200]}" if errs and lines else "")
     finally:
         shutil.rmtree(d, ignore_errors=True)

@@ -92,6 +92,8 @@ std::vector<models::Strategy> parse_strategy_list(
 
 // Splits "1,2,4" into items, trimming blanks; an empty item is an InputError naming `flag`.
 std::vector<std::string> split_list(const std::string& value, const std::string& flag);
+// One integer of a list in [min_value, max_value]; InputError "--flag 'x' is not an integer in [a, b]".
+int parse_list_int(const std::string& item, const std::string& flag, int min_value, int max_value);
 // Like split_list, and expands ranges "A..B" (every integer), "A..B:S" (step S) and "A..B:xF" (times F) of
 // integers, or of token counts with k/m suffixes when `tokens` is true; at most 100,000 values.
 std::vector<std::string> expand_list(const std::string& value, const std::string& flag, bool tokens = false);

@@ -76,6 +76,14 @@ std::string comm_tables_json(const CommTables& t);
 // Human-readable listing: provenance, each table's op and kind, group sizes and size ranges.
 std::string describe_comm_tables(const CommTables& t);
 
+// Physical bounds on a measured point (InputError at `at` outside them): groups of at most kMaxCommGpus,
+// sizes in [1 B, 1 PiB], times in [0.1 us, 1000 s], and at most 100 TB/s (size / time).
+inline constexpr int kMaxCommGpus = 1 << 20;
+inline constexpr double kMaxCommBytes = 1125899906842624.0;  // 1 PiB
+inline constexpr double kMinCommUs = 0.1, kMaxCommUs = 1e9;
+inline constexpr double kMaxCommBandwidth = 1e14;  // B/s
+void check_comm_point(const CommPoint& p, const std::string& at);
+
 // Makes the points of one group and size one point: the median of their times, the least min and the
 // greatest max, the samples summed. Importers add every measurement as a point, then merge.
 void merge_comm_points(CommTable& table);
