@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Clean interruption (issue 36): real scan (--jobs 2), simulate, replay, import and calibrate runs, signalled
+"""Clean interruption (issue 36): real scan (--jobs 2), simulate, replay, import, calibrate (traces and
+--comm-tables), collectives and plan runs, signalled
 with SIGINT (to the whole process group, as Ctrl-C does) or SIGTERM (to dcpsim alone) once their work has
 begun. Each must
   - exit 130 (SIGINT) or 143 (SIGTERM), within a few seconds;
@@ -50,6 +51,13 @@ CASES = [
      signal.SIGINT, True),
     ("import, SIGTERM", ["import", "--kineto", "{d}/k.json"] + IMPORT_SCENARIO + ["--out", "{d}/o.pb"], ["o.pb"],
      signal.SIGTERM, False),
+    # Issues 32 and 33's commands, which write nothing until done: signalled after a fixed delay (last field).
+    ("collectives, Ctrl-C", ["collectives", "--op", "all", "--gpus", "2..72", "--csv", "{d}/c.csv"], ["c.csv"],
+     signal.SIGINT, True, 0.8),
+    ("plan, SIGTERM", ["plan", "--gpus", "16", "--out", "{d}/p.csv", "--plot", "{d}/p.png"], ["p.csv"],
+     signal.SIGTERM, False, 0.8),
+    ("calibrate --comm-tables, SIGINT", ["calibrate", "--comm-tables"] + ["{d}/w%d.json" % i for i in range(5)] +
+     ["--profile", "h100-sxm", "--out", "{d}/c.json"], ["c.json"], signal.SIGINT, True, 0.5),
     ("calibrate, SIGINT", ["calibrate", "--measured", H200 + "/mla_n2_b16_ctx8k_graph.pb.gz",
                            H200 + "/mla_n4_b64_ctx1k_graph.pb.gz", H200 + "/gqa_n8_b1_ctx32k_graph.pb.gz",
                            "--out", "{d}/c.json"], ["c.json"], signal.SIGINT, True),
@@ -91,11 +99,30 @@ def started(d, before, p, wait_children):
     return bool(set(snapshot(d)) - set(before))
 
 
-def run_case(name, argv, outputs, sig, group):
+def wide_comm_table(path):
+    """H100's nccl-tests table widened to every group of 2 to 8 GPUs (times scaled from 4): a fit of a few
+    hundred milliseconds per file."""
+    d = json.load(open(os.path.join(SRC, "models", "tables", "h100-sxm-nccl.json")))
+    for t in d["tables"]:
+        have = {(p["gpus"], p["size_bytes"]) for p in t["points"]}
+        extra = []
+        for p in t["points"]:
+            for g in range(3, 9):
+                if p["gpus"] == 4 and (g, p["size_bytes"]) not in have:
+                    extra.append(dict(p, gpus=g, **{k: p[k] * g / 4 for k in ("time_us", "min_us", "max_us") if k in p}))
+                    have.add((g, p["size_bytes"]))
+        t["points"] += extra
+    json.dump(d, open(path, "w"))
+
+
+def run_case(name, argv, outputs, sig, group, delay=None):
     d = tempfile.mkdtemp(prefix="dcpsim-sig-")
     try:
         if any("{d}/k.json" in a for a in argv):
             big_kineto(os.path.join(d, "k.json"))
+        for a in argv:
+            if a.startswith("{d}/w") and a.endswith(".json"):
+                wide_comm_table(a.replace("{d}", d))
         for o in outputs:
             open(os.path.join(d, o), "wb").write(OLD)
         before = snapshot(d)
@@ -106,9 +133,12 @@ def run_case(name, argv, outputs, sig, group):
         workers = name.startswith(("scan", "replay"))
         if name.startswith("calibrate"):  # it writes nothing until it is done: signal it while it fits
             deadline = time.time() + 1.5
-        while time.time() < deadline and p.poll() is None and not started(d, before, p, workers):
-            time.sleep(0.05)
-        time.sleep(0.3)
+        if delay is not None:
+            time.sleep(delay)
+        else:
+            while time.time() < deadline and p.poll() is None and not started(d, before, p, workers):
+                time.sleep(0.05)
+            time.sleep(0.3)
         if p.poll() is not None:
             return f"finished before it could be signalled (exit {p.returncode})"
         kids = children_of(p.pid)
@@ -163,12 +193,12 @@ def worker_reason_case():
 
 def main():
     failures = count = 0
-    for name, argv, outputs, sig, group in CASES:
+    for name, argv, outputs, sig, group, *delay in CASES:
         if FILTER and FILTER not in name:
             continue
         count += 1
         start = time.time()
-        why = run_case(name, argv, outputs, sig, group)
+        why = run_case(name, argv, outputs, sig, group, *delay)
         name += f" ({time.time() - start:.1f} s)"
         print(("FAIL " if why else "ok   ") + name + (": " + why if why else ""), flush=True)
         failures += bool(why)
