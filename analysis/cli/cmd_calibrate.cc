@@ -5,11 +5,11 @@
 
 #include "commands.h"
 #include "dcpsim/analysis/calibrate.h"
+#include "dcpsim/analysis/calibrate_comm.h"
+#include "dcpsim/analysis/collectives.h"
 #include "dcpsim/analysis/consistency.h"
 #include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/memory_estimate.h"
-#include "dcpsim/analysis/calibrate_comm.h"
-#include "dcpsim/analysis/collectives.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/dates.h"
 #include "dcpsim/error.h"
@@ -97,9 +97,10 @@ void run_comm(const CalibrateArgs& a) {
         "then --measured with --profile set to its output");
   }
   // The trace fit's flags mean nothing to the collective fit: refused rather than silently ignored.
-  for (const auto& [given, flag] : {std::pair{!a.only.empty(), "--only"}, std::pair{a.kernels != "model", "--kernels"},
-                                    std::pair{a.no_tables, "--no-tables"}, std::pair{a.hold_out > 0, "--hold-out"},
-                                    std::pair{!a.hold_out_files.empty(), "--hold-out-file"}}) {
+  for (const auto& [given, flag] :
+       {std::pair{!a.only.empty(), "--only"}, std::pair{a.kernels != "model", "--kernels"},
+        std::pair{a.no_tables, "--no-tables"}, std::pair{a.hold_out > 0, "--hold-out"},
+        std::pair{!a.hold_out_files.empty(), "--hold-out-file"}}) {
     if (given)
       throw InputError(std::string(flag) + " applies to --measured fits; --comm-tables takes --fix and " +
                        "--hold-out-comm-tables");
@@ -141,7 +142,8 @@ void run(const CalibrateArgs& a) {
   }
   if (a.measured.empty()) throw InputError("calibrate needs --measured TRACES (or --comm-tables TABLES)");
   if (!a.hold_out_comm.empty())
-    throw InputError("--hold-out-comm-tables checks a --comm-tables fit; a --measured fit takes --hold-out-file");
+    throw InputError(
+        "--hold-out-comm-tables checks a --comm-tables fit; a --measured fit takes --hold-out-file");
   if (a.hold_out == 1) throw InputError("--hold-out 1 would hold out every scenario; use K >= 2");
   IoGuard io;
   analysis::guard_profile(io, "--profile", a.profile);

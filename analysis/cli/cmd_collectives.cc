@@ -97,7 +97,8 @@ std::vector<double> parse_sizes(const std::string& value) {
 
 std::vector<int> parse_gpus(const std::string& value) {
   std::vector<int> out;
-  for (const std::string& g : analysis::expand_list(value, "gpus")) out.push_back(analysis::parse_list_int(g, "gpus", 1, 1 << 20));
+  for (const std::string& g : analysis::expand_list(value, "gpus"))
+    out.push_back(analysis::parse_list_int(g, "gpus", 1, 1 << 20));
   return out;
 }
 
@@ -167,9 +168,10 @@ void add_collectives_command(CLI::App& app) {
                          "The model's NCCL collectives in nccl-tests' words (size, time, algbw, busbw), or "
                          "compared with a measured nccl-tests run");
   cmd->add_option("--profile", a->profile, "built-in profile or profile JSON (default h200-sxm)");
-  CLI::Option* op = cmd->add_option("--op", a->op,
-                  "all-gather, reduce-scatter, all-reduce, all-to-all, send-recv; a comma list, or all "
-                  "(default all-gather; with --against every op it measured)");
+  CLI::Option* op =
+      cmd->add_option("--op", a->op,
+                      "all-gather, reduce-scatter, all-reduce, all-to-all, send-recv; a comma list, or all "
+                      "(default all-gather; with --against every op it measured)");
   cmd->add_option("--gpus", a->gpus,
                   "group sizes: a list or range, e.g. 2,4,8 or 2..72 or 2..64:x2 (default 2,4,8)");
   cmd->add_option("--sizes", a->sizes,
@@ -207,8 +209,10 @@ void add_collectives_command(CLI::App& app) {
       "the NCCL numbers outside it.");
   cmd->callback([a, op, launch] {
     if (op->count() > 0 && a->op.empty()) throw InputError("--op: an empty list (all-gather, ..., or all)");
-    if (launch->count() > 0 && !a->in_step) throw InputError("--launch prices a call inside a step: add --in-step");
-    if (a->per_point && a->against.empty()) throw InputError("--per-point lists the points of --against: add it");
+    if (launch->count() > 0 && !a->in_step)
+      throw InputError("--launch prices a call inside a step: add --in-step");
+    if (a->per_point && a->against.empty())
+      throw InputError("--per-point lists the points of --against: add it");
     run(*a);
   });
 }

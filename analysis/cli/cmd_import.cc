@@ -138,8 +138,9 @@ void run_import(const ImportArgs& a) {
   }
   const NcclImportArgs& n = a.nccl;
   if (!n.op.empty() || n.gpus > 0 || !n.where.empty() || !n.system.empty() || !n.date.empty())
-    throw InputError("--op, --gpus, --where, --system and --date describe --nccl-tests logs; a timeline takes "
-                     "the scenario flags");
+    throw InputError(
+        "--op, --gpus, --where, --system and --date describe --nccl-tests logs; a timeline takes "
+        "the scenario flags");
   if (a.kineto.empty() == a.nsys.empty()) {
     throw InputError("dcpsim import needs exactly one of --kineto FILE, --nsys FILE or --nccl-tests LOG...");
   }

@@ -2,10 +2,10 @@
 #include "dcpsim/models/comm_table.h"
 
 #include <algorithm>
-#include <sstream>
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <sstream>
 #include <string>
 #include <tuple>
 

@@ -99,7 +99,8 @@ void parse_nccl_tests_json(std::string_view text, const std::string& name, const
       if (s.starts_with("NCCL_PROTO=")) run.protocol = s.substr(11);
     }
   }
-  if (auto devices = root.find("devices"); devices != root.end() && !devices->is_array() && !devices->is_null())
+  if (auto devices = root.find("devices");
+      devices != root.end() && !devices->is_array() && !devices->is_null())
     throw InputError(name + ": devices: expected a list, got " + devices->dump());
   if (auto devices = root.find("devices"); devices != root.end() && devices->is_array()) {
     for (std::size_t i = 0; i < devices->size(); ++i) {
