@@ -3,6 +3,7 @@
 // the host can regenerate any row for the reference check without copying the cache back).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "cuda_check.h"
 #include "dcpsim/error.h"
@@ -106,6 +107,22 @@ __global__ void fill_kv_kernel(KvFillArgs a) {
   }
 }
 
+// The same values as fill_kv_kernel, stored as e4m3(value / scale) (an fp8 KV cache).
+__global__ void fill_kv_fp8_kernel(KvFillArgs a) {
+  const int b = blockIdx.y;
+  const std::int64_t n = std::int64_t(a.local_len[b]) * a.width;
+  __nv_fp8_storage_t* dst = static_cast<__nv_fp8_storage_t*>(a.ptr) + a.local_offset[b] * a.width;
+  const std::int64_t span = std::int64_t(a.dcp) * a.interleave;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t l = i / a.width, lane = i % a.width;
+    const std::int64_t t = (l / a.interleave) * span + std::int64_t(a.rank) * a.interleave + l % a.interleave;
+    const std::uint64_t index = static_cast<std::uint64_t>((a.global_base[b] + t) * a.width + lane);
+    const float v = static_cast<float>(fill_value(a.seed, index, a.amplitude));
+    dst[i] = __nv_cvt_float_to_fp8(v / a.fp8_scale, __NV_SATFINITE, __NV_E4M3);
+  }
+}
+
 }  // namespace
 
 void launch_delay(long long ns, cudaStream_t stream) {
@@ -190,6 +207,11 @@ void launch_fill_uniform(void* ptr, std::int64_t n, Elem e, float a, std::uint64
 void launch_fill_kv_shard(const KvFillArgs& a, cudaStream_t stream) {
   if (a.rows == 0 || a.max_len == 0 || a.width == 0) return;
   const dim3 grid(std::min(ceil_div(a.max_len * a.width, 256), 4096), a.rows);
+  if (a.fp8_scale > 0.f) {
+    fill_kv_fp8_kernel<<<grid, 256, 0, stream>>>(a);
+    DCPSIM_CUDA_LAUNCHED("fill_kv_fp8_kernel");
+    return;
+  }
   with_elem(a.elem, [&](auto tag) {
     using T = typename decltype(tag)::type;
     fill_kv_kernel<T><<<grid, 256, 0, stream>>>(a);

@@ -65,6 +65,24 @@ AttentionImpl resolve_attention(const RunConfig& c, const StepPlan& p) {
   const FlashInferGeometry g{
       p.H, p.Hkv, p.Dqk, p.D, p.in == ops::Elem::kBF16 && p.out == ops::Elem::kBF16, c.row_stamps};
   std::string notice;
+  if (p.kv_fp8) {
+    // Only FlashInfer's kernels read an fp8 cache: MLA on sm_90a, GQA decode on sm_90 / sm_100.
+    const std::string need =
+        "--kv-dtype fp8 runs on FlashInfer's FP8-KV kernels only (MLA 576/512 on Hopper sm_90a, GQA decode "
+        "D 128 on sm_90/sm_100), bf16 query and output";
+    if (c.attention == AttentionImpl::kDcpsim) throw InputError(need + "; not --attention dcpsim");
+    if (p.N > 1 && p.s.strategy == models::Strategy::kRowStream)
+      throw InputError(need + "; row-stream pushes rows from dcpsim's kernel");
+    if (std::string why = flashinfer_unsupported(g); !why.empty()) throw InputError(need + ": " + why);
+    const auto geometry = p.mla ? ops::Geometry::kMla576 : ops::Geometry::kGqa128;
+    std::vector<int> devices = c.devices;
+    if (devices.empty() || c.mode == ProcessMode::kMpi) devices = {0};
+    const int visible = device_count();
+    for (int d : devices)
+      if (d >= 0 && d < visible && !ops::flashinfer_runs_on(geometry, d))
+        throw InputError(need + ": device " + std::to_string(d) + " is not one");
+    return AttentionImpl::kFlashInfer;
+  }
   if (p.N > 1 && p.s.strategy == models::Strategy::kRowStream) {
     // FlashInfer's kernels have no epilogue to push rows from, and a push after them was tried: at N = 8,
     // B = 64, H = 128 its Hopper MLA kernel did not finish beside the owners' spinning combines
@@ -120,14 +138,12 @@ StepPlan make_plan(const RunConfig& c) {
   if (s.kv_dtype == models::DType::kF32 || s.kv_dtype == models::DType::kF64)
     throw InputError("--kv-dtype " + std::string(models::to_string(s.kv_dtype)) +
                      ": the hw kernels take bf16 or fp16 inputs");
-  if (s.kv_dtype == models::DType::kFP8E4M3)
-    throw InputError(
-        "--kv-dtype fp8: the runner's attention takes a bf16 or fp16 KV cache (FlashInfer 0.7.2 has "
-        "FP8-KV MLA for Hopper and FP8-KV GQA decode, not instantiated here yet); `simulate` prices "
-        "an fp8 cache");
   if (s.out_dtype == models::DType::kF64)
     throw InputError("--out-dtype fp64: the hw kernels write bf16, fp16 or fp32");
-  p.in = ops::elem_of(s.kv_dtype);
+  // An fp8 KV cache: e4m3 K/V with a per-tensor scale, the query bf16 (vLLM's --kv-cache-dtype fp8).
+  p.kv_fp8 = s.kv_dtype == models::DType::kFP8E4M3;
+  p.kv_scale = static_cast<float>(kFp8KvScale);
+  p.in = p.kv_fp8 ? ops::Elem::kBF16 : ops::elem_of(s.kv_dtype);
   p.out = ops::elem_of(s.out_dtype);
   const HwStrategy& strategy = hw_strategy(s.strategy);  // InputError for a simulator-only strategy
   if (c.reps < 1 || c.warmup < 0) throw InputError("--reps must be >= 1 and --warmup >= 0");

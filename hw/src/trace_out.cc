@@ -84,8 +84,7 @@ std::vector<double> per_rep(const StepPlan& p, const RunConfig& c, const Samples
 std::int64_t kv_bytes(const StepPlan& p, int rank) {
   std::int64_t tokens = 0;
   for (int b = 0; b < p.B; ++b) tokens += p.local_len(b, rank);
-  return tokens * (p.k_width() + (p.mla ? 0 : p.v_width())) *
-         static_cast<std::int64_t>(ops::elem_bytes(p.in));
+  return tokens * (p.k_width() + (p.mla ? 0 : p.v_width())) * static_cast<std::int64_t>(p.kv_elem_bytes());
 }
 
 std::int64_t phase_bytes(const StepPlan& p, Phase ph, int rank) {
