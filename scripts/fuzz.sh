@@ -17,6 +17,7 @@ case $name in
   kineto) zcat "$data"/kineto_simple_add.json.gz >"$corpus"/k.json ;;
   nsys) zcat "$data"/nsys_saxpy.reduced.sqlite.gz >"$corpus"/n.sqlite ;;
   contexts) printf '1024\n32k, 1m\n# comment\n7\n' >"$corpus"/c.txt ;;
+  nccl_tests) cp "$data"/nccl-tests/*.log "$corpus"/ && cp "$src"/models/tables/gb200-nccl.json "$corpus"/ ;;
 esac
 log=$root/$name.log
 "$bin" -max_total_time="$seconds" -max_len=1048576 -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \

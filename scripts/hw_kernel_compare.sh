@@ -27,9 +27,9 @@ cvar=auto
 mvar=auto
 avar=auto
 if [ "$variants" = --variants ]; then
-  cvar=auto,legacy,g4s,f1,f2,f4,s1,s2,s4
-  mvar=auto,legacy,g1,g2,f1,f2
-  avar=auto,legacy,g1,g2,p4,p8
+  cvar=auto,g1,g4s,f1,f2,f4,s1,s2,s4
+  mvar=auto,g1,g2,f1,f2
+  avar=auto,g1,g2,p4,p8
 fi
 sweep copy --op copy --dtype bf16
 sweep empty --op empty --dtype bf16

@@ -18,10 +18,13 @@
 # attention stage 4.5 of them): more than one 600 s call, so split STAGES over two. Each archive holds the stage's folder and log under the stage's name (fit/ and fit.log in
 # traces.tgz). With FUZZ_DIR/FUZZ_TARGETS the long fuzz run uses the idle CPU cores meanwhile
 # (fuzz_long.txt).
+# The project's own campaign (its held-out sets, sanitizers, fuzzing); a new GPU's profile comes from
+# `dcpsim hw calibrate` (scripts/device/calibrate.sh).
 #   OUT=... [BIN=.carry/bin] [STAGES="tests merge ..."] [FUZZ_DIR=... FUZZ_TARGETS=... FUZZ_SECONDS=...]
-#     scripts/hw_refresh.sh
+#     scripts/hw_refresh.sh PROFILE          (PROFILE: the tables' file prefix, h200-sxm, h100-sxm, ...)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+PROFILE=${1:?the profile name the tables are made for (h200-sxm, h100-sxm, ...)}
 export NCCL_NVLS_ENABLE=0
 OUT=${OUT:-/tmp/hw-out}
 W=/tmp/hw-refresh
@@ -51,7 +54,7 @@ fi
 "$BIN/dcpsim" hw devices
 
 tables() {  # WHICH: one hw_tables.sh part
-  scripts/hw_tables.sh "$BIN/dcpsim" "$W/tables" "$1" h200-sxm --date "$(date -u +%F)" >>"$W/tables.txt" \
+  scripts/hw_tables.sh "$BIN/dcpsim" "$W/tables" "$1" "$PROFILE" --date "$(date -u +%F)" >>"$W/tables.txt" \
     2>>"$W/tables.err"
   (cd "$W" && tar czf "$OUT/tables.tgz" tables tables.txt tables.err)
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The measured traces in traces/measured/h200/: `dcpsim hw run --emulate` for N in {2, 3, 4, 8}, every strategy,
+# The project's campaign of measured step sets (a new GPU's fit and held-out steps are `dcpsim hw calibrate`'s,
+# scripts/device/calibrate.sh). The measured traces in traces/measured/h200/: `dcpsim hw run --emulate` for N in {2, 3, 4, 8}, every strategy,
 # GQA and MLA geometries, a few batch sizes and contexts, eager and graph launches. One trace per (geometry, N,
 # batch, context, launch), each with one section per strategy; every run checks itself against the reference.
 # Each trace is gzip-compressed (.pb.gz, as committed; dcpsim reads it as it reads a .pb).

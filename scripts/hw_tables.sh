@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The kernel tables the h200-sxm profile carries (models/tables/), made with `dcpsim hw sweep` over full grids
-# and timed on the GPU timeline; run on the GPU machine. Merge rows step by 2x (log-log interpolation
+# The project's measurement campaign for the kernel tables a built-in profile carries (models/tables/), made
+# with `dcpsim hw sweep` over full grids and timed on the GPU timeline; run on the GPU machine. A user (or a
+# new GPU) does not need it: `dcpsim hw calibrate --out my-gpu.json` measures every family the simulator reads
+# and writes a validated profile (README "Calibrate your own GPU"). Merge rows step by 2x (log-log interpolation
 # between them, kernel_table.h), attention's more finely; merge heads are multiples of 24 above 16 so that every N of the grid divides
 # them (A2A needs N | H). One file per kernel family, so that one can be re-made alone:
 #   OUT_DIR/<prefix>-attention.json  attention: GQA (1, 4, 8, 16 query heads per KV head), dcpsim's kernel
@@ -13,13 +15,14 @@
 #   OUT_DIR/<prefix>-merge[-stamped]-pdl[-cold].json  the merge kernels alone and as the third of three
 #                                    calls under PDL, point by point (--pdl), warm and with the calls' own
 #                                    inputs evicted
-#   scripts/hw_tables.sh DCPSIM_BINARY OUT_DIR [attention|merge|stamped|pdl|all] [prefix] [extra hw sweep flags]
+#   scripts/hw_tables.sh DCPSIM_BINARY OUT_DIR attention|merge|stamped|pdl|all PROFILE [extra hw sweep flags]
+#   (PROFILE: the file prefix, the profile's name: h200-sxm, h100-sxm, ...)
 set -uo pipefail
 bin=${1:?dcpsim binary}
 out=${2:?output folder}
-which=${3:-all}
+which=${3:?part: attention merge stamped pdl all}
 case $which in attention|merge|stamped|pdl|all) ;; *) echo "hw_tables.sh: unknown part '$which' (attention merge stamped pdl all)" >&2; exit 2 ;; esac
-prefix=${4:-h200-sxm}
+prefix=${4:?the profile name the files are prefixed with (h200-sxm, h100-sxm, ...)}
 shift $(($# < 4 ? $# : 4))
 mkdir -p "$out"
 status=0

@@ -35,7 +35,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.text  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
-STRATEGY_ORDER = ["ag-rs", "ag-ar", "a2a", "a2a-2call", "direct", "row-stream", "flashinfer-a2a"]
+STRATEGY_ORDER = ["ag-rs", "ag-ar", "a2a", "direct", "row-stream", "flashinfer-a2a", "a2a-2call"]
 
 
 class InputProblem(Exception):
@@ -138,7 +138,10 @@ def words(slice_values, columns):
     parts = []
     for c in columns:
         v = fmt_value(c, slice_values[c])
-        parts.append(f"{WORDS[c]} {v}".strip() if c != "profile" else f"on {v}")
+        if c == "profile" and parts and "model" in columns:
+            parts[-1] += f" on {v}"  # "deepseek-v3 on gb200-nvl72"
+        else:
+            parts.append(f"{WORDS[c]} {v}".strip() if c != "profile" else f"on {v}")
     return ", ".join(parts)
 
 
@@ -266,9 +269,14 @@ def scan_lines(ax, chosen, metric, metric_label, scale, unit, slice_text):
         ax.scatter([r["dcp"] for r in lost], [r[metric] * scale for r in lost], marker="x", color="gray",
                    label="does not fit (weights)", zorder=3)
     ax.set_xscale("log", base=2)
+    values = [r[metric] for r in chosen if r[metric] > 0]
+    if values and max(values) > 5 * min(values):  # a decade apart: log, so that the strategies stay apart
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%.4g"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%.3g"))
     sizes = sorted({int(r["dcp"]) for r in chosen})
     ax.set_xticks(sizes, [str(n) for n in sizes])
-    ax.minorticks_off()
+    ax.minorticks_off() if len(sizes) < 2 else ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_xlabel("DCP size N")
     ax.set_ylabel(f"{metric_label} ({unit})")
     one = " (one DCP size: a point per strategy)" if len(sizes) < 2 else ""
@@ -386,7 +394,7 @@ def scan_heatmap(ax, rows, chosen, keys, metric, scale, unit, metric_label):
     ax.set_xticks(range(len(sizes)), [str(n) for n in sizes])
     ax.set_yticks(range(len(strategies)), [label(s) for s in strategies])
     ax.set_xlabel("DCP size N")
-    best_text = (f"best shipped: N={int(best['dcp'])} {best['strategy']} {best[metric] * scale:.4g} {unit}" if best
+    best_text = (f"best production strategy: N={int(best['dcp'])} {best['strategy']} {best[metric] * scale:.4g} {unit}" if best
                  else "nothing ranked: no layout fits")
     ax.set_title(f"{metric_label} by strategy and DCP size; n/a: the strategy cannot run there\n{best_text}",
                  fontsize=9)
@@ -516,7 +524,8 @@ def replay_plot(path, out):
                 continue
             xs = [p[0] for p in pts]
             ax.fill_between(xs, [p[1] for p in pts], [p[3] for p in pts], color=colors[s], alpha=0.18, linewidth=0)
-            ax.plot(xs, [p[2] for p in pts], color=colors[s], linewidth=1.2, label=f"{s} p50 (p10-p90 band)")
+            tag = " (research)" if entries[s].get("tier") == "research" else ""
+            ax.plot(xs, [p[2] for p in pts], color=colors[s], linewidth=1.2, label=f"{s}{tag} p50 (p10-p90 band)")
             ax.plot(xs, [p[4] for p in pts], color=colors[s], linewidth=0, marker=".", markersize=2)
         ax.set_ylabel(ylabel)
         ax.set_xlabel("trace time (s)")
@@ -662,7 +671,10 @@ def main(argv):
         rest = rest[2:]
     try:
         if argv[1] == "scan":
-            scan_plot(argv[2], argv[3], options.get("at", ""), options.get("describe"), options.get("name"))
+            # DCPSIM_PLOT_DESCRIBE: where a plot drawn through dcpsim (scan --plot) records what it drew
+            # (scripts/readme_figures.py checks the README's plots with it).
+            describe = options.get("describe") or os.environ.get("DCPSIM_PLOT_DESCRIBE") or None
+            scan_plot(argv[2], argv[3], options.get("at", ""), describe, options.get("name"))
         else:
             COMMANDS[argv[1]](argv[2], argv[3])
     except InputProblem as e:

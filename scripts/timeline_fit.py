@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Launch gaps and the query repack's cost, read off measured GPU timelines.
 
+`dcpsim hw calibrate` does this itself (analysis/timeline_fit.h) for the profiles it writes; this script stays
+for looking at any set of traces by hand.
+
 Reads dcpsim traces (.pb, exported through `dcpsim export --chrome`) or their Chrome JSON exports and prints:
 - per launch mode (graph and eager, from each section's scenario label; under PDL a kernel starts before its
   predecessor ends, so PDL sections give no gap), the median, p10 and p90 of the gap between two consecutive

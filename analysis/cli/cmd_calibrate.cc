@@ -5,7 +5,11 @@
 
 #include "commands.h"
 #include "dcpsim/analysis/calibrate.h"
+#include "dcpsim/analysis/consistency.h"
 #include "dcpsim/analysis/io_inputs.h"
+#include "dcpsim/analysis/memory_estimate.h"
+#include "dcpsim/analysis/calibrate_comm.h"
+#include "dcpsim/analysis/collectives.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/error.h"
 #include "dcpsim/traces/output_file.h"
@@ -27,6 +31,10 @@ struct CalibrateArgs {
   bool verbose = false;
   bool plain = false;
   bool no_tables = false;
+  std::vector<std::string> comm_tables;    // --comm-tables: fit NCCL's numbers to measured collectives
+  std::vector<std::string> hold_out_comm;  // --hold-out-comm-tables
+  std::string kernels = "model";
+  std::string only;
 };
 
 std::string pct(double x) {
@@ -80,13 +88,56 @@ void print_result(const analysis::CalibrationResult& r, const std::string& out) 
   std::cout << "wrote " << out << " and " << analysis::calibration_sidecar(out).string() << "\n";
 }
 
+// --comm-tables: the collective numbers fitted to measured nccl-tests tables (analysis/calibrate_comm.h).
+void run_comm(const CalibrateArgs& a) {
+  if (!a.measured.empty()) {
+    throw InputError(
+        "--comm-tables and --measured fit different figures: run calibrate --comm-tables first, "
+        "then --measured with --profile set to its output");
+  }
+  IoGuard io;
+  analysis::guard_profile(io, "--profile", a.profile);
+  for (const std::string& m : a.comm_tables) io.input("--comm-tables", m);
+  for (const std::string& m : a.hold_out_comm) io.input("--hold-out-comm-tables", m);
+  io.output("--out", a.out).output("the sidecar of --out", analysis::calibration_sidecar(a.out)).check();
+  std::vector<models::CommTables> fit, held;
+  for (const std::string& f : a.comm_tables) fit.push_back(analysis::load_measured_comm({f}));
+  for (const std::string& f : a.hold_out_comm) held.push_back(analysis::load_measured_comm({f}));
+  analysis::CalibrateOptions options;
+  options.max_iterations = a.max_iterations;
+  options.max_relative_std_error = a.max_std_error;
+  options.robust = !a.plain;
+  if (!a.fix.empty()) options.fixed = analysis::split_list(a.fix, "--fix");
+  if (a.verbose) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  const models::HardwareProfile base = models::load_profile(a.profile);
+  analysis::CalibrationResult result = analysis::calibrate_comm(base, fit, held, options);
+  analysis::CalibrationProvenance prov;
+  for (const std::string& m : a.comm_tables) prov.traces.emplace_back(m);
+  for (const std::string& m : a.hold_out_comm) prov.holdout_traces.emplace_back(m);
+  prov.date = a.date;
+  prov.name = a.name;
+  analysis::stamp_sources(result, prov);
+  for (models::KernelTables& t : result.profile.tables) t.origin.clear();
+  for (models::CommTables& t : result.profile.comm_tables) t.origin.clear();
+  analysis::write_calibration(result, prov, a.out);
+  print_result(result, a.out);
+}
+
 void run(const CalibrateArgs& a) {
+  if (!a.comm_tables.empty()) {
+    run_comm(a);
+    return;
+  }
+  if (a.measured.empty()) throw InputError("calibrate needs --measured TRACES (or --comm-tables TABLES)");
   if (a.hold_out == 1) throw InputError("--hold-out 1 would hold out every scenario; use K >= 2");
   IoGuard io;
   analysis::guard_profile(io, "--profile", a.profile);
   analysis::guard_measured(io, "--measured", a.measured);
   analysis::guard_measured(io, "--hold-out-file", a.hold_out_files);
   io.output("--out", a.out).output("the sidecar of --out", analysis::calibration_sidecar(a.out)).check();
+  namespace est = analysis::memory_estimate;
+  est::require_for_input("calibrate", est::kMeasuredTrace,
+                         est::expanded_bytes(a.measured) + est::expanded_bytes(a.hold_out_files));
   std::vector<analysis::MeasuredTrace> traces, held_traces;
   for (const std::string& m : a.measured) traces.push_back(analysis::load_measured(m));
   for (const std::string& m : a.hold_out_files) held_traces.push_back(analysis::load_measured(m));
@@ -105,7 +156,13 @@ void run(const CalibrateArgs& a) {
   options.robust = !a.plain;
   if (!a.fix.empty()) options.fixed = analysis::split_list(a.fix, "--fix");
   if (a.verbose) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  if (a.kernels != "model" && a.kernels != "measured")
+    throw InputError("--kernels '" + a.kernels + "': model or measured");
+  options.measured_kernels = a.kernels == "measured";
+  if (!a.only.empty()) options.only = analysis::split_list(a.only, "--only");
   models::HardwareProfile base = models::load_profile(a.profile);
+  if (const std::string why = analysis::device_mismatch(base, traces); !why.empty())
+    std::cerr << "warning: " << why << " (a starting point for a new GPU; name the result with --name)\n";
   if (a.no_tables) base.tables.clear();
   analysis::CalibrationResult result = analysis::calibrate(base, fit, holdout, options);
 
@@ -120,6 +177,7 @@ void run(const CalibrateArgs& a) {
   // The calibrated profile is written elsewhere than its base: carry the base's kernel tables inline so that
   // it does not depend on relative paths (the fit priced the kernels they cover from them).
   for (models::KernelTables& t : result.profile.tables) t.origin.clear();
+  for (models::CommTables& t : result.profile.comm_tables) t.origin.clear();
   analysis::write_calibration(result, prov, a.out);
   print_result(result, a.out);
 }
@@ -129,8 +187,14 @@ void run(const CalibrateArgs& a) {
 void add_calibrate_command(CLI::App& app) {
   auto args = std::make_shared<CalibrateArgs>();
   CLI::App* cmd = app.add_subcommand("calibrate", "Fit a hardware profile to measured traces");
-  cmd->add_option("--measured", args->measured, "Measured (or simulated) .pb traces to fit")
-      ->required()
+  cmd->add_option("--measured", args->measured, "Measured (or simulated) .pb traces to fit")->expected(1, -1);
+  cmd->add_option("--comm-tables", args->comm_tables,
+                  "Fit NCCL's numbers (latencies, bandwidths, protocol efficiencies) to measured collectives "
+                  "instead: communication tables (dcpsim import --nccl-tests) or nccl-tests output, one "
+                  "measurement per file")
+      ->expected(1, -1);
+  cmd->add_option("--hold-out-comm-tables", args->hold_out_comm,
+                  "With --comm-tables: tables used only to check the fit, never to fit it")
       ->expected(1, -1);
   cmd->add_option("--profile", args->profile, "Base profile: a built-in name or a JSON file")
       ->capture_default_str();
@@ -148,6 +212,9 @@ void add_calibrate_command(CLI::App& app) {
       ->expected(1, -1)
       ->excludes(k);
   cmd->add_option("--fix", args->fix, "Comma list of profile parameters to keep from the base profile");
+  cmd->add_option(
+      "--only", args->only,
+      "Comma list of the only profile parameters to fit (every other is kept from the base profile)");
   cmd->add_option("--date", args->date, "Date recorded in the sources (default: today, UTC)");
   cmd->add_option("--max-iterations", args->max_iterations, "Gauss-Newton iterations at most")
       ->check(CLI::PositiveNumber);
@@ -157,6 +224,10 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_flag("--no-tables", args->no_tables,
                 "Fit the analytic models alone: leave out the base profile's measured kernel tables (the "
                 "calibrated profile then prices every kernel analytically)");
+  cmd->add_option(
+      "--kernels", args->kernels,
+      "model (default) or measured: price each measured kernel phase from its own median and fit "
+      "only communication, launch and signal numbers (the kernels' own numbers are then not fitted)");
   cmd->add_flag("--verbose", args->verbose, "Print each Gauss-Newton iteration on stderr");
   cmd->add_flag("--least-squares", args->plain,
                 "Plain least squares instead of Huber's loss (every figure weighs the same, outliers too)");

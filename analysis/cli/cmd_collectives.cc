@@ -29,6 +29,7 @@ struct CollectivesArgs {
   std::string csv;
   std::vector<std::string> against;
   bool per_point = false;
+  std::string extrapolate = "anchored";
 };
 
 // "512", "4k", "1m", "2g" (k = 1024, as nccl-tests' -b/-e) -> bytes.
@@ -83,17 +84,6 @@ std::vector<double> parse_sizes(const std::string& value) {
   return out;
 }
 
-// The measured side of --against: one communication table file, or nccl-tests output (any number of files).
-models::CommTables measured_tables(const std::vector<std::string>& files) {
-  if (files.size() == 1) {
-    std::ifstream in(files[0], std::ios::binary);
-    std::string head(256, '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    if (head.find(models::kCommTablesFormat) != std::string::npos) return models::load_comm_tables(files[0]);
-  }
-  return models::import_nccl_tests(std::vector<std::filesystem::path>(files.begin(), files.end()), {}).tables;
-}
-
 void run(const CollectivesArgs& a) {
   const models::HardwareProfile profile = models::load_profile(a.profile);
   analysis::CollectivesRequest req;
@@ -111,6 +101,9 @@ void run(const CollectivesArgs& a) {
   req.call.dtype = a.dtype;
   req.call.in_step = a.in_step;
   req.call.launch = models::parse_launch_mode(a.launch);
+  if (a.extrapolate != "anchored" && a.extrapolate != "model")
+    throw InputError("--extrapolate '" + a.extrapolate + "': anchored or model");
+  req.call.anchor_to_tables = a.extrapolate == "anchored";
   if (!a.algo.empty()) req.forced.algorithm = models::parse_algorithm(a.algo);
   if (!a.proto.empty()) req.forced.protocol = models::parse_protocol(a.proto);
   std::vector<traces::PathFlag> inputs;
@@ -118,7 +111,7 @@ void run(const CollectivesArgs& a) {
   traces::check_output_paths(inputs, {{"--csv", a.csv}});
 
   if (!a.against.empty()) {
-    const models::CommTables measured = measured_tables(a.against);
+    const models::CommTables measured = analysis::load_measured_comm(a.against);
     if (a.op == "all" || a.op.empty()) req.ops.clear();
     const std::string gpus_given = a.gpus;
     req.gpus.clear();
@@ -180,6 +173,10 @@ void add_collectives_command(CLI::App& app) {
                   "every measured out-of-place point (of --dtype when the run has it)")
       ->expected(1, -1);
   cmd->add_flag("--per-point", a->per_point, "with --against: print every point, not only the summary");
+  cmd->add_option(
+      "--extrapolate", a->extrapolate,
+      "outside the measured tables: anchored (default: NCCL's model scaled to the nearest measured "
+      "point of the same layout) or model (NCCL's model alone); both are marked extrapolated");
   cmd->footer(
       "Sizes follow nccl-tests: all-gather's is the whole receive buffer (N x each rank's shard), "
       "reduce-scatter's the whole send buffer, all-to-all's a rank's send buffer. Times come from the "

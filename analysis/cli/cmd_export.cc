@@ -5,6 +5,7 @@
 #include <string>
 
 #include "commands.h"
+#include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/io_guard.h"
 #include "dcpsim/traces/chrome_writer.h"
 #include "dcpsim/traces/output_file.h"
@@ -23,6 +24,8 @@ void add_export_command(CLI::App& app) {
   sub->add_option("input", options->input, "dcpsim trace (.pb) to read")->required();
   sub->callback([options] {
     IoGuard().input("input", options->input).output("--chrome", options->chrome).check();
+    namespace est = analysis::memory_estimate;
+    est::require_for_input("export", est::kChromeExport, est::expanded_bytes(options->input));
     traces::export_chrome(options->input, options->chrome);
     std::cout << "wrote " << options->chrome << "\n";
   });

@@ -3,6 +3,8 @@
 //   hw bench    one operation's timing against the device-copy bandwidth (cmd_hw_bench.cc)
 //   hw devices  the visible GPUs and the CUDA/NCCL versions
 //   hw sweep    the kernels over full grids of shapes, as a measured kernel table file (cmd_hw_sweep.cc)
+//   hw calibrate  every table family, fit/PDL/held-out steps, fit and validation: a profile of this GPU
+//                 (cmd_hw_calibrate.cc)
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -270,6 +272,7 @@ void add_hw_command(CLI::App& app, int argc, char** argv) {
   add_hw_bench(*hw_cmd);
   add_devices(*hw_cmd);
   add_hw_sweep_command(*hw_cmd, argc, argv);
+  add_hw_calibrate_command(*hw_cmd, argc, argv);
 }
 
 }  // namespace dcpsim::cli

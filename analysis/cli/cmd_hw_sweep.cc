@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "dcpsim/analysis/calibration_plan.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/error.h"
 #include "dcpsim/hw/gemm_sweep.h"
@@ -46,6 +47,7 @@ struct SweepFlags {
   std::string gemm_k = "256,512,1024,2048,3072,4096,7168,8192,16384";
   int warmup = 5, reps = 20, device = 0;
   std::string date, out;
+  std::string profile = "h200-sxm";  // whose analytic kernel times --dry-run's estimate uses
   bool dry_run = false;
 };
 
@@ -149,7 +151,11 @@ void run_sweep(const SweepFlags& f, const std::string& command) {
   const int gemm_points = gemm ? hw::gemm_sweep_points(g) : 0;  // checks the grid before any device work
   const int points = (c.kernels.empty() ? 0 : hw::kernel_sweep_points(c)) + gemm_points;
   if (f.dry_run) {
-    std::printf("%d points (before skips for size); nothing timed (--dry-run)\n", points);
+    const double estimate = analysis::sweep_estimate_s(c, models::load_profile(f.profile));
+    std::printf(
+        "%d points; about %s on a GPU like %s's (its analytic kernel times plus the H200's per-point "
+        "overheads); nothing timed (--dry-run)\n",
+        points, analysis::minutes_seconds(estimate).c_str(), f.profile.c_str());
     return;
   }
   if (f.out.empty()) throw InputError("--out is required (the kernel table file to write)");
@@ -264,7 +270,10 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
   s->add_option("--reps", f->reps, "timed graph replays per point")->capture_default_str();
   s->add_option("--device", f->device, "device ordinal")->capture_default_str();
   s->add_option("--date", f->date, "date for the provenance, YYYY-MM-DD (default: today, UTC)");
-  s->add_flag("--dry-run", f->dry_run, "check the grid and count its points; time nothing");
+  s->add_flag("--dry-run", f->dry_run,
+              "check the grid, count its points and estimate its time; time nothing");
+  s->add_option("--profile", f->profile, "--dry-run: the profile whose kernel times the estimate uses")
+      ->capture_default_str();
   s->callback([f, command] { run_sweep(*f, *command); });
 }
 

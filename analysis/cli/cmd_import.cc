@@ -15,6 +15,7 @@
 #include "cmd_import_nccl.h"
 #include "commands.h"
 #include "dcpsim/analysis/io_inputs.h"
+#include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/error.h"
 #include "dcpsim/json_limits.h"
@@ -161,6 +162,13 @@ void run_import(const ImportArgs& a) {
   io.input("--phase-map", a.phase_map);
   analysis::guard_scenario_flags(io, a.scenario);
   io.output("--out", a.out).check();
+  namespace est = analysis::memory_estimate;
+  if (!a.kineto.empty()) est::require_for_kineto(a.kineto);
+  if (!a.nsys.empty()) {
+    const double bytes = est::expanded_bytes(a.nsys);
+    const bool gz = bytes > static_cast<double>(std::filesystem::file_size(a.nsys));
+    est::require_for_input("import", gz ? est::kNsysGzip : est::kNsysPlain, bytes);
+  }
   traces::ImportOptions options;
   if (!a.phase_map.empty()) options.phase_rules = traces::read_phase_rules(a.phase_map);
   if (!a.scenario_file.empty()) {

@@ -4,9 +4,10 @@
 #include <string>
 
 #include "commands.h"
+#include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/analysis/merge_io.h"
-#include "dcpsim/io_guard.h"
 #include "dcpsim/analysis/scenario_flags.h"
+#include "dcpsim/io_guard.h"
 #include "dcpsim/models/merge.h"
 #include "dcpsim/models/types.h"
 #include "dcpsim/traces/output_file.h"
@@ -25,6 +26,8 @@ struct MergeFlags {
 
 void run_merge(const MergeFlags& f) {
   IoGuard().input("--input", f.input).output("--out", f.out).check();
+  namespace est = analysis::memory_estimate;
+  est::require_for_input("merge", est::kPartialsJson, est::expanded_bytes(f.input));
   models::MergeOptions options;
   options.base = models::parse_lse_base(f.base);
   options.strategy = models::parse_strategy(f.strategy);

@@ -19,8 +19,10 @@
 #include <nlohmann/json.hpp>
 
 #include "dcpsim/analysis/baseline.h"
+#include "dcpsim/analysis/consistency.h"
 #include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/layouts.h"
+#include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/analysis/plot.h"
 #include "dcpsim/analysis/replay.h"
 #include "dcpsim/analysis/scenario_flags.h"
@@ -75,6 +77,8 @@ bool is_measured_trace(const std::filesystem::path& path) {
 
 void replay_measured(const ReplayArgs& a, const models::HardwareProfile& profile) {
   const analysis::MeasuredTrace measured = analysis::load_measured(a.requests);
+  if (const std::string why = analysis::device_mismatch(profile, {measured}); !why.empty())
+    std::fprintf(stderr, "warning: %s\n", why.c_str());
   const analysis::ValidationReport report =
       analysis::validate(profile, std::nullopt, analysis::all_sections({measured}));
   const std::string csv = analysis::validation_csv(report);
@@ -293,6 +297,10 @@ void add_replay_command(CLI::App& app) {
     analysis::guard_baseline_traces(io, args->whole);
     io.output("--out", args->out).output("--plot", args->plot).output("--summary", args->summary);
     io.output("--cdf", args->cdf).check();
+    namespace est = analysis::memory_estimate;
+    const double bytes = est::expanded_bytes(args->requests);
+    est::require_for_input(
+        "replay", is_measured_trace(args->requests) ? est::kMeasuredTrace : est::kRequestTrace, bytes);
     if (std::isnan(args->kv_capacity_gb) || args->kv_capacity_gb < 0 || std::isinf(args->kv_capacity_gb)) {
       throw InputError("--kv-capacity-gb must be a finite number >= 0 (0: from the profile)");
     }

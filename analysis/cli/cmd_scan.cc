@@ -33,6 +33,7 @@ struct ScanCommand {
   std::string nccl_algo;
   std::string nccl_proto;
   std::string plot;
+  std::string json;
   std::string at;  // the plot's slice (analysis/plot.h check_scan_slice)
   bool no_header = false;
   bool best = false;
@@ -85,7 +86,7 @@ void run_scan_command(ScanCommand& c) {
   analysis::guard_profile(io, "--profile", c.options.profile);
   analysis::guard_scenario_flags(io, c.options.flags);
   analysis::guard_baseline_traces(io, c.options.whole);
-  io.output("--out", c.out).output("--plot", c.plot).check();
+  io.output("--out", c.out).output("--plot", c.plot).output("--json", c.json).check();
   if (c.options.jobs < 1 || c.options.jobs > 1024) {
     throw InputError("--jobs " + std::to_string(c.options.jobs) + " is not an integer in [1, 1024]");
   }
@@ -104,8 +105,14 @@ void run_scan_command(ScanCommand& c) {
     summary.include_research = c.include_research;
     summary.by_heads = !c.options.flags.heads.empty() || !analysis::model_of(c.options.flags);
     summary.by_tp = report.tp.tp.size() > 1;
-    if (!c.best) std::cout << "layout: " << report.tp.rule << "\n";
+    std::cout << "layout: " << report.tp.rule << "\n";
     std::cout << analysis::scan_summary(csv, summary);
+    if (!c.json.empty()) {
+      traces::write_file_atomically(c.json,
+                                    analysis::scan_summary_json(csv, summary, report.tp, c.options.profile,
+                                                                analysis::model_label(c.options.flags)));
+      std::cout << "summary: " << c.json << "\n";
+    }
   }
 }
 
@@ -145,6 +152,9 @@ void add_scan_command(CLI::App& app) {
       "--at", c->at,
       "the slice --plot draws, e.g. batch=64,context=128k (default: the slice with most points among the "
       "values you varied; the plot's title names it); checked against the scan before it runs");
+  cmd->add_option(
+      "--json", c->json,
+      "also write the answer as JSON (dcpsim-summary/1: per strategy its points, and the best pick)");
   cmd->add_option("--plot", c->plot,
                   "also draw the CSV into this PNG: latency vs DCP size, geometry heatmap, Pareto front "
                   "(needs python3 with matplotlib)");

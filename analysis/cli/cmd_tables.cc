@@ -1,6 +1,7 @@
 // dcpsim tables: build a kernel table file from measured traces (analysis/table_builder.h), or check and
 // print one (--show).
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include "commands.h"
 #include "dcpsim/analysis/io_inputs.h"
+#include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/analysis/table_builder.h"
 #include "dcpsim/error.h"
 #include "dcpsim/traces/output_file.h"
@@ -59,6 +61,8 @@ void run(const TablesArgs& a) {
   IoGuard io;
   analysis::guard_measured(io, "--measured", a.measured);
   io.output("--out", a.out).check();
+  namespace est = analysis::memory_estimate;
+  est::require_for_input("tables", est::kMeasuredTrace, est::expanded_bytes(a.measured));
   std::vector<analysis::MeasuredTrace> traces;
   for (const auto& path : expand(a.measured)) traces.push_back(analysis::load_measured(path));
   analysis::TableBuildOptions options;
@@ -72,7 +76,15 @@ void run(const TablesArgs& a) {
   std::cout << "wrote " << a.out << ": " << r.tables.tables.size() << " tables, " << points << " points from "
             << r.figures << " phase medians of " << r.sections << " sections (" << r.tables.provenance.device
             << ")\n";
-  for (const std::string& n : r.notes) std::cout << "note: left out " << n << "\n";
+  for (const auto& t : r.tables.tables) {
+    if (!t.model) continue;
+    std::printf(
+        "model of %s [%s]: %.3f us + bytes / %.3f TB/s (fitted on %d points, largest residual %.1f%%)\n",
+        std::string(models::to_string(t.kernel)).c_str(), t.key.c_str(), t.model->floor_ns / 1e3,
+        t.model->bandwidth / 1e12, t.model->points, 100 * t.model->max_relative_residual);
+  }
+  for (const std::string& n : r.notes)
+    std::cout << (n.rfind("no model", 0) == 0 ? "note: " : "note: left out ") << n << "\n";
 }
 
 }  // namespace

@@ -8,7 +8,9 @@
 #include <optional>
 
 #include "commands.h"
+#include "dcpsim/analysis/consistency.h"
 #include "dcpsim/analysis/io_inputs.h"
+#include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/analysis/plot.h"
 #include "dcpsim/analysis/validate.h"
 #include "dcpsim/error.h"
@@ -26,6 +28,7 @@ struct ValidateArgs {
   std::string plot;
   double max_median_err = 0.05;
   bool no_rows = false;
+  std::string kernels = "model";
   std::vector<std::string> argv;
 };
 
@@ -63,6 +66,8 @@ void print_report(const analysis::ValidationReport& r, const analysis::ValidateO
   std::cout << "(p90-floor: the p90 with an error within " << opt.tolerance_absolute_s * 1e6
             << " us counted as 0; in-tol: the share within max(" << pct(opt.tolerance_relative) << ", "
             << opt.tolerance_absolute_s * 1e6 << " us))\n";
+  if (!r.implementations.empty()) std::cout << "kernels by implementation:\n";
+  for (const analysis::ImplementationUse& u : r.implementations) std::cout << "  " << describe(u) << "\n";
   if (r.emulated) std::cout << "note: emulated traces: kernel phases only\n";
   for (const std::string& e : r.excluded) std::cout << "note: left out " << e << "\n";
   for (const std::string& w : r.warnings) std::cerr << "warning: " << w << "\n";
@@ -76,6 +81,8 @@ void run(const ValidateArgs& a) {
   analysis::guard_calibration(io, "--calibration", a.calibration, a.profile);
   analysis::guard_measured(io, "--measured", a.measured);
   io.output("--report", a.report).output("--csv", a.csv).output("--plot", a.plot).check();
+  namespace est = analysis::memory_estimate;
+  est::require_for_input("validate", est::kMeasuredTrace, est::expanded_bytes(a.measured));
   if (!(a.max_median_err > 0) || !std::isfinite(a.max_median_err)) {
     throw InputError("--max-median-err must be a finite number > 0");
   }
@@ -84,8 +91,16 @@ void run(const ValidateArgs& a) {
   analysis::ValidateOptions opt;
   opt.max_median_error = a.max_median_err;
   opt.include_rows = !a.no_rows;
-  const analysis::ValidationReport report = analysis::validate(
-      models::load_profile(a.profile), calibration_for(a), analysis::all_sections(traces), opt);
+  if (a.kernels != "model" && a.kernels != "measured")
+    throw InputError("--kernels '" + a.kernels + "': model or measured");
+  opt.measured_kernels = a.kernels == "measured";
+  const models::HardwareProfile profile = models::load_profile(a.profile);
+  const std::optional<analysis::CalibrationInfo> calibration = calibration_for(a);
+  if (calibration) analysis::require_calibration_matches(*calibration, profile);
+  if (const std::string why = analysis::device_mismatch(profile, traces); !why.empty())
+    std::cerr << "warning: " << why << "\n";
+  const analysis::ValidationReport report =
+      analysis::validate(profile, calibration, analysis::all_sections(traces), opt);
   // The report, the CSV and the plot appear together or not at all.
   std::vector<std::pair<std::filesystem::path, std::string>> files;
   if (!a.report.empty())
@@ -121,6 +136,11 @@ void add_validate_command(CLI::App& app) {
                   "Exit 1 when the median |relative error| exceeds this (default 0.05)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--no-rows", args->no_rows, "Compare phases and the step only, not per-row ready times");
+  cmd->add_option(
+      "--kernels", args->kernels,
+      "model (default): price every kernel with the profile; measured: price each kernel phase the "
+      "trace measured (attention, correction, A2A pack and combine) from its own median and validate "
+      "only communication, launches, signals, the step and rows");
   cmd->callback([args, cmd] {
     args->argv.clear();
     for (const std::string& m : args->measured) args->argv.push_back("--measured " + m);

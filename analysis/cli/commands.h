@@ -16,10 +16,12 @@ void add_plan_command(CLI::App& app);                                // cmd_plan
 void add_hw_command(CLI::App& app, int argc, char** argv);           // cmd_hw.cc
 void add_hw_bench(CLI::App& hw_cmd);                                 // cmd_hw_bench.cc: `hw bench`
 void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv);  // cmd_hw_sweep.cc
-void add_calibrate_command(CLI::App& app);                           // cmd_calibrate.cc
-void add_validate_command(CLI::App& app);                            // cmd_validate.cc
-void add_export_command(CLI::App& app);                              // cmd_export.cc
-void add_merge_command(CLI::App& app);                               // cmd_merge.cc
+// cmd_hw_calibrate.cc: `hw calibrate`
+void add_hw_calibrate_command(CLI::App& hw_cmd, int argc, char** argv);
+void add_calibrate_command(CLI::App& app);  // cmd_calibrate.cc
+void add_validate_command(CLI::App& app);   // cmd_validate.cc
+void add_export_command(CLI::App& app);     // cmd_export.cc
+void add_merge_command(CLI::App& app);      // cmd_merge.cc
 void add_import_command(CLI::App& app);
 void add_collectives_command(CLI::App& app);                    // cmd_collectives.cc
 void add_tables_command(CLI::App& app, int argc, char** argv);  // cmd_tables.cc

@@ -65,9 +65,10 @@ struct GlobalOptions {
 };
 
 void add_global_options(CLI::App& app, GlobalOptions& g) {
-  app.add_option("--max-input-gb", g.max_input_gb,
-                 "largest size any input may decompress to, in GB (default: a quarter of this machine's "
-                 "memory, at most 4.3 GB)")
+  app.add_option(
+         "--max-input-gb", g.max_input_gb,
+         "largest size any compressed input may expand to, in GB (default: an eighth of this machine's "
+         "memory, at most 2 GiB)")
       ->check(CLI::Range(1e-6, 1e6));
   app.add_flag("--memory-report", g.memory_report,
                "print the memory estimates and the measured peak (VmHWM) on stderr at the end");

@@ -46,9 +46,9 @@ ResidualStats stats_of(std::string figure, const std::vector<double>& rel) {
 }
 
 std::vector<double> relative_residuals(const HardwareProfile& p, const std::vector<MeasuredSection>& sections,
-                                       const std::vector<Observation>& obs,
-                                       std::vector<std::string>& figures) {
-  const Eigen::VectorXd f = detail::predict_all(p, sections, obs);
+                                       const std::vector<Observation>& obs, std::vector<std::string>& figures,
+                                       const PredictOptions& options = {}) {
+  const Eigen::VectorXd f = detail::predict_all(p, sections, obs, options);
   std::vector<double> rel;
   for (std::size_t i = 0; i < obs.size(); ++i) {
     const double v = f(static_cast<Eigen::Index>(i));
@@ -108,7 +108,7 @@ std::vector<KernelTypeFit> per_kernel_type(const detail::Problem& pb, const std:
                                            const CalibrateOptions& options) {
   std::vector<KernelTypeFit> out;
   for (const char* figure : {"attention", "correction", "pack", "combine"}) {
-    detail::Problem sub{pb.base, pb.sections, {}, {}};
+    detail::Problem sub{pb.base, pb.sections, {}, {}, {}, pb.predict_options};
     for (const Observation& o : pb.obs) {
       if (o.kind == ObservationKind::kPhase && o.phase == figure) sub.obs.push_back(o);
     }
@@ -167,9 +167,17 @@ CalibrationResult calibrate(const HardwareProfile& base, const std::vector<Measu
   res.domain = domain_of(fit);
   // Per-row ready times are left to validate: thousands of them per step, all driven by the same phases,
   // would outweigh the phase medians they follow from.
-  const ObservationSet set = build_observations(fit, /*include_rows=*/false);
+  ObservationSet set = build_observations(fit, /*include_rows=*/false);
+  if (options.measured_kernels) {
+    const std::size_t before = set.observations.size();
+    std::erase_if(set.observations,
+                  [&](const Observation& o) { return is_measured_kernel_input(fit[o.section], o); });
+    set.excluded.push_back(std::to_string(before - set.observations.size()) +
+                           " kernel phase medians: priced from themselves (--kernels measured), not fitted");
+  }
   res.excluded = set.excluded;
-  const detail::Problem pb = detail::make_problem(base, fit, set.observations, res.warnings);
+  const PredictOptions predict_options{options.measured_kernels};
+  const detail::Problem pb = detail::make_problem(base, fit, set.observations, res.warnings, predict_options);
   if (pb.obs.empty()) {
     throw InputError("calibrate: the traces hold no figure the simulator can be fitted to (" +
                      std::to_string(fit.size()) + " sections; see the excluded figures)");
@@ -179,10 +187,18 @@ CalibrationResult calibrate(const HardwareProfile& base, const std::vector<Measu
   res.parameters = fresh_results(base);
   std::vector<int> candidates;
   for (const std::string& name : options.fixed) fit_parameter(name);  // an unknown name is an InputError
+  for (const std::string& name : options.only) fit_parameter(name);
   for (int k = 0; k < static_cast<int>(res.parameters.size()); ++k) {
     ParameterResult& r = res.parameters[static_cast<std::size_t>(k)];
     if (std::find(options.fixed.begin(), options.fixed.end(), r.name) != options.fixed.end()) {
       r.status = "held fixed (--fix), kept from the base profile";
+    } else if (!options.only.empty() &&
+               std::find(options.only.begin(), options.only.end(), r.name) == options.only.end()) {
+      r.status = "not a candidate (--only), kept from the base profile";
+    } else if (options.only.empty() && is_in_step_parameter(r.name)) {
+      r.status =
+          "an in-step, event-timing or one-sided number: fitted only when named with --only (real "
+          "multi-GPU steps with --kernels measured: scripts/comm_fits.sh), kept from the base profile";
     } else {
       candidates.push_back(k);
     }
@@ -196,13 +212,17 @@ CalibrationResult calibrate(const HardwareProfile& base, const std::vector<Measu
   if (options.per_kernel_type) res.per_kernel_type = per_kernel_type(pb, candidates, options);
 
   std::vector<std::string> figures;
-  const std::vector<double> rel = relative_residuals(res.profile, fit, pb.obs, figures);
+  const std::vector<double> rel = relative_residuals(res.profile, fit, pb.obs, figures, predict_options);
   res.residuals = residual_stats(figures, rel);
   if (!holdout.empty()) {
-    const ObservationSet held = build_observations(holdout);
+    ObservationSet held = build_observations(holdout);
+    if (options.measured_kernels) {
+      std::erase_if(held.observations,
+                    [&](const Observation& o) { return is_measured_kernel_input(holdout[o.section], o); });
+    }
     std::vector<std::string> held_figures;
     const std::vector<double> held_rel =
-        relative_residuals(res.profile, holdout, held.observations, held_figures);
+        relative_residuals(res.profile, holdout, held.observations, held_figures, predict_options);
     res.holdout_residuals = residual_stats(held_figures, held_rel);
   }
   return res;

@@ -277,6 +277,7 @@ json calibration_json(const CalibrationResult& r, const CalibrationProvenance& p
       {"warnings", r.warnings}};
   if (!r.holdout_residuals.empty()) out["holdout_residuals"] = stats_json(r.holdout_residuals);
   if (!r.per_kernel_type.empty()) out["per_kernel_type"] = per_type_json(r.per_kernel_type);
+  for (const auto& [key, value] : prov.extra.items()) out[key] = value;
   return out;
 }
 

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 
 #include "dcpsim/error.h"
 #include "dcpsim/models/cost_metrics.h"
+#include "dcpsim/models/nccl_tests.h"
 
 #if DCPSIM_WITH_SIMGRID
 #include "dcpsim/sim/simulator.h"
@@ -41,6 +43,16 @@ double quantile(std::vector<double> v, double q) {
 }
 
 }  // namespace
+
+models::CommTables load_measured_comm(const std::vector<std::string>& files) {
+  if (files.size() == 1) {
+    std::ifstream in(files[0], std::ios::binary);
+    std::string head(256, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    if (head.find(models::kCommTablesFormat) != std::string::npos) return models::load_comm_tables(files[0]);
+  }
+  return models::import_nccl_tests(std::vector<std::filesystem::path>(files.begin(), files.end()), {}).tables;
+}
 
 int dtype_bytes(const std::string& dtype) {
   const std::string d = models::normalise_dtype(dtype);
@@ -84,6 +96,7 @@ std::vector<CollectiveRow> predict_collectives(const models::HardwareProfile& pr
         row.protocol = lower(models::to_string(price.plan.protocol));
         row.source = price.source;
         row.between_groups = price.between_groups;
+        row.anchored = price.anchored;
         row.in_step_s = price.in_step_s;
         row.algbw_Bps = models::algbw(row.size_bytes, row.time_s);
         row.busbw_Bps = models::busbw(op, gpus, row.size_bytes, row.time_s);
@@ -128,7 +141,7 @@ std::string collectives_text(const std::vector<CollectiveRow>& rows, const std::
                   (r.algorithm + "/" + r.protocol).c_str(),
                   r.source == models::FigureSource::kTable
                       ? (r.between_groups ? "table (between measured groups)" : "table")
-                      : "model (extrapolated)");
+                      : (r.anchored ? "model anchored to the table (extrapolated)" : "model (extrapolated)"));
     out += line;
   }
   std::snprintf(line, sizeof line,

@@ -16,8 +16,8 @@ namespace dcpsim::analysis::detail {
 using models::HardwareProfile;
 
 Eigen::VectorXd predict_all(const HardwareProfile& p, const std::vector<MeasuredSection>& sections,
-                            const std::vector<Observation>& obs) {
-  const Predictor predictor(p);
+                            const std::vector<Observation>& obs, const PredictOptions& options) {
+  const Predictor predictor(p, options);
   std::map<int, Prediction> cache;
   Eigen::VectorXd f(static_cast<Eigen::Index>(obs.size()));
   for (std::size_t i = 0; i < obs.size(); ++i) {
@@ -32,13 +32,16 @@ Eigen::VectorXd predict_all(const HardwareProfile& p, const std::vector<Measured
 
 Eigen::VectorXd Problem::residuals(const HardwareProfile& p) const {
   // A prediction of 0 gives -inf: the line search rejects such a step.
-  return (predict_all(p, sections, obs).cwiseQuotient(y)).array().log();
+  return ((predict ? predict(p) : predict_all(p, sections, obs, predict_options)).cwiseQuotient(y))
+      .array()
+      .log();
 }
 
 Problem make_problem(const HardwareProfile& base, const std::vector<MeasuredSection>& sections,
-                     const std::vector<Observation>& all, std::vector<std::string>& warnings) {
-  Problem pb{base, sections, {}, {}};
-  const Eigen::VectorXd f = predict_all(base, sections, all);
+                     const std::vector<Observation>& all, std::vector<std::string>& warnings,
+                     const PredictOptions& options) {
+  Problem pb{base, sections, {}, {}, {}, options};
+  const Eigen::VectorXd f = predict_all(base, sections, all, options);
   std::map<std::string, int> missing;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const double v = f(static_cast<Eigen::Index>(i));

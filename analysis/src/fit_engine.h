@@ -2,6 +2,7 @@
 // The machinery behind calibrate (private to analysis/src): the fit problem (measured figures and their
 // simulated counterparts), parameter identification, Gauss–Newton with bounded, Huber-weighted steps, and
 // standard errors.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,17 +21,22 @@ struct Problem {
   const std::vector<MeasuredSection>& sections;
   std::vector<Observation> obs;
   Eigen::VectorXd y;
+  // The predictions of `obs` under a profile when they do not come from simulating `sections` (measured
+  // communication tables: calibrate_comm.cc); empty: predict_all.
+  std::function<Eigen::VectorXd(const models::HardwareProfile&)> predict;
+  PredictOptions predict_options;  // how the sections are simulated (measured kernels)
 
   Eigen::VectorXd residuals(const models::HardwareProfile& p) const;
 };
 
 // Simulates every section that has an observation once; NaN where the simulator has no such figure.
 Eigen::VectorXd predict_all(const models::HardwareProfile& p, const std::vector<MeasuredSection>& sections,
-                            const std::vector<Observation>& obs);
+                            const std::vector<Observation>& obs, const PredictOptions& options = {});
 
 // Keeps the observations the simulator predicts (> 0) under `base`; a warning per figure for the others.
 Problem make_problem(const models::HardwareProfile& base, const std::vector<MeasuredSection>& sections,
-                     const std::vector<Observation>& all, std::vector<std::string>& warnings);
+                     const std::vector<Observation>& all, std::vector<std::string>& warnings,
+                     const PredictOptions& options = {});
 
 // The outcome of fitting one problem.
 struct FitRun {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string>
 
 #include "dcpsim/error.h"
@@ -175,9 +176,12 @@ void add_collective_parameters(std::vector<FitParameter>& out) {
     const std::string proto = kProto[i];
     out.push_back(time_param("nccl.ring." + proto + ".base_latency", kC,
                              [i](HardwareProfile& p) -> Quantity& { return p.nccl.ring[i].base_latency; }));
-    out.push_back(
+    // A step over NVLink takes at least the NVLink hop the simulator's routes carry.
+    FitParameter hop =
         time_param("nccl.ring." + proto + ".nvlink_hop_latency", kC,
-                   [i](HardwareProfile& p) -> Quantity& { return p.nccl.ring[i].nvlink_hop_latency; }));
+                   [i](HardwareProfile& p) -> Quantity& { return p.nccl.ring[i].nvlink_hop_latency; });
+    hop.lower_field = [](const HardwareProfile& p) { return p.nvlink.hop_latency.si(); };
+    out.push_back(hop);
     out.push_back(time_param("nccl.tree." + proto + ".base_latency", kC,
                              [i](HardwareProfile& p) -> Quantity& { return p.nccl.tree[i].base_latency; }));
   }
@@ -201,8 +205,84 @@ void add_collective_parameters(std::vector<FitParameter>& out) {
                            [](HardwareProfile& p) -> Quantity& { return p.internode.latency; }));
 }
 
+// An optional profile number (absent: 0): created the first time a fit writes it, read as 0 until then.
+// `fallback`: what the model uses while the number is absent (default 0).
+FitParameter optional_time_param(std::string name, ParameterGroup g,
+                                 std::function<std::optional<Quantity>&(HardwareProfile&)> f,
+                                 std::function<Quantity(const HardwareProfile&)> fallback = nullptr) {
+  FitParameter p;
+  p.name = std::move(name);
+  p.coordinate = "the time itself [s]";
+  p.group = g;
+  const auto absent = [fallback](const HardwareProfile& prof) {
+    return fallback ? fallback(prof) : Quantity{0, models::Unit::kMicroseconds, "absent from the profile: 0"};
+  };
+  p.field = [f, absent](HardwareProfile& prof) -> Quantity& {
+    std::optional<Quantity>& q = f(prof);
+    if (!q) q = absent(prof);
+    return *q;
+  };
+  p.read = [f, absent](const HardwareProfile& prof) -> const Quantity& {
+    thread_local Quantity shown;
+    const std::optional<Quantity>& q = f(const_cast<HardwareProfile&>(prof));
+    if (q) return *q;
+    shown = absent(prof);
+    return shown;
+  };
+  return p;
+}
+
+// What a collective costs inside a step beyond nccl-tests' steady state, and the step's own arrival skew and
+// eager host time: identified by real multi-GPU steps only.
+void add_in_step_parameters(std::vector<FitParameter>& out) {
+  constexpr auto kC = ParameterGroup::kCollective;
+  out.push_back(optional_time_param(
+      "nccl.in_step_graph", kC,
+      [](HardwareProfile& p) -> std::optional<Quantity>& { return p.nccl.in_step_graph; }));
+  out.push_back(optional_time_param(
+      "nccl.in_step_eager", kC,
+      [](HardwareProfile& p) -> std::optional<Quantity>& { return p.nccl.in_step_eager; }));
+  out.push_back(optional_time_param(
+      "nccl.eager_host_issue", kC,
+      [](HardwareProfile& p) -> std::optional<Quantity>& { return p.nccl.eager_host_issue; },
+      [](const HardwareProfile& p) { return p.launch.cpu_issue_eager; }));
+  out.push_back(optional_time_param(
+      "nccl.p2p.simple_base_latency", kC,
+      [](HardwareProfile& p) -> std::optional<Quantity>& { return p.nccl.p2p_simple_base_latency; },
+      [](const HardwareProfile& p) { return p.nccl.p2p_base_latency; }));
+  out.push_back(optional_time_param(
+      "nccl.arrival_skew_graph", kC,
+      [](HardwareProfile& p) -> std::optional<Quantity>& { return p.nccl.arrival_skew_graph; }));
+  out.push_back(optional_time_param(
+      "nccl.arrival_skew_eager", kC,
+      [](HardwareProfile& p) -> std::optional<Quantity>& { return p.nccl.arrival_skew_eager; }));
+}
+
+// The instrument of event-timed traces (launch.event_pair, event_gap): only such traces' figures move them.
+void add_event_timing_parameters(std::vector<FitParameter>& out) {
+  constexpr auto kL = ParameterGroup::kLaunch;
+  out.push_back(optional_time_param(
+      "launch.event_pair", kL,
+      [](HardwareProfile& p) -> std::optional<Quantity>& { return p.launch.event_pair; }));
+  out.push_back(
+      optional_time_param("launch.event_gap", kL,
+                          [](HardwareProfile& p) -> std::optional<Quantity>& { return p.launch.event_gap; }));
+}
+
 void add_signal_parameters(std::vector<FitParameter>& out) {
   constexpr auto kS = ParameterGroup::kSignal;
+  // What a kernel's stores into a peer reach (absent: the peer-copy bandwidth): identified by pushes.
+  FitParameter store = inverse_param(
+      "nvlink.store_bandwidth", "1/store_bandwidth [s/B]", kS,
+      [](HardwareProfile& p) -> Quantity& {
+        if (!p.nvlink.store_bandwidth) p.nvlink.store_bandwidth = p.nvlink.measured_bandwidth;
+        return *p.nvlink.store_bandwidth;
+      },
+      [](const HardwareProfile& p) { return p.nvlink.bandwidth.si(); }, 2.5e-12);
+  store.read = [](const HardwareProfile& p) -> const Quantity& {
+    return p.nvlink.store_bandwidth ? *p.nvlink.store_bandwidth : p.nvlink.measured_bandwidth;
+  };
+  out.push_back(store);
   out.push_back(time_param("signal.flag_write_latency", kS,
                            [](HardwareProfile& p) -> Quantity& { return p.signal.flag_write_latency; }));
   out.push_back(time_param("signal.poll_interval", kS,
@@ -255,11 +335,14 @@ void FitParameter::assign(HardwareProfile& p, double x) const {
 double FitParameter::lower_bound(const HardwareProfile& p) const {
   switch (transform) {
     case Transform::kTime:
+      return lower_field ? lower_field(p) : 0.0;
     case Transform::kKernelHalf:
       return 0.0;
-    // Without a natural ceiling, a tiny positive floor keeps the bandwidth finite.
+    // Without a natural ceiling, a floor a thousand times below the typical value keeps the bandwidth finite
+    // and within a profile's physical bounds (1 PB/s, 1e18 FLOP/s: a fit that ran to 1e-6 x typical wrote
+    // profiles that no reader would load).
     case Transform::kInverse:
-      return upper_field ? 1.0 / upper_field(p) : 1e-6 * typical;
+      return upper_field ? 1.0 / upper_field(p) : 1e-3 * typical;
     case Transform::kKernelRate:
       return 1.0 / p.gpu.hbm_bandwidth_measured.si();  // efficiency <= 1
   }
@@ -272,6 +355,8 @@ const std::vector<FitParameter>& fit_parameters() {
     add_kernel_parameters(out);
     add_launch_parameters(out);
     add_collective_parameters(out);
+    add_in_step_parameters(out);
+    add_event_timing_parameters(out);
     add_signal_parameters(out);
     // After every shared number: a type's floor moves only its own kernels, so where a figure also moves
     // with a launch or signal number (an eager step's issue cost behind a merge kernel), that number is kept
@@ -285,6 +370,12 @@ const std::vector<FitParameter>& fit_parameters() {
     return out;
   }();
   return all;
+}
+
+bool is_in_step_parameter(std::string_view name) {
+  return name.starts_with("nccl.in_step_") || name == "nccl.eager_host_issue" ||
+         name.starts_with("nccl.arrival_skew_") || name.starts_with("launch.event_") ||
+         name == "nvlink.store_bandwidth" || name == "nccl.p2p.simple_base_latency";
 }
 
 const FitParameter& fit_parameter(std::string_view name) {

@@ -48,7 +48,7 @@ void guard_calibration(IoGuard& io, const std::string& flag, const std::string& 
   }
   std::error_code ec;
   if (profile.empty() || !std::filesystem::is_regular_file(profile, ec)) return;
-  io.input_if_exists("the sidecar of --profile", calibration_sidecar(profile));
+  io.input_if_exists("--profile's sidecar", calibration_sidecar(profile));
 }
 
 }  // namespace dcpsim::analysis

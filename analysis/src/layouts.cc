@@ -176,7 +176,10 @@ std::string LayoutQuery::weight_dtype_name() const {
     name = b == 4.0 ? "fp32" : b == 2.0 ? "bf16" : b == 1.0 ? "fp8" : b == 0.5 ? "4-bit" : "";
   }
   char bytes[64];
-  std::snprintf(bytes, sizeof bytes, "%.3g byte%s per parameter", b, b == 1.0 ? "" : "s");
+  char figure[32];
+  std::snprintf(figure, sizeof figure, "%.3g", b);
+  std::snprintf(bytes, sizeof bytes, "%s byte%s per parameter", figure,
+                std::string(figure) == "1" ? "" : "s");
   return name.empty() ? std::string(bytes) : name + " (" + bytes + ")";
 }
 

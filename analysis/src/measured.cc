@@ -140,8 +140,17 @@ MeasuredSection read_section(const std::filesystem::path& path, int index, trace
     // The runner records which attention kernels ran; the simulator prices attention from their table.
     if (const auto it = s.scenario.params().find("attention"); it != s.scenario.params().end())
       out.scenario.attention_impl = it->second;
+    if (const auto it = s.scenario.params().find("merge"); it != s.scenario.params().end())
+      out.scenario.merge_impl = it->second;
+    for (const auto& [key, value] : s.scenario.params())
+      if (key.rfind("impl.", 0) == 0) out.implementations[key.substr(5)] = value;
     if (const auto it = s.scenario.params().find("row_stamps"); it != s.scenario.params().end())
       out.row_stamps = it->second == "on";
+    // The runner records `timing` since it learned CUPTI (2026-12-01); its real multi-GPU runs before that
+    // were timed with an event pair around each phase.
+    const auto timing = s.scenario.params().find("timing");
+    out.event_timed =
+        timing != s.scenario.params().end() ? timing->second == "events" : source == traces::v1::SOURCE_HW;
     out.label = out.scenario.label();
     out.scenario.validate();
   } catch (const InputError& e) {

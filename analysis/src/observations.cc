@@ -9,6 +9,7 @@
 
 #include "dcpsim/analysis/phase_map.h"
 #include "dcpsim/error.h"
+#include "dcpsim/models/cost_collectives_price.h"
 
 #if DCPSIM_WITH_SIMGRID
 #include "dcpsim/sim/simulator.h"
@@ -16,42 +17,102 @@
 
 namespace dcpsim::analysis {
 
+namespace {
+
+// The simulator's kernel a measured kernel phase stands for (trace-driven validation), or "".
+std::string measured_kernel_of(const MeasuredSection& s, const MeasuredPhase& m) {
+  // The two-kernel direct merge's combine kernel polls the flags, then combines: a kernel of its own.
+  if (m.measured_name == "direct_combine" && m.sim_phases.size() == 2) return "direct_combine";
+  if (m.sim_phases.size() != 1) return "";
+  const std::string& p = m.sim_phases.front();
+  if (p == "attention" || p == "correction") return p;
+  if (p == "pack") return "a2a_pack";
+  if (p == "combine" && s.scenario.strategy == models::Strategy::kA2a) return "a2a_combine";
+  return "";
+}
+
+// Which rank reached the step first: the one that waited longest in its first collective.
+[[maybe_unused]] std::vector<int> arrival_order(const MeasuredSection& s) {
+  if (s.source != traces::v1::SOURCE_HW || s.scenario.dcp < 2) return {};
+  std::vector<std::pair<double, int>> waits;
+  for (const MeasuredPhase& m : s.phases) {
+    if (m.rank >= 0 && m.sim_phases.size() == 1 && m.sim_phases.front() == "query_gather")
+      waits.push_back({-m.median_s, m.rank});
+  }
+  if (static_cast<int>(waits.size()) != s.scenario.dcp) return {};
+  std::sort(waits.begin(), waits.end());
+  std::vector<int> order;
+  for (const auto& [w, r] : waits) order.push_back(r);
+  return order;
+}
+
+}  // namespace
+
 #if DCPSIM_WITH_SIMGRID
 struct Predictor::Impl {
   sim::Simulator simulator;
   // As the runner ran it (--emulate, --row-stamps), keyed by those two options; each made on the first
   // section that needs it (a profile copy each: fits build a Predictor per residual evaluation).
   std::map<std::pair<bool, bool>, sim::Simulator> variants;
+  PredictOptions options;
+
+  Prediction run(const models::Scenario& scenario, bool emulated, bool row_stamps,
+                 const sim::StepInputs& inputs);
 };
 
-Predictor::Predictor(const models::HardwareProfile& profile)
-    : impl_(std::make_unique<Impl>(Impl{sim::Simulator(profile), {}})) {}
+Predictor::Predictor(const models::HardwareProfile& profile, PredictOptions options)
+    : impl_(std::make_unique<Impl>(Impl{sim::Simulator(profile), {}, options})) {}
 
 Prediction Predictor::predict(const MeasuredSection& section) const {
-  return predict(section.scenario, section.source == traces::v1::SOURCE_EMULATED, section.row_stamps);
+  const bool emulated = section.source == traces::v1::SOURCE_EMULATED;
+  const double pair = section.event_timed ? models::event_pair_time(impl_->simulator.profile()) : 0.0;
+  sim::StepInputs inputs;
+  inputs.arrival_order = arrival_order(section);
+  for (const MeasuredPhase& m : section.phases)
+    inputs.direct_two_kernels |= m.measured_name == "direct_write";
+  if (impl_->options.measured_kernels) {
+    inputs.kernel_s.resize(static_cast<std::size_t>(section.scenario.dcp));
+    for (const MeasuredPhase& m : section.phases) {
+      const std::string kernel = measured_kernel_of(section, m);
+      if (kernel.empty() || m.rank < 0 || m.rank >= section.scenario.dcp) continue;
+      inputs.kernel_s[static_cast<std::size_t>(m.rank)][kernel] = std::max(0.0, m.median_s - pair);
+    }
+  }
+  Prediction p = impl_->run(section.scenario, emulated, section.row_stamps, inputs);
+  p.event_pair_s = pair;
+  p.event_gap_s = section.event_timed ? models::event_gap_time(impl_->simulator.profile()) : 0.0;
+  return p;
 }
 
 Prediction Predictor::predict(const models::Scenario& scenario, bool emulated, bool row_stamps) const {
-  const sim::Simulator* simulator = &impl_->simulator;
+  return impl_->run(scenario, emulated, row_stamps, sim::StepInputs{});
+}
+
+Prediction Predictor::Impl::run(const models::Scenario& scenario, bool emulated, bool row_stamps,
+                                const sim::StepInputs& inputs) {
+  const sim::Simulator* chosen = &simulator;
   if (emulated || row_stamps) {
-    auto it = impl_->variants.find({emulated, row_stamps});
-    if (it == impl_->variants.end()) {
+    auto it = variants.find({emulated, row_stamps});
+    if (it == variants.end()) {
       sim::SimOptions o;
       o.emulated_ranks = emulated;
       o.row_stamps = row_stamps;
-      it = impl_->variants.try_emplace({emulated, row_stamps}, impl_->simulator.profile(), o).first;
+      it = variants.try_emplace({emulated, row_stamps}, simulator.profile(), o).first;
     }
-    simulator = &it->second;
+    chosen = &it->second;
   }
-  const sim::StepResult r = simulator->run(scenario);
+  const sim::StepResult r = chosen->run(scenario, inputs);
   Prediction p;
   p.step_s = r.step_latency_s;
   for (const sim::RankTimeline& rank : r.ranks) {
     double first = rank.done_s;
+    std::vector<double> begins;
     for (const sim::PhaseSpan& span : rank.phases) {
       p.phase_s[{rank.rank, span.name}] += span.duration_s();
       first = std::min(first, span.begin_s);
+      begins.push_back(span.begin_s);
     }
+    p.phase_begins_s.push_back(begins);
     p.lse_ready_s.push_back(rank.lse_ready_s);
     p.output_ready_s.push_back(rank.output_ready_s);
     p.first_begin_s.push_back(first);
@@ -70,7 +131,7 @@ Prediction Predictor::predict(const models::Scenario& scenario, bool emulated, b
 #else
 struct Predictor::Impl {};
 
-Predictor::Predictor(const models::HardwareProfile&) {
+Predictor::Predictor(const models::HardwareProfile&, PredictOptions) {
   throw InputError(
       "calibrate and validate re-simulate every scenario, but this dcpsim was built without the "
       "SimGrid simulator (configure with -DDCPSIM_WITH_SIMGRID=ON)");
@@ -203,14 +264,25 @@ ObservationSet build_observations(const std::vector<MeasuredSection>& sections, 
   return set;
 }
 
+bool is_measured_kernel_input(const MeasuredSection& section, const Observation& o) {
+  if (o.kind != ObservationKind::kPhase) return false;
+  for (const MeasuredPhase& m : section.phases) {
+    if (m.rank == o.rank && m.sim_phases == o.sim_phases) return !measured_kernel_of(section, m).empty();
+  }
+  return false;
+}
+
 double predicted(const Prediction& p, const Observation& o) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   switch (o.kind) {
     case ObservationKind::kStep: {
       if (!o.from_first_phase) return p.step_s;
       double worst = 0.0;  // the slowest rank's step from its own first phase, as the runner reports it
-      for (std::size_t r = 0; r < p.done_s.size(); ++r)
-        worst = std::max(worst, p.done_s[r] - p.first_begin_s[r]);
+      for (std::size_t r = 0; r < p.done_s.size(); ++r) {
+        const double pairs = r < p.phase_begins_s.size() ? double(p.phase_begins_s[r].size()) : 0.0;
+        worst = std::max(worst, p.done_s[r] - p.first_begin_s[r] + pairs * p.event_pair_s +
+                                    std::max(0.0, pairs - 1) * p.event_gap_s);
+      }
       return worst;
     }
     case ObservationKind::kPhase: {
@@ -229,7 +301,7 @@ double predicted(const Prediction& p, const Observation& o) {
         }
         if (!std::isnan(sum)) worst = std::isnan(worst) ? sum : std::max(worst, sum);
       }
-      return worst;
+      return worst + p.event_pair_s;
     }
     case ObservationKind::kRowLse:
     case ObservationKind::kRowOutput: {
@@ -237,7 +309,13 @@ double predicted(const Prediction& p, const Observation& o) {
       if (o.rank < 0 || o.rank >= static_cast<int>(table.size())) return nan;
       const auto& rows = table[o.rank];
       if (o.row < 0 || o.row >= static_cast<int>(rows.size())) return nan;
-      return rows[o.row] - (o.from_first_phase ? p.first_begin_s[o.rank] : 0.0);
+      double pairs =
+          0.0;  // one event pair (and gap after the first) per phase begun before the row was ready
+      if (o.rank < static_cast<int>(p.phase_begins_s.size())) {
+        for (double b : p.phase_begins_s[o.rank]) pairs += b < rows[o.row] ? 1.0 : 0.0;
+      }
+      return rows[o.row] - (o.from_first_phase ? p.first_begin_s[o.rank] : 0.0) + pairs * p.event_pair_s +
+             std::max(0.0, pairs - 1) * p.event_gap_s;
     }
   }
   return nan;

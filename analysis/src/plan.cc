@@ -147,7 +147,11 @@ PlanResult run_plan(const PlanOptions& o) {
         const Layout ev = evaluate_layout(
             LayoutQuery::of(model, profile, o.whole.gpu_memory_utilization, pp), tp, dcp);
         if (!ev.valid) throw InputError(ev.invalid_reason);
-        if (!ev.weights_fit) throw InputError(ev.fit_text().substr(std::string("does not fit: ").size()));
+        if (!ev.weights_fit) {  // the row says "does not fit: 169.1 GB of weights per GPU exceed ..."
+          std::string why = ev.fit_text();
+          if (why.rfind("does not fit: ", 0) == 0) why.erase(0, 14);
+          throw InputError(why);
+        }
         if (dcp > domain && !(profile.internode.bandwidth.si() > 0))
           throw InputError("DCP group beyond one NVLink domain");
         auto it = wholes.find({tp, pp});

@@ -399,6 +399,19 @@ std::string replay_summary(const ReplayResult& r) {
                   s.layer_merge.p99 * 1e6, s.layer_merge.max * 1e6, 100 * s.merge_share, 100 * s.comm_share);
     out += line;
   }
+  std::vector<double> p50;
+  for (const StrategySummary& s : r.summaries) p50.push_back(s.decode_step.p50);
+  const auto pick = pick_fastest(r.strategies, p50, false);
+  const auto any = pick_fastest(r.strategies, p50, true);
+  if (pick) {
+    out += "fastest production strategy by the p50 decode step: " + name(r.strategies[*pick]) + " (" +
+           engine_text(r.strategies[*pick]) + ")\n";
+  }
+  if (any && (!pick || *any != *pick)) {
+    std::snprintf(line, sizeof line, "%s is faster (p50 %.3f ms) but a research strategy: never the pick\n",
+                  name(r.strategies[*any]).c_str(), r.summaries[*any].decode_step.p50 * 1e3);
+    out += line;
+  }
   return out;
 }
 

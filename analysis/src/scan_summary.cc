@@ -153,13 +153,13 @@ std::string scan_summary(const std::string& csv, const ScanSummaryOptions& o) {
                (o.include_research ? "" : " (production strategies)") + "\n";
         continue;
       }
-      std::snprintf(
-          buf, sizeof buf,
-          "%s: best N=%d %s: decode step %.3f ms (attention layer %.2f us, merge %.2f us, comm %.0f %%), "
-          "KV %s tokens per GPU, %s in the group",
-          titles[key].c_str(), best->dcp, best->f[strategy].c_str(), best->decode_us / 1e3, best->step_us,
-          best->merge_us, 100 * best->comm_share, thousands(best->f[per_gpu]).c_str(),
-          thousands(best->f[group_tokens]).c_str());
+      std::snprintf(buf, sizeof buf,
+                    "%s: best N=%d (TP %s) %s: decode step %.3f ms (attention layer %.2f us, merge %.2f us, "
+                    "comm %.0f %%), "
+                    "KV %s tokens per GPU, %s in the group",
+                    titles[key].c_str(), best->dcp, best->f[tp].c_str(), best->f[strategy].c_str(),
+                    best->decode_us / 1e3, best->step_us, best->merge_us, 100 * best->comm_share,
+                    thousands(best->f[per_gpu]).c_str(), thousands(best->f[group_tokens]).c_str());
       out += buf;
       const AtSize& a = by_dcp[best->dcp];
       if (a.research) {

@@ -22,13 +22,22 @@ struct Target {
   TableKernel kernel;
   std::string key;
   std::vector<double> at;
+  double bytes = 0.0;     // what the shape moves (an imported implementation's model is fitted on it)
+  bool imported = false;  // the kernel is another implementation's, from a profiler trace
 };
 
 struct Pool {
   std::vector<double> medians_ns;
   int samples = 0;
   double min_ns = 0.0, max_ns = 0.0;
+  double bytes = 0.0;
+  bool imported = false;
 };
+
+// An implementation a profiler trace ran that is not the runner's own (which `hw sweep` tables describe).
+bool foreign(const std::string& impl) {
+  return !impl.empty() && impl != "dcpsim" && impl != "flashinfer";
+}
 
 std::string today() {
   const std::time_t now = std::time(nullptr);
@@ -69,11 +78,19 @@ std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase&
   models::MergeShape merge_shape = models::merge_shape(s);
   merge_shape.row_stamps = sec.row_stamps;
   const std::string merge_key = models::merge_table_key(merge_shape);
-  auto merge = [&](TableKernel k) { return Target{k, merge_key, models::merge_table_at(k, merge_shape)}; };
+  auto merge = [&](TableKernel k) {
+    const double bytes = k == TableKernel::kCorrection   ? models::correction_bytes(merge_shape)
+                         : k == TableKernel::kA2aPack    ? models::a2a_pack_bytes(merge_shape)
+                         : k == TableKernel::kA2aCombine ? models::unpack_combine_bytes(merge_shape)
+                                                         : models::direct_combine_bytes(merge_shape);
+    return Target{k, merge_key, models::merge_table_at(k, merge_shape), bytes, !merge_shape.impl.empty()};
+  };
   if (name == "attention") {
     int64_t tokens = 0, nonempty = 0;
+    std::vector<int64_t> local;
     for (int64_t c : s.contexts) {
       const int64_t n = models::local_length(c, ph.rank, s.dcp, s.interleave);
+      local.push_back(n);
       tokens += n;
       nonempty += n > 0;
     }
@@ -81,7 +98,9 @@ std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase&
       why = "attention over empty shards";
       return std::nullopt;
     }
-    if (s.launch != models::LaunchMode::kGraph) {
+    // An imported implementation's phase is what the engine ran, in its launch mode: the table holds it so.
+    const bool imported = foreign(s.attention_impl) || !sec.implementations.empty();
+    if (s.launch != models::LaunchMode::kGraph && !imported) {
       why =
           "attention of eager and PDL steps (tables hold the kernels as `hw sweep` replays them from a "
           "graph, "
@@ -89,14 +108,18 @@ std::optional<Target> target_of(const MeasuredSection& sec, const MeasuredPhase&
       return std::nullopt;
     }
     const models::AttentionShape shape = models::attention_shape(s);
-    if (s.attention_impl == "flashinfer" && s.dcp > 1 && s.rows() > 1) {
+    if (s.attention_impl == "flashinfer" && s.dcp > 1 && s.rows() > 1 && !imported) {
       why = "FlashInfer's attention phase also holds the query repack (`hw sweep` times the kernel alone)";
       return std::nullopt;
     }
     const double heads = models::attention_table_heads(shape, heads_per_cta);
     const std::string key = models::attention_table_key(shape) +
                             (s.attention_impl.empty() ? std::string() : " " + s.attention_impl);
-    return Target{TableKernel::kAttention, key, {heads, double(s.rows()), double(tokens) / double(nonempty)}};
+    return Target{TableKernel::kAttention,
+                  key,
+                  {heads, double(s.rows()), double(tokens) / double(nonempty)},
+                  models::attention_io_bytes(shape, local),
+                  foreign(s.attention_impl)};
   }
   if (s.dcp < 2) {
     why = "merge kernels of N = 1";
@@ -185,6 +208,8 @@ TableBuildResult build_kernel_tables(const std::vector<MeasuredTrace>& traces,
           continue;
         }
         Pool& pool = pools[{target->kernel, target->key, target->at}];
+        pool.bytes = target->bytes;
+        pool.imported = pool.imported || target->imported;
         const double lo = (ph.min_s > 0 ? ph.min_s : ph.median_s) * 1e9;
         const double hi = std::max(ph.max_s, ph.median_s) * 1e9;
         pool.min_ns = pool.medians_ns.empty() ? lo : std::min(pool.min_ns, lo);
@@ -196,6 +221,7 @@ TableBuildResult build_kernel_tables(const std::vector<MeasuredTrace>& traces,
     }
   }
   if (pools.empty()) throw InputError("no kernel phase in the traces: nothing to tabulate");
+  std::map<std::pair<TableKernel, std::string>, std::vector<std::pair<double, double>>> model_points;
   for (const auto& [key, pool] : pools) {
     const auto& [kernel, name, at] = key;
     // Copies, not the bindings: lambdas may not capture structured bindings before C++20 compilers caught up
@@ -214,6 +240,17 @@ TableBuildResult build_kernel_tables(const std::vector<MeasuredTrace>& traces,
     const double med = ns(median(pool.medians_ns));
     it->points.push_back(
         {at, med, pool.samples, std::min(ns(pool.min_ns), med), std::max(ns(pool.max_ns), med)});
+    if (pool.imported) model_points[{kernel, name}].push_back({pool.bytes, med * 1e-9});
+  }
+  // Each imported implementation's model (kernel_table.h TableModel): what prices the shapes its few measured
+  // points do not cover.
+  for (models::KernelTable& k : out.tables.tables) {
+    const auto points = model_points.find({k.kernel, k.key});
+    if (points == model_points.end()) continue;
+    k.model = models::fit_table_model(points->second);
+    if (!k.model)
+      out.notes.push_back("no model for " + std::string(models::to_string(k.kernel)) + " [" + k.key +
+                          "]: its points do not move two different byte counts");
   }
   for (models::KernelTable& k : out.tables.tables)
     k.finalize("table " + std::string(models::to_string(k.kernel)) + " [" + k.key + "]");

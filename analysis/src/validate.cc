@@ -1,6 +1,8 @@
 // Re-simulate measured scenarios and compare figure by figure.
 #include "dcpsim/analysis/validate.h"
 
+#include "dcpsim/analysis/stale_calibration.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -8,6 +10,7 @@
 #include <sstream>
 
 #include "dcpsim/error.h"
+#include "dcpsim/json_limits.h"
 
 namespace dcpsim::analysis {
 namespace {
@@ -87,6 +90,28 @@ std::string price_source(const Prediction& p, const Observation& o) {
 
 }  // namespace
 
+namespace {
+
+// The member `key` of `j` (an object), or an InputError naming the sidecar and the member's JSON path.
+const json& sidecar_member(const json& j, const char* key, const std::string& where) {
+  if (!j.is_object()) throw InputError(where + ": expected an object, got " + j.type_name());
+  const auto it = j.find(key);
+  if (it == j.end()) throw InputError(where + "." + key + ": missing");
+  return *it;
+}
+
+double sidecar_number(const json& j, const std::string& where) {
+  if (!j.is_number()) throw InputError(where + ": expected a number, got " + j.dump().substr(0, 40));
+  return j.get<double>();
+}
+
+std::string sidecar_text(const json& j, const std::string& where) {
+  if (!j.is_string()) throw InputError(where + ": expected a string, got " + j.dump().substr(0, 40));
+  return j.get<std::string>();
+}
+
+}  // namespace
+
 CalibrationInfo load_calibration_info(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path.string() + ": cannot open the calibration file");
@@ -94,23 +119,23 @@ CalibrationInfo load_calibration_info(const std::filesystem::path& path) {
   text << in.rdbuf();
   CalibrationInfo info;
   info.path = path;
-  json j;
-  try {
-    j = json::parse(text.str());
-  } catch (const json::exception& e) {
-    throw InputError(path.string() + ": not JSON (" + e.what() + ")");
+  const std::string file = path.string();
+  const json j = parse_json_checked(text.str(), file);
+  const std::string format = sidecar_text(sidecar_member(j, "format", file), file + ": format");
+  if (format != "dcpsim-calibration/1")
+    throw InputError(file + ": format '" + format + "' is not dcpsim-calibration/1");
+  const json& residuals = sidecar_member(j, "residuals", file);
+  if (!residuals.is_object()) throw InputError(file + ": residuals: expected an object");
+  for (const auto& [figure, stats] : residuals.items()) {
+    const std::string where = file + ": residuals." + figure;
+    info.sigma[figure] = sidecar_number(sidecar_member(stats, "sigma", where), where + ".sigma");
   }
-  try {
-    if (j.at("format").get<std::string>() != "dcpsim-calibration/1") {
-      throw InputError(path.string() + ": format '" + j.at("format").get<std::string>() +
-                       "' is not dcpsim-calibration/1");
-    }
-    for (const auto& [figure, stats] : j.at("residuals").items())
-      info.sigma[figure] = stats.at("sigma").get<double>();
-    info.z = j.at("prediction_interval").at("z").get<double>();
-  } catch (const json::exception& e) {
-    throw InputError(path.string() + ": " + e.what());
-  }
+  const json& interval = sidecar_member(j, "prediction_interval", file);
+  info.z = sidecar_number(sidecar_member(interval, "z", file + ": prediction_interval"),
+                          file + ": prediction_interval.z");
+  if (j.contains("profile")) info.profile = sidecar_text(j["profile"], file + ": profile");
+  if (j.contains("base_profile"))
+    info.base_profile = sidecar_text(j["base_profile"], file + ": base_profile");
   if (j.contains("domain")) info.domain = domain_from_json(j["domain"], path.string());
   return info;
 }
@@ -122,6 +147,19 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
   rep.sections = sections;
   const ObservationSet set = build_observations(sections, opt.include_rows);
   rep.excluded = set.excluded;
+  rep.implementations = implementation_uses(profile, sections);
+  for (const ImplementationUse& u : rep.implementations)
+    if (u.warn()) rep.warnings.push_back(missing_table_warning(u));
+  // A calibration fitted on other kernels or tables than these (stale_calibration.h): say so. A sidecar
+  // without the record predates `hw calibrate` and is not judged here.
+  if (cal && !cal->path.empty() && std::filesystem::is_regular_file(cal->path)) {
+    try {
+      for (const std::string& why : stale_calibration(cal->path, {}))
+        if (why.find("is gone") == std::string::npos && why.find("records no hash") == std::string::npos)
+          rep.warnings.push_back("stale calibration: " + why);
+    } catch (const InputError&) {
+    }
+  }
   // Scenarios outside the calibrated domain: one warning with each distinct reason once.
   int outside = 0;
   std::vector<std::string> reasons;
@@ -146,10 +184,15 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
                            " scenarios lie outside the calibrated domain: " + text);
   }
 
-  const Predictor predictor(profile);
+  const Predictor predictor(profile, PredictOptions{opt.measured_kernels});
   std::map<int, Prediction> cache;
   std::map<std::string, int> unmatched;
+  int inputs = 0;
   for (const Observation& o : set.observations) {
+    if (opt.measured_kernels && is_measured_kernel_input(sections[o.section], o)) {
+      ++inputs;
+      continue;
+    }
     auto it = cache.find(o.section);
     if (it == cache.end()) it = cache.emplace(o.section, predictor.predict(sections[o.section])).first;
     const double p = predicted(it->second, o);
@@ -160,6 +203,11 @@ ValidationReport validate(const models::HardwareProfile& profile, const std::opt
     rep.comparisons.push_back(compare(o, p, cal, opt));
     rep.comparisons.back().price_source = price_source(it->second, o);
     rep.has_intervals = rep.has_intervals || rep.comparisons.back().interval_low_s.has_value();
+  }
+  if (inputs > 0) {
+    rep.excluded.push_back(std::to_string(inputs) +
+                           " kernel phase medians: with --kernels measured they price their own kernels "
+                           "(less the event pair's cost where event-timed) instead of being compared");
   }
   for (const auto& [figure, n] : unmatched) {
     rep.warnings.push_back(std::to_string(n) + " measured '" + figure +

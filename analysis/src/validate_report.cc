@@ -92,6 +92,12 @@ std::string validation_markdown(const ValidationReport& r, const ValidateOptions
           "priced by the analytic model (extrapolated).\n\n";
     summary_table(md, r.per_source, "figure [source]", r.has_intervals);
   }
+  if (!r.implementations.empty()) {
+    md << "\n## Kernels by implementation\n\n| kernel | ran | sections | priced from |\n|---|---|---|---|\n";
+    for (const ImplementationUse& u : r.implementations)
+      md << "| " << u.family << " | " << u.ran << " | " << u.sections << " | " << u.priced
+         << (u.warn() ? " (not its own: see the warnings)" : "") << " |\n";
+  }
   md << "\n## Per scenario\n\n";
   summary_table(md, r.per_section, "scenario", r.has_intervals);
 

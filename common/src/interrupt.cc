@@ -282,8 +282,14 @@ void TrackedFile::release() noexcept {
 
 std::filesystem::path temp_name_beside(const std::filesystem::path& target, const std::string& suffix) {
   const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
-  return dir / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                std::to_string(g_temp_counter.fetch_add(1)) + suffix);
+  std::string name(".");
+  name += target.filename().string();
+  name += ".tmp-";
+  name += std::to_string(::getpid());
+  name += '-';
+  name += std::to_string(g_temp_counter.fetch_add(1));
+  name += suffix;
+  return dir / name;
 }
 
 }  // namespace dcpsim::interrupt

@@ -39,6 +39,9 @@ void check_input(const GuardedPath& in) {
     throw InputError(quoted(in) + ": no such file");
   }
   if (S_ISDIR(st.st_mode)) throw InputError(quoted(in) + " is a directory; a file is needed");
+  // A pipe is fine (`--requests <(zcat trace.gz)`); a device such as /dev/zero would be read without end.
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode))
+    throw InputError(quoted(in) + " is a device or a socket, not a file");
   if (::access(in.path.c_str(), R_OK) != 0) throw InputError(quoted(in) + " cannot be read (permission)");
 }
 
@@ -47,6 +50,12 @@ void check_writable(const GuardedPath& out) {
   const fs::path name = out.path.filename();
   if (name.empty() || name == "." || name == "..")
     throw InputError(quoted(out) + " names a directory, not a file");
+  // Its temporary file beside it is named ".<name>.tmp-<pid>-<n><suffix>": the name must leave room for that.
+  constexpr std::size_t kNameMax = 255, kTempExtra = 48;
+  if (name.string().size() + kTempExtra > kNameMax) {
+    throw InputError(quoted(out) + ": the file name is " + std::to_string(name.string().size()) +
+                     " characters long; at most " + std::to_string(kNameMax - kTempExtra) + " are allowed");
+  }
   const fs::file_status st = fs::status(out.path, ec);
   if (fs::is_directory(st)) throw InputError(quoted(out) + " is a directory; give a file name");
   if (fs::exists(st) && !fs::is_regular_file(st)) {

@@ -44,11 +44,14 @@ double cgroup_number(const char* file) {
 
 std::int64_t default_max_input() {
   const double total = proc_kb("/proc/meminfo", "MemTotal");
-  const double cap = 4.0 * (1 << 30);
-  return static_cast<std::int64_t>(total > 0 ? std::min(cap, total / 4) : cap);
+  const double cap = 2.0 * (1 << 30);
+  return static_cast<std::int64_t>(total > 0 ? std::min(cap, total / 8) : cap);
 }
 
 std::atomic<std::int64_t> g_max_input{0};
+std::atomic<std::int64_t> g_host_input{0};  // 0: no host bound set
+std::atomic<double> g_host_factor{0};
+std::atomic<double> g_host_limit{0};
 
 struct Notes {
   std::mutex mu;
@@ -82,7 +85,9 @@ HostLimit host_limit() {
   if (l.bytes < 0) l = {1e18, "no limit known"};
   rlimit as{};
   if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
-    const double left = static_cast<double>(as.rlim_cur) - vm_bytes();
+    // Address space goes faster than resident memory (allocator arenas, capacity reserved as containers
+    // grow, thread stacks): what is left of it counts for two thirds.
+    const double left = (static_cast<double>(as.rlim_cur) - vm_bytes()) / 1.5;
     if (left < l.bytes) l = {std::max(0.0, left), "ulimit -v"};
   }
   const double max = cgroup_number("/sys/fs/cgroup/memory.max");
@@ -109,10 +114,29 @@ void set_max_input_bytes(std::int64_t bytes) {
   g_max_input = bytes;
 }
 
-std::string max_input_hint() {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "--max-input-gb %.3g; raise it to read larger inputs",
-                static_cast<double>(max_input_bytes()) / 1e9);
+void limit_inputs_to_host(double factor) {
+  if (!(factor > 0)) return;
+  const HostLimit l = host_limit();
+  g_host_factor = factor;
+  g_host_limit = l.bytes;
+  g_host_input = static_cast<std::int64_t>(std::clamp(l.bytes / factor, 1.0, 9e18));
+}
+
+std::int64_t input_cap_bytes() {
+  const std::int64_t host = g_host_input.load();
+  return host > 0 ? std::min(host, max_input_bytes()) : max_input_bytes();
+}
+
+std::string input_cap_hint() {
+  char buf[160];
+  const std::int64_t host = g_host_input.load();
+  if (host > 0 && host < max_input_bytes()) {
+    std::snprintf(buf, sizeof buf, "this command holds %.3g bytes per input byte and %s may be added here",
+                  g_host_factor.load(), gigabytes(g_host_limit.load()).c_str());
+  } else {
+    std::snprintf(buf, sizeof buf, "--max-input-gb %.3g; raise it to read larger inputs",
+                  static_cast<double>(max_input_bytes()) / 1e9);
+  }
   return buf;
 }
 
@@ -134,7 +158,7 @@ std::string report_line() {
   std::string out = "memory:";
   for (const auto& [kind, bytes] : n.estimate) out += " estimated " + kind + " " + gigabytes(bytes) + ",";
   for (const auto& [kind, bytes] : n.measured) out += " measured " + kind + " " + gigabytes(bytes) + ",";
-  out += " peak RSS " + gigabytes(peak_rss_bytes());
+  out += " peak RSS " + gigabytes(peak_rss_bytes()) + ", address space " + gigabytes(vm_bytes());
   return out;
 }
 

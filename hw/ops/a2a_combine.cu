@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bench_op.h"
@@ -30,10 +31,10 @@ namespace dcpsim::hw::ops {
 namespace {
 
 constexpr int kMaxThreads = 256;
-constexpr int kVariantCount = 8;
-// legacy; the lane-group kernel with 1, 2, 4 vectors per lane and source; the short path with 1, 2; the
-// packed rows' short path with 4, 8 32-bit words (a2a_combine_fast.cu)
-constexpr const char* kVariantNames[kVariantCount] = {"legacy", "g1", "g2", "g4", "f1", "f2", "p4", "p8"};
+constexpr int kVariantCount = 7;
+// The lane-group kernel with 1, 2, 4 vectors per lane and source; the short path with 1, 2; the packed rows'
+// short path with 4, 8 32-bit words (a2a_combine_fast.cu)
+constexpr const char* kVariantNames[kVariantCount] = {"g1", "g2", "g4", "f1", "f2", "p4", "p8"};
 
 // Sources whose chunk is loaded before the weights: as many as fit in 80 registers beside the VPT·VEC fp32
 // accumulators (no spills on sm_90 or sm_100), at most 8.
@@ -70,8 +71,8 @@ __device__ __forceinline__ void accumulate(float (&acc)[VEC], const Vec<T, VEC>&
   }
 }
 
-// One pair (b, j), by the G lanes of its group.
-template <typename T, int VEC, int VPT>
+// One pair (b, j), by the G lanes of its group; the output in TO (T, or another type element by element).
+template <typename T, typename TO, int VEC, int VPT>
 __device__ __forceinline__ void combine_pair(const CombineArgs& a, const T* o, const float* lse, int b, int j,
                                              int lane, const GroupLaunch& g, unsigned mask, float k) {
   constexpr int kNs = prefetch_sources<T, VEC, VPT>();
@@ -85,7 +86,8 @@ __device__ __forceinline__ void combine_pair(const CombineArgs& a, const T* o, c
   const bool prefetch = a.dcp <= kNs;
   const bool shuffled = a.dcp <= (1 << g.reduce_shift);
   const int base = g.shift >= 5 ? 0 : int(threadIdx.x & 31u) & ~(group - 1);
-  T* dst = static_cast<T*>(a.dst) + std::int64_t(b) * a.dst_row_stride + std::int64_t(j) * a.dst_head_stride;
+  TO* dst =
+      static_cast<TO*>(a.dst) + std::int64_t(b) * a.dst_row_stride + std::int64_t(j) * a.dst_head_stride;
   LseShift sh{-INFINITY, 0.f};
   // A chunk is VPT vectors per lane of every source; there is more than one only when D exceeds 256·VPT
   // vectors. Each chunk forms the weights again (the LSEs are in cache by then): nothing stays live across.
@@ -132,15 +134,20 @@ __device__ __forceinline__ void combine_pair(const CombineArgs& a, const T* o, c
     for (int u = 0; u < VPT; ++u) {
       const int i = first + u * group;
       if (i >= vecs) continue;
-      Vec<T, VEC> r;
+      if constexpr (!std::is_same_v<T, TO>) {
 #pragma unroll
-      for (int e = 0; e < VEC; e += 2) {
-        if constexpr (VEC % 2 == 0)
-          r.set2(e, make_float2(acc[u][e], acc[u][e + 1]));
-        else
-          r.set(e, acc[u][e]);
+        for (int e = 0; e < VEC; ++e) dst[std::int64_t(i) * VEC + e] = from_f32<TO>(acc[u][e]);
+      } else {
+        Vec<T, VEC> r;
+#pragma unroll
+        for (int e = 0; e < VEC; e += 2) {
+          if constexpr (VEC % 2 == 0)
+            r.set2(e, make_float2(acc[u][e], acc[u][e + 1]));
+          else
+            r.set(e, acc[u][e]);
+        }
+        r.store(dst + std::int64_t(i) * VEC);
       }
-      r.store(dst + std::int64_t(i) * VEC);
     }
   }
   if (lane == 0 && a.merged_lse.ptr != nullptr)
@@ -149,7 +156,7 @@ __device__ __forceinline__ void combine_pair(const CombineArgs& a, const T* o, c
 }
 
 // Grid: x = blocks of heads_per_block heads, y = rows (striding past 65535).
-template <typename T, int VEC, int VPT>
+template <typename T, typename TO, int VEC, int VPT>
 __global__ void __launch_bounds__(kMaxThreads) combine_group_kernel(CombineArgs a, GroupLaunch g) {
   pdl_begin();
   const T* o = static_cast<const T*>(a.o);
@@ -166,16 +173,17 @@ __global__ void __launch_bounds__(kMaxThreads) combine_group_kernel(CombineArgs 
   const unsigned mask = group_mask(g.shift);
   const float k = a.base2 ? 1.f : kLog2e;
   for (int b = blockIdx.y; b < a.rows; b += gridDim.y) {
-    if (j < a.heads) combine_pair<T, VEC, VPT>(a, o, lse, b, j, lane, g, mask, k);
+    if (j < a.heads) combine_pair<T, TO, VEC, VPT>(a, o, lse, b, j, lane, g, mask, k);
     row_unit_done(a.stamps, b, gridDim.x);
   }
 }
 
-template <typename T, int VEC, int VPT>
+template <typename T, int VEC, int VPT, typename TO = T>
 void launch_group(const CombineArgs& a, cudaStream_t stream) {
   const GroupLaunch g = group_launch(a.heads, a.dim / VEC, VPT, a.dcp);
   const dim3 grid(ceil_div(a.heads, g.heads_per_block), std::min(a.rows, 65535));
-  launch_kernel("combine_group_kernel", combine_group_kernel<T, VEC, VPT>, grid, g.threads, 0, stream, a, g);
+  launch_kernel("combine_group_kernel", combine_group_kernel<T, TO, VEC, VPT>, grid, g.threads, 0, stream, a,
+                g);
 }
 
 // Whether every access of `vec` elements is aligned: the source and destination pointers and every stride.
@@ -190,26 +198,42 @@ bool aligned_for(const CombineArgs& a, int vec, std::size_t elem) {
 }
 
 // VPT counts 16-byte vectors; with 4-byte accesses (packed rows) a lane takes four times as many.
+// An output type other than the input's (fp32 partials merged into bf16, say; the runner's steps never
+// ask for it): the lane-group kernel one element per lane, rounding each element once.
+template <typename T>
+void launch_mixed(const CombineArgs& a, cudaStream_t stream) {
+  switch (a.out) {
+    case Elem::kF32:
+      return launch_group<T, 1, 4, float>(a, stream);
+    case Elem::kBF16:
+      return launch_group<T, 1, 4, __nv_bfloat16>(a, stream);
+    case Elem::kF16:
+      return launch_group<T, 1, 4, __half>(a, stream);
+  }
+}
+
+// Variants (kVariantNames): 0-2 the lane-group kernel, 3-4 the short path, 5-6 the packed rows' short path.
 template <typename T>
 void launch_typed(const CombineArgs& a, int variant, cudaStream_t stream) {
   constexpr int kVec = 16 / sizeof(T);
-  if (variant >= 6) {  // the packed short path, else the short path with as many bytes per lane
-    if (launch_combine_packed(a, variant == 6 ? 4 : 8, stream)) return;
+  if (a.elem != a.out) return launch_mixed<T>(a, stream);
+  if (variant >= 5) {  // the packed short path, else the short path with as many bytes per lane
+    if (launch_combine_packed(a, variant == 5 ? 4 : 8, stream)) return;
     variant -= 2;
   }
-  if (variant >= 4) {  // the short path, else the lane-group kernel with as many vectors
-    if (launch_combine_fast(a, variant - 3, stream)) return;
+  if (variant >= 3) {  // the short path, else the lane-group kernel with as many vectors
+    if (launch_combine_fast(a, variant - 2, stream)) return;
     variant -= 3;
   }
   if (aligned_for(a, kVec, sizeof(T))) {
-    if (variant == 1) return launch_group<T, kVec, 1>(a, stream);
-    if (variant == 2) return launch_group<T, kVec, 2>(a, stream);
+    if (variant == 0) return launch_group<T, kVec, 1>(a, stream);
+    if (variant == 1) return launch_group<T, kVec, 2>(a, stream);
     return launch_group<T, kVec, 4>(a, stream);
   }
   if constexpr (sizeof(T) == 2) {
     if (aligned_for(a, 2, sizeof(T))) {
-      if (variant == 1) return launch_group<T, 2, 4>(a, stream);
-      if (variant == 2) return launch_group<T, 2, 8>(a, stream);
+      if (variant == 0) return launch_group<T, 2, 4>(a, stream);
+      if (variant == 1) return launch_group<T, 2, 8>(a, stream);
       return launch_group<T, 2, 16>(a, stream);
     }
   }
@@ -236,8 +260,8 @@ int combine_auto_variant(const CombineArgs& a) {
       std::int64_t(a.dcp) * a.rows * a.heads * a.dim * std::int64_t(elem_bytes(a.elem));
   const bool packed_short = a.lse == nullptr && a.flags == nullptr && a.dcp <= 8 && a.rows <= 65535 &&
                             a.elem != Elem::kF32 && a.elem == a.out && a.dim % 2 == 0;
-  if (packed_short) return 6;                       // p4
-  return bytes <= (std::int64_t{2} << 20) ? 4 : 5;  // f1 : f2
+  if (packed_short) return 5;                       // p4
+  return bytes <= (std::int64_t{2} << 20) ? 3 : 4;  // f1 : f2
 }
 
 void launch_combine(const CombineArgs& a, cudaStream_t stream) {
@@ -250,10 +274,6 @@ void launch_combine(const CombineArgs& a, cudaStream_t stream) {
                      std::to_string(kVariantCount) + ")");
   if (a.rows == 0 || a.heads == 0) return;
   const int variant = a.variant < 0 ? combine_auto_variant(a) : a.variant;
-  if (variant == 0 || a.elem != a.out) {
-    launch_combine_legacy(a, stream);
-    return;
-  }
   with_elem(a.elem, [&](auto tag) { launch_typed<typename decltype(tag)::type>(a, variant, stream); });
   DCPSIM_CUDA_LAUNCHED("combine_group_kernel");
 }

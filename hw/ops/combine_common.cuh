@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the combine kernels (a2a_combine.cu, a2a_combine_legacy.cu): the direct merge's bounded flag wait
+// Shared by the combine kernels (a2a_combine.cu, a2a_combine_fast.cu): the direct merge's bounded flag wait
 // and the packed all-to-all's LSE lanes.
 #include "device_common.cuh"
 #include "ops.h"

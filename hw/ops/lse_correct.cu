@@ -10,7 +10,6 @@
 //   every lane forms the weight, scales and stores. No shared memory, no barrier, no integer division on the
 //   data path (the grid is [head blocks] × [rows]). Many lanes with one vector each suit latency-bound calls,
 //   fewer with four (streaming hints) bandwidth-bound ones.
-// - "legacy" (lse_correct_legacy.cu), the kernels before 2026-12; past 16 MiB of short rows the fastest.
 // - "f*", "s*" (lse_correct_fast.cu): the same work with the shortest per-thread instruction chain; "f*"
 //   is what auto picks at every size.
 #include <cuda_bf16.h>
@@ -39,15 +38,14 @@ constexpr int kMaxThreads = 256;
 
 struct VariantSpec {
   const char* name;
-  int vpt;  // 0: the legacy kernels
+  int vpt;
   bool stream;
   int fast;  // 0: the lane-group kernel below; 1: lse_correct_fast.cu, group butterfly; 2: same, solo weights
 };
-constexpr VariantSpec kVariants[] = {{"legacy", 0, false, 0}, {"g1", 1, false, 0}, {"g2", 2, false, 0},
-                                     {"g4", 4, false, 0},     {"g8", 8, false, 0}, {"g4s", 4, true, 0},
-                                     {"g8s", 8, true, 0},     {"f1", 1, false, 1}, {"f2", 2, false, 1},
-                                     {"f4", 4, true, 1},      {"s1", 1, false, 2}, {"s2", 2, false, 2},
-                                     {"s4", 4, true, 2}};
+constexpr VariantSpec kVariants[] = {{"g1", 1, false, 0}, {"g2", 2, false, 0}, {"g4", 4, false, 0},
+                                     {"g8", 8, false, 0}, {"g4s", 4, true, 0}, {"g8s", 8, true, 0},
+                                     {"f1", 1, false, 1}, {"f2", 2, false, 1}, {"f4", 4, true, 1},
+                                     {"s1", 1, false, 2}, {"s2", 2, false, 2}, {"s4", 4, true, 2}};
 constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 
 template <typename T, int VEC, int VPT, bool STREAM>
@@ -172,13 +170,13 @@ int correct_auto_variant(const CorrectArgs& a) {
   // short-path kernels win everywhere since their critical path was shortened (2026-12-04, 1,082 shapes x
   // graph/eager, bf16): one vector per thread up to 256 KiB, two to 2 MiB, four with streaming hints above —
   // except for short rows (D = 128) past 8 MiB, where two without hints stay ahead. This choice is within
-  // 2.5 % of the per-shape best on average in every size bucket; the lane-group and legacy kernels of
-  // 2026-12-01 were 3-20 % behind past 8 MiB.
+  // 2.5 % of the per-shape best on average in every size bucket; the lane-group kernels and the kernels of
+  // 2026-11 (since removed) were 3-20 % behind past 8 MiB.
   const std::int64_t bytes = std::int64_t(a.rows) * a.heads * a.dim * std::int64_t(elem_bytes(a.elem));
   const bool short_rows = std::int64_t(a.dim) * std::int64_t(elem_bytes(a.elem)) <= 256;
-  if (bytes <= (std::int64_t{256} << 10)) return 7;                                                   // f1
-  if (bytes <= (std::int64_t{2} << 20) || (short_rows && bytes > (std::int64_t{8} << 20))) return 8;  // f2
-  return 9;                                                                                           // f4
+  if (bytes <= (std::int64_t{256} << 10)) return 6;                                                   // f1
+  if (bytes <= (std::int64_t{2} << 20) || (short_rows && bytes > (std::int64_t{8} << 20))) return 7;  // f2
+  return 8;                                                                                           // f4
 }
 
 void launch_correct(const CorrectArgs& a, cudaStream_t stream) {
@@ -191,10 +189,6 @@ void launch_correct(const CorrectArgs& a, cudaStream_t stream) {
                      std::to_string(kVariantCount) + ")");
   if (a.rows == 0 || a.heads == 0) return;
   const int variant = a.variant < 0 ? correct_auto_variant(a) : a.variant;
-  if (kVariants[variant].vpt == 0) {
-    launch_correct_legacy(a, stream);
-    return;
-  }
   with_elem(a.elem, [&](auto tag) { launch_typed<typename decltype(tag)::type>(a, variant, stream); });
   DCPSIM_CUDA_LAUNCHED("correct_group_kernel");
 }

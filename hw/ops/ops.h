@@ -150,13 +150,12 @@ struct CorrectArgs : MergeDims {
   int variant = -1;  // index into correct_variants(); -1: the one correct_auto_variant picks for the size
 };
 void launch_correct(const CorrectArgs& a, cudaStream_t stream);
-// The correction's kernels: "legacy" (the kernels used until 2026-12, lse_correct_legacy.cu), the lane-group
+// The correction's kernels: the lane-group
 // kernel with 1, 2, 4 or 8 16-byte vectors per lane ("g1" .. "g8"; "g4s", "g8s" with streaming cache hints),
 // and the short-path kernels with 1, 2 or 4 ("f*": LSE reduction across the group, "s*": each lane alone;
 // calls they do not take run the lane-group kernel with as many vectors).
 const std::vector<std::string>& correct_variants();
 int correct_auto_variant(const CorrectArgs& a);
-void launch_correct_legacy(const CorrectArgs& a, cudaStream_t stream);
 // The short-path kernels (lse_correct_fast.cu) with `vpt` 16-byte vectors per lane; false (nothing launched)
 // when the call is outside what they take (16-bit O on 16-byte rows, N <= 8, rows <= 65535, no row stamps).
 bool launch_correct_fast(const CorrectArgs& a, int vpt, bool solo, cudaStream_t stream);
@@ -201,14 +200,12 @@ struct CombineArgs : MergeDims {  // heads: H/N; elem: the partials' type
   int variant = -1;  // index into combine_variants(); -1: the one combine_auto_variant picks for the size
 };
 void launch_combine(const CombineArgs& a, cudaStream_t stream);
-// The combine's kernels: "legacy" (the kernel used until 2026-12, a2a_combine_legacy.cu; also every call
-// whose output type differs from its input's), the lane-group kernel with 1, 2 or 4 16-byte vectors per lane
-// and source ("g1", "g2", "g4"), the short-path kernel with 1 or 2 ("f1", "f2"; calls it does not take
-// run "g1", "g2") and the packed rows' short path with 4 or 8 words ("p4", "p8"; calls it does not take run
-// what "f1", "f2" would).
+// The combine's kernels: the lane-group kernel with 1, 2 or 4 16-byte vectors per lane and source ("g1",
+// "g2", "g4"; a call whose output type differs from its input's runs it one element per lane), the short-path
+// kernel with 1 or 2 ("f1", "f2"; calls it does not take run "g1", "g2") and the packed rows' short path with
+// 4 or 8 words ("p4", "p8"; calls it does not take run what "f1", "f2" would).
 const std::vector<std::string>& combine_variants();
 int combine_auto_variant(const CombineArgs& a);
-void launch_combine_legacy(const CombineArgs& a, cudaStream_t stream);
 // The short-path kernel (a2a_combine_fast.cu) with `vpt` 16-byte vectors per lane and source; false (nothing
 // launched) outside what it takes (16-bit in = out on 16-byte rows, LSE slots, N <= 8, rows <= 65535, no
 // stamps).

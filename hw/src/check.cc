@@ -1,6 +1,6 @@
 // The exactness gate of `hw run`: the merged output every rank holds is compared with the fp64 no-DCP
-// reference (models::full_attention) on sampled rows, regenerated on the host from the same counter-based
-// inputs.
+// reference (models::streamed_attention: attention over the whole KV cache, streamed) on sampled rows,
+// regenerated on the host from the same counter-based inputs.
 //
 // Tolerance per element, from the roundings SPEC allows: the kernels round P to the input type for the P·V
 // product (≤ 4·u_in of the weighted mean of |V|), AG strategies round each scaled partial and every partial
@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <future>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -28,12 +27,15 @@
 #include "dcpsim/models/attention.h"
 #include "dcpsim/models/dtype.h"
 #include "dcpsim/models/reference.h"
+#include "dcpsim/models/reference_stream.h"
 #include "fill_hash.h"
 #include "host_convert.h"
 #include "step.h"
 
 namespace dcpsim::hw {
 namespace {
+
+constexpr int kCachedRows = 64;  // rows of truth kept across the strategies of one --strategy all run
 
 // The query as the runner stores it (bf16 beside an fp8 cache).
 double q_value(const StepPlan& p, std::uint64_t stream, std::int64_t index) {
@@ -52,83 +54,32 @@ double kv_value(const StepPlan& p, std::uint64_t stream, std::int64_t index) {
   return scale * models::round_to(models::DType::kFP8E4M3, static_cast<double>(f / p.kv_scale));
 }
 
-// Heads [h0, h1) of row `row` as a one-row reference problem over the whole KV cache (unsharded); for GQA the
-// range covers whole KV-head groups and only their KV heads are built.
-models::Problem row_problem(const StepPlan& p, int row, int h0, int h1) {
-  const int g = p.H / p.Hkv;
-  const int kv0 = p.Hkv == 1 ? 0 : h0 / g, kv1 = p.Hkv == 1 ? 1 : h1 / g;
-  models::Problem q;
-  q.rows = 1;
-  q.heads = h1 - h0;
-  q.kv_heads = kv1 - kv0;
-  q.qk_dim = p.Dqk;
-  q.dim = p.D;
-  const std::int64_t S = p.contexts[row];
-  q.contexts = {S};
-  q.q.resize(std::size_t(q.heads) * p.Dqk);
-  for (int h = h0; h < h1; ++h)
-    for (int d = 0; d < p.Dqk; ++d)
-      q.q[std::size_t(h - h0) * p.Dqk + d] = q_value(p, p.q_stream(), p.q_index(row, h, d));
-  const int kw = q.kv_heads * p.Dqk, vw = q.kv_heads * p.D;
-  std::vector<double> k(std::size_t(S) * kw), v(std::size_t(S) * vw);
-  const std::int64_t base = p.global_row_base[row];
-  for (std::int64_t t = 0; t < S; ++t) {
-    for (int e = 0; e < kw; ++e)
-      k[t * kw + e] = kv_value(p, p.k_stream(), (base + t) * p.k_width() + std::int64_t(kv0) * p.Dqk + e);
-    for (int kh = 0; kh < q.kv_heads; ++kh)
-      for (int d = 0; d < p.D; ++d)
-        v[t * vw + kh * p.D + d] =
-            p.mla ? k[t * kw + kh * p.Dqk + d]
-                  : kv_value(p, p.v_stream(), (base + t) * p.v_width() + std::int64_t(kv0 + kh) * p.D + d);
-  }
-  q.k = {std::move(k)};
-  q.v = {std::move(v)};
-  return q;
-}
-
 // The fp64 truth of one row: O [H][D] and L [H], and A [H][D], attention with |V| (the bound's scale).
 struct RowTruth {
   std::vector<double> o, l, abs;
 };
 
-void truth_of_heads(const StepPlan& p, int row, int h0, int h1, RowTruth& t) {
-  models::Problem prob = row_problem(p, row, h0, h1);
-  models::AttentionOptions o;
-  o.base = p.s.lse_base;
-  o.scale = p.s.scale();
-  o.compute = models::DType::kF64;
-  o.out_dtype = models::DType::kF64;
-  o.lse_dtype = models::DType::kF64;
-  o.empty = models::EmptyRowMarker::kNegInfZero;
-  const models::Partial truth = models::full_attention(prob, o);
-  for (auto& x : prob.v[0]) x = std::fabs(x);
-  const models::Partial abs = models::full_attention(prob, o);
-  for (int h = h0; h < h1; ++h) {
-    t.l[h] = truth.l(0, h - h0);
-    for (int d = 0; d < p.D; ++d) {
-      t.o[std::size_t(h) * p.D + d] = truth.o(0, h - h0, d);
-      t.abs[std::size_t(h) * p.D + d] = abs.o(0, h - h0, d);
-    }
-  }
-}
-
-// Split over head ranges (whole KV-head groups) so a long row uses every core.
+// Streams the row's whole KV cache (unsharded), regenerated chunk by chunk from the counter-based inputs,
+// through an online softmax on every core: the host holds O(threads × H × D), never the row's K/V (4.6 GB of
+// doubles at 1M tokens for MLA; once per thread, that was 138 GB on a 16-core host).
 RowTruth row_truth(const StepPlan& p, int row) {
-  RowTruth t;
-  t.o.resize(std::size_t(p.H) * p.D);
-  t.abs.resize(t.o.size());
-  t.l.resize(p.H);
-  const int g = p.H / p.Hkv, unit = p.Hkv == 1 ? 1 : g;
-  const int units = p.H / unit;
-  const int parts = std::max(1, std::min<int>(units, static_cast<int>(std::thread::hardware_concurrency())));
-  std::vector<std::future<void>> f;
-  for (int i = 0; i < parts; ++i) {
-    const int h0 = (units * i / parts) * unit, h1 = (units * (i + 1) / parts) * unit;
-    if (h1 > h0)
-      f.push_back(std::async(std::launch::async, [&, h0, h1] { truth_of_heads(p, row, h0, h1, t); }));
-  }
-  for (auto& x : f) x.get();
-  return t;
+  std::vector<double> q(std::size_t(p.H) * p.Dqk);
+  for (int h = 0; h < p.H; ++h)
+    for (int d = 0; d < p.Dqk; ++d)
+      q[std::size_t(h) * p.Dqk + d] = q_value(p, p.q_stream(), p.q_index(row, h, d));
+  const std::int64_t base = p.global_row_base[row], kw = p.k_width(), vw = p.v_width();
+  const auto source = [&](std::int64_t first, std::int64_t count, double* k, double* v) {
+    for (std::int64_t t = 0; t < count; ++t) {
+      const std::int64_t token = base + first + t;
+      for (std::int64_t e = 0; e < kw; ++e) k[t * kw + e] = kv_value(p, p.k_stream(), token * kw + e);
+      if (v != nullptr)
+        for (std::int64_t e = 0; e < vw; ++e) v[t * vw + e] = kv_value(p, p.v_stream(), token * vw + e);
+    }
+  };
+  const models::KvStreamShape shape{p.H, p.Hkv, p.Dqk, p.D, p.contexts[row], p.mla};
+  models::StreamedRow r =
+      models::streamed_attention(shape, q, p.s.scale(), p.s.lse_base, source, reference_threads());
+  return {std::move(r.o), std::move(r.lse), std::move(r.abs)};
 }
 
 // The same inputs give the same truth for every strategy of a `--strategy all` run: keep the rows computed.
@@ -152,12 +103,32 @@ RowTruth cached_truth(const StepPlan& p, int row) {
   }
   RowTruth t = row_truth(p, row);
   std::lock_guard<std::mutex> lock(mu);
-  if (cache.size() > 64) cache.clear();
+  if (cache.size() >= kCachedRows) cache.clear();
   cache.emplace(key, t);
   return t;
 }
 
-std::vector<int> pick_rows(const StepPlan& p, int check_rows) {
+}  // namespace
+
+int reference_threads() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp(cores == 0 ? 1u : cores, 1u, 64u));
+}
+
+double check_host_bytes(const StepPlan& p, int check_rows) {
+  const double rows = static_cast<double>(checked_rows(p, check_rows).size());
+  const double hd = double(p.H) * p.D;
+  const double truth = 8.0 * (2 * hd + p.H);  // one RowTruth
+  const models::KvStreamShape shape{p.H, p.Hkv, p.Dqk, p.D, 0, p.mla};
+  // The cache keeps up to kCachedRows rows (across a --strategy all run); the outputs and the compared values
+  // of the checked rows: every rank's kept heads, AR keeps all H on every rank.
+  const double kept = p.s.strategy == models::Strategy::kAgAr ? double(p.N) : 1.0;
+  const double outputs = 8.0 * rows * (kept * hd + kept * p.H) + 2 * 8.0 * rows * kept * hd;
+  return models::streamed_attention_bytes(shape, reference_threads()) +
+         std::min<double>(rows + 1, kCachedRows + 1) * truth + outputs;
+}
+
+std::vector<int> checked_rows(const StepPlan& p, int check_rows) {
   std::vector<int> rows;
   const int want = check_rows < 0 ? (p.B <= 16 ? p.B : 4) : std::min(check_rows, p.B);
   for (int i = 0; i < want; ++i)
@@ -167,10 +138,8 @@ std::vector<int> pick_rows(const StepPlan& p, int check_rows) {
   return rows;
 }
 
-}  // namespace
-
 CheckResult check_outputs(const StepPlan& p, const RunConfig& c, const std::vector<RankOutputs>& outputs) {
-  const std::vector<int> rows = pick_rows(p, c.check_rows);
+  const std::vector<int> rows = checked_rows(p, c.check_rows);
 
   const bool ag =
       p.N > 1 && (p.s.strategy == models::Strategy::kAgRs || p.s.strategy == models::Strategy::kAgAr);
@@ -180,7 +149,8 @@ CheckResult check_outputs(const StepPlan& p, const RunConfig& c, const std::vect
 
   CheckResult r;
   std::vector<double> got, want;
-  for (int row : rows) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const int row = rows[i];
     const bool padding = row >= p.B;
     RowTruth t;
     if (!padding) t = cached_truth(p, row);
@@ -188,7 +158,7 @@ CheckResult check_outputs(const StepPlan& p, const RunConfig& c, const std::vect
       for (int j = 0; j < ro.heads; ++j) {
         const int h = ro.head_begin + j * ro.head_stride;
         if (!ro.lse.empty()) {
-          const double gl = ro.lse[std::size_t(row) * ro.lse_row_stride + ro.lse_offset + j];
+          const double gl = ro.lse[i * ro.heads + j];
           const double tl = padding ? -std::numeric_limits<double>::infinity() : t.l[h];
           if (std::isinf(tl) || std::isinf(gl) || std::isnan(gl)) {
             if (!(gl == tl)) ++r.mismatched_nonfinite;
@@ -197,7 +167,7 @@ CheckResult check_outputs(const StepPlan& p, const RunConfig& c, const std::vect
           }
         }
         for (int d = 0; d < p.D; ++d) {
-          const double g = ro.out[(std::size_t(row) * ro.heads + j) * p.D + d];
+          const double g = ro.out[(i * ro.heads + j) * p.D + d];
           const double w = padding ? 0.0 : t.o[std::size_t(h) * p.D + d];
           const double bound = padding ? 0.0 : coeff * t.abs[std::size_t(h) * p.D + d] + 1e-30;
           got.push_back(g);
@@ -228,7 +198,7 @@ CheckResult check_outputs(const StepPlan& p, const RunConfig& c, const std::vect
   return r;
 }
 
-RankOutputs download_outputs(const StepPlan& p, const RankState& rank) {
+RankOutputs download_outputs(const StepPlan& p, const RankState& rank, const std::vector<int>& rows) {
   DCPSIM_CUDA(cudaSetDevice(rank.device));
   DCPSIM_CUDA(cudaStreamSynchronize(rank.stream));
   const FinalOutput f = final_output(p, rank);
@@ -236,12 +206,19 @@ RankOutputs download_outputs(const StepPlan& p, const RankState& rank) {
   o.head_begin = f.head_begin;
   o.heads = f.heads;
   o.head_stride = f.head_stride;
-  o.lse_offset = f.lse_offset;
-  o.lse_row_stride = f.lse_row_stride;
-  const std::size_t count = std::size_t(p.rows_total) * f.heads * p.D;
-  o.out = from_device_bytes(p.out, download<std::uint8_t>(*f.out, count * ops::elem_bytes(p.out)));
-  if (f.lse != nullptr)
-    o.lse = to_doubles(download<float>(*f.lse, std::size_t(p.rows_total) * f.lse_row_stride));
+  const std::size_t row_bytes = std::size_t(f.heads) * p.D * ops::elem_bytes(p.out);
+  std::vector<std::uint8_t> bytes(row_bytes);
+  std::vector<float> lse(f.heads);
+  for (int row : rows) {
+    const auto* src = static_cast<const std::uint8_t*>(f.out->get()) + std::size_t(row) * row_bytes;
+    DCPSIM_CUDA(cudaMemcpy(bytes.data(), src, row_bytes, cudaMemcpyDeviceToHost));
+    const std::vector<double> values = from_device_bytes(p.out, bytes);
+    o.out.insert(o.out.end(), values.begin(), values.end());
+    if (f.lse == nullptr) continue;
+    const float* l = f.lse->as<float>() + std::size_t(row) * f.lse_row_stride + f.lse_offset;
+    DCPSIM_CUDA(cudaMemcpy(lse.data(), l, lse.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    o.lse.insert(o.lse.end(), lse.begin(), lse.end());
+  }
   return o;
 }
 

@@ -138,7 +138,7 @@ void run_mpi(const StepPlan& p, const RunConfig& c, Samples& samples, std::vecto
     ex.abort();
     throw;
   }
-  outputs.push_back(download_outputs(p, *state));
+  outputs.push_back(download_outputs(p, *state, checked_rows(p, c.check_rows)));
   if (timeline != nullptr) timeline_samples(p, c, *timeline, samples);  // this rank's GPU activities only
   gather_samples(p, rank, size, samples);
 }

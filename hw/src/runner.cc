@@ -2,6 +2,7 @@
 // output against the reference and reports (trace_out.cc writes the trace section).
 #include "dcpsim/hw/runner.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <exception>
@@ -11,7 +12,9 @@
 #include "cuda_check.h"
 #include "dcpsim/error.h"
 #include "dcpsim/hw/device.h"
+#include "dcpsim/memory_budget.h"
 #include "exchange.h"
+#include "footprint.h"
 #include "nccl_window.h"
 #include "plan.h"
 #include "rank_state.h"
@@ -41,7 +44,42 @@ struct Run {
   Samples samples;
   std::vector<RankOutputs> outputs;
   std::unique_ptr<GpuTimeline> timeline;  // CUPTI, when the phases are timed on the GPU timeline
+  std::vector<int> devices;               // the devices this process uses
+  std::vector<double> used_before;        // device memory in use before the run allocated anything
+  double device_peak = 0;                 // the most the run added on one device (sampled)
+
+  void sample_device() {
+    for (std::size_t i = 0; i < devices.size(); ++i)
+      device_peak = std::max(device_peak, device_used_bytes(devices[i]) - used_before[i]);
+  }
 };
+
+// The devices a run uses, checked, and their memory in use before it allocates anything (the context
+// included, which the estimate leaves out).
+void start_devices(const StepPlan& p, const RunConfig& c, Run& run) {
+  if (c.mode == ProcessMode::kMpi) return;
+  if (c.mode == ProcessMode::kEmulate) {
+    run.devices = {c.devices.empty() ? 0 : c.devices.front()};
+  } else {
+    if (static_cast<int>(c.devices.size()) != p.N)
+      throw InputError("--devices lists " + std::to_string(c.devices.size()) + " devices; --dcp " +
+                       std::to_string(p.N) + " needs one per rank (or --emulate)");
+    run.devices = c.devices;
+  }
+  require_devices(run.devices);
+  for (int d : run.devices) run.used_before.push_back(device_used_bytes(d));
+}
+
+// The memory figures of the run: the estimates made before it, what it held at its peak.
+void memory_figures(const Footprint& f, const Run& run, RunResult& result) {
+  const double peak_rss = memory::peak_rss_bytes();
+  memory::note_measured("device", run.device_peak);
+  result.figures.push_back({"memory.device_estimate_gb", f.device_bytes / 1e9});
+  result.figures.push_back({"memory.device_measured_gb", run.device_peak / 1e9});
+  result.figures.push_back({"memory.device_allocated_peak_gb", static_cast<double>(DeviceBytes::peak) / 1e9});
+  result.figures.push_back({"memory.host_estimate_gb", f.host_bytes / 1e9});
+  result.figures.push_back({"memory.host_peak_rss_gb", peak_rss / 1e9});
+}
 
 // Resolves --timing: CUPTI when asked for (an error when it cannot start) or when automatic (a one-line
 // notice and CUDA events when it cannot).
@@ -70,8 +108,7 @@ void finish_timing(const StepPlan& p, const RunConfig& c, Run& run) {
 }
 
 void run_emulated(const StepPlan& p, const RunConfig& c, Run& run) {
-  const int dev = c.devices.empty() ? 0 : c.devices.front();
-  require_devices({dev});
+  const int dev = run.devices.front();
   DCPSIM_CUDA(cudaSetDevice(dev));
   cudaStream_t stream = nullptr;
   DCPSIM_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -85,6 +122,7 @@ void run_emulated(const StepPlan& p, const RunConfig& c, Run& run) {
     attach_timing(run, *run.ranks.back());
   }
   connect_ranks(p, c, run.ranks, {true, {}, nullptr});
+  run.sample_device();
   EmulatedExchange ex(run.ranks);
   run.samples.resize(p.N, p.phases.size());
   auto enqueue = [&](bool capturing) {
@@ -104,14 +142,11 @@ void run_emulated(const StepPlan& p, const RunConfig& c, Run& run) {
   };
   run_repetitions(stream, p.s.launch != models::LaunchMode::kEager, c.warmup, c.reps, step_timeout_s(c),
                   nullptr, run.timeline.get(), 0, enqueue, after_any, after_rep);
-  for (auto& r : run.ranks) run.outputs.push_back(download_outputs(p, *r));
+  run.sample_device();
+  for (auto& r : run.ranks) run.outputs.push_back(download_outputs(p, *r, checked_rows(p, c.check_rows)));
 }
 
 void run_threads(const StepPlan& p, const RunConfig& c, Run& run) {
-  if (static_cast<int>(c.devices.size()) != p.N)
-    throw InputError("--devices lists " + std::to_string(c.devices.size()) + " devices; --dcp " +
-                     std::to_string(p.N) + " needs one per rank (or --emulate)");
-  require_devices(c.devices);
   for (int r = 0; r < p.N; ++r) {
     run.ranks.push_back(make_rank_state(p, c, r, c.devices[r], nullptr));
     prepare_rank(p, *run.ranks.back());
@@ -122,6 +157,7 @@ void run_threads(const StepPlan& p, const RunConfig& c, Run& run) {
   NcclExchange ex(comms);
   NcclWindows windows;  // declared after the communicators' owner: deregistered before they are destroyed
   connect_ranks(p, c, run.ranks, {false, comms, &windows});
+  run.sample_device();
   run.samples.resize(p.N, p.phases.size());
 
   std::atomic<bool> failed{false};
@@ -153,7 +189,8 @@ void run_threads(const StepPlan& p, const RunConfig& c, Run& run) {
   }
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
-  for (auto& r : run.ranks) run.outputs.push_back(download_outputs(p, *r));
+  run.sample_device();
+  for (auto& r : run.ranks) run.outputs.push_back(download_outputs(p, *r, checked_rows(p, c.check_rows)));
 }
 
 }  // namespace
@@ -164,6 +201,10 @@ RunResult run_step(const RunConfig& config, traces::TraceSink* sink) {
     throw InputError("--check-rows " + std::to_string(config.check_rows) +
                      " must be >= 1 (or -1 for automatic)");
   Run run;
+  start_devices(p, config, run);
+  // Before anything is allocated: refuse, in one line, what this machine cannot hold.
+  const Footprint footprint = estimate_footprint(p, config);
+  require_footprint(footprint, config, config.mode == ProcessMode::kEmulate ? p.N : 1);
   std::string note;
   start_timing(config, run, note);
   switch (config.mode) {
@@ -181,6 +222,7 @@ RunResult run_step(const RunConfig& config, traces::TraceSink* sink) {
   RunResult result = summarize(p, config, run.samples);
   result.timing_note = note;
   result.check = check_outputs(p, config, run.outputs);
+  memory_figures(footprint, run, result);
   if (is_row_stream(p)) {
     result.figures = row_stream_figures(p, run.samples);
     for (auto& f : row_stream_early_figures(run.ranks)) result.figures.push_back(std::move(f));

@@ -247,6 +247,8 @@ std::string today() {
 models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
                                       const std::function<void(const SweepProgress&)>& progress) {
   detail::check_grid(c);
+  if (c.attention == AttentionImpl::kFlashInfer && !built_with_flashinfer())
+    throw InputError("kernel sweep: --attention flashinfer: " + flashinfer_unsupported({}));
   if (device_count() <= c.device) throw RuntimeError("no CUDA device " + std::to_string(c.device) + " here");
   std::vector<std::string> skipped;
   const std::vector<detail::SweepPoint> points = detail::grid_points(c, &skipped);

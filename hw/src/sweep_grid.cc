@@ -12,6 +12,14 @@ namespace {
 
 using models::TableKernel;
 
+// The implementation a point's key names. FlashInfer asked for by name is planned as such even in a build
+// without it (a plan printed on a CPU-only machine for a GPU one); running such a sweep is refused up front
+// (run_kernel_sweep).
+AttentionImpl planned_impl(AttentionImpl requested, const FlashInferGeometry& g) {
+  if (requested == AttentionImpl::kFlashInfer && !built_with_flashinfer()) return AttentionImpl::kFlashInfer;
+  return resolve_attention_impl(requested, g);
+}
+
 std::string kernel_op(TableKernel k) {
   switch (k) {
     case TableKernel::kAttention:
@@ -57,8 +65,8 @@ std::vector<SweepPoint> grid_points(const KernelSweepConfig& c, std::vector<std:
               a.qk_dim = p.shape.qk_dim;
               a.shared_kv = g.mla;
               // The key names the implementation that runs (auto resolves as `hw run` does).
-              const AttentionImpl impl = resolve_attention_impl(
-                  c.attention, {h, p.shape.kv_heads, p.shape.qk_dim, p.shape.dim, true, false});
+              const AttentionImpl impl =
+                  planned_impl(c.attention, {h, p.shape.kv_heads, p.shape.qk_dim, p.shape.dim, true, false});
               p.key = models::attention_table_key(a) + " " + attention_impl_name(impl);
               p.shape.attention = impl;
               p.label = "attention " + sweep_geometry_name(g) + " H=" + std::to_string(h) +
@@ -142,7 +150,7 @@ void check_grid(const KernelSweepConfig& c) {
   for (const SweepGeometry& g : c.geometries) {
     if (!g.mla) continue;
     for (int h : c.heads) {
-      const AttentionImpl impl = resolve_attention_impl(c.attention, {h, 1, 576, 512, true, false});
+      const AttentionImpl impl = planned_impl(c.attention, {h, 1, 576, 512, true, false});
       if (impl == AttentionImpl::kDcpsim && h > 64 && h % 64 != 0)
         throw InputError(
             "kernel sweep: MLA heads above 64 must be multiples of 64 for dcpsim's kernel (its "
@@ -201,6 +209,15 @@ std::string sweep_geometry_name(const SweepGeometry& g) {
 int kernel_sweep_points(const KernelSweepConfig& config) {
   detail::check_grid(config);
   return static_cast<int>(detail::grid_points(config, nullptr).size());
+}
+
+std::vector<SweepPointPlan> kernel_sweep_plan(const KernelSweepConfig& config) {
+  detail::check_grid(config);
+  std::vector<std::string> skipped;
+  std::vector<SweepPointPlan> out;
+  for (detail::SweepPoint& p : detail::grid_points(config, &skipped))
+    out.push_back({p.kernel, std::move(p.key), std::move(p.at), p.shape});
+  return out;
 }
 
 }  // namespace dcpsim::hw

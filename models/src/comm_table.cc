@@ -48,7 +48,7 @@ std::optional<double> along_size(const std::vector<const CommPoint*>& pts, doubl
 
 // The lookup inside one table.
 std::optional<CommTableHit> lookup_table(const CommTable& t, const CommQuery& q,
-                                         const std::function<double(int)>& guide) {
+                                         const std::function<double(int, double)>& guide) {
   std::map<int, std::vector<const CommPoint*>> by_gpus;  // points are sorted by (nodes, gpus, size)
   for (const CommPoint& p : t.points) {
     if (p.nodes == q.nodes) by_gpus[p.gpus].push_back(&p);
@@ -68,12 +68,39 @@ std::optional<CommTableHit> lookup_table(const CommTable& t, const CommQuery& q,
   const std::optional<double> lo = along_size(below->second, q.size_bytes, unused);
   const std::optional<double> hi = along_size(above->second, q.size_bytes, unused);
   if (!lo || !hi) return std::nullopt;
-  const double g_lo = guide(below->first), g_hi = guide(above->first), g = guide(q.gpus);
+  const double g_lo = guide(below->first, q.size_bytes), g_hi = guide(above->first, q.size_bytes),
+               g = guide(q.gpus, q.size_bytes);
   if (!(g_lo > 0 && g_hi > 0 && g > 0)) return std::nullopt;
   const double w = std::log(double(q.gpus) / below->first) / std::log(double(above->first) / below->first);
   const double ratio = std::exp((1 - w) * std::log(*lo / g_lo) + w * std::log(*hi / g_hi));
   hit.time_s = g * ratio;
   hit.between_groups = true;
+  return hit;
+}
+
+// The model at the query, anchored at the table's measured point nearest to it (same layout): the nearest
+// group in log(gpus), then the nearest size measured there in log(size).
+std::optional<CommTableHit> anchored_hit(const CommTable& t, const CommQuery& q,
+                                         const std::function<double(int, double)>& guide) {
+  const CommPoint* best = nullptr;
+  double best_g = 0, best_s = 0;
+  for (const CommPoint& p : t.points) {
+    if (p.nodes != q.nodes) continue;
+    const double dg = std::abs(std::log(double(p.gpus) / q.gpus));
+    const double ds = std::abs(std::log(p.size_bytes / q.size_bytes));
+    if (best == nullptr || dg < best_g - 1e-12 || (std::abs(dg - best_g) <= 1e-12 && ds < best_s)) {
+      best = &p;
+      best_g = dg;
+      best_s = ds;
+    }
+  }
+  if (best == nullptr || !guide) return std::nullopt;
+  const double at = guide(best->gpus, best->size_bytes), g = guide(q.gpus, q.size_bytes);
+  if (!(at > 0 && g > 0)) return std::nullopt;
+  CommTableHit hit;
+  hit.table = &t;
+  hit.time_s = g * best->time_us * 1e-6 / at;
+  hit.extrapolated = true;
   return hit;
 }
 
@@ -135,7 +162,7 @@ void finalize_comm_table(CommTable& t, const std::string& where) {
 }
 
 std::optional<CommTableHit> lookup_comm_time(const std::vector<CommTables>& files, const CommQuery& q,
-                                             const std::function<double(int gpus)>& guide) {
+                                             const std::function<double(int gpus, double size)>& guide) {
   struct Candidate {
     int score;
     std::size_t order;
@@ -162,6 +189,13 @@ std::optional<CommTableHit> lookup_comm_time(const std::vector<CommTables>& file
                    [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
   for (const Candidate& c : candidates) {
     if (std::optional<CommTableHit> hit = lookup_table(*c.table, q, guide)) {
+      hit->file = c.file;
+      return hit;
+    }
+  }
+  if (!q.extrapolate) return std::nullopt;
+  for (const Candidate& c : candidates) {
+    if (std::optional<CommTableHit> hit = anchored_hit(*c.table, q, guide)) {
       hit->file = c.file;
       return hit;
     }

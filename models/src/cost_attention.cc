@@ -132,6 +132,14 @@ double kv_bytes_per_token(const AttentionShape& a) {
   return a.kv_heads * per_head * double(dtype_bytes(a.kv_dtype));
 }
 
+double attention_io_bytes(const AttentionShape& a, std::span<const int64_t> local_tokens) {
+  double bytes = 0.0;
+  const double kv = kv_bytes_per_token(a);
+  for (int64_t n : local_tokens)
+    if (n > 0) bytes += double(n) * kv + row_io_bytes(a);
+  return bytes;
+}
+
 int heads_per_work_unit(const HardwareProfile& p, const AttentionShape& a) {
   check_shape(a);
   const int q_per_kv = a.heads / a.kv_heads;
@@ -497,6 +505,11 @@ void apply_table(const HardwareProfile& p, const AttentionShape& shape, std::spa
   }
   if (!measured) measured = attention_table_time_s(p, a, at);
   if (!measured) measured = between_groups_time_s(p, a, local_tokens);
+  // An implementation imported from a profiler trace (not the runner's own): its model off its table's grid.
+  const bool imported = !a.impl.empty() && a.impl != "dcpsim" && a.impl != "flashinfer";
+  if (!measured && imported)
+    measured =
+        lookup_model_time_s(p.tables, TableKernel::kAttention, key, attention_io_bytes(a, local_tokens));
   const double analytic = t.kernel_end_s + t.combine_s;
   if (!measured || !(analytic > 0)) return;
   const double scale = *measured / analytic;
@@ -505,7 +518,9 @@ void apply_table(const HardwareProfile& p, const AttentionShape& shape, std::spa
   t.kernel_end_s *= scale;
   t.combine_s *= scale;
   t.source = FigureSource::kTable;
-  t.table_one_launch = a.shared_kv && a.impl == "flashinfer";
+  // FlashInfer's MLA kernel merges its splits in the same launch; an imported implementation's table holds
+  // its whole phase as the engine ran it (kernels and the gaps between them).
+  t.table_one_launch = (a.shared_kv && a.impl == "flashinfer") || imported;
 }
 
 }  // namespace

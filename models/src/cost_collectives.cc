@@ -126,7 +126,9 @@ CollectivePlan p2p_plan(const HardwareProfile& p, Collective c, Protocol proto, 
   const double busiest_s = std::max(nvlink_s, nic_s);
   plan.link_bandwidth_Bps =
       busiest_s > 0 ? plan.bytes_per_step_per_rank / busiest_s : p.nvlink.measured_bandwidth.si() * eff;
-  plan.base_latency_s = p.nccl.p2p_base_latency.si();
+  plan.base_latency_s = proto == Protocol::kSimple && p.nccl.p2p_simple_base_latency
+                            ? p.nccl.p2p_simple_base_latency->si()
+                            : p.nccl.p2p_base_latency.si();
   plan.per_step_latency_s = p.nvlink.hop_latency.si();
   plan.inter_domain_step_latency_s = net_step_latency(p, nccl_latency(p, Algorithm::kRing, proto), proto);
   plan.analytic_time_s = analytic_time(plan);

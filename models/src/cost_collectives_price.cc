@@ -24,6 +24,7 @@ std::string price_lowered(std::string_view s) {
 }  // namespace
 
 std::string CollectivePrice::source_text() const {
+  if (anchored) return "model anchored to the table (extrapolated)";
   if (source != FigureSource::kTable) return "model (extrapolated)";
   return between_groups ? "table (between groups)" : "table";
 }
@@ -34,6 +35,14 @@ double in_step_extra(const HardwareProfile& p, LaunchMode launch) {
 
 double arrival_skew(const HardwareProfile& p, LaunchMode launch) {
   return optional_si(launch == LaunchMode::kEager ? p.nccl.arrival_skew_eager : p.nccl.arrival_skew_graph);
+}
+
+double event_pair_time(const HardwareProfile& p) {
+  return optional_si(p.launch.event_pair);
+}
+
+double event_gap_time(const HardwareProfile& p) {
+  return optional_si(p.launch.event_gap);
 }
 
 double eager_collective_issue(const HardwareProfile& p) {
@@ -50,7 +59,10 @@ CollectivePrice price_collective(const HardwareProfile& p, Collective c, int ran
   CommQuery q;
   q.op = c;
   q.gpus = ranks;
-  q.nodes = price.plan.layout.domains;
+  // The same layout: the hosts the profile puts N ranks on.
+  const int per_node = std::max(1, static_cast<int>(p.topology.gpus_per_node.si()));
+  q.nodes = (ranks + per_node - 1) / per_node;
+  q.extrapolate = call.anchor_to_tables;
   q.size_bytes = nccl_tests_size_bytes(c, ranks, bytes_per_rank);
   q.dtype = call.dtype;
   q.in_place = call.in_place;
@@ -58,13 +70,13 @@ CollectivePrice price_collective(const HardwareProfile& p, Collective c, int ran
   q.protocol = options.protocol ? price_lowered(to_string(*options.protocol)) : "";
   q.implementation = call.implementation;
   // Between measured group sizes the table's ratio to the model is carried along the model's own shape.
-  const auto guide = [&](int gpus) {
-    return plan_collective(p, c, gpus, bytes_per_rank_of_size(c, gpus, q.size_bytes), options)
-        .analytic_time_s;
+  const auto guide = [&](int gpus, double size) {
+    return plan_collective(p, c, gpus, bytes_per_rank_of_size(c, gpus, size), options).analytic_time_s;
   };
   if (const std::optional<CommTableHit> hit = lookup_comm_time(p.comm_tables, q, guide)) {
     price.steady_s = hit->time_s;
-    price.source = FigureSource::kTable;
+    price.source = hit->extrapolated ? FigureSource::kAnalytic : FigureSource::kTable;
+    price.anchored = hit->extrapolated;
     price.exact = hit->exact;
     price.between_groups = hit->between_groups;
     price.table = (hit->file->origin.empty() ? std::string("inline") : hit->file->origin) + " (" +

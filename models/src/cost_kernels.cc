@@ -61,12 +61,13 @@ double memory_kernel_time(const HardwareProfile& p, MemoryKernel k, double bytes
 }
 
 std::string_view to_string(FigureSource s) {
-  return s == FigureSource::kTable ? "table" : "analytic";
+  return s == FigureSource::kTable ? "table" : s == FigureSource::kMeasured ? "measured" : "analytic";
 }
 
 MergeShape merge_shape(const Scenario& s) {
   MergeShape m{s.dcp, s.merge_rows(), s.heads, s.head_dim, s.out_dtype, false};
   m.rs_layout = s.strategy == Strategy::kAgRs;  // AG+RS corrects into the reduce-scatter's head blocks
+  m.impl = s.merge_impl;
   return m;
 }
 
@@ -131,7 +132,8 @@ double direct_combine_time(const HardwareProfile& p, const MergeShape& m) {
 std::string merge_table_key(const MergeShape& m) {
   return "d" + std::to_string(m.head_dim) + " " + std::string(to_string(m.out_dtype)) +
          (m.rs_layout ? " rs" : "") + (m.row_stamps ? " stamped" : "") + (m.pdl ? " pdl" : "") +
-         (m.cold_inputs ? " cold" : "") + (m.cold_inputs && m.warm_lse ? " lse" : "");
+         (m.cold_inputs ? " cold" : "") + (m.cold_inputs && m.warm_lse ? " lse" : "") +
+         (m.impl.empty() ? "" : " " + m.impl);
 }
 
 std::vector<double> merge_table_at(TableKernel k, const MergeShape& m) {
@@ -200,6 +202,16 @@ KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const M
       q.rs_layout = false;
     }
     if (auto t = lookup_kernel_time_s(p.tables, table, merge_table_key(q), at))
+      return {*t, FigureSource::kTable};
+  }
+  // Another implementation's kernel outside its table: its model (fitted on the measured points) on this
+  // shape's bytes.
+  if (!m.impl.empty()) {
+    const double bytes = k == MemoryKernel::kCorrection   ? correction_bytes(m)
+                         : k == MemoryKernel::kA2aPack    ? a2a_pack_bytes(m)
+                         : k == MemoryKernel::kA2aCombine ? unpack_combine_bytes(m)
+                                                          : direct_combine_bytes(m);
+    if (auto t = lookup_model_time_s(p.tables, table, merge_table_key(m), bytes))
       return {*t, FigureSource::kTable};
   }
   return {analytic, FigureSource::kAnalytic};

@@ -25,4 +25,16 @@ double flag_signal_time(const HardwareProfile& p) {
   return flag_write_latency(p) + expected_poll_wait(p);
 }
 
+double peer_store_bandwidth(const HardwareProfile& p) {
+  return p.nvlink.store_bandwidth ? p.nvlink.store_bandwidth->si() : p.nvlink.measured_bandwidth.si();
+}
+
+double store_transfer_factor(const HardwareProfile& p) {
+  return p.nvlink.measured_bandwidth.si() / peer_store_bandwidth(p);
+}
+
+double one_sided_exchange_time(const HardwareProfile& p, double bytes) {
+  return p.nvlink.hop_latency.si() + bytes / peer_store_bandwidth(p) + flag_signal_time(p);
+}
+
 }  // namespace dcpsim::models

@@ -121,7 +121,7 @@ TablePoint read_point(const Cursor& c, const Json& j, const std::string& path, s
 
 KernelTable read_table(const Cursor& c, const Json& j, const std::string& path, const std::string& where) {
   if (!j.is_object()) c.fail(path, "expected an object, got " + j.dump());
-  c.only(j, path, {"kernel", "key", "axes", "points"});
+  c.only(j, path, {"kernel", "key", "axes", "points", "model"});
   KernelTable t;
   const std::string kernel = c.text(j, path, "kernel", true);
   try {
@@ -144,6 +144,27 @@ KernelTable read_table(const Cursor& c, const Json& j, const std::string& path, 
     t.points.push_back(
         read_point(c, points[i], path + ".points[" + std::to_string(i) + "]", expected.size()));
     if (total_heads) t.points.back().at[2] /= t.points.back().at[0];  // H -> H / N
+  }
+  if (const auto m = j.find("model"); m != j.end()) {
+    const std::string mp = path + ".model";
+    if (!m->is_object()) c.fail(mp, "expected an object, got " + m->dump());
+    c.only(*m, mp, {"form", "floor_ns", "bandwidth_GBps", "points", "max_relative_residual"});
+    const std::string form = c.text(*m, mp, "form", true);
+    if (form != "floor + bytes / bandwidth") c.fail(mp + ".form", "expected \"floor + bytes / bandwidth\"");
+    TableModel model;
+    const Json& floor = c.member(*m, mp, "floor_ns");
+    if (!floor.is_number() || !(floor.get<double>() >= 0) || !std::isfinite(floor.get<double>()))
+      c.fail(mp + ".floor_ns", "expected a number >= 0, got " + floor.dump());
+    model.floor_ns = floor.get<double>();
+    model.bandwidth = c.positive(c.member(*m, mp, "bandwidth_GBps"), mp + ".bandwidth_GBps") * 1e9;
+    const Json& n = c.member(*m, mp, "points");
+    if (!n.is_number_integer() || n.get<int64_t>() < 2) c.fail(mp + ".points", "expected an integer >= 2");
+    model.points = static_cast<int>(n.get<int64_t>());
+    const Json& r = c.member(*m, mp, "max_relative_residual");
+    if (!r.is_number() || !(r.get<double>() >= 0))
+      c.fail(mp + ".max_relative_residual", "expected a number >= 0");
+    model.max_relative_residual = r.get<double>();
+    t.model = model;
   }
   t.finalize(where + ": " + path);
   return t;
@@ -325,7 +346,16 @@ std::string kernel_tables_json(const KernelTables& t) {
                  {"max_ns", pt.max_ns}};
       out += std::string(j ? "," : "") + "\n      " + jp.dump();
     }
-    out += "\n    ]}";
+    out += "\n    ]";
+    if (k.model) {
+      const Json m = {{"form", "floor + bytes / bandwidth"},
+                      {"floor_ns", k.model->floor_ns},
+                      {"bandwidth_GBps", k.model->bandwidth / 1e9},
+                      {"points", k.model->points},
+                      {"max_relative_residual", k.model->max_relative_residual}};
+      out += ", \"model\": " + m.dump();
+    }
+    out += "}";
   }
   return out + "\n  ]\n}\n";
 }
@@ -346,6 +376,10 @@ std::string describe_kernel_tables(const KernelTables& t) {
       out << " " << axes[a] << " " << Json(k.grid[a]).dump();
     }
     out << "\n";
+    if (k.model)
+      out << "  model: " << k.model->floor_ns / 1e3 << " us + bytes / " << k.model->bandwidth / 1e12
+          << " TB/s (fitted on " << k.model->points << " points, largest residual "
+          << 100 * k.model->max_relative_residual << "%)\n";
     for (const TablePoint& pt : k.points) {
       out << "  " << coords(pt.at) << "  median " << pt.median_ns / 1e3 << " us  (" << pt.samples
           << " samples, " << pt.min_ns / 1e3 << "-" << pt.max_ns / 1e3 << " us)\n";
@@ -420,6 +454,51 @@ std::optional<double> table_time_s(const KernelTable& table, std::span<const dou
   }
   if (corners == 1) return only * 1e-9;  // a measured point: exactly its median
   return std::exp(log_sum) * 1e-9;
+}
+
+std::optional<TableModel> fit_table_model(const std::vector<std::pair<double, double>>& pts) {
+  std::vector<double> xs;
+  double mx = 0, my = 0;
+  for (const auto& [x, y] : pts) {
+    xs.push_back(x);
+    mx += x;
+    my += y;
+  }
+  std::sort(xs.begin(), xs.end());
+  if (std::unique(xs.begin(), xs.end()) - xs.begin() < 2) return std::nullopt;
+  mx /= double(pts.size());
+  my /= double(pts.size());
+  double sxx = 0, sxy = 0;
+  for (const auto& [x, y] : pts) {
+    sxx += (x - mx) * (x - mx);
+    sxy += (x - mx) * (y - my);
+  }
+  double slope = sxy / sxx, floor = my - slope * mx;
+  if (floor < 0) {  // through the origin: t = bytes / bandwidth
+    double sx2 = 0, sxy0 = 0;
+    for (const auto& [x, y] : pts) {
+      sx2 += x * x;
+      sxy0 += x * y;
+    }
+    floor = 0;
+    slope = sxy0 / sx2;
+  }
+  if (!(slope > 0) || !std::isfinite(slope)) return std::nullopt;
+  TableModel m;
+  m.floor_ns = floor * 1e9;
+  m.bandwidth = 1.0 / slope;
+  m.points = static_cast<int>(pts.size());
+  for (const auto& [x, y] : pts)
+    m.max_relative_residual = std::max(m.max_relative_residual, std::fabs(m.time_s(x) / y - 1));
+  return m;
+}
+
+std::optional<double> lookup_model_time_s(const std::vector<KernelTables>& tables, TableKernel kernel,
+                                          std::string_view key, double bytes) {
+  for (const KernelTables& file : tables)
+    for (const KernelTable& t : file.tables)
+      if (t.kernel == kernel && t.key == key && t.model) return t.model->time_s(bytes);
+  return std::nullopt;
 }
 
 std::optional<double> lookup_kernel_time_s(const std::vector<KernelTables>& tables, TableKernel kernel,

@@ -102,11 +102,10 @@ bool is_failure(std::string_view body) {
 
 // One result row under `c`; InputError naming the line when it is cut or malformed.
 NcclRow read_row(const std::vector<std::string>& w, const Columns& c, const std::string& where, int line) {
-  const std::size_t want = c.names.size() - (c.timestamp ? 1 : 0);
-  // A trace-replay row prints blanks instead of its out-of-place half: one time group fewer.
-  const std::size_t group = c.time.size() == 2 ? static_cast<std::size_t>(c.time[1] - c.time[0]) : 0;
-  const bool replay = group > 0 && w.size() == want - group;
-  if (!replay && w.size() < want) {
+  // (-S adds a "timestamp" name but prints the time as two fields.) A trace-replay row, which prints blanks
+  // for its out-of-place half, cannot be told from a row cut after that half: both are refused.
+  const std::size_t want = c.names.size() + (c.timestamp ? 1 : 0);
+  if (w.size() < want) {
     throw InputError(where + ":" + std::to_string(line) + ": truncated result row (" +
                      std::to_string(w.size()) + " fields where the column header has " +
                      std::to_string(want) + ")");
@@ -124,13 +123,10 @@ NcclRow read_row(const std::vector<std::string>& w, const Columns& c, const std:
   row.size = num(c.size);
   if (c.type >= 0) row.dtype = w[c.type];
   if (c.redop >= 0) row.redop = w[c.redop];
-  const int shift = replay ? -static_cast<int>(group) : 0;
-  if (!replay) row.out_of_place_us = num(c.time[0]);
-  if (c.time.size() == 2) row.in_place_us = num(c.time[1] + shift);
+  row.out_of_place_us = num(c.time[0]);
+  if (c.time.size() == 2) row.in_place_us = num(c.time[1]);
   for (int i : c.wrong) {
-    const int at = i + (replay && i > c.time[0] ? shift : 0);
-    if (at < 0 || at >= static_cast<int>(w.size())) continue;
-    const std::optional<double> v = number_of(w[at]);
+    const std::optional<double> v = number_of(w[i]);
     row.wrong = row.wrong || (v && *v > 0 && c.names[i] != "error" && c.names[i] != "res");
   }
   return row;

@@ -199,12 +199,18 @@ std::vector<std::filesystem::path> profile_files(std::string_view name_or_path) 
   std::vector<std::filesystem::path> files{path};
   try {
     const nlohmann::json doc = parse_json_checked(read_profile_file(path), path.string());
-    const auto tables = doc.find("tables");
-    if (!doc.is_object() || tables == doc.end() || !tables->is_array()) return files;
-    for (const nlohmann::json& entry : *tables) {
-      if (!entry.is_string() || entry.get<std::string>().empty()) continue;
-      const std::filesystem::path table = path.parent_path() / entry.get<std::string>();
-      if (std::filesystem::exists(table, ec)) files.push_back(table);
+    if (!doc.is_object()) return files;
+    // Kernel tables and communication tables: a path, or (communication) {"path": ..., "borrowed": why}.
+    for (const char* key : {"tables", "comm_tables"}) {
+      const auto list = doc.find(key);
+      if (list == doc.end() || !list->is_array()) continue;
+      for (const nlohmann::json& entry : *list) {
+        const nlohmann::json* name = &entry;
+        if (entry.is_object() && entry.contains("path")) name = &entry["path"];
+        if (!name->is_string() || name->get<std::string>().empty()) continue;
+        const std::filesystem::path table = path.parent_path() / name->get<std::string>();
+        if (std::filesystem::exists(table, ec)) files.push_back(table);
+      }
     }
   } catch (const std::exception&) {  // load_profile reports what is wrong with the file
   }

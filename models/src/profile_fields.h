@@ -53,6 +53,8 @@ void visit_nccl(V& v, P& n) {
   v.section("p2p", [&] {
     v.number("base_latency", n.p2p_base_latency, Dimension::kTime, Check::kNonNegative);
     v.number("ll_threshold", n.p2p_ll_threshold, Dimension::kBytes, Check::kNonNegative);
+    v.optional_number("simple_base_latency", n.p2p_simple_base_latency, Dimension::kTime,
+                      Check::kNonNegative);
   });
   // In-step terms (cost_collectives_price.h); optional, so files written before them still load.
   v.optional_number("in_step_graph", n.in_step_graph, Dimension::kTime, Check::kNonNegative);
@@ -78,6 +80,7 @@ void visit_profile(V& v, P& p) {
   v.text("description", p.description, false);
   v.section("gpu", [&] {
     v.text("name", p.gpu.name, true);
+    v.text_list("devices", p.gpu.devices);
     v.number("sm_count", p.gpu.sm_count, kCount, Check::kPositiveInteger);
     v.number("hbm_capacity", p.gpu.hbm_capacity, kBytes, Check::kPositive);
     v.number("hbm_bandwidth_spec", p.gpu.hbm_bandwidth_spec, kBw, Check::kPositive);
@@ -111,6 +114,8 @@ void visit_profile(V& v, P& p) {
       v.optional_number("pdl_saving_" + std::string(to_string(k)),
                         p.launch.pdl_saving[static_cast<std::size_t>(k)], kTime, Check::kNonNegative);
     }
+    v.optional_number("event_pair", p.launch.event_pair, kTime, Check::kNonNegative);
+    v.optional_number("event_gap", p.launch.event_gap, kTime, Check::kNonNegative);
   });
   v.section("kernel", [&] {
     visit_memory_kernel(v, p.kernel);
@@ -178,6 +183,34 @@ inline std::string check_value(double value, Check check) {
       return value > 0 && value <= 1 ? "" : "a ratio in (0, 1]";
     case Check::kPositiveInteger:
       return value >= 1 && value == std::floor(value) ? "" : "a positive integer";
+  }
+  return "";
+}
+
+// Physical bounds on every profile quantity, in SI units: far beyond any real GPU on either side, close
+// enough that sizes and times derived from them stay finite and SimGrid's clock stays exact. A launch latency
+// of 1e300 s, 1e18 SMs or an NVLink bandwidth of 1e-300 B/s is a typo, not hardware, and is refused when the
+// profile is loaded rather than when a simulation fails later. Zero stays allowed where the field allows it
+// (a latency of 0). Returns "" when `q` is within bounds, else what is allowed ("at most 1 PB/s").
+inline std::string physical_bound(const Quantity& q, Dimension dim, Check check) {
+  const double si = q.si();
+  const bool positive = check == Check::kPositive || check == Check::kPositiveInteger;
+  switch (dim) {
+    case Dimension::kTime:
+      return si <= 10.0 ? "" : "at most 10 s";
+    case Dimension::kBandwidth:
+      if (positive && si < 1e6) return "at least 1 MB/s";
+      return si <= 1e15 ? "" : "at most 1 PB/s";
+    case Dimension::kBytes:
+      if (positive && si < 1024) return "at least 1 KiB";
+      return si <= 1e15 ? "" : "at most 1 PB";
+    case Dimension::kCount:
+      return si <= 1e6 ? "" : "at most 1e6";
+    case Dimension::kRatio:
+      return "";
+    case Dimension::kComputeRate:  // FLOP/s: a GB200 does about 2.5e15 dense bf16
+      if (positive && si < 1e9) return "at least 1e9 FLOP/s";
+      return si <= 1e18 ? "" : "at most 1e18 FLOP/s";
   }
   return "";
 }

@@ -21,28 +21,7 @@ using detail::dimension_name;
 using detail::dimension_units;
 using detail::Json;
 using detail::PathTracker;
-
-// Physical bounds on every profile quantity, in SI units: far above any real GPU, low enough that sizes and
-// times derived from them stay finite and SimGrid's clock stays exact (a launch latency of 1e300 s or 1e18
-// SMs is a typo, not hardware).
-std::string physical_bound(const Quantity& q, Dimension dim) {
-  const double si = q.si();
-  switch (dim) {
-    case Dimension::kTime:
-      return si <= 10.0 ? "" : "10 s";
-    case Dimension::kBandwidth:
-      return si <= 1e15 ? "" : "1 PB/s";
-    case Dimension::kBytes:
-      return si <= 1e15 ? "" : "1 PB";
-    case Dimension::kCount:
-      return si <= 1e6 ? "" : "1e6";
-    case Dimension::kRatio:
-      return "";
-    case Dimension::kComputeRate:  // FLOP/s: a GB200 does about 2.5e15 dense bf16
-      return si <= 1e18 ? "" : "1e18 FLOP/s";
-  }
-  return "";
-}
+using detail::physical_bound;
 
 class Reader {
  public:
@@ -91,7 +70,15 @@ class Reader {
       const Json& entry = (*it)[i];
       const std::string where = paths_.origin() + ": " + paths_.path(key) + "[" + std::to_string(i) + "]";
       if (entry.is_object() && entry.contains("format")) {
-        out.push_back(detail::parse_comm_tables_json(entry, where));
+        Json table = entry;
+        const Json borrowed = table.contains("borrowed") ? table["borrowed"] : Json();
+        table.erase("borrowed");
+        out.push_back(detail::parse_comm_tables_json(table, where));
+        if (!borrowed.is_null()) {
+          if (!borrowed.is_string() || borrowed.get<std::string>().empty())
+            throw InputError(where + ".borrowed: expected a non-empty string saying why");
+          out.back().borrowed = borrowed.get<std::string>();
+        }
       } else if (entry.is_string() && !entry.get<std::string>().empty()) {
         out.push_back(load_comm_file(entry.get<std::string>(), where));
       } else if (entry.is_object() && entry.size() == 2 && entry.contains("path") &&
@@ -116,6 +103,19 @@ class Reader {
     if (required_nonempty && out.empty()) paths_.fail(key, "expected a non-empty string");
   }
 
+  // An optional list of non-empty strings (gpu.devices).
+  void text_list(std::string_view key, std::vector<std::string>& out) {
+    allow(key);
+    auto it = frames_.back().object->find(std::string(key));
+    if (it == frames_.back().object->end()) return;
+    const std::string expected = "expected a list of device names as CUDA reports them, got ";
+    if (!it->is_array()) paths_.fail(key, expected + it->dump());
+    for (const Json& name : *it) {
+      if (!name.is_string() || name.get<std::string>().empty()) paths_.fail(key, expected + it->dump());
+      out.push_back(name.get<std::string>());
+    }
+  }
+
   void number(std::string_view key, Quantity& out, Dimension dim, Check check) {
     const Json* j = member(key);
     if (j == nullptr) return;
@@ -129,9 +129,8 @@ class Reader {
       }
       const Json* unit = member("unit");
       if (unit != nullptr) out.unit = read_unit(*unit, dim);
-      if (const std::string bound = physical_bound(out, dim); !bound.empty()) {
-        paths_.fail("value",
-                    "expected at most " + bound + ", got " + (value ? value->dump() : "the default"));
+      if (const std::string bound = physical_bound(out, dim, check); !bound.empty()) {
+        paths_.fail("value", "expected " + bound + ", got " + (value ? value->dump() : "the default"));
       }
       read_source(out.source);
     });
@@ -292,17 +291,23 @@ std::string lowered(std::string_view s) {
   return out;
 }
 
-// A table measured on another GPU model would be silently wrong: refuse it. Names match when one starts with
-// the other ("NVIDIA H200" measured, "NVIDIA H200 SXM" in the profile).
-void check_table_devices(const HardwareProfile& p, const std::string& where) {
-  const std::string gpu = lowered(p.gpu.name);
+// A table measured on another GPU model would be silently wrong: refuse it, saying what to do when it is the
+// same GPU under another name (CUDA names one board several ways across drivers and form factors).
+void check_table_devices(const HardwareProfile& p, const std::string& where, bool builtin) {
   for (std::size_t i = 0; i < p.tables.size(); ++i) {
-    const std::string dev = lowered(p.tables[i].provenance.device);
-    if (gpu.starts_with(dev) || dev.starts_with(gpu)) continue;
+    const std::string& dev = p.tables[i].provenance.device;
+    if (profile_describes_device(p, dev)) continue;
+    std::string names = "gpu.name \"" + p.gpu.name + "\"";
+    for (const std::string& d : p.gpu.devices) names += ", \"" + d + "\"";
+    const std::string fix = builtin ? "`dcpsim profiles --show " + p.name +
+                                          " > my.json`, add it to gpu.devices there and pass "
+                                          "--profile my.json"
+                                    : "add it to gpu.devices in " + where;
     throw InputError(where + ": tables[" + std::to_string(i) + "] (" +
                      (p.tables[i].origin.empty() ? "inline" : p.tables[i].origin) + "): measured on \"" +
-                     p.tables[i].provenance.device + "\", but the profile's gpu.name is \"" + p.gpu.name +
-                     "\" (a table is only valid on the device it was measured on)");
+                     dev + "\", a GPU the profile does not describe (" + names +
+                     "); a table is only valid on the GPU it was measured on. If \"" + dev +
+                     "\" is that GPU, " + fix + "; else measure this GPU's own with `dcpsim hw calibrate`");
   }
 }
 
@@ -342,6 +347,15 @@ void check_comm_table_devices(const HardwareProfile& p, const std::string& where
 
 }  // namespace
 
+bool profile_describes_device(const HardwareProfile& p, std::string_view device) {
+  const std::string dev = lowered(device);
+  if (dev.empty()) return false;
+  for (const std::string& d : p.gpu.devices)
+    if (lowered(d) == dev) return true;
+  const std::string gpu = lowered(p.gpu.name);
+  return gpu.starts_with(dev) || dev.starts_with(gpu);
+}
+
 HardwareProfile parse_profile(std::string_view json_text, std::string_view origin) {
   std::error_code ec;
   const std::filesystem::path path{std::string(origin)};
@@ -365,7 +379,7 @@ HardwareProfile parse_profile(std::string_view json_text, std::string_view origi
   reader.allow("format");  // optional, checked above
   detail::visit_profile(reader, p);
   reader.finish();
-  check_table_devices(p, where);
+  check_table_devices(p, where, builtin);
   check_comm_table_devices(p, where);
   return p;
 }

@@ -26,6 +26,10 @@ class Writer {
 
   void text(std::string_view key, const std::string& value, bool) { top()[std::string(key)] = value; }
 
+  void text_list(std::string_view key, const std::vector<std::string>& values) {
+    if (!values.empty()) top()[std::string(key)] = values;
+  }
+
   void number(std::string_view key, const Quantity& q, Dimension, Check) {
     Json j = Json::object();
     // Integral values print without ".0" so that counts read naturally; both spellings parse to the same
@@ -74,6 +78,7 @@ class Writer {
     for (const CommTables& t : tables) {
       if (t.origin.empty()) {
         list.push_back(detail::comm_tables_to_json(t));
+        if (!t.borrowed.empty()) list.back()["borrowed"] = t.borrowed;
       } else if (!t.borrowed.empty()) {
         list.push_back(Json{{"path", t.origin}, {"borrowed", t.borrowed}});
       } else {
@@ -105,6 +110,11 @@ class Validator {
     if (required_nonempty && value.empty()) paths_.fail(key, "expected a non-empty string");
   }
 
+  void text_list(std::string_view key, const std::vector<std::string>& values) {
+    for (const std::string& v : values)
+      if (v.empty()) paths_.fail(key, "expected non-empty device names");
+  }
+
   void number(std::string_view key, const Quantity& q, Dimension dim, Check check) {
     paths_.push(key);
     const std::string expected = check_value(q.value, check);
@@ -113,6 +123,8 @@ class Validator {
       paths_.fail("unit", "expected a " + std::string(dimension_name(dim)) + " unit (" +
                               dimension_units(dim) + "), got \"" + std::string(to_string(q.unit)) + "\"");
     }
+    if (const std::string bound = detail::physical_bound(q, dim, check); !bound.empty())
+      paths_.fail("value", "expected " + bound + ", got " + Json(q.value).dump());
     if (q.source.empty())
       paths_.fail("source", "expected a non-empty string naming where the value comes from");
     paths_.pop();

@@ -22,14 +22,15 @@ constexpr SpellingTable<DType, 5> kDTypes{{{DType::kF32, "fp32"},
                                            {DType::kF16, "fp16"},
                                            {DType::kF64, "fp64"},
                                            {DType::kFP8E4M3, "fp8"}}};
-// In the order `all` lists them.
+// In the order `all` lists them; a new strategy goes last, so that indices into all_strategies() (benchmark
+// arguments) keep their meaning.
 constexpr SpellingTable<Strategy, 7> kStrategies{{{Strategy::kAgRs, "ag-rs"},
                                                   {Strategy::kAgAr, "ag-ar"},
                                                   {Strategy::kA2a, "a2a"},
-                                                  {Strategy::kA2aTwoCall, "a2a-2call"},
                                                   {Strategy::kDirect, "direct"},
                                                   {Strategy::kRowStream, "row-stream"},
-                                                  {Strategy::kFlashInferA2a, "flashinfer-a2a"}}};
+                                                  {Strategy::kFlashInferA2a, "flashinfer-a2a"},
+                                                  {Strategy::kA2aTwoCall, "a2a-2call"}}};
 constexpr SpellingTable<LaunchMode, 3> kLaunchModes{
     {{LaunchMode::kEager, "eager"}, {LaunchMode::kGraph, "graph"}, {LaunchMode::kPdl, "pdl"}}};
 

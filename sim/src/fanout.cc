@@ -3,6 +3,11 @@
 #include <algorithm>
 
 namespace dcpsim::sim::detail {
+
+const models::HardwareProfile& FanOut::profile() const {
+  return step_.profile;
+}
+
 namespace {
 
 constexpr double kFlagBytes = 8.0;

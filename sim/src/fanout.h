@@ -29,6 +29,7 @@ class FanOut {
  public:
   // Sends from rank `from`; `what` names the transfers in the trace (a phase name).
   FanOut(StepGraph& step, int from, std::string_view what, int step_index = 0);
+  const models::HardwareProfile& profile() const;
 
   struct Sent {
     std::vector<NodeId> data;    // per peer: the transfer that carries its block

@@ -80,6 +80,7 @@ void check_group(const models::HardwareProfile& p, const detail::Platform& platf
 // scenario that names no implementation runs the one its table measured (FlashInfer's MLA kernel where the
 // profile has its table).
 bool repacks_query(const models::Scenario& s, const models::AttentionTiming& t) {
+  if (t.source == models::FigureSource::kMeasured) return false;  // the measured phase holds it
   const bool flashinfer =
       s.attention_impl == "flashinfer" || (s.attention_impl.empty() && t.table_one_launch);
   return flashinfer && s.dcp > 1 && s.rows() > 1;
@@ -105,6 +106,21 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   for (int b = 0; b < s.rows(); ++b) local[b] = models::local_length(s.contexts[b], r, s.dcp, s.interleave);
   AttentionOut att;
   att.timing = models::decode_attention_time(step.profile, models::attention_shape(s), local);
+  // A measured attention phase (trace-driven validation): the repack, the kernel and its split-KV combine as
+  // one launch of the measured time, rows finishing at the same fractions of it as the model's.
+  if (const std::optional<double> t = step.measured(r, "attention")) {
+    const double model = att.timing.kernel_end_s + (att.timing.needs_combine ? att.timing.combine_s : 0.0);
+    const double f = model > 0 ? *t / model : 0.0;
+    for (double& x : att.timing.row_done_s) x *= f;
+    for (double& x : att.timing.wave_end_s) x *= f;
+    att.timing.kernel_end_s = *t;
+    att.timing.combine_s = 0.0;
+    att.timing.needs_combine = false;
+    att.timing.all_rows_combined = false;
+    std::fill(att.timing.row_splits.begin(), att.timing.row_splits.end(), 1);
+    att.timing.source = models::FigureSource::kMeasured;
+    att.timing.table_one_launch = false;
+  }
   // The query all-gather (N > 1) comes just before: what its emulated copies add goes to the next kernel.
   double after_gather = s.dcp > 1 ? step.after_copies_s(r) : 0.0;
   NodeId phase_start = -1;
@@ -158,12 +174,14 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
 }
 
 // Each rank's arrival at the step: the ranks spread evenly over the profile's skew in the given order.
-std::vector<double> arrivals(const models::HardwareProfile& p, const models::Scenario& s,
-                             const SimOptions& o) {
+std::vector<double> arrivals(const models::HardwareProfile& p, const models::Scenario& s, const SimOptions& o,
+                             const StepInputs& in) {
   const int n = s.dcp;
   const double skew = o.emulated_ranks || n < 2 ? 0.0 : models::arrival_skew(p, s.launch);
+  if (!in.arrival_order.empty() && static_cast<int>(in.arrival_order.size()) != n)
+    throw InputError("arrival order must be a permutation of the " + std::to_string(n) + " ranks");
   if (!(skew > 0)) return {};
-  std::vector<int> order = o.arrival_order;
+  std::vector<int> order = in.arrival_order;
   if (order.empty()) {
     for (int r = 0; r < n; ++r) order.push_back(r);
   }
@@ -343,7 +361,19 @@ void Simulator::prepare() const {
 }
 
 StepResult Simulator::run(const models::Scenario& scenario, traces::TraceSink* sink) const {
+  return run(scenario, StepInputs{}, sink);
+}
+
+StepResult Simulator::run(const models::Scenario& scenario, const StepInputs& inputs,
+                          traces::TraceSink* sink) const {
   scenario.validate();
+  for (const auto& rank : inputs.kernel_s) {
+    for (const auto& [kernel, seconds] : rank) {
+      if (!(seconds >= 0) || seconds > 10.0)
+        throw InputError("measured " + kernel + " duration " + std::to_string(seconds) +
+                         " s is not in [0, 10]");
+    }
+  }
   check_memory(scenario);
   detail::SimEngine& engine = detail::SimEngine::instance();
   detail::Platform& platform = engine.platform(domain_size(profile_));
@@ -356,7 +386,8 @@ StepResult Simulator::run(const models::Scenario& scenario, traces::TraceSink* s
     step.pipes = pipes;
     step.emulated_ranks = options_.emulated_ranks;
     step.row_stamps = options_.row_stamps;
-    step.arrival_s = arrivals(profile_, scenario, options_);
+    step.arrival_s = arrivals(profile_, scenario, options_, inputs);
+    step.inputs = &inputs;
     build_step(step, options_);
     step.graph.run(engine);
     // A pipe's links were shared with a transfer it does not model: simulate the step with SimGrid alone.

@@ -14,6 +14,7 @@
 #include "activity_graph.h"
 #include "dcpsim/models/cost.h"
 #include "dcpsim/models/scenario.h"
+#include "dcpsim/sim/simulator.h"
 #include "dcpsim/sim/step_result.h"
 #include "dcpsim/traces/schema.h"
 #include "platform.h"
@@ -96,8 +97,18 @@ struct StepGraph {
   std::vector<KernelFigure> figures;
 
   // Per rank: when it reaches the step (its CPU's first issue), spread over the profile's arrival skew in
-  // the order SimOptions::arrival_order gives (empty: every rank at 0).
+  // the order StepInputs::arrival_order gives (empty: every rank at 0).
   std::vector<double> arrival_s;
+  const StepInputs* inputs = nullptr;  // measured kernel durations (trace-driven validation), or none
+
+  // A kernel's measured duration on `rank` when the run was given one (StepInputs::kernel_s).
+  std::optional<double> measured(int rank, std::string_view kernel) const {
+    if (inputs == nullptr || rank >= static_cast<int>(inputs->kernel_s.size())) return std::nullopt;
+    const auto& m = inputs->kernel_s[static_cast<std::size_t>(rank)];
+    const auto it = m.find(std::string(kernel));
+    if (it == m.end()) return std::nullopt;
+    return it->second;
+  }
   bool emulated_ranks = false;          // SimOptions::emulated_ranks
   bool row_stamps = false;              // SimOptions::row_stamps
   std::vector<double> attention_bytes;  // per rank, once its attention is added
@@ -138,6 +149,10 @@ struct StepGraph {
   // A merge kernel's time (table or analytic), recorded as a figure of `rank`; `after_copies`: it follows a
   // collective the runner emulates with copies (after_copies_s).
   double price(int rank, models::MemoryKernel k, models::MergeShape m, bool after_copies = false) {
+    if (const std::optional<double> t = measured(rank, models::to_string(k))) {
+      figures.push_back({rank, std::string(models::to_string(k)), models::FigureSource::kMeasured});
+      return *t;
+    }
     // Correction and the A2A combine stamp rows and have stamped tables; the pack stamps none, and the direct
     // merge's stamped kernel has no table (`hw sweep --row-stamps` times those two only).
     m.row_stamps =

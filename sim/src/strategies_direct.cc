@@ -45,7 +45,9 @@ std::vector<Flag> push_all(FanOut& out, int from, int n, double bytes, NodeId ga
                            int rows_end, std::vector<NodeId>* data = nullptr) {
   FanOut::Send send;
   for (int k = 1; k < n; ++k) send.peers.push_back((from + k) % n);
-  send.bytes = send.payload = bytes;
+  send.payload = bytes;
+  // The links run at the peer-copy bandwidth; a kernel's stores move at the profile's store bandwidth.
+  send.bytes = bytes * models::store_transfer_factor(out.profile());
   send.gate = [gate](int) { return gate; };
   send.flags = true;
   send.rows_begin = rows_begin;
@@ -160,7 +162,59 @@ void add_one_kernel_merge(StepGraph& step, std::vector<RankStream>& streams, con
 
 }  // namespace
 
+namespace {
+
+// The runner's first direct merge (StepInputs::direct_two_kernels): a push kernel per rank (the epoch
+// handshake, its stores to every owner with a flag after each; it ends once they have drained, and not before
+// its floor), then a combine kernel queued behind it that polls the peers' flags and combines.
+void add_two_kernel_direct(StepGraph& step, std::vector<RankStream>& streams) {
+  const models::Scenario& s = step.scenario;
+  ActivityGraph& g = step.graph;
+  const int n = s.dcp;
+  const int rows = s.rows();
+  const models::MergeShape m = models::merge_shape(s);
+  const double block = block_bytes(s, s.merge_rows());
+  std::vector<NodeId> start(n), gate(n), pushed(n);
+  for (int r = 0; r < n; ++r) {
+    start[r] = streams[r].begin("direct_write");
+    gate[r] = g.after_latency(start[r], models::epoch_handshake_time(step.profile));
+  }
+  const KernelPushes pushes = push_from_kernels(step, gate, block);
+  for (int r = 0; r < n; ++r) {
+    pushed[r] = g.join_of({pushes.drained[r], g.after_latency(start[r], step.profile.kernel.floor.si())});
+    streams[r].finish(pushed[r], traces::v1::EVENT_KIND_KERNEL, (n - 1) * block);
+    step.ranks[r].phases.push_back({kPhasePush, start[r], pushed[r]});
+  }
+  for (int o = 0; o < n; ++o) {
+    const NodeId begin = streams[o].begin("direct_combine");
+    const NodeId seen = wait_for_flags(step, o, "stream0", begin, pushes.flags_to[o], -1, 0, rows);
+    NodeId body;
+    const bool measured = step.measured(o, "direct_combine").has_value();
+    if (const std::optional<double> t = step.measured(o, "direct_combine")) {
+      // Measured as one kernel, polling included: it ends that long after it began, or once the flags are in.
+      step.figures.push_back({o, "direct_combine", models::FigureSource::kMeasured});
+      body = g.join_of({seen, g.after_latency(begin, *t)});
+    } else {
+      body = g.exec(step.platform.gpu(o), step.price(o, models::MemoryKernel::kDirectCombine, m));
+      g.after(seen, body);
+    }
+    streams[o].finish(body, traces::v1::EVENT_KIND_KERNEL, models::direct_combine_bytes(m));
+    RankNodes& rank = step.ranks[o];
+    rank.phases.push_back({kPhaseWait, begin, seen});
+    rank.phases.push_back({kPhaseCombine, measured ? seen : body, body});
+    rank.lse_ready.assign(rows, RowRef{seen, 0.0});
+    rank.output_ready.assign(rows, RowRef{body, 0.0});
+    rank.done = body;
+  }
+}
+
+}  // namespace
+
 void add_direct_merge(StepGraph& step, std::vector<RankStream>& streams, const std::vector<AttentionOut>&) {
+  if (step.inputs != nullptr && step.inputs->direct_two_kernels) {
+    add_two_kernel_direct(step, streams);
+    return;
+  }
   const models::MergeShape m = models::merge_shape(step.scenario);
   add_one_kernel_merge(step, streams, {"direct_merge", models::epoch_handshake_time(step.profile), 0.0, 0.0},
                        [&](int o) { return step.price(o, models::MemoryKernel::kDirectCombine, m); });

@@ -87,7 +87,7 @@ TEST_F(AnswersCli, SimulateJsonIsOneShapeForOneStrategyOrSeveral) {
       run("simulate --dcp 3 --batch 2 --context 4k --strategy all --json " + (dir_ / "all.json").string()), 0)
       << err_;
   EXPECT_THAT(
-      out_, HasSubstr("skipped ag-rs, a2a, a2a-2call, direct, row-stream, flashinfer-a2a: gives each rank"));
+      out_, HasSubstr("skipped ag-rs, a2a, direct, row-stream, flashinfer-a2a, a2a-2call: gives each rank"));
   const auto one = nlohmann::json::parse(read(dir_ / "one.json"));
   const auto all = nlohmann::json::parse(read(dir_ / "all.json"));
   for (const auto* j : {&one, &all}) {
@@ -131,6 +131,22 @@ TEST_F(AnswersCli, LayoutsThatDoNotFitAreNeverRanked) {
       << err_;
   EXPECT_THAT(out_, HasSubstr("does not fit (weights)"));
   EXPECT_THAT(read(dir_ / "q.csv"), HasSubstr(",weights_fit,"));
+  // scan --json: the one summary shape, the layout that does not fit never the best.
+  ASSERT_EQ(run("scan --dcp 1,8 --tp 1,8 --batch 2 --context 4k --strategy ag-rs,row-stream --jobs 1 --out " +
+                (dir_ / "q.csv").string() + " --json " + (dir_ / "q.json").string()),
+            0)
+      << err_;
+  const auto j = nlohmann::json::parse(read(dir_ / "q.json"));
+  EXPECT_EQ(j["schema"], "dcpsim-summary/1");
+  EXPECT_EQ(j["command"], "scan");
+  ASSERT_EQ(j["strategies"].size(), 2u);
+  EXPECT_EQ(j["strategies"][1]["tier"], "research");
+  for (const auto& e : j["strategies"]) EXPECT_TRUE(e.contains("units") && e.contains("points"));
+  ASSERT_FALSE(j["best"].empty());
+  for (const auto& b : j["best"]) {
+    EXPECT_EQ(b["weights_fit"], true);
+    EXPECT_EQ(b["strategy"], "ag-rs");
+  }
 }
 
 // A bad --at is a usage error before anything is written.
@@ -148,7 +164,8 @@ TEST_F(AnswersCli, ScanBestIsOneLinePerBatchAndContext) {
                 (dir_ / "q.csv").string()),
             0)
       << err_;
-  EXPECT_EQ(std::count(out_.begin(), out_.end(), '\n'), 2) << out_;
+  EXPECT_EQ(std::count(out_.begin(), out_.end(), '\n'), 3) << out_;  // the layout, then one line each
+  EXPECT_THAT(out_, HasSubstr("layout: TP 8 (default"));
   EXPECT_THAT(out_, HasSubstr("deepseek-v3 on h200-sxm, batch 16, context 4096, graph: best N="));
 }
 

@@ -53,6 +53,18 @@ inline models::HardwareProfile base_profile() {
   p.launch.pdl_saving = {};              // seen in PDL steps only (CalibrateClosedLoop.RecoversPdlSavings...)
   p.attention.tensor_rate.value = 1e6;   // TFLOP/s
   p.tables.clear();                      // the analytic models are what is fitted
+  // ... NCCL's model too (no measured collective tables), without the in-step, event-timing and one-sided
+  // terms fitted on real two-GPU traces: the loops below perturb and recover the analytic numbers.
+  p.comm_tables.clear();
+  p.nccl.in_step_graph.reset();
+  p.nccl.in_step_eager.reset();
+  p.nccl.eager_host_issue.reset();
+  p.nccl.arrival_skew_graph.reset();
+  p.nccl.arrival_skew_eager.reset();
+  p.nccl.p2p_simple_base_latency.reset();
+  p.nvlink.store_bandwidth.reset();
+  p.launch.event_pair.reset();
+  p.launch.event_gap.reset();
   return p;
 }
 

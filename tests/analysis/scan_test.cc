@@ -203,8 +203,36 @@ TEST(ScanSummary, BestSizeIsTheFastestWhereTheBatchFits) {
   EXPECT_EQ(std::count(table.begin(), table.end(), '*'), 1) << table;
   ScanSummaryOptions best;
   best.best_only = true;
-  EXPECT_NE(scan_summary(csv, best).find("best N=4 ag-rs: decode step 1.000 ms"), std::string::npos);
+  EXPECT_NE(scan_summary(csv, best).find("best N=4 (TP 8) ag-rs: decode step 1.000 ms"), std::string::npos);
   EXPECT_THROW(scan_summary("dcp,heads\n1,2\n", {}), InputError);
+}
+
+// Picks choose among production strategies on layouts whose weights fit: a faster research strategy is shown
+// beside, marked, and a layout whose weights do not fit says so and never wins.
+TEST(ScanSummary, ResearchIsShownNotRankedAndLayoutsThatDoNotFitNeverWin) {
+  const std::string head =
+      "profile,model,tp,dcp,heads,kv_heads,head_dim,qk_dim,batch,context,strategy,launch,kv_dtype,out_dtype,"
+      "interleave,decode_step_us,step_latency_us,merge_latency_us,comm_share,weights_fit,"
+      "kv_capacity_tokens_per_gpu,kv_capacity_tokens_group,kv_fits\n";
+  const auto row = [](int tp, int dcp, const char* strategy, double decode, bool weights) {
+    return "p,m," + std::to_string(tp) + "," + std::to_string(dcp) + ",128,1,512,576,64,32768," + strategy +
+           ",graph,bf16,bf16,1," + std::to_string(decode) + ",10,2,0.25," + (weights ? "true" : "false") +
+           ",1000,8000,true\n";
+  };
+  const std::string csv = head + row(8, 1, "ag-rs", 500, false) + row(8, 8, "a2a", 1000, true) +
+                          row(8, 8, "row-stream", 800, true) + row(8, 4, "direct", 1100, true);
+  const std::string table = scan_summary(csv, {});
+  EXPECT_TRUE(std::regex_search(table, std::regex("\\*\\s+8\\s+8\\s+128\\s+a2a"))) << table;
+  EXPECT_NE(table.find("row-stream (r)"), std::string::npos) << table;
+  EXPECT_NE(table.find("does not fit (weights)"), std::string::npos) << table;
+  EXPECT_EQ(std::count(table.begin(), table.end(), '*'), 1) << table;
+  ScanSummaryOptions best;
+  best.best_only = true;
+  const std::string line = scan_summary(csv, best);
+  EXPECT_NE(line.find("best N=8 (TP 8) a2a"), std::string::npos) << line;
+  EXPECT_NE(line.find("research: row-stream"), std::string::npos) << line;
+  best.include_research = true;
+  EXPECT_NE(scan_summary(csv, best).find("best N=8 (TP 8) row-stream"), std::string::npos);
 }
 
 TEST_F(Scan, BadShardsAndOptionsAreInputErrors) {

@@ -478,8 +478,8 @@ TEST(Cli, CalibrateThenValidateExitCodes) {
   std::string err;
   // The traces come from the analytic models (no tables), so the fit leaves h200-sxm's tables out; eager
   // kernels' gap is not fitted, so the base gives them the graph's gap, as the truth does.
-  models::HardwareProfile base = models::load_profile("h200-sxm");
-  base.launch.dependent_gap_eager.reset();
+  // The truth has NCCL's model alone (no communication tables, no in-step terms): the closed loops' base.
+  const models::HardwareProfile base = testing::base_profile();
   const std::string base_file = (dir / "base.json").string();
   std::ofstream(base_file) << models::to_json(base);
   ASSERT_EQ(run_dcpsim("calibrate --measured " + truth + " --profile " + base_file + " --no-tables --out " +

@@ -61,7 +61,7 @@ void BM_StepH200(benchmark::State& state) {
            options);
 }
 BENCHMARK(BM_StepH200)
-    ->ArgsProduct({{8}, {64}, {0, 1, 2, 3, 4}, {0}})
+    ->ArgsProduct({{8}, {64}, {0, 1, 2, 3, 4, 6}, {0}})
     ->ArgsProduct({{8}, {1, 16, 256}, {0}, {0}})
     ->ArgsProduct({{2, 4, 16, 32}, {64}, {0}, {0}})
     ->ArgsProduct({{72}, {256}, {0, 1, 2, 3, 4, 5}, {0, 1}})

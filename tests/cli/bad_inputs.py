@@ -121,10 +121,10 @@ case("replay mooncake deep row", ["replay", "--requests", "{d}/r.jsonl", "--out"
      {"r.jsonl": '{"timestamp":' + deep(100000) + "}\n"}, outputs=["o.csv"])
 case("profile launch latency 1e300", SIM + ["--profile", "{d}/p.json"],
      {"p.json": profile(setp(["launch", "gpu_launch_latency", "value"], 1e300))})
-# A valid profile whose step cannot fit the simulator's clock: a runtime failure inside SimGrid's run, one line,
-# exit 1, and no crash in SimGrid's teardown.
-case("profile nvlink 1 B/s (simulator error)", SIM + ["--profile", "{d}/p.json", "--out", "{d}/o.pb", "--chrome", "{d}/o.json"],
-     {"p.json": profile(setp(["nvlink", "measured_bandwidth", "value"], 1e-9))}, code=1, outputs=["o.pb", "o.json"])
+# A bandwidth of 1 B/s is impossible hardware: refused when the profile loads (it used to fail inside SimGrid's
+# run, exit 1).
+case("profile nvlink 1 B/s", SIM + ["--profile", "{d}/p.json", "--out", "{d}/o.pb", "--chrome", "{d}/o.json"],
+     {"p.json": profile(setp(["nvlink", "measured_bandwidth", "value"], 1e-9))}, outputs=["o.pb", "o.json"])
 # The scan plot's slice is checked before the scan runs.
 case("scan --at without --plot", ["scan", "--dcp", "2", "--batch", "1", "--context", "1k", "--at", "batch=1", "--out",
      "{d}/o.csv"], outputs=["o.csv"])
@@ -421,6 +421,13 @@ for name, argv, outs in HW_INPUT:
 case("hw devices without a GPU", ["hw", "devices"], code=1)
 
 
+# Issue 36's cases (inputs overwritten, directories as files, JSON types, impossible profiles, mismatched
+# sidecars, decompression bombs, memory estimates): tests/cli/bad_inputs_reliability.py.
+import bad_inputs_reliability  # noqa: E402 (it takes this table's helpers)
+bad_inputs_reliability.add(case, globals())
+bad_inputs_reliability.add_matrix(case, globals())
+
+
 def materialise(d, files):
     for rel, content in files.items():
         path = os.path.join(d, rel)
@@ -433,6 +440,23 @@ def materialise(d, files):
                 shutil.copyfile(arg, path)
             elif kind == "symlink":
                 os.symlink(arg, path)
+            elif kind == "hardlink":
+                os.link(os.path.join(d, arg), path)
+            elif kind == "dir":
+                os.makedirs(path, exist_ok=True)
+            elif kind == "gzforge":  # (text, size the trailer claims): a gzip member with a forged ISIZE
+                text, claim = arg  # text: bytes that do not compress, so the claim stays within 1032:1
+                raw = bytearray(gzip.compress(text if isinstance(text, bytes) else text.encode(), compresslevel=1))
+                raw[-4:] = (claim % 2**32).to_bytes(4, "little")
+                open(path, "wb").write(bytes(raw))
+            elif kind == "gzbomb":  # (prefix, filler bytes, suffix), one gzip member per 16 MiB of filler
+                prefix, size, suffix = arg
+                chunk = gzip.compress(b" " * (16 << 20), compresslevel=1)
+                with open(path, "wb") as f:
+                    f.write(gzip.compress(prefix if isinstance(prefix, bytes) else prefix.encode()))
+                    for _ in range(size // (16 << 20)):
+                        f.write(chunk)
+                    f.write(gzip.compress(suffix.encode()))
             elif kind == "flip":
                 b = bytearray(v2_trace())
                 b[arg] ^= 0x40
@@ -483,6 +507,8 @@ def run_case(c):
         for rel in c["outputs"]:
             if os.path.exists(os.path.join(d, rel)) and rel not in before:
                 errs.append(f"output {rel} exists")
+        if os.environ.get("BAD_INPUTS_VERBOSE"):
+            print(f"{c['name']}: exit {p.returncode}: {lines[-1] if lines else ''}", flush=True)
         return "; ".join(errs) + (f" | stderr: {lines[-1][:200]}" if errs and lines else "")
     finally:
         shutil.rmtree(d, ignore_errors=True)

@@ -1,5 +1,5 @@
 // Every kernel variant of the correction and the combine (the lane-group kernels with 1 to 8 vectors per
-// lane, streaming or not, and the legacy kernels) against the fp64 reference at decode shapes that divide
+// lane, streaming or not, and the short paths) against the fp64 reference at decode shapes that divide
 // unevenly: B = 17, H = 96, N = 3, 6 and 12 (more sources than the combine prefetches), D = 512, 128 and 100
 // (no 16-byte vectors), bf16, fp16 and fp32, empty shards, sentinel LSEs (+inf, NaN with NaN outputs),
 // padding rows, both bases, dense and transposed LSE, head-padded rows. They skip without a GPU.

@@ -10,10 +10,41 @@ namespace dcpsim::models {
 namespace {
 
 constexpr Collective kAll[] = {Collective::kAllGather, Collective::kReduceScatter, Collective::kAllReduce,
-                               Collective::kAllToAll};
+                               Collective::kAllToAll, Collective::kSendRecv};
+
+// A built-in profile with NCCL's own tuning numbers (src/graph/tuning.cc) in place of the fitted ones and no
+// measured tables: the hand calculations below check the model's formulas, not a calibration.
+HardwareProfile tuning(const std::string& name, double nvlink_gbs, double ll_cap_gbs) {
+  HardwareProfile p = load_profile(name);
+  p.comm_tables.clear();
+  const Unit us = Unit::kMicroseconds;
+  const double base[2][3] = {{6.6, 14, 8.4}, {6.8, 14, 8.4}};
+  const double hop[2][3] = {{0.6, 1.9, 3.4}, {0.6, 1.25, 4}};
+  for (int pr = 0; pr < 3; ++pr) {
+    p.nccl.ring[pr].base_latency = {base[0][pr], us, "tuning.cc"};
+    p.nccl.ring[pr].nvlink_hop_latency = {hop[0][pr], us, "tuning.cc"};
+    p.nccl.tree[pr].base_latency = {base[1][pr], us, "tuning.cc"};
+    p.nccl.tree[pr].nvlink_hop_latency = {hop[1][pr], us, "tuning.cc"};
+  }
+  p.nvlink.measured_bandwidth = {nvlink_gbs, Unit::kGBps, "nccl #1264"};
+  p.nccl.ll_max_bus_bandwidth = {ll_cap_gbs, Unit::kGBps, "tuning.cc"};
+  p.nccl.nvls_latency = {25, us, "tuning.cc"};
+  p.nccl.p2p_base_latency = {6.9, us, "estimate"};
+  p.nccl.p2p_simple_base_latency.reset();
+  p.nccl.in_step_graph.reset();
+  p.nccl.in_step_eager.reset();
+  p.nvlink.hop_latency = {0.6, us, "tuning.cc"};
+  return p;
+}
+HardwareProfile tuning_h200() {
+  return tuning("h200-sxm", 380, 141);
+}
+HardwareProfile tuning_nvl72() {
+  return tuning("gb200-nvl72", 760, 282);
+}
 
 TEST(CostCollectives, RingAllGatherAndReduceScatterMoveNMinusOneOverNOfTheData) {
-  const HardwareProfile p = load_profile("gb200-nvl72");
+  const HardwareProfile p = tuning_nvl72();
   const CollectiveOptions ring{Algorithm::kRing, std::nullopt};
   for (Collective c : {Collective::kAllGather, Collective::kReduceScatter}) {
     for (int n = 2; n <= 72; n += 7) {
@@ -29,7 +60,7 @@ TEST(CostCollectives, RingAllGatherAndReduceScatterMoveNMinusOneOverNOfTheData) 
 }
 
 TEST(CostCollectives, RingAllReduceHasTwiceTheSteps) {
-  const HardwareProfile p = load_profile("h200-sxm");
+  const HardwareProfile p = tuning_h200();
   const CollectivePlan plan =
       plan_collective(p, Collective::kAllReduce, 8, 8e6, {Algorithm::kRing, std::nullopt});
   EXPECT_EQ(plan.steps, 14);
@@ -53,7 +84,7 @@ TEST(CostCollectives, OneRankCostsNothing) {
 }
 
 TEST(CostCollectives, MonotonicInBytesForEveryPlanAndTheTuner) {
-  const HardwareProfile p = load_profile("h200-sxm");
+  const HardwareProfile p = tuning_h200();
   for (Collective c : kAll) {
     for (int n : {2, 3, 8, 12}) {
       std::vector<double> previous;
@@ -76,7 +107,7 @@ TEST(CostCollectives, MonotonicInBytesForEveryPlanAndTheTuner) {
 }
 
 TEST(CostCollectives, MoreBandwidthIsNeverSlower) {
-  const HardwareProfile p = load_profile("h200-sxm");
+  const HardwareProfile p = tuning_h200();
   HardwareProfile faster = p;
   faster.nvlink.measured_bandwidth.value *= 1.7;
   faster.internode.bandwidth.value *= 2;
@@ -93,7 +124,7 @@ TEST(CostCollectives, MoreBandwidthIsNeverSlower) {
 // + 7 × 3.4 us, NVLS 25 us. LL runs at min(0.5 × 380 GB/s, 141 GB/s) = 141 GB/s, LL128 at 0.92 × 380 GB/s,
 // Simple at 380 GB/s, NVLS at 380 × 5/6 GB/s over 7 shards.
 TEST(CostCollectives, TunerPicksLLForTinyMessagesHandCalculation) {
-  const HardwareProfile p = load_profile("h200-sxm");
+  const HardwareProfile p = tuning_h200();
   const double shard = 1024;  // 1 KiB per rank
   const CollectivePlan plan = plan_collective(p, Collective::kAllGather, 8, shard);
   EXPECT_EQ(plan.algorithm, Algorithm::kRing);
@@ -105,7 +136,7 @@ TEST(CostCollectives, TunerPicksLLForTinyMessagesHandCalculation) {
 }
 
 TEST(CostCollectives, TunerPicksSimpleForLargeMessagesHandCalculation) {
-  const HardwareProfile p = load_profile("h200-sxm");
+  const HardwareProfile p = tuning_h200();
   const double shard = 64.0 * 1024 * 1024;
   const CollectivePlan plan = plan_collective(p, Collective::kAllGather, 8, shard);
   EXPECT_EQ(plan.algorithm, Algorithm::kRing);
@@ -117,7 +148,7 @@ TEST(CostCollectives, TunerPicksSimpleForLargeMessagesHandCalculation) {
 
 TEST(CostCollectives, ProtocolCrossoversAreOrderedBySize) {
   // LL wins small, Simple wins large, and once the tuner leaves LL it never comes back.
-  const HardwareProfile p = load_profile("h200-sxm");
+  const HardwareProfile p = tuning_h200();
   int last_rank = 0;  // LL = 0, LL128 = 1, Simple = 2
   for (double bytes = 8; bytes < 1e9; bytes *= 1.5) {
     const CollectivePlan plan = plan_collective(p, Collective::kAllGather, 8, bytes, {Algorithm::kRing, {}});
@@ -129,7 +160,7 @@ TEST(CostCollectives, ProtocolCrossoversAreOrderedBySize) {
 }
 
 TEST(CostCollectives, ForcedAlgorithmAndProtocol) {
-  const HardwareProfile p = load_profile("h200-sxm");
+  const HardwareProfile p = tuning_h200();
   const CollectivePlan ll = plan_collective(p, Collective::kAllReduce, 8, 1e9, {std::nullopt, Protocol::kLL});
   EXPECT_EQ(ll.protocol, Protocol::kLL);
   const CollectivePlan tree =
@@ -148,7 +179,7 @@ TEST(CostCollectives, ForcedAlgorithmAndProtocol) {
 }
 
 TEST(CostCollectives, NvlsOnlyWhenEnabledAndInsideOneDomain) {
-  HardwareProfile p = load_profile("h200-sxm");
+  HardwareProfile p = tuning_h200();
   const CollectivePlan nvls =
       plan_collective(p, Collective::kAllGather, 8, 1e6, {Algorithm::kNvls, std::nullopt});
   EXPECT_EQ(nvls.steps, 1);
@@ -165,7 +196,7 @@ TEST(CostCollectives, NvlsOnlyWhenEnabledAndInsideOneDomain) {
 // 16 ranks of h200-sxm span two 8-GPU nodes: one of the 15 ring steps crosses the NIC, and the ring runs at
 // the NIC's 50 GB/s. Simple: 8.4 + 14 × 3.4 + (14.0 + 2 × 3) us + 15 × shard / 50 GB/s.
 TEST(CostCollectives, InterNodeRingIsBoundedByTheSlowestLink) {
-  const HardwareProfile p = load_profile("h200-sxm");
+  const HardwareProfile p = tuning_h200();
   const double shard = 1e6;
   const CollectivePlan plan =
       plan_collective(p, Collective::kAllGather, 16, shard, {Algorithm::kRing, Protocol::kSimple});
@@ -178,7 +209,7 @@ TEST(CostCollectives, InterNodeRingIsBoundedByTheSlowestLink) {
       plan_collective(p, Collective::kAllReduce, 24, shard, {Algorithm::kRing, Protocol::kLL});
   EXPECT_EQ(ar.inter_domain_steps, 4);  // 2 × (3 nodes − 1)
   // GB200 NVL72 keeps 64 ranks inside one NVLink domain.
-  const HardwareProfile nvl72 = load_profile("gb200-nvl72");
+  const HardwareProfile nvl72 = tuning_nvl72();
   const CollectivePlan in_rack = plan_collective(nvl72, Collective::kAllGather, 64, shard);
   EXPECT_EQ(in_rack.layout.domains, 1);
   EXPECT_EQ(in_rack.inter_domain_steps, 0);
@@ -188,7 +219,7 @@ TEST(CostCollectives, InterNodeRingIsBoundedByTheSlowestLink) {
 // All-to-all of 8 ranks: every rank sends 7 of its 8 blocks at once. Small blocks use LL (NCCL
 // P2P_LL_THRESHOLD 16 KiB): 6.9 us + 0.6 us + 7/8 × bytes / (0.5 × 380 GB/s).
 TEST(CostCollectives, AllToAllIsConcurrentPointToPoint) {
-  const HardwareProfile p = load_profile("h200-sxm");
+  const HardwareProfile p = tuning_h200();
   const double send = 8 * 4096.0;
   const CollectivePlan small = plan_collective(p, Collective::kAllToAll, 8, send);
   EXPECT_EQ(small.algorithm, Algorithm::kP2p);
@@ -206,7 +237,7 @@ TEST(CostCollectives, AllToAllIsConcurrentPointToPoint) {
 
 TEST(CostCollectives, MeasuredSmallMessageRangesAreReproduced) {
   // aiconfigurator tables, 8 × H200, <= 64 KB: all-gather / reduce-scatter 10-13 us, all-to-all 7.5-11 us.
-  const HardwareProfile p = load_profile("h200-sxm");
+  const HardwareProfile p = tuning_h200();
   for (double total : {1024.0, 16384.0, 65536.0}) {
     const double ag = collective_time(p, Collective::kAllGather, 8, total / 8);
     const double a2a = collective_time(p, Collective::kAllToAll, 8, total);
@@ -228,7 +259,7 @@ TEST(CostCollectives, NamesParse) {
   EXPECT_THROW(parse_collective("gather"), InputError);
   EXPECT_THROW(parse_collective("broadcast"), InputError);
   EXPECT_THROW(parse_collective(""), InputError);
-  EXPECT_NEAR(nvlink_transfer_time(load_profile("h200-sxm"), 38e3), 0.6e-6 + 0.1e-6, 1e-15);
+  EXPECT_NEAR(nvlink_transfer_time(tuning_h200(), 38e3), 0.6e-6 + 0.1e-6, 1e-15);
 }
 
 }  // namespace

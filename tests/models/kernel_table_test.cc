@@ -426,6 +426,42 @@ TEST_F(ProfileTablesTest, MissingMalformedOrForeignTablesAreRefused) {
               HasSubstr("p.json: tables[0]: expected a table file path or a table object, got 42"));
 }
 
+// A profile lists the names CUDA reports for its GPU (gpu.devices): a table measured under any of them loads;
+// one measured on another GPU is refused with the file to edit (or, for a built-in, how to make an editable
+// copy).
+TEST_F(ProfileTablesTest, TablesOfAnyListedDeviceNameLoadAndTheRefusalSaysWhatToEdit) {
+  write("tables/h100.json", correction_tables("NVIDIA H100 80GB HBM3"));
+  profile_["tables"] = {"tables/h100.json"};
+  profile_["gpu"]["name"] = "NVIDIA H100 SXM5";
+  const std::string refused = load_error(write("p.json", profile_));
+  EXPECT_THAT(refused,
+              HasSubstr("measured on \"NVIDIA H100 80GB HBM3\", a GPU the profile does not describe"));
+  EXPECT_THAT(refused, HasSubstr("add it to gpu.devices in " + (dir_ / "p.json").string()));
+
+  profile_["gpu"]["devices"] = {"NVIDIA H100 SXM5 80GB", "nvidia h100 80gb hbm3"};  // case is ignored
+  const HardwareProfile p = load_profile(write("p.json", profile_).string());
+  EXPECT_EQ(p.gpu.devices.size(), 2u);
+  EXPECT_TRUE(profile_describes_device(p, "NVIDIA H100 80GB HBM3"));
+  EXPECT_TRUE(profile_describes_device(p, "NVIDIA H100 SXM5"));  // the prefix rule on gpu.name
+  EXPECT_FALSE(profile_describes_device(p, "NVIDIA H100 PCIe"));
+  EXPECT_FALSE(profile_describes_device(p, ""));
+  EXPECT_EQ(parse_profile(to_json(p), (dir_ / "p.json").string()), p);  // the list round-trips
+
+  profile_["gpu"]["devices"] = {"NVIDIA H100 80GB HBM3", ""};
+  EXPECT_THAT(load_error(write("p.json", profile_)),
+              HasSubstr("gpu.devices: expected a list of device names"));
+  profile_["gpu"]["devices"] = "NVIDIA H100 80GB HBM3";
+  EXPECT_THAT(load_error(write("p.json", profile_)),
+              HasSubstr("gpu.devices: expected a list of device names"));
+
+  // The built-ins list the names CUDA reports for their GPUs, so their users' tables load.
+  EXPECT_TRUE(profile_describes_device(load_profile("h100-sxm"), "NVIDIA H100 80GB HBM3"));
+  EXPECT_TRUE(profile_describes_device(load_profile("h200-sxm"), "NVIDIA H200"));
+  EXPECT_TRUE(profile_describes_device(load_profile("b200"), "NVIDIA B200"));
+  EXPECT_TRUE(profile_describes_device(load_profile("gb200-nvl72"), "NVIDIA GB200"));
+  EXPECT_FALSE(profile_describes_device(load_profile("h200-sxm"), "NVIDIA H100 80GB HBM3"));
+}
+
 TEST(KernelCosts, AttentionTableScalesTheWavesAndFlagsItsSource) {
   HardwareProfile p = load_profile("h200-sxm");
   p.tables.clear();

@@ -46,8 +46,8 @@ TEST(Types, ContractSpellings) {
 TEST(Types, AllStrategiesListsEachOnce) {
   const auto& all = all_strategies();
   EXPECT_THAT(all,
-              ::testing::ElementsAre(Strategy::kAgRs, Strategy::kAgAr, Strategy::kA2a, Strategy::kA2aTwoCall,
-                                     Strategy::kDirect, Strategy::kRowStream, Strategy::kFlashInferA2a));
+              ::testing::ElementsAre(Strategy::kAgRs, Strategy::kAgAr, Strategy::kA2a, Strategy::kDirect,
+                                     Strategy::kRowStream, Strategy::kFlashInferA2a, Strategy::kA2aTwoCall));
 }
 
 // The serving engines' names: every hyphenated name with '_' (vLLM's and SGLang's ag_rs), SGLang's fi_a2a,
@@ -76,7 +76,7 @@ TEST(Types, BadSpellingsNameValueAndAllowed) {
               AllOf(HasSubstr("'int8'"), HasSubstr("fp32, bf16")));
   EXPECT_THAT(input_error_message([] { parse_strategy("ring"); }),
               AllOf(HasSubstr("'ring'"),
-                    HasSubstr("ag-rs, ag-ar, a2a, a2a-2call, direct, row-stream, flashinfer-a2a")));
+                    HasSubstr("ag-rs, ag-ar, a2a, direct, row-stream, flashinfer-a2a, a2a-2call")));
   EXPECT_THAT(input_error_message([] { parse_launch_mode(""); }), AllOf(HasSubstr("''"), HasSubstr("eager")));
 }
 

@@ -23,6 +23,7 @@ namespace {
 using models::Strategy;
 using testing::builtin;
 using testing::mla;
+using testing::together;
 
 SimOptions with(FlowGrain grain) {
   SimOptions o;
@@ -65,8 +66,8 @@ class SymmetricAllPairs : public ::testing::TestWithParam<std::tuple<std::string
 TEST_P(SymmetricAllPairs, BundlesGiveThePairTimes) {
   const auto& [profile, n, strategy] = GetParam();
   const models::Scenario s = mla(n, 144, 8, 32768, strategy);
-  const StepResult pair = Simulator(builtin(profile), with(FlowGrain::kPair)).run(s);
-  const StepResult bundle = Simulator(builtin(profile), with(FlowGrain::kBundle)).run(s);
+  const StepResult pair = Simulator(together(profile), with(FlowGrain::kPair)).run(s);
+  const StepResult bundle = Simulator(together(profile), with(FlowGrain::kBundle)).run(s);
   // Pair flags (8 B each) share the uplink with the next window's data; a bundle's flags are a latency: the
   // difference is a few bytes' worth of bandwidth per window.
   EXPECT_NEAR(bundle.step_latency_s, pair.step_latency_s, 1e-4 * pair.step_latency_s);

@@ -17,6 +17,7 @@ namespace {
 using models::Strategy;
 using testing::builtin;
 using testing::mla;
+using testing::together;
 
 // SimGrid ends network actions due within 10 ps of each other together (sim_engine.cc), pipes at their own
 // dates: over a 71-step ring that leaves differences of a few tens of picoseconds (measured: under 1e-7 of
@@ -62,7 +63,7 @@ TEST_P(PipesMatchSimGrid, SameTimesFewerSimGridTransfers) {
   SimOptions on = pipes(true, grain), off = pipes(false, grain);
   if (profile == "gb200-nvl72") on.collective.algorithm = off.collective.algorithm = models::Algorithm::kRing;
   // Analytic attention: every rank enters the rings within rounding of the others.
-  models::HardwareProfile hp = builtin(profile);
+  models::HardwareProfile hp = together(profile);
   hp.tables.clear();
   const StepResult with = Simulator(hp, on).run(s);
   const StepResult without = Simulator(hp, off).run(s);
@@ -71,8 +72,8 @@ TEST_P(PipesMatchSimGrid, SameTimesFewerSimGridTransfers) {
   // Table-priced attention ends a few ns apart on ranks whose shards differ by a token; on the rings over
   // NVLink and NICs of h200-sxm at DCP72 the pipes then differ from SimGrid by up to 75 ns (1.5e-4 of the
   // step, sim/README.md "Limits"). Bounded here so that it cannot grow unseen.
-  const StepResult with_tables = Simulator(builtin(profile), on).run(s);
-  const StepResult without_tables = Simulator(builtin(profile), off).run(s);
+  const StepResult with_tables = Simulator(together(profile), on).run(s);
+  const StepResult without_tables = Simulator(together(profile), off).run(s);
   EXPECT_LE(max_gap(with_tables, without_tables), 2e-4 * without_tables.step_latency_s);
   EXPECT_EQ(without.pipe_transfers, 0);
   EXPECT_GT(with.pipe_transfers, 0);
@@ -112,15 +113,15 @@ TEST(Pipes, StaggeredRingSharesLinksAsSimGridDoes) {
 // and the step is simulated again without pipes; with fewer rows the ring ends first and pipes stand.
 TEST(Pipes, SharedLinksFallBackToSimGrid) {
   const models::Scenario shared = mla(16, 128, 64, 64, Strategy::kRowStream);
-  const StepResult with = Simulator(builtin("h200-sxm"), pipes(true, FlowGrain::kPair)).run(shared);
-  const StepResult without = Simulator(builtin("h200-sxm"), pipes(false, FlowGrain::kPair)).run(shared);
+  const StepResult with = Simulator(together("h200-sxm"), pipes(true, FlowGrain::kPair)).run(shared);
+  const StepResult without = Simulator(together("h200-sxm"), pipes(false, FlowGrain::kPair)).run(shared);
   EXPECT_EQ(with.pipe_transfers, 0);
   EXPECT_EQ(max_gap(with, without), 0.0);
   EXPECT_EQ(with.activities, without.activities);
 
   const models::Scenario apart = mla(16, 128, 4, 64, Strategy::kRowStream);
-  const StepResult a = Simulator(builtin("h200-sxm"), pipes(true, FlowGrain::kPair)).run(apart);
-  const StepResult b = Simulator(builtin("h200-sxm"), pipes(false, FlowGrain::kPair)).run(apart);
+  const StepResult a = Simulator(together("h200-sxm"), pipes(true, FlowGrain::kPair)).run(apart);
+  const StepResult b = Simulator(together("h200-sxm"), pipes(false, FlowGrain::kPair)).run(apart);
   EXPECT_GT(a.pipe_transfers, 0);
   EXPECT_LE(max_gap(a, b), kAgreement * b.step_latency_s);
 }

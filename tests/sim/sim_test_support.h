@@ -41,4 +41,18 @@ inline const models::HardwareProfile& builtin(const std::string& name) {
   return it->second;
 }
 
+// A built-in profile whose ranks reach every step together (no nccl.arrival_skew_*): what tests of the
+// engine's equivalences (pipes against SimGrid, bundles against pairs) assume.
+inline const models::HardwareProfile& together(const std::string& name) {
+  static std::map<std::string, models::HardwareProfile> cache;
+  auto it = cache.find(name);
+  if (it == cache.end()) {
+    models::HardwareProfile p = models::load_profile(name);
+    p.nccl.arrival_skew_graph.reset();
+    p.nccl.arrival_skew_eager.reset();
+    it = cache.emplace(name, p).first;
+  }
+  return it->second;
+}
+
 }  // namespace dcpsim::sim::testing

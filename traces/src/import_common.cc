@@ -26,8 +26,11 @@ std::string describe_phases(const ImportStats& s) {
            "--phase-map adds rules)";
   } else {
     out << "phases:";
-    for (std::size_t i = 0; i < s.phases.size(); ++i)
+    for (std::size_t i = 0; i < s.phases.size(); ++i) {
       out << (i ? ", " : " ") << s.phases[i].first << " x" << s.phases[i].second;
+      if (const auto it = s.implementations.find(s.phases[i].first); it != s.implementations.end())
+        out << " (" << it->second << ")";
+    }
   }
   std::int64_t other = 0;
   std::vector<std::pair<std::int64_t, std::string>> most;
@@ -68,6 +71,16 @@ void emit(Collected collected, v1::Header header, const ImportOptions& options, 
     throw InputError("'" + path.string() +
                      "' holds no activity this importer reads (kernels, copies, ranges)");
   }
+  // What the trace writer would refuse later (exit 1) is the input's fault: say so here, naming the event.
+  constexpr std::int64_t kMaxEventBytes = std::int64_t(1) << 50;  // 1 PiB: no copy or collective is larger
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const std::int64_t bytes = events[i].bytes();
+    if (bytes < 0 || bytes > kMaxEventBytes) {
+      throw InputError("'" + path.string() + "': activity " + std::to_string(i) + " '" +
+                       events[i].name().substr(0, 80) + "' moves " + std::to_string(bytes) +
+                       " bytes; a size in [0, 2^50] is needed");
+    }
+  }
   std::int64_t origin = events.front().start_ns();
   for (const auto& e : events) origin = std::min(origin, e.start_ns());
 
@@ -98,7 +111,12 @@ void emit(Collected collected, v1::Header header, const ImportOptions& options, 
       checked_add(clock_base_ns, origin, "'" + path.string() + "': clock base + first event"));
   stats.time_origin_ns = header.time_origin_ns();
   sink.on_header(header);
-  sink.on_scenario(options.scenario);
+  // The implementations the kernels belong to, where the rules name them (import_phases.h): what the
+  // simulator's tables are chosen by, and what `validate` names.
+  v1::Scenario scenario = options.scenario;
+  record_implementations(phases.implementations, scenario);
+  stats.implementations = phases.implementations;
+  sink.on_scenario(scenario);
   for (std::size_t i : order) {
     v1::Event& e = events[i];
     e.set_start_ns(e.start_ns() - origin);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <streambuf>
+#include <string_view>
 #include <system_error>
 
 #include "dcpsim/error.h"
@@ -48,10 +49,10 @@ class InputFile::GzipBuffer final : public std::streambuf {
       return traits_type::eof();
     }
     delivered_ += n;
-    if (!direct() && delivered_ > memory::max_input_bytes()) {
+    if (!direct() && delivered_ > memory::input_cap_bytes()) {
       error_ = "it expands to more than " +
-               memory::gigabytes(static_cast<double>(memory::max_input_bytes())) + " (" +
-               memory::max_input_hint() + ")";
+               memory::gigabytes(static_cast<double>(memory::input_cap_bytes())) + " (" +
+               memory::input_cap_hint() + ")";
       too_large_ = true;
       return traits_type::eof();
     }
@@ -84,12 +85,26 @@ InputFile::InputFile(std::filesystem::path path) : path_(std::move(path)) {
   }
   buffer_ = std::make_unique<GzipBuffer>(path_);
   stream_ = std::make_unique<std::istream>(buffer_.get());
+  // A gzip stream's trailer states its size (modulo 2^32): past the cap, refuse before inflating anything.
+  if (gzipped()) {
+    const double expands = expanded_size_hint(path_);
+    if (expands > static_cast<double>(memory::input_cap_bytes())) {
+      throw InputError("'" + path_.string() + "': it expands to " + memory::gigabytes(expands) +
+                       " (its gzip trailer), more than " +
+                       memory::gigabytes(static_cast<double>(memory::input_cap_bytes())) + " (" +
+                       memory::input_cap_hint() + ")");
+    }
+  }
 }
 
 InputFile::~InputFile() = default;
 
 std::istream& InputFile::stream() {
   return *stream_;
+}
+
+bool InputFile::too_large() const {
+  return buffer_->too_large();
 }
 
 bool InputFile::gzipped() const {
@@ -114,6 +129,26 @@ bool InputFile::next_line(std::string& line) {
   return true;
 }
 
+std::int64_t count_occurrences(const std::filesystem::path& path, std::string_view needle, double max_bytes) {
+  InputFile file(path);
+  std::string block(1 << 20, '\0'), carry;
+  std::int64_t count = 0;
+  double read = 0;
+  while (read < max_bytes) {
+    file.stream().read(block.data(), static_cast<std::streamsize>(block.size()));
+    const std::streamsize n = file.stream().gcount();
+    if (n <= 0) break;
+    read += static_cast<double>(n);
+    // The last needle.size() - 1 bytes of the previous block join this one, so no occurrence is split.
+    const std::string text = carry + block.substr(0, static_cast<std::size_t>(n));
+    for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
+    const std::size_t keep = std::min(text.size(), needle.size() - 1);
+    carry = text.substr(text.size() - keep);
+  }
+  file.check();
+  return count;
+}
+
 double expanded_size_hint(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   unsigned char head[2] = {0, 0};
@@ -126,6 +161,8 @@ double expanded_size_hint(const std::filesystem::path& path) {
   in.read(reinterpret_cast<char*>(trailer), 4);
   const std::uint32_t isize =
       trailer[0] | (trailer[1] << 8) | (trailer[2] << 16) | (std::uint32_t(trailer[3]) << 24);
+  // Deflate expands at most 1032-fold: a larger claim is no size (a truncated file's last bytes, say).
+  if (static_cast<double>(isize) > 1032.0 * size) return size;
   return std::max(static_cast<double>(isize), size);
 }
 

@@ -229,6 +229,14 @@ std::int64_t to_int64(const Json& v, std::string_view what) {
   throw InputError(std::string(what) + " is '" + to_text(v) + "'; an integer is needed");
 }
 
+std::string json_error_text(const nlohmann::json::exception& e) {
+  std::string what = e.what();
+  if (const auto bracket = what.find("] ");
+      what.rfind("[json.exception", 0) == 0 && bracket != std::string::npos)
+    what.erase(0, bracket + 2);
+  return what;
+}
+
 std::string to_text(const Json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }

@@ -34,4 +34,8 @@ std::int64_t to_int64(const Json& v, std::string_view what);
 // A value shown as text: strings as they are, anything else as compact JSON.
 std::string to_text(const Json& v);
 
+// A JSON library error as a sentence: "type must be string, but is number" without nlohmann's
+// "[json.exception.type_error.302] " prefix.
+std::string json_error_text(const nlohmann::json::exception& e);
+
 }  // namespace dcpsim::traces::import_json

@@ -112,6 +112,10 @@ void add_collective_args(const Json& args, std::string_view name, v1::Event& e, 
   if (args.contains("Out msg nelems")) {
     out_n = import_json::to_int64(args["Out msg nelems"], where + " Out msg nelems");
   }
+  if (in < 0 || out_n < 0) {
+    throw InputError(where + ": a message of " + std::to_string(std::min(in, out_n)) +
+                     " elements; a count >= 0 is needed");
+  }
   out["in_nelems"] = std::to_string(in);
   out["out_nelems"] = std::to_string(out_n);
   if (args.contains("Group size")) out["group_size"] = import_json::to_text(args["Group size"]);
@@ -122,6 +126,17 @@ void add_collective_args(const Json& args, std::string_view name, v1::Event& e, 
       e.set_bytes(checked_mul(std::max(in, out_n), size, where + " bytes (nelems x dtype size)"));
     }
   }
+}
+
+// A string member of an event ("" when absent); any other JSON type is an input error naming the member.
+std::string text_member(const Json& e, const char* key, const std::string& where) {
+  const auto it = e.find(key);
+  if (it == e.end() || it->is_null()) return {};
+  if (!it->is_string()) {
+    throw InputError(where + "." + key + ": expected a string, got " + std::string(it->type_name()) + " " +
+                     it->dump().substr(0, 40));
+  }
+  return it->get<std::string>();
 }
 
 struct ThreadSlice {
@@ -144,11 +159,15 @@ class Collector {
   void on_element(Json&& e) {
     ++index_;
     if (!e.is_object()) return;
-    const std::string ph = e.value("ph", std::string());
-    if (ph == "X") {
-      complete_event(e);
-    } else if ((ph == "s" || ph == "f") && options_.flows) {
-      flow_end(e, ph == "s");
+    try {
+      const std::string ph = text_member(e, "ph", element());
+      if (ph == "X") {
+        complete_event(e);
+      } else if ((ph == "s" || ph == "f") && options_.flows) {
+        flow_end(e, ph == "s");
+      }
+    } catch (const nlohmann::json::exception& x) {  // a member of a JSON type no reader expected
+      throw InputError(element() + ": " + import_json::json_error_text(x));
     }
   }
 
@@ -177,14 +196,18 @@ class Collector {
   const std::set<std::int64_t>& devices() const { return devices_; }
 
  private:
+  // "file: traceEvents[i]", the JSON path of the element being read.
+  std::string element() const { return path_.string() + ": traceEvents[" + std::to_string(index_ - 1) + "]"; }
+
   std::string where(const Json& e) const {
-    return path_.string() + ": traceEvents[" + std::to_string(index_ - 1) + "] '" +
-           e.value("name", std::string("?")).substr(0, 80) + "'";
+    const auto name = e.find("name");
+    const std::string text = name != e.end() && name->is_string() ? name->get<std::string>() : "?";
+    return element() + " '" + text.substr(0, 80) + "'";
   }
 
   void complete_event(const Json& e) {
-    const std::string cat = e.value("cat", std::string());
-    const std::string name = e.value("name", std::string());
+    const std::string cat = text_member(e, "cat", element());
+    const std::string name = text_member(e, "name", element());
     static const Json kNoArgs = Json::object();
     const Json& args = e.contains("args") && e["args"].is_object() ? e["args"] : kNoArgs;
     const Activity activity = classify(cat, name, args, options_.cpu_ops);
@@ -255,7 +278,8 @@ class Collector {
 
   void flow_end(const Json& e, bool start) {
     if (!e.contains("ts") || !e.contains("id")) return;
-    const std::string key = e.value("cat", std::string("flow")) + "\x1f" + import_json::to_text(e["id"]);
+    const std::string cat = text_member(e, "cat", element());
+    const std::string key = (cat.empty() ? "flow" : cat) + "\x1f" + import_json::to_text(e["id"]);
     flow_ends_[key].push_back(
         {start, thread_key(e),
          require_time_ns(import_json::micros_to_ns(e["ts"], where(e) + " ts"), where(e) + " ts")});
@@ -285,15 +309,18 @@ class Collector {
   std::set<std::int64_t> devices_;
 };
 
-void add_devices(const Json& doc, const std::set<std::int64_t>& used, int rank, v1::Header& header) {
+void add_devices(const Json& doc, const std::set<std::int64_t>& used, int rank, v1::Header& header,
+                 const std::filesystem::path& path) {
   if (!doc.contains("deviceProperties") || !doc["deviceProperties"].is_array()) return;
+  std::size_t i = 0;
   for (const auto& p : doc["deviceProperties"]) {
+    const std::string where = path.string() + ": deviceProperties[" + std::to_string(i++) + "]";
     if (!p.is_object() || !p.contains("id") || !used.contains(import_json::to_int64(p["id"], "device id")))
       continue;
     v1::Device* d = header.add_devices();
     d->set_index(to_int_checked(import_json::to_int64(p["id"], "device id"), "device id", 0, 1 << 20));
     d->set_rank(rank);
-    d->set_name(p.value("name", std::string()));
+    d->set_name(text_member(p, "name", where));
     if (p.contains("numSms"))
       d->set_sm_count(to_int_checked(import_json::to_int64(p["numSms"], "numSms"), "numSms", 0, 1 << 20));
     if (p.contains("totalGlobalMem"))
@@ -328,7 +355,7 @@ ImportStats import_kineto(const std::filesystem::path& path, TraceSink& sink, co
   try {
     return import_kineto_unchecked(path, sink, options);
   } catch (const nlohmann::json::exception& e) {  // a field of the wrong JSON type the reader did not expect
-    throw InputError("'" + path.string() + "': " + e.what());
+    throw InputError("'" + path.string() + "': " + import_json::json_error_text(e));
   }
 }
 
@@ -359,7 +386,7 @@ ImportStats import_kineto_unchecked(const std::filesystem::path& path, TraceSink
   for (auto& e : collected.events) e.set_rank(stats.rank);
 
   v1::Header header = make_header(v1::SOURCE_HW, options.argv);
-  add_devices(doc, collector.devices(), stats.rank, header);
+  add_devices(doc, collector.devices(), stats.rank, header, path);
   auto& notes = *header.mutable_notes();
   notes["imported_from"] = path.string();
   notes["import_format"] = "kineto";

@@ -110,27 +110,58 @@ double median_of(std::vector<double> v) {
 }  // namespace
 
 const std::vector<KernelPhaseRule>& builtin_kernel_phases() {
+  // More specific texts first: PyTorch's copy of FlashAttention and FlashMLA both contain "flash_fwd".
   static const std::vector<KernelPhaseRule> rules = {
-      {"_correct_attn_cp_out_kernel", "correction", "vLLM vllm/v1/attention/ops/common.py (DCP AG+RS/AG+AR)"},
+      {"_correct_attn_cp_out_kernel", "correction", "vLLM vllm/v1/attention/ops/common.py (DCP AG+RS/AG+AR)",
+       "vllm-triton"},
+      {"pytorch_flash::flash_fwd", "attention",
+       "PyTorch aten/src/ATen/native/transformers/cuda/flash_attn: SDPA's flash backend (FlashAttention-2), "
+       "its split-KV kernel and combine",
+       "torch-flash"},
+      {"fmha_cutlassF", "attention", "PyTorch SDPA's memory-efficient backend (cutlass fMHA)",
+       "torch-efficient"},
+      {"fort_native_sdpa", "attention", "PyTorch SDPA's cuDNN backend (cuDNN's generated SDPA kernels)",
+       "torch-cudnn"},
       {"BatchMLAPageAttentionHopperKernel", "attention",
-       "FlashInfer include/flashinfer/attention/hopper (MLA)"},
-      {"BatchMLAPagedAttentionKernel", "attention", "FlashInfer include/flashinfer/attention/mla.cuh"},
+       "FlashInfer include/flashinfer/attention/hopper (MLA)", "flashinfer"},
+      {"BatchMLAPagedAttentionKernel", "attention", "FlashInfer include/flashinfer/attention/mla.cuh",
+       "flashinfer"},
       {"BatchDecodeWithPagedKVCacheKernel", "attention",
-       "FlashInfer attention/decode.cuh (and its MLA forms)"},
+       "FlashInfer attention/decode.cuh (and its MLA forms)", "flashinfer"},
       {"BatchPrefillWithPagedKVCacheKernel", "attention",
-       "FlashInfer attention/prefill.cuh (tensor-core decode)"},
-      {"MergeState", "attention", "FlashInfer attention/cascade.cuh: merges split-KV partials of one rank"},
-      {"merge_attn_states_kernel", "attention", "vLLM csrc/attention/merge_attn_states.cu"},
-      {"flash_fwd_splitkv_mla", "attention", "FlashMLA: flash_fwd_splitkv_mla_kernel and its combine kernel"},
-      {"flash_fwd_mla", "attention", "FlashMLA: flash_fwd_mla_combine_kernel"},
-      {"flash_fwd_splitkv", "attention", "FlashAttention (vllm-flash-attn): split-KV kernel and combine"},
-      {"flash_fwd_kernel", "attention", "FlashAttention (vllm-flash-attn)"},
-      {"_fwd_grouped_kernel_stage1", "attention", "vLLM triton_decode_attention.py (MLA/GQA decode)"},
-      {"_fwd_kernel_stage1", "attention", "vLLM triton_decode_attention.py"},
-      {"_fwd_kernel_stage2", "attention", "vLLM triton_decode_attention.py (split reduction)"},
-      {"paged_attention_v", "attention", "vLLM csrc/attention/paged_attention_v1/v2 kernels"},
+       "FlashInfer attention/prefill.cuh (tensor-core decode)", "flashinfer"},
+      {"MergeState", "attention", "FlashInfer attention/cascade.cuh: merges split-KV partials of one rank",
+       "flashinfer"},
+      {"merge_attn_states_kernel", "attention", "vLLM csrc/attention/merge_attn_states.cu", "vllm"},
+      {"flash_fwd_splitkv_mla", "attention", "FlashMLA: flash_fwd_splitkv_mla_kernel and its combine kernel",
+       "flashmla"},
+      {"flash_fwd_mla", "attention", "FlashMLA: flash_fwd_mla_combine_kernel", "flashmla"},
+      {"FlashAttnFwdSm90", "attention", "FlashAttention-3 (hopper/): vllm-flash-attn's FA3 forward", "fa3"},
+      {"FlashAttnFwdCombine", "attention", "FlashAttention-3: the split-KV combine", "fa3"},
+      {"flash_fwd_splitkv", "attention", "FlashAttention-2 (vllm-flash-attn): split-KV kernel and combine",
+       "fa2"},
+      {"flash_fwd_kernel", "attention", "FlashAttention-2 (vllm-flash-attn)", "fa2"},
+      {"_fwd_grouped_kernel_stage1", "attention", "vLLM triton_decode_attention.py (MLA/GQA decode)",
+       "vllm-triton-decode"},
+      {"_fwd_kernel_stage1", "attention", "vLLM triton_decode_attention.py", "vllm-triton-decode"},
+      {"_fwd_kernel_stage2", "attention", "vLLM triton_decode_attention.py (split reduction)",
+       "vllm-triton-decode"},
+      {"paged_attention_v", "attention", "vLLM csrc/attention/paged_attention_v1/v2 kernels", "vllm-paged"},
   };
   return rules;
+}
+
+void record_implementations(const std::map<std::string, std::string>& implementations,
+                            v1::Scenario& scenario) {
+  auto& params = *scenario.mutable_params();
+  for (const auto& [phase, impl] : implementations) {
+    std::string key = "impl.";  // appended, not "impl." + phase: GCC 12 -O3 misreads that (-Wrestrict)
+    key += phase;
+    params[key] = impl;
+    if (phase == "attention") params["attention"] = impl;
+    if ((phase == "correction" || phase == "pack" || phase == "combine") && !params.contains("merge"))
+      params["merge"] = impl;
+  }
 }
 
 std::vector<KernelPhaseRule> read_phase_rules(const std::filesystem::path& path) {
@@ -143,13 +174,26 @@ std::vector<KernelPhaseRule> read_phase_rules(const std::filesystem::path& path)
                      std::string(doc.type_name()));
   }
   std::vector<KernelPhaseRule> rules;
-  for (const auto& [text, phase] : doc.items()) {
+  for (const auto& [text, value] : doc.items()) {
     if (text.empty()) throw InputError(where + ": an empty kernel name text matches every kernel");
-    if (!phase.is_string()) {
-      throw InputError(where + ": \"" + text + "\": the phase is " + std::string(phase.type_name()) +
+    const auto* phase = &value;
+    std::string implementation;
+    if (value.is_object()) {
+      for (const auto& [key, v] : value.items()) {
+        if (key != "phase" && key != "implementation")
+          throw InputError(where + ": \"" + text + "\": unknown field '" + key + "' (phase, implementation)");
+        if (key == "implementation" && (!v.is_string() || v.get<std::string>().empty()))
+          throw InputError(where + ": \"" + text + "\": implementation must be a non-empty name");
+      }
+      if (!value.contains("phase")) throw InputError(where + ": \"" + text + "\": no phase");
+      phase = &value["phase"];
+      if (value.contains("implementation")) implementation = value["implementation"].get<std::string>();
+    }
+    if (!phase->is_string()) {
+      throw InputError(where + ": \"" + text + "\": the phase is " + std::string(phase->type_name()) +
                        ", expected a phase name");
     }
-    const std::string name = phase.get<std::string>();
+    const std::string name = phase->get<std::string>();
     if (!allowed_phase(name)) {
       std::string known;
       for (const StepPhase& p : step_phases()) {
@@ -157,7 +201,7 @@ std::vector<KernelPhaseRule> read_phase_rules(const std::filesystem::path& path)
       }
       throw InputError(where + ": \"" + text + "\": '" + name + "' is no phase (one of " + known + "none)");
     }
-    rules.push_back({text, name, where});
+    rules.push_back({text, name, where, implementation});
   }
   return rules;
 }
@@ -172,6 +216,7 @@ PhaseClassification classify_phases(std::vector<v1::Event*>& events, const v1::S
   };
   std::map<std::string, Open> open;  // per lane: the occurrence being extended
   std::map<std::string, std::vector<double>> durations;
+  std::map<std::string, std::map<std::string, int>> impl_counts;  // phase -> implementation -> kernels
   std::string last_phase;
   auto close = [&](Open& o) {
     if (!o.phase.empty()) durations[o.phase].push_back(double(o.end - o.start));
@@ -181,9 +226,11 @@ PhaseClassification classify_phases(std::vector<v1::Event*>& events, const v1::S
     const bool gpu = e->lane().rfind("stream", 0) == 0;
     if (!gpu || (e->kind() != v1::EVENT_KIND_KERNEL && e->kind() != v1::EVENT_KIND_COLLECTIVE)) continue;
     std::optional<std::string> phase;
+    std::string impl;
     for (const KernelPhaseRule& r : user_rules) {
       if (e->name().find(r.contains) != std::string::npos) {
         phase = r.phase;
+        impl = r.implementation;
         break;
       }
     }
@@ -195,9 +242,14 @@ PhaseClassification classify_phases(std::vector<v1::Event*>& events, const v1::S
       for (const KernelPhaseRule& r : builtin_kernel_phases()) {
         if (e->name().find(r.contains) != std::string::npos) {
           phase = r.phase;
+          impl = r.implementation;
           break;
         }
       }
+    }
+    if (phase && *phase != "none" && !impl.empty()) {
+      ++impl_counts[*phase][impl];
+      (*e->mutable_args())["implementation"] = impl;
     }
     Open& o = open[e->lane()];
     if (!phase || *phase == "none") {
@@ -215,6 +267,11 @@ PhaseClassification classify_phases(std::vector<v1::Event*>& events, const v1::S
     }
   }
   for (auto& [lane, o] : open) close(o);
+  for (const auto& [phase, counts] : impl_counts) {
+    const auto most = std::max_element(counts.begin(), counts.end(),
+                                       [](const auto& a, const auto& b) { return a.second < b.second; });
+    out.implementations[phase] = most->first;
+  }
   for (const StepPhase& p : step_phases()) {
     const auto it = durations.find(std::string(p.name));
     if (it == durations.end()) continue;

@@ -74,6 +74,7 @@ void TraceReader::gzip_check() const {
   try {
     file_->check();
   } catch (const InputError& e) {
+    if (file_->too_large()) throw;  // the --max-input-gb cap: its own message
     throw InputError("trace file '" + path_.string() + "', offset " + std::to_string(offset_) +
                      ": corrupt or truncated gzip data");
   }

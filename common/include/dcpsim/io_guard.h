@@ -27,7 +27,8 @@ class IoGuard {
   // Which file names inside an input directory the command reads.
   using NameFilter = std::function<bool(const std::filesystem::path&)>;
 
-  // A file the command reads: it must exist and must not be a directory. Empty paths are skipped.
+  // A file the command reads: it must exist and be a file or a pipe (not a directory, a device or a socket).
+  // Empty paths are skipped.
   IoGuard& input(const std::string& flag, const std::filesystem::path& path);
   // A path that may name a file or something else (a built-in profile's name): guarded when it exists.
   IoGuard& input_if_exists(const std::string& flag, const std::filesystem::path& path);

@@ -25,12 +25,16 @@ double vm_bytes();
 // (basis)") when `estimate_bytes` (what the work adds to the process) exceeds the limit.
 void require_host(double estimate_bytes, const std::string& what);
 
-// The cap on the bytes one input may decompress to (--max-input-gb; default: a quarter of the machine's
-// memory, at most 4 GiB), so a small compressed file cannot expand without bound.
+// The cap on the bytes one input may decompress to (--max-input-gb; default: an eighth of the machine's
+// memory, at most 2 GiB), so a small compressed file cannot expand without bound.
 std::int64_t max_input_bytes();
 void set_max_input_bytes(std::int64_t bytes);
-// The --max-input-gb phrase the messages end with ("(--max-input-gb 4; raise it to read larger inputs)").
-std::string max_input_hint();
+// The cap a reader enforces while it decompresses: max_input_bytes(), lowered by limit_inputs_to_host() to
+// what the host can hold for a reader that keeps `factor` bytes per input byte; and the phrase its message
+// ends with ("(--max-input-gb 2; raise it to read larger inputs)" or the host limit's).
+void limit_inputs_to_host(double factor);
+std::int64_t input_cap_bytes();
+std::string input_cap_hint();
 
 // What --memory-report prints at the end of a command: the estimates made and the measured peaks.
 void note_estimate(const std::string& kind, double bytes);  // "host", "device"

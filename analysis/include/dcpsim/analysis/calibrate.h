@@ -34,10 +34,16 @@ struct CalibrateOptions {
   double max_relative_std_error = 0.5;
   // Parameters never fitted (names from fit_params.h), e.g. to keep a number measured another way.
   std::vector<std::string> fixed;
+  // When not empty: only these parameters are candidates (every other keeps the base value), e.g. the in-step
+  // and signal numbers fitted on real two-GPU steps with the NCCL numbers kept from a table fit.
+  std::vector<std::string> only;
   // Huber's loss instead of plain least squares, so that a few pathological figures do not drag the fit.
   bool robust = true;
   // Also fit each kernel phase on its own (CalibrationResult::per_kernel_type).
   bool per_kernel_type = true;
+  // Price every measured kernel phase from its own median (trace-driven: validate.h) and fit only what is
+  // left: communication, launches, signals. Kernel phases are then inputs, not figures.
+  bool measured_kernels = false;
   // Called with one line per Gauss–Newton iteration when set.
   std::function<void(const std::string&)> progress;
 };
@@ -134,6 +140,8 @@ struct CalibrationProvenance {
   std::vector<traces::v1::Header> headers;            // of all of them
   std::string date;                                   // YYYY-MM-DD; empty: today (UTC)
   std::string name;  // the calibrated profile's name; empty: base name + "-calibrated"
+  // Further top-level fields of the sidecar (`dcpsim hw calibrate`: "calibrate", "fitted_on").
+  nlohmann::json extra = nlohmann::json::object();
 };
 
 // Writes the fitted parameters' sources, the name and the description into result.profile.

@@ -29,8 +29,13 @@ struct CollectiveRow {
   std::string algorithm, protocol;  // the plan NCCL's tuner (dcpsim's model of it) picks
   models::FigureSource source = models::FigureSource::kAnalytic;
   bool between_groups = false;
+  bool anchored = false;  // extrapolated: the model scaled to the nearest measured point
   double in_step_s = 0;
 };
+
+// Measured collectives from files: one communication table file (dcpsim-comm-tables/1), or nccl-tests output
+// (text, -J JSON, CSV) of any number of runs, imported as `dcpsim import --nccl-tests` would.
+models::CommTables load_measured_comm(const std::vector<std::string>& files);
 
 // One row per op × gpus × size, in that order (sizes fastest). A size that is not a whole number of elements
 // per rank is rounded as nccl-tests rounds it (down to a multiple of the group × element size, at least one

@@ -43,6 +43,9 @@ struct FitParameter {
   // lower bound; absent: the bound is 0.
   std::function<double(const models::HardwareProfile&)> upper_field;
   double typical = 1e-6;  // coordinate scale when the base value is 0
+  // For kTime: the field's smallest physical value (a protocol's step over NVLink is at least one NVLink
+  // hop); absent: 0.
+  std::function<double(const models::HardwareProfile&)> lower_field;
 
   double value(const models::HardwareProfile& p) const;        // the coordinate in `p`
   void assign(models::HardwareProfile& p, double x) const;     // writes the field (unit and source kept)
@@ -53,6 +56,13 @@ struct FitParameter {
 // Every fittable parameter, in the order in which they are applied and preferred when two are confounded
 // (a parameter is set after those it depends on: b after a).
 const std::vector<FitParameter>& fit_parameters();
+
+// The numbers only real multi-GPU steps identify, and only with measured kernels (confounded with NCCL's
+// latencies and the launch gaps otherwise): the in-step terms (nccl.in_step_*, eager_host_issue,
+// arrival_skew_*), the event-timing terms (launch.event_*), nvlink.store_bandwidth and
+// nccl.p2p.simple_base_latency (a table fit's). calibrate fits them only when CalibrateOptions::only names
+// them.
+bool is_in_step_parameter(std::string_view name);
 
 // The parameter named `name`; InputError listing the names otherwise.
 const FitParameter& fit_parameter(std::string_view name);

@@ -4,6 +4,7 @@
 // Anything calibration cannot use is an InputError naming the file: not a trace, truncated, no header, no
 // scenario, a section without phase summaries, a phase name with no simulator counterpart.
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +50,13 @@ struct MeasuredSection {
   // The runner stamped rows (`hw run --row-stamps`, scenario param row_stamps=on): its correction and
   // combine kernels were the instrumented ones (models::MergeShape::row_stamps).
   bool row_stamps = false;
+  // Imported from a profiler trace (`dcpsim import`): phase -> the implementation its kernels belong to
+  // (scenario params "impl.<phase>", import_phases.h); empty for the runner's own traces.
+  std::map<std::string, std::string> implementations;
+  // Timed with a CUDA event pair around every phase (`hw run --timing events`, and every real multi-GPU trace
+  // made before the runner recorded its timing): each phase then holds the pair's cost (profile
+  // launch.event_pair), which validate and calibrate add to the prediction.
+  bool event_timed = false;
   // "file.pb#3 (label)", the prefix of every message about this section.
   std::string where() const;
 };

@@ -26,19 +26,35 @@ struct Prediction {
   // Kernel phases (rank, phase): priced from a measured table of the profile, or analytically (a phase with
   // several kernels is analytic when any of them is).
   std::map<std::pair<int, std::string>, models::FigureSource> phase_source;
+  // Event-timed sections (MeasuredSection::event_timed): what each measured phase holds beyond its kernels
+  // (profile launch.event_pair), added to every phase figure; per rank, the begin of each of its phases, so
+  // a step or row gets one pair per phase before it.
+  double event_pair_s = 0.0;
+  double event_gap_s = 0.0;  // between two consecutive event-timed phases (profile launch.event_gap)
+  std::vector<std::vector<double>> phase_begins_s;
+};
+
+// How the Predictor prices a measured section.
+struct PredictOptions {
+  // Trace-driven validation: every kernel phase the trace measured (attention, correction, A2A pack and
+  // combine) priced from its own measured median (less the event pair's cost when event-timed); only
+  // communication, launches, signals and the step's composition are simulated.
+  bool measured_kernels = false;
 };
 
 // Re-simulates scenarios under one profile (sim::Simulator). Builds without SimGrid throw InputError on
 // construction, naming the missing simulator.
 class Predictor {
  public:
-  explicit Predictor(const models::HardwareProfile& profile);
+  explicit Predictor(const models::HardwareProfile& profile, PredictOptions options = {});
   ~Predictor();
   Predictor(Predictor&&) noexcept;
   // `emulated`: as the runner's --emulate measured it (sim::SimOptions::emulated_ranks); `row_stamps`: with
   // the runner's instrumented merge kernels (sim::SimOptions::row_stamps).
   Prediction predict(const models::Scenario& scenario, bool emulated = false, bool row_stamps = false) const;
-  // A measured section as its runner ran it (emulated or not, rows stamped or not).
+  // A measured section as its runner ran it (emulated or not, rows stamped or not), its ranks arriving in the
+  // order the trace shows (the rank that waited longest in the first collective arrived first), and its
+  // event pairs added where it was event-timed.
   Prediction predict(const MeasuredSection& section) const;
 
  private:
@@ -77,6 +93,9 @@ struct ObservationSet {
 // phases, the step and rows only for simulated and real multi-GPU traces. Zero-length figures are left out
 // (a relative error of a 0 ns phase means nothing).
 ObservationSet build_observations(const std::vector<MeasuredSection>& sections, bool include_rows = true);
+
+// With measured kernels, the kernel phases are inputs: true for an observation that is one of them.
+bool is_measured_kernel_input(const MeasuredSection& section, const Observation& o);
 
 // The prediction of one observation; NaN when the simulator has no such figure for that scenario (e.g. a
 // phase the strategy does not run).

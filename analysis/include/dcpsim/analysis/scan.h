@@ -105,6 +105,11 @@ struct ScanSummaryOptions {
   bool by_tp = false;  // TP tells groups apart (given by --tp, not = dcp)
 };
 std::string scan_summary(const std::string& csv, const ScanSummaryOptions& options);
+// The same answer as JSON in the one summary shape (summary_json.h, command "scan"): per strategy its points
+// (tp, dcp, heads, batch, context, decode_step_us, step_latency_us, merge_latency_us, KV capacity,
+// weights_fit, kv_fits), and `best`, the pick per batch and context among what a pick may choose.
+std::string scan_summary_json(const std::string& csv, const ScanSummaryOptions& options,
+                              const LayoutChoice& tp, const std::string& profile, const std::string& model);
 
 #ifdef DCPSIM_WITH_SIMGRID
 // Runs the scan and writes the CSV to `out` (temporary file + rename). Progress and one line for the skipped

@@ -1,5 +1,5 @@
 #pragma once
-// The one shape of every JSON summary dcpsim writes (`simulate --json`, `replay --summary`),
+// The one shape of every JSON summary dcpsim writes (`simulate --json`, `replay --summary`, `scan --json`),
 // schema "dcpsim-summary/1", documented in analysis/README.md:
 //   {"schema": "dcpsim-summary/1", "command": "simulate", "profile": ..., "model": ...,
 //    "layout": {"tp", "dcp", "rule", "weights_fit", "weight_bytes_per_gpu", "usable_bytes", "fit"},

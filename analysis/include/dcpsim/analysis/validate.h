@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dcpsim/analysis/calibrate.h"
+#include "dcpsim/analysis/implementations.h"
 #include "dcpsim/analysis/measured.h"
 #include "dcpsim/analysis/observations.h"
 #include "dcpsim/models/profile.h"
@@ -23,6 +24,7 @@ struct CalibrationInfo {
   std::map<std::string, double> sigma;  // per figure (and "all"): RMS relative residual of the fit
   double z = kIntervalZ;
   std::optional<CalibrationDomain> domain;
+  std::string profile, base_profile;  // the calibrated profile's name and its base's ("" in older sidecars)
 };
 // Reads a sidecar written by write_calibration(); InputError naming the file and field otherwise.
 CalibrationInfo load_calibration_info(const std::filesystem::path& path);
@@ -32,6 +34,10 @@ struct ValidateOptions {
   double tolerance_relative = 0.03;
   double tolerance_absolute_s = 0.5e-6;
   bool include_rows = true;
+  // Trace-driven validation (`--kernels measured`): kernel phases priced from the trace's own medians
+  // (observations.h, PredictOptions) and left out of the comparison; communication, launches, signals, the
+  // step and rows are what is validated.
+  bool measured_kernels = false;
 };
 
 struct Comparison {
@@ -70,7 +76,10 @@ struct ValidationReport {
   std::vector<ErrorSummary> per_source;
   std::vector<std::string> excluded;  // figures left out and why
   std::vector<std::string> warnings;  // scenarios outside the calibrated domain, unmatched figures
-  bool emulated = false;              // some section came from an emulated trace
+  // The implementation each kernel family ran and what priced it (implementations.h); a warning each where
+  // the profile has no table for it.
+  std::vector<ImplementationUse> implementations;
+  bool emulated = false;  // some section came from an emulated trace
   bool has_intervals = false;
   double median_error = 0.0;
   bool passed = false;

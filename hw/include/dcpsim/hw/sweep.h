@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dcpsim/hw/attention_impl.h"
+#include "dcpsim/hw/bench.h"
 #include "dcpsim/models/kernel_table.h"
 
 namespace dcpsim::hw {
@@ -109,5 +110,16 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& config,
 
 // The number of points the sweep would time (before size-based skips), for progress and --dry-run.
 int kernel_sweep_points(const KernelSweepConfig& config);
+
+// One point a sweep would time, as a plan shows it (no device needed): the table it goes to, its coordinates
+// and the shape the operation runs.
+struct SweepPointPlan {
+  models::TableKernel kernel = models::TableKernel::kAttention;
+  std::string key;
+  std::vector<double> at;
+  OpShape shape;
+};
+// Every point the sweep would time, after the size-based skips, in sweep order. InputError for a bad grid.
+std::vector<SweepPointPlan> kernel_sweep_plan(const KernelSweepConfig& config);
 
 }  // namespace dcpsim::hw

@@ -94,6 +94,7 @@ struct CommQuery {
   bool graph = false;     // preferred launch (nccl-tests -G or not)
   std::string algorithm;  // forced NCCL_ALGO ("" = NCCL's choice): only tables run the same way match
   std::string protocol;
+  bool extrapolate = true;  // anchor the model to the nearest measured point outside the table (see below)
   std::string implementation;  // "" = NCCL: only tables of the same implementation match
 };
 
@@ -101,6 +102,10 @@ struct CommTableHit {
   double time_s = 0;
   bool exact = false;           // a measured point, as measured
   bool between_groups = false;  // interpolated between two measured group sizes
+  // Outside every measured size or group of the layout: the model at the query, scaled by measured / model at
+  // the nearest measured point (the nearest group, the nearest size in it). Only with
+  // CommQuery::extrapolate; the price is then marked extrapolated.
+  bool extrapolated = false;
   const CommTables* file = nullptr;
   const CommTable* table = nullptr;
 };
@@ -112,8 +117,12 @@ struct CommTableHit {
 // interpolated linearly in log(g) and applied to guide(N), so the analytic model's shape in N carries the
 // measurement. Candidate tables are tried in order of preference: forced algorithm/protocol equal, launch
 // (graph) equal, placement equal, dtype equal (then one of the same width: half and bfloat16), then any.
+// With q.extrapolate, a query outside every candidate (a larger size, a group beyond the measured ones, same
+// layout) is the model anchored at the nearest measured point of the first candidate that has the layout:
+// guide(query) × measured / guide at that point, marked `extrapolated`. `guide(gpus, size)` is the analytic
+// time of the same op (NCCL's tuning model) at nccl-tests size `size`.
 std::optional<CommTableHit> lookup_comm_time(const std::vector<CommTables>& files, const CommQuery& q,
-                                             const std::function<double(int gpus)>& guide);
+                                             const std::function<double(int gpus, double size)>& guide);
 
 // nccl-tests type names normalised ("fp16" -> "half", "bf16" -> "bfloat16", "float32" -> "float", ...).
 std::string normalise_dtype(std::string_view name);

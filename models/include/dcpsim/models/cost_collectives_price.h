@@ -26,6 +26,9 @@ struct CollectiveCall {
   LaunchMode launch = LaunchMode::kGraph;  // the step's launch mode (read when in_step)
   std::string dtype = "bfloat16";          // the element type, for table lookups (nccl-tests' names)
   bool in_place = false;
+  // Outside the tables, scale the model by measured / model at the nearest measured point of the same layout
+  // (still marked extrapolated); false: the model alone.
+  bool anchor_to_tables = true;
   // Which library runs it: "" = NCCL; a framework's own kernel ("vllm-custom", "deepep-ll") is priced only from
   // a table of that implementation (CollectivePrice::source kTable), else from NCCL's model as NCCL's call
   // (source kAnalytic, `implementation_missing` set): the caller then knows the framework's kernel had no data.
@@ -40,10 +43,6 @@ struct CollectivePrice {
   FigureSource source = FigureSource::kAnalytic;  // kTable: steady_s from a measured table
   bool exact = false;                             // a measured point, as measured
   bool between_groups = false;                    // interpolated between two measured group sizes
-  std::string table;                              // which table: its file (or "inline") and device
-  std::string implementation;                     // the table's implementation ("" = NCCL's)
-  bool implementation_missing = false;  // a framework kernel was asked for and no table of it covers the call
-  // "table", "table (between groups)" or "model (extrapolated)": what every output prints
   std::string source_text() const;
 };
 
@@ -56,6 +55,11 @@ CollectivePrice price_collective(const HardwareProfile& p, Collective c, int ran
 double in_step_extra(const HardwareProfile& p, LaunchMode launch);
 // The spread of the ranks' arrival at a step's first collective (profile nccl.arrival_skew_*; 0 without).
 double arrival_skew(const HardwareProfile& p, LaunchMode launch);
+// What a CUDA event pair around a phase adds to it as event-timed traces measure it (profile
+// launch.event_pair; 0 without).
+double event_pair_time(const HardwareProfile& p);
+// What separates two consecutive event-timed phases (profile launch.event_gap; 0 without).
+double event_gap_time(const HardwareProfile& p);
 // Host time of one eager NCCL call (profile nccl.eager_host_issue; without it the eager kernel issue cost).
 double eager_collective_issue(const HardwareProfile& p);
 

@@ -27,8 +27,9 @@ double memory_kernel_time(const HardwareProfile& p, MemoryKernel k, double bytes
 
 // Where a kernel figure came from: a measured table of the profile (kernel_table.h), or the analytic model
 // (outside every table's hull: extrapolated).
-enum class FigureSource { kTable, kAnalytic };
-std::string_view to_string(FigureSource s);  // "table" | "analytic"
+// kMeasured: taken from the measurement being validated (trace-driven validation), not priced at all.
+enum class FigureSource { kTable, kAnalytic, kMeasured };
+std::string_view to_string(FigureSource s);  // "table" | "analytic" | "measured"
 struct KernelPrice {
   double seconds = 0.0;
   FigureSource source = FigureSource::kAnalytic;
@@ -54,6 +55,10 @@ struct AttentionShape {
 AttentionShape attention_shape(const Scenario& s);
 // Bytes of KV read per token of a row's local shard (all KV heads).
 double kv_bytes_per_token(const AttentionShape& a);
+// The bytes a decode attention kernel must move over these rows: each non-empty row's KV shard once, its
+// queries, its outputs and LSEs (what an implementation's table model, kernel_table.h TableModel, is fitted
+// and priced on).
+double attention_io_bytes(const AttentionShape& a, std::span<const int64_t> local_tokens);
 // Query heads each work unit handles, and work units per (row, split): MLA groups heads_per_cta query heads
 // per unit; GQA gives each KV head its own unit (with all its query heads).
 int heads_per_work_unit(const HardwareProfile& p, const AttentionShape& a);
@@ -152,6 +157,10 @@ struct MergeShape {
   // charged from the predecessor's end, as the runner charges a phase. Priced from the " pdl" tables (`hw
   // sweep --pdl`: the third of three calls, warm or cold), else as without.
   bool pdl = false;
+  // The implementation of the merge kernels ("" for dcpsim's own; "vllm-triton" for vLLM's Triton correction
+  // as a profiler trace names it, Scenario::merge_impl): its tables carry it at the end of the key, and its
+  // table's model prices the shapes outside the table.
+  std::string impl = {};
 };
 MergeShape merge_shape(const Scenario& s);
 

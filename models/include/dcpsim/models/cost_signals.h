@@ -18,5 +18,14 @@ double epoch_handshake_time(const HardwareProfile& p);
 double grid_barrier_time(const HardwareProfile& p);
 // From the writer's last data store to the owner seeing the flag: flag_write_latency + expected_poll_wait.
 double flag_signal_time(const HardwareProfile& p);
+// What a kernel's stores into a peer's memory reach, one way (nvlink.store_bandwidth; without it the
+// peer-copy nvlink.measured_bandwidth): the direct, row-stream and FlashInfer pushes.
+double peer_store_bandwidth(const HardwareProfile& p);
+// measured_bandwidth / peer_store_bandwidth: the simulator's links run at the peer-copy bandwidth, so a push
+// of B bytes is a transfer of B × this.
+double store_transfer_factor(const HardwareProfile& p);
+// One push of `bytes` into a peer and its flag seen by the owner: hop latency + bytes / store bandwidth +
+// flag_signal_time (the one-sided merge's exchange, alone on the links).
+double one_sided_exchange_time(const HardwareProfile& p, double bytes);
 
 }  // namespace dcpsim::models

@@ -69,6 +69,24 @@ struct TablePoint {
   bool operator==(const TablePoint&) const = default;
 };
 
+// A model of the implementation one table measured, fitted on its points (`dcpsim tables` fits one for the
+// implementations it imports from a profiler trace: FlashMLA, FA2/FA3, torch's SDPA, vLLM's Triton
+// correction, ...): time = floor + bytes / bandwidth, bytes as the cost models count the shape's traffic
+// (attention: each row's KV shard, its queries and outputs, attention_io_bytes; merge kernels: every input
+// read and output written, correction_bytes and the like). It prices the shapes outside the table's grid
+// (other batch sizes, DCP sizes, contexts, head counts) where the points alone cannot.
+struct TableModel {
+  double floor_ns = 0.0;
+  double bandwidth = 0.0;  // B/s the implementation sustains
+  int points = 0;          // the points it was fitted on
+  double max_relative_residual = 0.0;
+  double time_s(double bytes) const { return floor_ns * 1e-9 + bytes / bandwidth; }
+  bool operator==(const TableModel&) const = default;
+};
+// Least squares over (bytes, seconds) pairs, the floor at least 0; nullopt with fewer than two distinct byte
+// counts or a fit whose bandwidth is not positive.
+std::optional<TableModel> fit_table_model(const std::vector<std::pair<double, double>>& bytes_seconds);
+
 // One kernel type and key (what must match exactly: geometry, dtype, collective op) over numeric axes.
 struct KernelTable {
   TableKernel kernel = TableKernel::kAttention;
@@ -82,8 +100,9 @@ struct KernelTable {
   // first axis, the table of the points there over the remaining axes (grid[0][i] -> slices[i]). Lookups
   // that miss a corner of the whole grid interpolate slice by slice instead.
   std::vector<KernelTable> slices;
+  std::optional<TableModel> model = {};  // "model" in the file: the implementation's fitted model
   bool operator==(const KernelTable& o) const {
-    return kernel == o.kernel && key == o.key && points == o.points;
+    return kernel == o.kernel && key == o.key && points == o.points && model == o.model;
   }
   // Builds grid, cell_point and slices; InputError (prefixed by `where`) for NaNs, non-positive values or
   // duplicates.
@@ -121,5 +140,9 @@ std::optional<double> table_time_s(const KernelTable& table, std::span<const dou
 // The first table of `tables` with this kernel type and key that covers `at`.
 std::optional<double> lookup_kernel_time_s(const std::vector<KernelTables>& tables, TableKernel kernel,
                                            std::string_view key, std::span<const double> at);
+
+// The model of the first table with this kernel type and key that has one, at `bytes`.
+std::optional<double> lookup_model_time_s(const std::vector<KernelTables>& tables, TableKernel kernel,
+                                          std::string_view key, double bytes);
 
 }  // namespace dcpsim::models

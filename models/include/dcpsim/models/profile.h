@@ -81,7 +81,12 @@ Protocol parse_protocol(std::string_view s);    // "ll" | "ll128" | "simple" (an
 Algorithm parse_algorithm(std::string_view s);  // "ring" | "tree" | "nvls" | "p2p" (any case)
 
 struct GpuSpec {
-  std::string name;                 // marketing name, e.g. "NVIDIA H200"
+  std::string name;  // marketing name, e.g. "NVIDIA H200 SXM"
+  // The names CUDA reports for the GPUs this profile describes (cudaDeviceProp::name, as `dcpsim hw devices`
+  // and every measured table's provenance.device print them), e.g. "NVIDIA H100 80GB HBM3". Optional in a
+  // file (`gpu.devices`); a table measured on any of them, or on a device whose name starts `name` or that
+  // `name` starts (the prefix rule), loads (profile_describes_device).
+  std::vector<std::string> devices;
   Quantity sm_count;                // count
   Quantity hbm_capacity;            // bytes
   Quantity hbm_bandwidth_spec;      // bandwidth, data-sheet peak
@@ -150,6 +155,14 @@ struct LaunchSpec {
   // the " pdl" kernel tables price those kernels, else the graph-replayed ones do; a saving of 0 prices them
   // graph-replayed. Indexed by MemoryKernel; only kPdlChainKernels' entries are read, written or validated.
   std::array<std::optional<Quantity>, kAllMemoryKernels.size()> pdl_saving;
+  // time, optional: what a CUDA event pair around one phase adds to that phase as `hw run --timing events`
+  // times it (the event nodes and the launch gap they expose), on top of the phase's kernels. validate and
+  // calibrate add it to every phase of event-timed traces (the November two-GPU runs); absent: 0.
+  std::optional<Quantity> event_pair;
+  // time, optional: what separates two consecutive event-timed phases on the GPU (the end event of one and
+  // the start event of the next, which CUPTI-timed and untimed steps do not run): an event-timed step holds
+  // it once per phase boundary beyond its phases; absent: 0
+  std::optional<Quantity> event_gap;
   bool operator==(const LaunchSpec&) const = default;
 };
 
@@ -207,6 +220,9 @@ struct NcclSpec {
   Quantity nvls_bandwidth_efficiency;           // ratio of link bandwidth NVLS delivers
   Quantity p2p_base_latency;                    // time, one send/recv round (all-to-all)
   Quantity p2p_ll_threshold;                    // bytes per peer up to which send/recv uses LL
+  // time, one send/recv round with the Simple protocol (above the LL threshold: its larger setup shows as a
+  // plateau in nccl-tests' all-to-all); optional in a file, absent: p2p_base_latency
+  std::optional<Quantity> p2p_simple_base_latency;
   // What a collective costs inside a decode step beyond nccl-tests' steady state (back-to-back calls), all
   // optional in a file (absent: 0). in_step_graph / in_step_eager: time added to a collective issued after a
   // kernel (no back-to-back pipelining of its launch and setup) in a CUDA graph / eagerly; eager_host_issue:
@@ -260,8 +276,9 @@ std::string_view builtin_profile_json(std::string_view name);
 // "h200.json: nvlink.bandwidth.value: expected a positive number, got -3"; unknown and missing fields are
 // errors.
 HardwareProfile load_profile(std::string_view name_or_path);
-// The files load_profile(name_or_path) reads: none for a built-in name; else the profile file and each table
-// file it lists that exists beside it (a listed name that does not falls back to the embedded table). Never
+// The files load_profile(name_or_path) reads: none for a built-in name; else the profile file and each kernel
+// or communication table file it lists that exists beside it (a listed name that does not falls back to the
+// embedded table). Never
 // throws: a file that cannot be parsed is listed alone (load_profile then says what is wrong with it).
 std::vector<std::filesystem::path> profile_files(std::string_view name_or_path);
 // Parses profile JSON; `origin` (a file name or "built-in h200-sxm") prefixes every error message.
@@ -276,6 +293,11 @@ std::string to_json(const HardwareProfile& p);
 // Checks every field of a profile built or edited in code (calibration) the way parse_profile does;
 // throws InputError naming `origin` and the field.
 void validate_profile(const HardwareProfile& p, std::string_view origin);
+
+// Whether `p` describes the GPU CUDA names `device`: equal (ignoring case) to one of gpu.devices, or one of
+// the device name and gpu.name starts with the other ("NVIDIA H200" measured, "NVIDIA H200 SXM" in the
+// profile).
+bool profile_describes_device(const HardwareProfile& p, std::string_view device);
 
 // NCCL parameters for one algorithm × protocol (ring or tree); throws InputError for kNvls / kP2p.
 const NcclLatency& nccl_latency(const HardwareProfile& p, Algorithm a, Protocol proto);

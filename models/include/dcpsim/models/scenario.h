@@ -28,6 +28,10 @@ struct Scenario {
   // trace's `attention` parameter): picks the attention table measured on it. Empty: the profile's first
   // table for the geometry, whichever implementation it measured.
   std::string attention_impl;
+  // The merge kernels' implementation (correction, pack, combine): "" for dcpsim's own, else as a profiler
+  // trace named it ("vllm-triton": vLLM's Triton correction; a trace's `merge` parameter): picks the tables
+  // (and their model) measured on it.
+  std::string merge_impl;
   // CUDA-graph padding: rows beyond `contexts` that the step carries through every buffer with no context (a
   // serving engine pads its batch to a captured size; `hw run --padded-rows`). The merge kernels and the
   // collectives move them like any row; attention has no work for them; no row time is reported for them.

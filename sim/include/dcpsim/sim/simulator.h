@@ -13,7 +13,9 @@
 // SimOptions::max_gpus GPUs (at least kDefaultMaxGpus). Runs are deterministic: the same scenario gives the
 // same result, bit for bit, whatever ran before it in the process.
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -62,12 +64,22 @@ struct SimOptions {
   // then stamp each row (models::MergeShape::row_stamps). Validation and calibration set this for sections
   // measured with stamps.
   bool row_stamps = false;
-  // The order in which the ranks reach the step (first first; a permutation of 0..N-1), over the profile's
-  // arrival skew (nccl.arrival_skew_graph / _eager): the first waits the whole skew in the step's first
-  // collective, the last none. Empty: rank order. Validation takes the order from the measured trace (which
-  // rank waited longest in the first collective); the skew itself is the profile's. Emulated steps (one GPU,
-  // one host thread) have none.
+};
+
+// What one run may take from a measurement instead of the model (trace-driven validation, `validate --kernels
+// measured`): the order in which the ranks reached the step, and kernel durations.
+struct StepInputs {
+  // The ranks in the order they reach the step (first first; a permutation of 0..N-1), spread evenly over the
+  // profile's arrival skew (nccl.arrival_skew_graph / _eager): the first waits the whole skew in the step's
+  // first collective, the last none. Empty: rank order. Emulated steps (one GPU, one host thread) have none.
   std::vector<int> arrival_order;
+  // Per rank, kernel durations to use instead of the model's, by kernel: "attention" (the whole phase: query
+  // repack, decode kernel and split-KV combine as one), "correction", "a2a_pack", "a2a_combine"; a kernel not
+  // listed is priced as usual. Recorded as FigureSource::kMeasured.
+  std::vector<std::map<std::string, double>> kernel_s;
+  // The direct merge as the runner ran it before its one-kernel protocol (the November 2026 two-GPU traces):
+  // a push kernel (epoch, stores, flags) and then a combine kernel that polls the flags and combines.
+  bool direct_two_kernels = false;
 };
 
 // One collective on its own, from every rank entering it to every rank leaving it (golden examples, tests,
@@ -92,6 +104,10 @@ class Simulator {
   // per rank and lane, flows from each flag to the wait it releases, row results, phase summaries and the
   // summary.
   StepResult run(const models::Scenario& scenario, traces::TraceSink* sink = nullptr) const;
+  // The same with measured inputs (StepInputs); throws InputError for an arrival order that is not a
+  // permutation of the ranks or a negative kernel duration.
+  StepResult run(const models::Scenario& scenario, const StepInputs& inputs,
+                 traces::TraceSink* sink = nullptr) const;
 
   // Realises one collective on `ranks` ranks, priced as models::price_collective prices `call` (default:
   // nccl-tests' steady state); rank r enters at entry_s[r] (all at 0 when empty).

@@ -8,6 +8,7 @@
 #include <istream>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace dcpsim::traces {
 
@@ -33,6 +34,7 @@ class InputFile {
   void check() const;
 
   bool gzipped() const;
+  bool too_large() const;  // the stream ended at the --max-input-gb cap
   const std::filesystem::path& path() const { return path_; }
 
   // "file:line: what" — the prefix every line-oriented importer uses in its errors.
@@ -47,8 +49,13 @@ class InputFile {
   std::int64_t line_number_ = 0;
 };
 
+// How often `needle` occurs in what `path` expands to, reading at most `max_bytes` (a quick pass before a
+// reader that holds per-occurrence state, for its memory estimate). Throws InputError as InputFile does.
+std::int64_t count_occurrences(const std::filesystem::path& path, std::string_view needle, double max_bytes);
+
 // The bytes `path` will expand to when read: its size, or for gzip its trailer's ISIZE (the size modulo 2^32,
-// taken as at least the compressed size), for memory estimates before reading. 0 when it cannot be read.
+// taken as at least the compressed size, and ignored past deflate's 1032:1 ratio: a truncated file's last
+// bytes are no size), for memory estimates before reading. 0 when it cannot be read.
 double expanded_size_hint(const std::filesystem::path& path);
 
 }  // namespace dcpsim::traces

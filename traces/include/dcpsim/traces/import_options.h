@@ -49,6 +49,7 @@ struct ImportStats {
   // phase, by name -> count.
   std::vector<std::pair<std::string, std::int64_t>> phases;
   std::map<std::string, std::int64_t> unphased;
+  std::map<std::string, std::string> implementations;  // phase -> implementation (import_phases.h)
   std::int64_t events() const { return kernels + collectives + copies + memsets + cpu_events + ranges; }
 };
 

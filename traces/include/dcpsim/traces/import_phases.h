@@ -34,20 +34,33 @@ struct KernelPhaseRule {
   std::string contains;  // occurs in the kernel name (case sensitive)
   std::string phase;     // a phase of the step vocabulary, or "none" for a kernel of no DCP phase
   std::string source;    // where the name comes from (built-in rules)
+  // The implementation the kernel belongs to, as kernel tables key it ("flashmla", "fa2", "fa3",
+  // "flashinfer", "torch-flash", "vllm-triton", ...; kernel_implementations() lists the built-in ones); ""
+  // when unknown.
+  std::string implementation = {};
 };
 
 // The built-in rules, in the order they are tried.
 const std::vector<KernelPhaseRule>& builtin_kernel_phases();
 
-// A rules file: a JSON object {"kernel name text": "phase", ...}, tried in the file's order. InputError
-// naming the file and the entry for a phase outside the vocabulary (or an aggregate), an empty text, or bad
-// JSON.
+// A rules file: a JSON object {"kernel name text": "phase", ...} or, naming the implementation too,
+// {"kernel name text": {"phase": "attention", "implementation": "my-attention"}, ...}, tried in the file's
+// order. InputError naming the file and the entry for a phase outside the vocabulary (or an aggregate), an
+// empty text or implementation, an unknown field, or bad JSON.
 std::vector<KernelPhaseRule> read_phase_rules(const std::filesystem::path& path);
 
 struct PhaseClassification {
   std::vector<v1::PhaseSummary> summaries;       // one per phase found, in vocabulary order
   std::map<std::string, std::int64_t> unmapped;  // kernel name -> count, for kernels of no phase
+  // Phase -> the implementation most of its kernels belong to (phases whose kernels name none are absent).
+  std::map<std::string, std::string> implementations;
 };
+
+// The scenario parameters an import records the implementations under: "attention" (the key the
+// simulator's attention tables are chosen by, as `hw run` records it), "merge" (the merge kernels':
+// correction, pack, combine) and "impl.<phase>" for every phase.
+void record_implementations(const std::map<std::string, std::string>& implementations,
+                            v1::Scenario& scenario);
 
 // Classifies `events` (time-ordered GPU and CPU events of one rank; only kernel and collective events on GPU
 // lanes take part), sets args.phase on those that belong to a phase, and summarises the phases.
