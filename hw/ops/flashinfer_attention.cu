@@ -117,8 +117,8 @@ FlashInferAttention::FlashInferAttention(const AttentionArgs& a, const std::vect
   m.page = kv_page_tokens(m.mla);
   m.fp8 = a.kv_fp8;
   m.kv_scale = a.kv_scale;
-  // The fp8 scale multiplies FlashInfer's bf16 values (MLA: the dequantized tile; decode: the output); a power
-  // of two keeps that exact.
+  // The fp8 scale multiplies FlashInfer's bf16 values (MLA: the dequantized tile; decode: the output); a
+  // power of two keeps that exact.
   require(!m.fp8 || (a.kv_scale > 0 && std::exp2(std::round(std::log2(a.kv_scale))) == a.kv_scale),
           "the fp8 KV scale must be a power of two");
   FlashInferGeometry g{a.heads,
@@ -170,9 +170,9 @@ FlashInferAttention::FlashInferAttention(const AttentionArgs& a, const std::vect
                           used, qo_indptr.data(), t.indptr.data(), lens.data(), n, a.heads);
     DCPSIM_CUDA(cudaMemcpy(m.int_ws.get(), m.int_host, used, cudaMemcpyHostToDevice));
   } else {
-    m.plan = fk::decode_plan(m.float_ws.get(), m.float_ws.bytes(), m.int_ws.get(), m.int_host,
-                             m.int_ws.bytes(), t.indptr.data(), n, a.heads, a.kv_heads, m.page, m.fp8,
-                             nullptr);
+    m.plan =
+        fk::decode_plan(m.float_ws.get(), m.float_ws.bytes(), m.int_ws.get(), m.int_host, m.int_ws.bytes(),
+                        t.indptr.data(), n, a.heads, a.kv_heads, m.page, m.fp8, nullptr);
     DCPSIM_CUDA(cudaDeviceSynchronize());
   }
   if (needs_q_repack(a, m.dqk)) m.q_dense = DeviceBuffer(std::size_t(n) * a.heads * m.dqk * 2);

@@ -7,10 +7,10 @@
 // sum of the reduction ((N + 2)·u_out), fp32-accumulating strategies round once (2·u_out); the scale of all
 // of these is A = Σ_j p_j·|v_j| (attention with |V|), which bounds every partial sum.
 //
-// An fp8 KV cache (--kv-dtype fp8): the reference attends over what the cache holds, each K/V value rounded to
-// e4m3 after the per-tensor scale, scale · round_to(e4m3, value / scale) (models/dtype.h, saturating as the
-// device's __NV_SATFINITE conversion), so the e4m3 rounding of K/V is in the truth, not in the tolerance; the
-// kernels then compute on those values dequantized to bf16 (exact: the scale is a power of two), and P is
+// An fp8 KV cache (--kv-dtype fp8): the reference attends over what the cache holds, each K/V value rounded
+// to e4m3 after the per-tensor scale, scale · round_to(e4m3, value / scale) (models/dtype.h, saturating as
+// the device's __NV_SATFINITE conversion), so the e4m3 rounding of K/V is in the truth, not in the tolerance;
+// the kernels then compute on those values dequantized to bf16 (exact: the scale is a power of two), and P is
 // rounded to bf16 for P·V, so u_in is bf16's.
 #include "check.h"
 

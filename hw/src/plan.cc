@@ -83,7 +83,8 @@ AttentionImpl fp8_kv_attention(const RunConfig& c, const StepPlan& p, FlashInfer
   if (devices.empty() || c.mode == ProcessMode::kMpi) devices = {0};
   const int visible = device_count();
   for (int d : devices) {
-    if (d < 0 || d >= visible || ops::flashinfer_runs_on(geometry, d)) continue;  // the runner reports bad ids
+    if (d < 0 || d >= visible || ops::flashinfer_runs_on(geometry, d))
+      continue;  // the runner reports bad ids
     throw InputError(no + "device " + std::to_string(d) + " is not a GPU " + kernels + " run on");
   }
   return AttentionImpl::kFlashInfer;

@@ -37,7 +37,7 @@ struct StepPlan {
   bool mla = false;
   bool gather_q = false;    // the query all-gather runs (needs N | H)
   bool row_stamps = false;  // per-row stamps (--row-stamps; always for row-stream, whose figures they are)
-  AttentionImpl attention = AttentionImpl::kDcpsim;  // resolved: kFlashInfer or kDcpsim
+  AttentionImpl attention = AttentionImpl::kDcpsim;         // resolved: kFlashInfer or kDcpsim
   ops::Elem in = ops::Elem::kBF16, out = ops::Elem::kBF16;  // in: Q and K/V (Q only with kv_fp8)
   // An fp8 e4m3 KV cache (--kv-dtype fp8): K/V stored as e4m3(value / kv_scale), one per-tensor scale, a
   // power of two chosen so the generator's largest value lands just inside e4m3's range (kFp8KvScale).

@@ -22,7 +22,8 @@
 namespace dcpsim::hw {
 namespace {
 
-models::Scenario fp8_scenario(int dcp, bool mla, models::Strategy strategy, std::vector<std::int64_t> contexts) {
+models::Scenario fp8_scenario(int dcp, bool mla, models::Strategy strategy,
+                              std::vector<std::int64_t> contexts) {
   models::Scenario s;
   s.dcp = dcp;
   s.heads = mla ? 16 * dcp : 8 * dcp;
@@ -107,8 +108,9 @@ TEST(Fp8Kv, RefusedInOneLineWhereNoFp8KernelRuns) {
   dcpsim_kernel.attention = AttentionImpl::kDcpsim;
   const std::string e = refusal(dcpsim_kernel);
   EXPECT_NE(e.find("dcpsim's attention kernel reads bf16/fp16 KV only"), std::string::npos) << e;
-  EXPECT_NE(refusal(fp8_config(fp8_scenario(2, false, models::Strategy::kRowStream, {64}))).find("row-stream"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal(fp8_config(fp8_scenario(2, false, models::Strategy::kRowStream, {64}))).find("row-stream"),
+      std::string::npos);
   models::Scenario fp32_out = fp8_scenario(2, true, models::Strategy::kAgRs, {64});
   fp32_out.out_dtype = models::DType::kF32;
   EXPECT_NE(refusal(fp8_config(fp32_out)).find("--out-dtype fp32"), std::string::npos);
