@@ -1,6 +1,7 @@
 #include "trace_out.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -270,6 +271,11 @@ void emit_section(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c
         "ranks run concurrently on their own streams (attention in row chunks interleaved over the ranks, "
         "each owner's combine beside it); events are placed on the GPU timeline";
   params["attention"] = attention_impl_name(p.attention);  // which local-attention kernels ran
+  if (p.kv_fp8) {  // the scenario's kv_dtype says fp8; how the values were quantized
+    char scale[32];
+    std::snprintf(scale, sizeof scale, "%.9g", p.kv_scale);
+    params["kv_cache"] = std::string("fp8 e4m3, one per-tensor scale ") + scale + " for K and V; query bf16";
+  }
   // What the phase figures were measured with: "cupti" (the GPU timeline), "cuda-events" (events around each
   // phase; short phases read long), "step" (only each rank's whole step).
   params["timing"] = timing_name(s.timing);

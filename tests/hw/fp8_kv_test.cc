@@ -163,6 +163,9 @@ TEST(Fp8Kv, GqaAndMlaAreExactInEmulation) {
       ASSERT_EQ(t.sections.size(), 1u);
       const auto& sec = t.sections[0];
       EXPECT_EQ(sec.scenario.kv_dtype(), traces::v1::DTYPE_FP8_E4M3);
+      EXPECT_EQ(sec.scenario.params().at("attention"), "flashinfer");
+      EXPECT_EQ(sec.scenario.params().at("kv_cache").rfind("fp8 e4m3, one per-tensor scale 0.00390625", 0),
+                0u);
       ASSERT_EQ(sec.summaries.size(), 1u);
       ASSERT_EQ(sec.summaries[0].kv_bytes_per_rank_size(), dcp);
       std::int64_t tokens = 0;  // rank 0's unpaged shard: what the kernel reads
