@@ -85,7 +85,10 @@ AttentionImpl fp8_kv_attention(const RunConfig& c, const StepPlan& p, FlashInfer
   for (int d : devices) {
     if (d < 0 || d >= visible || ops::flashinfer_runs_on(geometry, d))
       continue;  // the runner reports bad ids
-    throw InputError(no + "device " + std::to_string(d) + " is not a GPU " + kernels + " run on");
+    const DeviceInfo info = device_info(d);
+    throw InputError(no + "device " + std::to_string(d) + " (" + info.name + ", sm_" +
+                     std::to_string(info.cc_major) + std::to_string(info.cc_minor) + ") is not a GPU " +
+                     kernels + " run on");
   }
   return AttentionImpl::kFlashInfer;
 }
