@@ -22,6 +22,7 @@
 namespace dcpsim::analysis {
 namespace {
 
+#ifdef DCPSIM_WITH_SIMGRID  // the sweep's helpers: run_plan (below) needs the simulator
 constexpr int kMaxConcurrency = 1 << 16;
 
 // A --baseline the fit refuses: the command's error, never one layout's "why" (which would hide it).
@@ -53,6 +54,7 @@ std::vector<models::Strategy> strategies_for(const std::vector<models::Strategy>
   if (l.dcp == 1) return {models::Strategy::kAgAr};
   return chosen;
 }
+#endif  // DCPSIM_WITH_SIMGRID
 
 }  // namespace
 
