@@ -43,7 +43,7 @@ def add(case, g):
                         ("--gpus", "2..64:x1"), ("--gpus", "2..64:x0"), ("--gpus", "64..2"), ("--gpus", "abc"),
                         ("--gpus", ""), ("--gpus", "2,,4"), ("--gpus", "99999999999999999999"),
                         ("--sizes", "1..1e30"), ("--sizes", "0"), ("--sizes", "-1"), ("--sizes", "1k..1e30"),
-                        ("--sizes", "512..512m:x1"), ("--sizes", "512..512m:x0.5"), ("--sizes", "nan"),
+                        ("--sizes", "512..512m:x1"), ("--sizes", "512..512m:x0.5"), ("--sizes", "512..4k:xabc"), ("--sizes", "512..4k:x1e400"), ("--sizes", "nan"),
                         ("--sizes", "inf"), ("--sizes", "1..1p"), ("--sizes", "1..4096:+0"), ("--sizes", "1t"),
                         ("--sizes", "1..1099511627776:+1"), ("--op", "bogus"), ("--op", ""), ("--op", "all-gather,,"),
                         ("--dtype", "bogus"), ("--algo", "bogus"), ("--proto", "bogus"), ("--extrapolate", "bogus"),
