@@ -99,7 +99,8 @@ WorkerPool::WorkerPool(int workers, models::Scenario geometry, ScenarioTiming ti
       stop();
       throw RuntimeError("replay: cannot create pipes for worker processes");
     }
-    const pid_t pid = ::fork();
+    int slot = -1;
+    const pid_t pid = interrupt::fork_worker(&slot);
     if (pid < 0) {
       stop();
       throw RuntimeError("replay: cannot start a worker process");
@@ -115,7 +116,7 @@ WorkerPool::WorkerPool(int workers, models::Scenario geometry, ScenarioTiming ti
     }
     ::close(tasks[0]);
     ::close(answers[1]);
-    workers_.push_back({pid, tasks[1], answers[0], 0, interrupt::track_child(pid)});
+    workers_.push_back({pid, tasks[1], answers[0], 0, slot});
   }
 }
 

@@ -195,10 +195,11 @@ void run_chunks(const Work& work, const std::vector<Chunk>& chunks, int jobs, st
   while (next < chunks.size() || !running.empty()) {
     while (static_cast<int>(running.size()) < jobs && next < chunks.size()) {
       std::fflush(nullptr);
-      const pid_t pid = ::fork();
+      int slot = -1;
+      const pid_t pid = interrupt::fork_worker(&slot);
       if (pid < 0) throw RuntimeError("scan: cannot start a worker process");
       if (pid == 0) run_worker(work, chunks[next]);
-      tracked[pid] = interrupt::track_child(pid);
+      tracked[pid] = slot;
       running[pid] = next++;
     }
     int status = 0;

@@ -187,6 +187,18 @@ void enter_worker() {
   g_worker = true;
 }
 
+pid_t fork_worker(int* slot) {
+  sigset_t held, old;
+  sigemptyset(&held);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&held, sig);
+  pthread_sigmask(SIG_BLOCK, &held, &old);
+  const pid_t pid = ::fork();
+  if (pid == 0) enter_worker();
+  if (pid > 0) *slot = track_child(pid);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);  // a signal that came meanwhile is handled now
+  return pid;
+}
+
 int track_file(const std::filesystem::path& path) {
   const int i = claim(g_files, kFileSlots);
   if (i < 0) return -1;

@@ -29,6 +29,11 @@ bool requested();
 // In a forked worker process: an interruption only ends the worker (exit 128 + signal, no message, nothing
 // removed); the parent, which owns the files, cleans up.
 void enter_worker();
+// fork() for a worker process, with SIGINT, SIGTERM and SIGHUP held back across it: the child is a worker
+// (enter_worker) and the parent tracks it (track_child, its slot in *slot) before either can be interrupted.
+// (A signal between a plain fork and enter_worker made the child clean up and print as if it were the
+// parent.)
+pid_t fork_worker(int* slot);
 
 // A temporary file removed on interruption until untracked. Returns a slot for untrack_file (-1 when the
 // table is full or the path too long: the caller's own cleanup still runs on errors).
