@@ -43,6 +43,12 @@ struct CollectivePrice {
   FigureSource source = FigureSource::kAnalytic;  // kTable: steady_s from a measured table
   bool exact = false;                             // a measured point, as measured
   bool between_groups = false;                    // interpolated between two measured group sizes
+  bool anchored = false;  // extrapolated: the model scaled to the nearest measured point of the same layout
+  std::string table;      // which table: its file (or "inline") and device
+  std::string implementation;           // the table's implementation ("" = NCCL's)
+  bool implementation_missing = false;  // a framework kernel was asked for and no table of it covers the call
+  // "table", "table (between groups)", "model anchored to the table (extrapolated)" or "model
+  // (extrapolated)": what every output prints
   std::string source_text() const;
 };
 
