@@ -62,10 +62,11 @@ void check_transfer_time(const models::HardwareProfile& p, const detail::Platfor
   const double seconds = bytes / slowest;
   if (!(seconds <= detail::kStepClockBudget_s)) {
     char text[320];
-    std::snprintf(text, sizeof text,
-                  "%s moves up to %.3g GB per rank: %.3g s at the profile's slowest link (%.3g GB/s), beyond the "
-                  "%.0f s one simulation spans (check the profile's nvlink and network bandwidths)",
-                  what.c_str(), bytes / 1e9, seconds, slowest / 1e9, detail::kStepClockBudget_s);
+    std::snprintf(
+        text, sizeof text,
+        "%s moves up to %.3g GB per rank: %.3g s at the profile's slowest link (%.3g GB/s), beyond the "
+        "%.0f s one simulation spans (check the profile's nvlink and network bandwidths)",
+        what.c_str(), bytes / 1e9, seconds, slowest / 1e9, detail::kStepClockBudget_s);
     throw InputError(text);
   }
 }

@@ -27,7 +27,7 @@ TEST(Collectives, RowsSpeakNcclTestsWords) {
   ASSERT_EQ(rows.size(), 12u);
   for (const CollectiveRow& r : rows) {
     EXPECT_NEAR(r.algbw_Bps, r.size_bytes / r.time_s, 1e-9 * r.algbw_Bps);
-    const double factor = r.op == Collective::kAllReduce ? 2.0 * (r.gpus - 1) / r.gpus
+    const double factor = r.op == Collective::kAllReduce  ? 2.0 * (r.gpus - 1) / r.gpus
                           : r.op == Collective::kSendRecv ? 1.0
                                                           : (r.gpus - 1.0) / r.gpus;
     EXPECT_NEAR(r.busbw_Bps, factor * r.algbw_Bps, 1e-9 * r.busbw_Bps);
@@ -38,7 +38,8 @@ TEST(Collectives, RowsSpeakNcclTestsWords) {
   EXPECT_EQ(rows[3].source, models::FigureSource::kTable);
   EXPECT_NE(rows.back().source, models::FigureSource::kTable);
   const std::string csv = collectives_csv(rows);
-  EXPECT_THAT(csv, ::testing::StartsWith("op,gpus,size_bytes,time_us,algbw_gbs,busbw_gbs,algorithm,protocol,"));
+  EXPECT_THAT(csv,
+              ::testing::StartsWith("op,gpus,size_bytes,time_us,algbw_gbs,busbw_gbs,algorithm,protocol,"));
   EXPECT_THAT(collectives_text(rows, ""), ::testing::HasSubstr("from NCCL's tuning model (extrapolated"));
 }
 
@@ -73,15 +74,16 @@ TEST(CalibrateComm, RecoversTheNumbersATableWasMadeWith) {
   truth.nccl.p2p_base_latency.value *= 1.2;
   models::CommTables t;
   t.provenance.device = truth.gpu.name;
-  for (Collective c : {Collective::kAllGather, Collective::kReduceScatter, Collective::kAllReduce,
-                       Collective::kAllToAll}) {
+  for (Collective c :
+       {Collective::kAllGather, Collective::kReduceScatter, Collective::kAllReduce, Collective::kAllToAll}) {
     models::CommTable tab;
     tab.op = c;
     tab.dtype = "half";
     for (int gpus : {2, 4, 8}) {
       for (double size = 1024; size <= 256 << 20; size *= 4) {
         const double us =
-            models::price_collective(truth, c, gpus, models::bytes_per_rank_of_size(c, gpus, size)).time_s * 1e6;
+            models::price_collective(truth, c, gpus, models::bytes_per_rank_of_size(c, gpus, size)).time_s *
+            1e6;
         tab.points.push_back({gpus, 1, size, us, us, us, 1});
       }
     }

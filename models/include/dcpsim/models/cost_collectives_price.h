@@ -29,9 +29,10 @@ struct CollectiveCall {
   // Outside the tables, scale the model by measured / model at the nearest measured point of the same layout
   // (still marked extrapolated); false: the model alone.
   bool anchor_to_tables = true;
-  // Which library runs it: "" = NCCL; a framework's own kernel ("vllm-custom", "deepep-ll") is priced only from
-  // a table of that implementation (CollectivePrice::source kTable), else from NCCL's model as NCCL's call
-  // (source kAnalytic, `implementation_missing` set): the caller then knows the framework's kernel had no data.
+  // Which library runs it: "" = NCCL; a framework's own kernel ("vllm-custom", "deepep-ll") is priced only
+  // from a table of that implementation (CollectivePrice::source kTable), else from NCCL's model as NCCL's
+  // call (source kAnalytic, `implementation_missing` set): the caller then knows the framework's kernel had
+  // no data.
   std::string implementation = "";
 };
 
