@@ -5,11 +5,11 @@
 
 #include "commands.h"
 #include "dcpsim/analysis/calibrate.h"
+#include "dcpsim/analysis/calibrate_comm.h"
+#include "dcpsim/analysis/collectives.h"
 #include "dcpsim/analysis/consistency.h"
 #include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/memory_estimate.h"
-#include "dcpsim/analysis/calibrate_comm.h"
-#include "dcpsim/analysis/collectives.h"
 #include "dcpsim/analysis/scenario_flags.h"
 #include "dcpsim/error.h"
 #include "dcpsim/traces/output_file.h"

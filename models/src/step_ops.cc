@@ -247,8 +247,8 @@ OpPrice stage_send_price(const HardwareProfile& p, const ModelPreset& model, int
   o.seconds = p.internode.latency.si() + bytes / p.internode.bandwidth.si() + p.kernel.floor.si();
   o.source = OpSource::kAnalytic;
   char b[96];
-  std::snprintf(b, sizeof b, "pipeline stage send of %.0f B across nodes: NIC latency + bytes / NIC bandwidth",
-                bytes);
+  std::snprintf(b, sizeof b,
+                "pipeline stage send of %.0f B across nodes: NIC latency + bytes / NIC bandwidth", bytes);
   o.basis = b;
   return o;
 }

@@ -101,9 +101,9 @@ TEST(StepComm, EpTokenExchangeReplacesTheMoeAllReduce) {
   EXPECT_LE(find_op(ll, "moe dispatch (all-to-all)")->seconds, dispatch->seconds);
   // The exchange needs whole experts per GPU and a MoE model.
   EXPECT_THROW(non_attention_ops(ds, h200, {8, MoeSplit::kTp, 16, 16, MoeComm::kAllToAll}), InputError);
-  EXPECT_THROW(non_attention_ops(load_model("llama-3.1-70b"), h200, {8, MoeSplit::kEp, 16, 16,
-                                                                     MoeComm::kAllToAll}),
-               InputError);
+  EXPECT_THROW(
+      non_attention_ops(load_model("llama-3.1-70b"), h200, {8, MoeSplit::kEp, 16, 16, MoeComm::kAllToAll}),
+      InputError);
   EXPECT_EQ(parse_moe_comm("deepep_low_latency"), MoeComm::kDeepEpLowLatency);
   EXPECT_EQ(parse_moe_comm("none"), MoeComm::kAllReduce);
   EXPECT_THROW(parse_moe_comm("pplx2"), InputError);
