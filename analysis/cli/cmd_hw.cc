@@ -192,6 +192,14 @@ void add_run(CLI::App& hw_cmd) {
       hw_cmd.add_subcommand("run", "Run one DCP decode step on GPUs, check it, write a measured trace");
   analysis::add_scenario_flags(*run, f->scenario,
                                false);  // --strategy also takes a list or all (hardware_scenarios)
+  // The runner's kernels take fewer KV types than the simulator prices.
+  run->get_option("--kv-dtype")
+      ->description(
+          "KV-cache element type: bf16, fp16, or fp8 (e4m3, one per-tensor scale, as vLLM's "
+          "--kv-cache-dtype fp8; generated on the device in e4m3, the query and output bf16): fp8 runs on "
+          "FlashInfer's FP8-KV kernels only, MLA (D_qk 576, D 512) on Hopper sm_90a and GQA decode (D 128) "
+          "on sm_90/sm_100, and is refused elsewhere (--attention dcpsim, row-stream); default: the "
+          "model's (bf16)");
   run->add_flag("--emulate", f->emulate,
                 "N logical ranks on one GPU; collectives become device-local stand-ins");
   run->add_flag("--mpi", f->mpi, "one process per GPU under mpirun/srun (MPI builds)");
@@ -225,7 +233,8 @@ void add_run(CLI::App& hw_cmd) {
          "around phases), step (only each rank's whole step), auto (cupti if it loads, else events)")
       ->capture_default_str();
   run->add_option("--attention", f->attention,
-                  "local attention: flashinfer, dcpsim, or auto (FlashInfer where it runs the geometry)")
+                  "local attention: flashinfer, dcpsim, or auto (FlashInfer where it runs the geometry; "
+                  "always FlashInfer for --kv-dtype fp8)")
       ->capture_default_str();
   run->add_option("--out", f->out, "measured trace (.pb)");
   run->add_option("--json", f->json, "figures as JSON");

@@ -21,6 +21,7 @@
 namespace dcpsim::analysis {
 namespace {
 
+#ifdef DCPSIM_WITH_SIMGRID  // the sweep's helpers: run_plan (below) needs the simulator
 constexpr int kMaxConcurrency = 1 << 16;
 
 std::vector<int> divisors(int n) {
@@ -47,6 +48,7 @@ std::vector<models::Strategy> strategies_for(const std::vector<models::Strategy>
   if (l.dcp == 1) return {models::Strategy::kAgAr};
   return chosen;
 }
+#endif  // DCPSIM_WITH_SIMGRID
 
 }  // namespace
 

@@ -492,6 +492,9 @@ bool pushes_itself(const AttentionArgs& a, int splits) {
 
 void check_args(const AttentionArgs& a) {
   if (a.in == Elem::kF32) throw InputError("attention kernel: Q/K/V must be bf16 or fp16, not fp32");
+  if (a.kv_fp8)
+    throw InputError(
+        "attention kernel: an fp8 KV cache runs on FlashInfer's kernels only (--attention flashinfer)");
   if (a.rows < 0 || a.heads < 1 || a.kv_heads < 1 || a.heads % a.kv_heads != 0)
     throw InputError("attention kernel: H=" + std::to_string(a.heads) +
                      " must be a multiple of H_kv=" + std::to_string(a.kv_heads));

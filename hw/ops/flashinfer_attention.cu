@@ -47,6 +47,7 @@ struct FixupParams {
   const int* kv_len;
   const float* src_lse;  // [B][H] as the kernel wrote it
   float lse_scale;       // 1, or ln 2 (base-2 LSE to base e)
+  float o_scale;         // 1, or an fp8 V cache's scale (FlashInfer's decode has none of its own)
   LseOut lse;
   float empty_lse, empty_fill;
   __nv_bfloat16* o;
@@ -54,13 +55,19 @@ struct FixupParams {
 };
 
 // One block per row: the LSE in the caller's base and layout; empty and padding rows get empty_lse and
-// O = empty_fill, whatever FlashInfer left there.
+// O = empty_fill, whatever FlashInfer left there; other rows' O times o_scale (a power of two: exact).
 __global__ void fixup_kernel(FixupParams p) {
   const int b = blockIdx.x;
   const bool empty = b >= p.valid_rows || p.kv_len[b] == 0;
   for (int h = threadIdx.x; h < p.heads; h += blockDim.x) {
     const float l = empty ? p.empty_lse : p.src_lse[std::int64_t(b) * p.heads + h] * p.lse_scale;
     p.lse.ptr[b * p.lse.row_stride + h * p.lse.head_stride] = l;
+  }
+  if (!empty && p.o_scale != 1.f) {
+    for (int i = threadIdx.x; i < p.heads * p.dim; i += blockDim.x) {
+      __nv_bfloat16& o = p.o[b * p.o_row_stride + (i / p.dim) * p.o_head_stride + i % p.dim];
+      o = __float2bfloat16(__bfloat162float(o) * p.o_scale);
+    }
   }
   if (!empty) return;
   const __nv_bfloat16 fill = __float2bfloat16(p.empty_fill);
@@ -83,7 +90,8 @@ void require(bool ok, const std::string& what) {
 }  // namespace
 
 struct FlashInferAttention::Impl {
-  bool mla = false;
+  bool mla = false, fp8 = false;
+  float kv_scale = 1.f;
   int rows = 0, valid_rows = 0, heads = 0, kv_heads = 1, dqk = 0, dv = 0, page = 0, device = 0;
   bool any_empty = false;
   std::vector<std::int64_t> plan;
@@ -107,6 +115,12 @@ FlashInferAttention::FlashInferAttention(const AttentionArgs& a, const std::vect
   m.dqk = m.mla ? 576 : 128;
   m.dv = m.mla ? 512 : 128;
   m.page = kv_page_tokens(m.mla);
+  m.fp8 = a.kv_fp8;
+  m.kv_scale = a.kv_scale;
+  // The fp8 scale multiplies FlashInfer's bf16 values (MLA: the dequantized tile; decode: the output); a
+  // power of two keeps that exact.
+  require(!m.fp8 || (a.kv_scale > 0 && std::exp2(std::round(std::log2(a.kv_scale))) == a.kv_scale),
+          "the fp8 KV scale must be a power of two");
   FlashInferGeometry g{a.heads,
                        a.kv_heads,
                        m.dqk,
@@ -142,7 +156,8 @@ FlashInferAttention::FlashInferAttention(const AttentionArgs& a, const std::vect
     float_bytes = fk::mla_float_workspace_bytes(m.device);
     int_bytes = fk::mla_int_workspace_bytes();
   } else {
-    fk::decode_workspace_bytes(float_bytes, int_bytes, t.indptr.data(), n, a.heads, a.kv_heads, m.page);
+    fk::decode_workspace_bytes(float_bytes, int_bytes, t.indptr.data(), n, a.heads, a.kv_heads, m.page,
+                               m.fp8);
   }
   m.float_ws = DeviceBuffer(std::max<std::size_t>(float_bytes, 16));
   m.int_ws = DeviceBuffer(std::max<std::size_t>(int_bytes, 16));
@@ -155,8 +170,9 @@ FlashInferAttention::FlashInferAttention(const AttentionArgs& a, const std::vect
                           used, qo_indptr.data(), t.indptr.data(), lens.data(), n, a.heads);
     DCPSIM_CUDA(cudaMemcpy(m.int_ws.get(), m.int_host, used, cudaMemcpyHostToDevice));
   } else {
-    m.plan = fk::decode_plan(m.float_ws.get(), m.float_ws.bytes(), m.int_ws.get(), m.int_host,
-                             m.int_ws.bytes(), t.indptr.data(), n, a.heads, a.kv_heads, m.page, nullptr);
+    m.plan =
+        fk::decode_plan(m.float_ws.get(), m.float_ws.bytes(), m.int_ws.get(), m.int_host, m.int_ws.bytes(),
+                        t.indptr.data(), n, a.heads, a.kv_heads, m.page, m.fp8, nullptr);
     DCPSIM_CUDA(cudaDeviceSynchronize());
   }
   if (needs_q_repack(a, m.dqk)) m.q_dense = DeviceBuffer(std::size_t(n) * a.heads * m.dqk * 2);
@@ -196,8 +212,10 @@ void FlashInferAttention::launch(const AttentionArgs& a, cudaStream_t stream) {
       r.q_pe = q + 512;
       r.q_stride_n = static_cast<std::uint32_t>(q_row_stride);
       r.q_stride_h = static_cast<std::uint32_t>(m.dqk);
+      r.fp8 = m.fp8;
+      r.kv_scale = m.kv_scale;
       r.ckv = a.k;
-      r.kpe = static_cast<const __nv_bfloat16*>(a.k) + 512;
+      r.kpe = static_cast<const unsigned char*>(a.k) + 512 * (m.fp8 ? 1 : sizeof(__nv_bfloat16));
       r.kv_stride_page = static_cast<std::uint32_t>(a.k_token_stride * m.page);
       r.kv_stride_n = static_cast<std::uint32_t>(a.k_token_stride);
       r.kv_indices = m.indices.as<int>();
@@ -212,6 +230,7 @@ void FlashInferAttention::launch(const AttentionArgs& a, cudaStream_t stream) {
       fk::mla_run(r, m.plan, m.float_ws.get(), m.int_ws.get(), stream);
     } else {
       fk::DecodeRun r;
+      r.fp8 = m.fp8;
       r.q = q;
       r.q_stride_n = static_cast<std::int32_t>(q_row_stride);
       r.q_stride_h = m.dqk;
@@ -229,17 +248,20 @@ void FlashInferAttention::launch(const AttentionArgs& a, cudaStream_t stream) {
       r.heads = a.heads;
       r.kv_heads = a.kv_heads;
       r.page_tokens = m.page;
-      r.sm_scale = a.scale;
+      r.sm_scale = a.scale * (m.fp8 ? m.kv_scale : 1.f);  // K's scale folded into the softmax scale
       fk::decode_run(r, m.plan, m.float_ws.get(), m.int_ws.get(), stream);
     }
   }
-  if (!m.any_empty && lse_out == a.lse.ptr && lse_scale == 1.f) return;
+  // V's scale on the output (decode: FlashInfer's MLA applies it in its dequantization).
+  const float o_scale = m.fp8 && !m.mla ? m.kv_scale : 1.f;
+  if (!m.any_empty && lse_out == a.lse.ptr && lse_scale == 1.f && o_scale == 1.f) return;
   FixupParams fp{n,
                  a.heads,
                  m.dv,
                  a.kv_len,
                  lse_out,
                  lse_scale,
+                 o_scale,
                  a.lse,
                  a.empty_lse,
                  a.empty_fill,

@@ -1,7 +1,10 @@
 // FlashInfer's batch decode over a paged KV cache (flashinfer/attention/decode.cuh) and its planner
-// (DecodePlan in scheduler.cuh), instantiated once: bf16 Q/KV/O, int32 indices, head dim 128, no positional
-// encoding, the default variant (no mask, window, soft cap or ALiBi). The kernel dispatches the GQA group
-// sizes FlashInfer instantiates (1, 2, 3, 4, 6, 8, 16) at run time; its LSE is base 2.
+// (DecodePlan in scheduler.cuh), instantiated twice: bf16 Q/O with a bf16 or an fp8 e4m3 KV cache, int32
+// indices, head dim 128, no positional encoding, the default variant (no mask, window, soft cap or ALiBi).
+// The kernel dispatches the GQA group sizes FlashInfer instantiates (1, 2, 3, 4, 6, 8, 16) at run time; its
+// LSE is base 2. FP8 values enter the dot products as they are (no scale in this kernel's parameters).
+#include <cuda_fp8.h>
+
 #include <flashinfer/attention/decode.cuh>
 #include <flashinfer/attention/default_decode_params.cuh>
 #include <flashinfer/attention/scheduler.cuh>
@@ -16,7 +19,8 @@ namespace dcpsim::hw::ops::flashinfer_kernels {
 namespace {
 
 using DType = __nv_bfloat16;
-using Params = flashinfer::BatchDecodeParams<DType, DType, DType, std::int32_t>;
+template <typename KV>
+using Params = flashinfer::BatchDecodeParams<DType, KV, DType, std::int32_t>;
 using Variant = flashinfer::DefaultAttention</*custom_mask=*/false, /*sliding_window=*/false,
                                              /*logits_soft_cap=*/false, /*alibi=*/false>;
 constexpr std::uint32_t kHeadDim = 128;
@@ -32,39 +36,59 @@ T* at(void* base, std::int64_t offset) {
 }
 
 // Runs f(work_estimation_function) for the group size H / H_kv (FlashInfer's DISPATCH_GQA_GROUP_SIZE).
-template <typename F>
+template <typename KV, typename F>
 void with_estimator(int heads, int kv_heads, F&& f) {
   try {
     DISPATCH_GQA_GROUP_SIZE(static_cast<std::uint32_t>(heads / kv_heads), GROUP_SIZE, {
       f(flashinfer::BatchDecodeWithPagedKVCacheWorkEstimationDispatched<GROUP_SIZE, kHeadDim, kPos, Variant,
-                                                                        Params>);
+                                                                        Params<KV>>);
     });
   } catch (const flashinfer::Error& e) {
     throw InputError(std::string("FlashInfer decode: ") + e.what());
   }
 }
 
+// Calls f(type tag) with the KV element type.
+template <typename F>
+void with_kv(bool fp8, F&& f) {
+  if (fp8) {
+    f(__nv_fp8_e4m3{});
+  } else {
+    f(DType{});
+  }
+}
+
+template <typename KV>
+void run_typed(const DecodeRun& r, const flashinfer::DecodePlanInfo& info, void* float_ws, void* int_ws,
+               cudaStream_t stream);
+
 }  // namespace
 
 void decode_workspace_bytes(std::size_t& float_bytes, std::size_t& int_bytes, const int* indptr_host,
-                            int batch, int heads, int kv_heads, int page_tokens) {
-  with_estimator(heads, kv_heads, [&](auto estimate) {
-    check(flashinfer::DecodePlanWorkspaceSize<kHeadDim, kPos, Variant, Params>(
-              float_bytes, int_bytes, const_cast<int*>(indptr_host), batch, heads, page_tokens,
-              /*enable_cuda_graph=*/false, nullptr, estimate),
-          "DecodePlanWorkspaceSize");
+                            int batch, int heads, int kv_heads, int page_tokens, bool fp8) {
+  with_kv(fp8, [&](auto tag) {
+    using KV = decltype(tag);
+    with_estimator<KV>(heads, kv_heads, [&](auto estimate) {
+      check(flashinfer::DecodePlanWorkspaceSize<kHeadDim, kPos, Variant, Params<KV>>(
+                float_bytes, int_bytes, const_cast<int*>(indptr_host), batch, heads, page_tokens,
+                /*enable_cuda_graph=*/false, nullptr, estimate),
+            "DecodePlanWorkspaceSize");
+    });
   });
 }
 
 std::vector<std::int64_t> decode_plan(void* float_ws, std::size_t float_bytes, void* int_ws, void* int_host,
                                       std::size_t int_bytes, const int* indptr_host, int batch, int heads,
-                                      int kv_heads, int page_tokens, cudaStream_t stream) {
+                                      int kv_heads, int page_tokens, bool fp8, cudaStream_t stream) {
   flashinfer::DecodePlanInfo info;
-  with_estimator(heads, kv_heads, [&](auto estimate) {
-    check(flashinfer::DecodePlan<kHeadDim, kPos, Variant, Params>(
-              float_ws, float_bytes, int_ws, int_host, int_bytes, info, const_cast<int*>(indptr_host), batch,
-              heads, page_tokens, /*enable_cuda_graph=*/false, stream, estimate),
-          "DecodePlan");
+  with_kv(fp8, [&](auto tag) {
+    using KV = decltype(tag);
+    with_estimator<KV>(heads, kv_heads, [&](auto estimate) {
+      check(flashinfer::DecodePlan<kHeadDim, kPos, Variant, Params<KV>>(
+                float_ws, float_bytes, int_ws, int_host, int_bytes, info, const_cast<int*>(indptr_host),
+                batch, heads, page_tokens, /*enable_cuda_graph=*/false, stream, estimate),
+            "DecodePlan");
+    });
   });
   return info.ToVector();
 }
@@ -73,12 +97,20 @@ void decode_run(const DecodeRun& r, const std::vector<std::int64_t>& plan, void*
                 cudaStream_t stream) {
   flashinfer::DecodePlanInfo info;
   info.FromVector(plan);
+  with_kv(r.fp8, [&](auto tag) { run_typed<decltype(tag)>(r, info, float_ws, int_ws, stream); });
+}
+
+namespace {
+
+template <typename KV>
+void run_typed(const DecodeRun& r, const flashinfer::DecodePlanInfo& info, void* float_ws, void* int_ws,
+               cudaStream_t stream) {
   const std::int64_t strides[3] = {r.stride_page, r.stride_n, r.stride_h};
-  flashinfer::paged_kv_t<DType, std::int32_t> kv(
+  flashinfer::paged_kv_t<KV, std::int32_t> kv(
       r.kv_heads, r.page_tokens, kHeadDim, r.batch, flashinfer::QKVLayout::kNHD,
-      static_cast<DType*>(const_cast<void*>(r.k)), static_cast<DType*>(const_cast<void*>(r.v)), strides,
+      static_cast<KV*>(const_cast<void*>(r.k)), static_cast<KV*>(const_cast<void*>(r.v)), strides,
       const_cast<int*>(r.indices), const_cast<int*>(r.indptr), const_cast<int*>(r.last_page_len));
-  Params p;
+  Params<KV> p;
   p.q = static_cast<DType*>(const_cast<void*>(r.q));
   p.paged_kv = kv;
   p.o = static_cast<DType*>(r.o);
@@ -108,5 +140,7 @@ void decode_run(const DecodeRun& r, const std::vector<std::int64_t>& plan, void*
         "BatchDecodeWithPagedKVCacheDispatched");
   check(cudaGetLastError(), "BatchDecodeWithPagedKVCacheDispatched launch");
 }
+
+}  // namespace
 
 }  // namespace dcpsim::hw::ops::flashinfer_kernels

@@ -12,13 +12,15 @@
 
 namespace dcpsim::hw::ops::flashinfer_kernels {
 
-// ---- MLA on Hopper: mla::BatchMLAPageAttentionHopper<kNone, 512, 64, MLAParams<bf16, bf16, bf16, int32>>
-// ----
+// ---- MLA on Hopper: mla::BatchMLAPageAttentionHopper<kNone, 512, 64, MLAParams<bf16, KV, bf16, int32>>, KV
+// bf16 or fp8 e4m3 (FlashInfer dequantizes an fp8 tile to bf16 in shared memory with per-tensor scales) ----
 struct MlaRun {
   const void* q_nope = nullptr;  // bf16 [n][H][512] at q_nope[i·q_stride_n + h·q_stride_h]
   const void* q_pe = nullptr;    // bf16 [n][H][64], same strides
   std::uint32_t q_stride_n = 0, q_stride_h = 0;
-  const void* ckv = nullptr;  // bf16 pages: token j of page p at ckv[p·kv_stride_page + j·kv_stride_n]
+  bool fp8 = false;           // the KV pages hold e4m3 (strides still in elements)
+  float kv_scale = 1.f;       // fp8: dequantized = kv_scale · e4m3 (ckv and kpe alike)
+  const void* ckv = nullptr;  // KV pages: token j of page p at ckv[p·kv_stride_page + j·kv_stride_n]
   const void* kpe = nullptr;  // likewise (the latent's lanes 512..575)
   std::uint32_t kv_stride_page = 0, kv_stride_n = 0;
   const int* kv_indices = nullptr;  // device page table
@@ -39,12 +41,13 @@ std::vector<std::int64_t> mla_plan(void* float_ws, std::size_t float_bytes, void
 void mla_run(const MlaRun& r, const std::vector<std::int64_t>& plan, void* float_ws, void* int_ws,
              cudaStream_t stream);
 
-// ---- GQA decode: BatchDecodeWithPagedKVCacheDispatched<128, kNone, DefaultAttention, BatchDecodeParams>
-// ----
+// ---- GQA decode: BatchDecodeWithPagedKVCacheDispatched<128, kNone, DefaultAttention, BatchDecodeParams>,
+// KV bf16 or fp8 e4m3 (no scale in FlashInfer's decode: the caller folds K's into sm_scale, V's into O) ----
 struct DecodeRun {
   const void* q = nullptr;  // bf16 q[i·q_stride_n + h·q_stride_h + d]
   std::int32_t q_stride_n = 0, q_stride_h = 0;
-  const void* k = nullptr;  // bf16 NHD pages: k[p·stride_page + j·stride_n + kv_head·stride_h + d]
+  bool fp8 = false;         // K and V pages hold e4m3
+  const void* k = nullptr;  // NHD pages: k[p·stride_page + j·stride_n + kv_head·stride_h + d]
   const void* v = nullptr;  // same strides
   std::int64_t stride_page = 0, stride_n = 0, stride_h = 0;
   const int* indptr = nullptr;  // device page table
@@ -56,11 +59,11 @@ struct DecodeRun {
   float sm_scale = 0;
 };
 void decode_workspace_bytes(std::size_t& float_bytes, std::size_t& int_bytes, const int* indptr_host,
-                            int batch, int heads, int kv_heads, int page_tokens);
+                            int batch, int heads, int kv_heads, int page_tokens, bool fp8);
 // DecodePlan (uploads the int workspace on `stream` itself); returns DecodePlanInfo as a vector.
 std::vector<std::int64_t> decode_plan(void* float_ws, std::size_t float_bytes, void* int_ws, void* int_host,
                                       std::size_t int_bytes, const int* indptr_host, int batch, int heads,
-                                      int kv_heads, int page_tokens, cudaStream_t stream);
+                                      int kv_heads, int page_tokens, bool fp8, cudaStream_t stream);
 void decode_run(const DecodeRun& r, const std::vector<std::int64_t>& plan, void* float_ws, void* int_ws,
                 cudaStream_t stream);
 

@@ -1,7 +1,10 @@
 // FlashInfer's Hopper MLA decode (flashinfer/attention/mla_hopper.cuh) and its planner (MLAPlan in
-// scheduler.cuh), instantiated once: bf16 Q/KV/O, int32 indices, no mask, 512 latent + 64 rope lanes. Built
-// for sm_90a only (wgmma, TMA); the headers need CCCL's cuda::fast_mod_div, hence the CCCL wheel first on the
+// scheduler.cuh), instantiated twice: bf16 Q/O with a bf16 or an fp8 e4m3 KV cache (per-tensor scales, the
+// tile dequantized to bf16 in shared memory), int32 indices, no mask, 512 latent + 64 rope lanes. Built for
+// sm_90a only (wgmma, TMA); the headers need CCCL's cuda::fast_mod_div, hence the CCCL wheel first on the
 // include path (hw/CMakeLists.txt).
+#include <cuda_fp8.h>
+
 #include <flashinfer/attention/mla_hopper.cuh>
 #include <flashinfer/attention/scheduler.cuh>
 
@@ -13,7 +16,8 @@
 namespace dcpsim::hw::ops::flashinfer_kernels {
 namespace {
 
-using Params = flashinfer::MLAParams<__nv_bfloat16, __nv_bfloat16, __nv_bfloat16, std::int32_t>;
+template <typename KV>
+using Params = flashinfer::MLAParams<__nv_bfloat16, KV, __nv_bfloat16, std::int32_t>;
 constexpr int kMaxWorks = 16384;  // MLAPlan's fixed work-list capacity (max_total_num_works)
 constexpr int kClusterTileQ = 128;
 
@@ -56,15 +60,18 @@ std::vector<std::int64_t> mla_plan(void* float_ws, std::size_t float_bytes, void
   return info.ToVector();
 }
 
-void mla_run(const MlaRun& r, const std::vector<std::int64_t>& plan, void* float_ws, void* int_ws,
-             cudaStream_t stream) {
-  flashinfer::MLAPlanInfo info;
-  info.FromVector(plan);
-  Params p{};
+namespace {
+
+template <typename KV>
+void run_typed(const MlaRun& r, const flashinfer::MLAPlanInfo& info, void* float_ws, void* int_ws,
+               cudaStream_t stream) {
+  Params<KV> p{};
   p.q_nope = static_cast<__nv_bfloat16*>(const_cast<void*>(r.q_nope));
   p.q_pe = static_cast<__nv_bfloat16*>(const_cast<void*>(r.q_pe));
-  p.ckv = static_cast<__nv_bfloat16*>(const_cast<void*>(r.ckv));
-  p.kpe = static_cast<__nv_bfloat16*>(const_cast<void*>(r.kpe));
+  p.ckv = static_cast<KV*>(const_cast<void*>(r.ckv));
+  p.kpe = static_cast<KV*>(const_cast<void*>(r.kpe));
+  p.ckv_scale = r.kv_scale;
+  p.kpe_scale = r.kv_scale;
   p.q_indptr = at<int>(int_ws, info.q_indptr_offset);
   p.kv_indptr = at<int>(int_ws, info.kv_indptr_offset);
   p.partial_indptr = at<int>(int_ws, info.partial_indptr_offset);
@@ -103,6 +110,19 @@ void mla_run(const MlaRun& r, const std::vector<std::int64_t>& plan, void* float
             stream),
         "BatchMLAPageAttentionHopper");
   check(cudaGetLastError(), "BatchMLAPageAttentionHopper launch");
+}
+
+}  // namespace
+
+void mla_run(const MlaRun& r, const std::vector<std::int64_t>& plan, void* float_ws, void* int_ws,
+             cudaStream_t stream) {
+  flashinfer::MLAPlanInfo info;
+  info.FromVector(plan);
+  if (r.fp8) {
+    run_typed<__nv_fp8_e4m3>(r, info, float_ws, int_ws, stream);
+  } else {
+    run_typed<__nv_bfloat16>(r, info, float_ws, int_ws, stream);
+  }
 }
 
 }  // namespace dcpsim::hw::ops::flashinfer_kernels

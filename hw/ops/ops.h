@@ -39,8 +39,12 @@ struct RowPush;  // the row-streaming merge's push target (below)
 
 struct AttentionArgs {
   Geometry geometry = Geometry::kMla576;
-  Elem in = Elem::kBF16;  // Q, K, V
+  Elem in = Elem::kBF16;  // Q, K, V (with kv_fp8: Q only)
   Elem out = Elem::kBF16;
+  // An fp8 e4m3 KV cache with one per-tensor scale (vLLM's --kv-cache-dtype fp8): K and V hold e4m3, their
+  // value is kv_scale × e4m3. FlashInfer's kernels only (FlashInferAttention); launch_attention refuses it.
+  bool kv_fp8 = false;
+  float kv_scale = 1.f;
   int rows = 0, valid_rows = 0, heads = 0, kv_heads = 1;
   // Q element (b, h, d) at q[(h / q_block_heads)·q_block_stride + b·q_row_stride + (h % q_block_heads)·D_qk +
   // d] (q_block_heads = H for a plain [B][H][D_qk] tensor; H/N for the query all-gather's [N][B][H/N][D_qk]).
@@ -434,6 +438,9 @@ struct KvFillArgs {
   int dcp = 1, rank = 0, interleave = 1;
   std::uint64_t seed = 0;
   float amplitude = 1.f;
+  // > 0: an fp8 KV cache, each value stored as e4m3(value / fp8_scale) (round to nearest even, saturating as
+  // __NV_SATFINITE); elem is then ignored.
+  float fp8_scale = 0.f;
 };
 void launch_fill_kv_shard(const KvFillArgs& a, cudaStream_t stream);
 

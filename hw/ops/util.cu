@@ -3,6 +3,7 @@
 // the host can regenerate any row for the reference check without copying the cache back).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "cuda_check.h"
 #include "dcpsim/error.h"
@@ -91,6 +92,17 @@ __global__ void fill_kernel(T* p, std::int64_t n, float a, std::uint64_t seed, s
     p[i] = from_f32<T>(static_cast<float>(fill_value(seed, static_cast<std::uint64_t>(first + i), a)));
 }
 
+// An element of the KV cache: the type's rounding, or an fp8 cache's e4m3(value / scale) (round to nearest
+// even, saturating).
+template <typename T>
+__device__ T kv_element(float v, const KvFillArgs&) {
+  return from_f32<T>(v);
+}
+template <>
+__device__ __nv_fp8_storage_t kv_element<__nv_fp8_storage_t>(float v, const KvFillArgs& a) {
+  return __nv_cvt_float_to_fp8(v / a.fp8_scale, __NV_SATFINITE, __NV_E4M3);
+}
+
 template <typename T>
 __global__ void fill_kv_kernel(KvFillArgs a) {
   const int b = blockIdx.y;
@@ -102,7 +114,7 @@ __global__ void fill_kv_kernel(KvFillArgs a) {
     const std::int64_t l = i / a.width, lane = i % a.width;
     const std::int64_t t = (l / a.interleave) * span + std::int64_t(a.rank) * a.interleave + l % a.interleave;
     const std::uint64_t index = static_cast<std::uint64_t>((a.global_base[b] + t) * a.width + lane);
-    dst[i] = from_f32<T>(static_cast<float>(fill_value(a.seed, index, a.amplitude)));
+    dst[i] = kv_element<T>(static_cast<float>(fill_value(a.seed, index, a.amplitude)), a);
   }
 }
 
@@ -190,6 +202,11 @@ void launch_fill_uniform(void* ptr, std::int64_t n, Elem e, float a, std::uint64
 void launch_fill_kv_shard(const KvFillArgs& a, cudaStream_t stream) {
   if (a.rows == 0 || a.max_len == 0 || a.width == 0) return;
   const dim3 grid(std::min(ceil_div(a.max_len * a.width, 256), 4096), a.rows);
+  if (a.fp8_scale > 0.f) {
+    fill_kv_kernel<__nv_fp8_storage_t><<<grid, 256, 0, stream>>>(a);
+    DCPSIM_CUDA_LAUNCHED("fill_kv_kernel<fp8>");
+    return;
+  }
   with_elem(a.elem, [&](auto tag) {
     using T = typename decltype(tag)::type;
     fill_kv_kernel<T><<<grid, 256, 0, stream>>>(a);

@@ -6,6 +6,12 @@
 // product (≤ 4·u_in of the weighted mean of |V|), AG strategies round each scaled partial and every partial
 // sum of the reduction ((N + 2)·u_out), fp32-accumulating strategies round once (2·u_out); the scale of all
 // of these is A = Σ_j p_j·|v_j| (attention with |V|), which bounds every partial sum.
+//
+// An fp8 KV cache (--kv-dtype fp8): the reference attends over what the cache holds, each K/V value rounded
+// to e4m3 after the per-tensor scale, scale · round_to(e4m3, value / scale) (models/dtype.h, saturating as
+// the device's __NV_SATFINITE conversion), so the e4m3 rounding of K/V is in the truth, not in the tolerance;
+// the kernels then compute on those values dequantized to bf16 (exact: the scale is a power of two), and P is
+// rounded to bf16 for P·V, so u_in is bf16's.
 #include "check.h"
 
 #include <algorithm>
@@ -31,10 +37,21 @@ namespace {
 
 constexpr int kCachedRows = 64;  // rows of truth kept across the strategies of one --strategy all run
 
-double input_value(const StepPlan& p, std::uint64_t stream, std::int64_t index) {
+// The query as the runner stores it (bf16 beside an fp8 cache).
+double q_value(const StepPlan& p, std::uint64_t stream, std::int64_t index) {
   const float f =
       static_cast<float>(ops::fill_value(stream, static_cast<std::uint64_t>(index), kInputAmplitude));
-  return models::round_to(p.s.kv_dtype, static_cast<double>(f));
+  return models::round_to(p.kv_fp8 ? models::DType::kBF16 : p.s.kv_dtype, static_cast<double>(f));
+}
+
+// A K/V value as the cache holds it; an fp8 cache's dequantized (the division by a power of two is exact
+// in float, as on the device).
+double kv_value(const StepPlan& p, std::uint64_t stream, std::int64_t index) {
+  const float f =
+      static_cast<float>(ops::fill_value(stream, static_cast<std::uint64_t>(index), kInputAmplitude));
+  if (!p.kv_fp8) return models::round_to(p.s.kv_dtype, static_cast<double>(f));
+  const double scale = p.kv_scale;
+  return scale * models::round_to(models::DType::kFP8E4M3, static_cast<double>(f / p.kv_scale));
 }
 
 // The fp64 truth of one row: O [H][D] and L [H], and A [H][D], attention with |V| (the bound's scale).
@@ -49,14 +66,14 @@ RowTruth row_truth(const StepPlan& p, int row) {
   std::vector<double> q(std::size_t(p.H) * p.Dqk);
   for (int h = 0; h < p.H; ++h)
     for (int d = 0; d < p.Dqk; ++d)
-      q[std::size_t(h) * p.Dqk + d] = input_value(p, p.q_stream(), p.q_index(row, h, d));
+      q[std::size_t(h) * p.Dqk + d] = q_value(p, p.q_stream(), p.q_index(row, h, d));
   const std::int64_t base = p.global_row_base[row], kw = p.k_width(), vw = p.v_width();
   const auto source = [&](std::int64_t first, std::int64_t count, double* k, double* v) {
     for (std::int64_t t = 0; t < count; ++t) {
       const std::int64_t token = base + first + t;
-      for (std::int64_t e = 0; e < kw; ++e) k[t * kw + e] = input_value(p, p.k_stream(), token * kw + e);
+      for (std::int64_t e = 0; e < kw; ++e) k[t * kw + e] = kv_value(p, p.k_stream(), token * kw + e);
       if (v != nullptr)
-        for (std::int64_t e = 0; e < vw; ++e) v[t * vw + e] = input_value(p, p.v_stream(), token * vw + e);
+        for (std::int64_t e = 0; e < vw; ++e) v[t * vw + e] = kv_value(p, p.v_stream(), token * vw + e);
     }
   };
   const models::KvStreamShape shape{p.H, p.Hkv, p.Dqk, p.D, p.contexts[row], p.mla};
@@ -126,7 +143,8 @@ CheckResult check_outputs(const StepPlan& p, const RunConfig& c, const std::vect
 
   const bool ag =
       p.N > 1 && (p.s.strategy == models::Strategy::kAgRs || p.s.strategy == models::Strategy::kAgAr);
-  const double u_in = models::unit_roundoff(p.s.kv_dtype), u_out = models::unit_roundoff(p.s.out_dtype);
+  const double u_in = models::unit_roundoff(p.kv_fp8 ? models::DType::kBF16 : p.s.kv_dtype),
+               u_out = models::unit_roundoff(p.s.out_dtype);
   const double coeff = 4 * u_in + (ag ? p.N + 2 : 2) * u_out + 64 * std::ldexp(1.0, -24);
 
   CheckResult r;

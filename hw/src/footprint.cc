@@ -76,6 +76,12 @@ double strategy_buffers(const StepPlan& p) {
 
 }  // namespace
 
+double kv_shard_bytes(const StepPlan& p, int rank, std::int64_t& max_len) {
+  // An fp8 cache holds one byte per K/V element (the query stays bf16).
+  return kv_tokens(p, rank, max_len) * double(p.k_width() + (p.mla ? 0 : p.v_width())) *
+         double(p.kv_elem_bytes());
+}
+
 Footprint estimate_footprint(const StepPlan& p, const RunConfig& c) {
   Footprint f;
   const std::size_t ib = ops::elem_bytes(p.in), ob = ops::elem_bytes(p.out);
@@ -83,8 +89,7 @@ Footprint estimate_footprint(const StepPlan& p, const RunConfig& c) {
   double busiest = 0;
   for (int rank = 0; rank < p.N; ++rank) {
     std::int64_t max_len = 0;
-    const double tokens = kv_tokens(p, rank, max_len);
-    const double kv = tokens * double(p.k_width() + (p.mla ? 0 : p.v_width())) * ib;
+    const double kv = kv_shard_bytes(p, rank, max_len);
     const double q = double(p.rows_total) * p.H * p.Dqk * ib * (p.gather_q ? 2.0 : 1.0);
     const double local = double(p.rows_total) * p.H * (p.D * double(ob) + 4) + 20.0 * p.rows_total;
     const double stamps = p.row_stamps ? 24.0 * p.rows_total + 16 : 0;

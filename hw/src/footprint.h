@@ -4,6 +4,7 @@
 // FlashInfer needs), its attention workspace and its strategy's buffers, summed over the ranks a device
 // holds. Host: the reference check (streamed, O(threads × H × D)), the downloaded checked rows, the CUDA
 // runtime and CUPTI, and the process as it stands.
+#include <cstdint>
 #include <string>
 
 #include "plan.h"
@@ -18,6 +19,10 @@ struct Footprint {
 };
 
 Footprint estimate_footprint(const StepPlan& p, const RunConfig& c);
+
+// The paged KV shard `rank` holds (K and V, or MLA's one latent), in bytes: every row starts on a page, one
+// byte per element for an fp8 cache; max_len becomes the longest row's local length if longer. No device.
+double kv_shard_bytes(const StepPlan& p, int rank, std::int64_t& max_len);
 
 // Refuses (InputError, one line with the estimate and the limit) a run whose device estimate exceeds the
 // free memory of a device it uses, or whose host estimate exceeds memory::host_limit(); call before any

@@ -60,11 +60,45 @@ std::int64_t StepPlan::q_index(int row, int head, int d) const {
 
 namespace {
 
+// An fp8 KV cache runs only on FlashInfer's FP8-KV kernels (hw/README.md): MLA 576/512 on sm_90a and GQA
+// decode D = 128 on sm_90/sm_100, bf16 query and output. Anything else is refused in one line saying why;
+// never a silent fallback to a bf16 cache.
+AttentionImpl fp8_kv_attention(const RunConfig& c, const StepPlan& p, FlashInferGeometry g) {
+  const std::string no = "--kv-dtype fp8: ";
+  const std::string kernels =
+      "FlashInfer's FP8-KV kernels (MLA D_qk 576/D 512 on sm_90a, GQA decode D 128 on sm_90/sm_100)";
+  if (c.attention == AttentionImpl::kDcpsim)
+    throw InputError(no + "dcpsim's attention kernel reads bf16/fp16 KV only; fp8 runs on " + kernels +
+                     " (--attention flashinfer or auto)");
+  if (p.N > 1 && p.s.strategy == models::Strategy::kRowStream)
+    throw InputError(no + "row-stream pushes rows from dcpsim's attention kernel, which reads no fp8 KV");
+  if (p.out != ops::Elem::kBF16)
+    throw InputError(no + kernels + " write bf16 output, not --out-dtype " +
+                     std::string(models::to_string(p.s.out_dtype)));
+  g.bf16 = true;  // the query is bf16 beside an fp8 cache
+  if (const std::string why = flashinfer_unsupported(g); !why.empty())
+    throw InputError(no + "needs " + kernels + ": " + why);
+  const auto geometry = p.mla ? ops::Geometry::kMla576 : ops::Geometry::kGqa128;
+  std::vector<int> devices = c.devices;
+  if (devices.empty() || c.mode == ProcessMode::kMpi) devices = {0};
+  const int visible = device_count();
+  for (int d : devices) {
+    if (d < 0 || d >= visible || ops::flashinfer_runs_on(geometry, d))
+      continue;  // the runner reports bad ids
+    const DeviceInfo info = device_info(d);
+    throw InputError(no + "device " + std::to_string(d) + " (" + info.name + ", sm_" +
+                     std::to_string(info.cc_major) + std::to_string(info.cc_minor) + ") is not a GPU " +
+                     kernels + " run on");
+  }
+  return AttentionImpl::kFlashInfer;
+}
+
 // FlashInfer where it runs this geometry on the run's devices (auto), or as asked; a fallback says why once.
 AttentionImpl resolve_attention(const RunConfig& c, const StepPlan& p) {
   const FlashInferGeometry g{
       p.H, p.Hkv, p.Dqk, p.D, p.in == ops::Elem::kBF16 && p.out == ops::Elem::kBF16, c.row_stamps};
   std::string notice;
+  if (p.kv_fp8) return fp8_kv_attention(c, p, g);
   if (p.N > 1 && p.s.strategy == models::Strategy::kRowStream) {
     // FlashInfer's kernels have no epilogue to push rows from, and a push after them was tried: at N = 8,
     // B = 64, H = 128 its Hopper MLA kernel did not finish beside the owners' spinning combines
@@ -120,14 +154,12 @@ StepPlan make_plan(const RunConfig& c) {
   if (s.kv_dtype == models::DType::kF32 || s.kv_dtype == models::DType::kF64)
     throw InputError("--kv-dtype " + std::string(models::to_string(s.kv_dtype)) +
                      ": the hw kernels take bf16 or fp16 inputs");
-  if (s.kv_dtype == models::DType::kFP8E4M3)
-    throw InputError(
-        "--kv-dtype fp8: the runner's attention takes a bf16 or fp16 KV cache (FlashInfer 0.7.2 has "
-        "FP8-KV MLA for Hopper and FP8-KV GQA decode, not instantiated here yet); `simulate` prices "
-        "an fp8 cache");
   if (s.out_dtype == models::DType::kF64)
     throw InputError("--out-dtype fp64: the hw kernels write bf16, fp16 or fp32");
-  p.in = ops::elem_of(s.kv_dtype);
+  // An fp8 KV cache: e4m3 K/V with a per-tensor scale, the query bf16 (vLLM's --kv-cache-dtype fp8).
+  p.kv_fp8 = s.kv_dtype == models::DType::kFP8E4M3;
+  p.kv_scale = static_cast<float>(kFp8KvScale);
+  p.in = p.kv_fp8 ? ops::Elem::kBF16 : ops::elem_of(s.kv_dtype);
   p.out = ops::elem_of(s.out_dtype);
   const HwStrategy& strategy = hw_strategy(s.strategy);  // InputError for a simulator-only strategy
   if (c.reps < 1 || c.warmup < 0) throw InputError("--reps must be >= 1 and --warmup >= 0");

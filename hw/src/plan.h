@@ -37,14 +37,19 @@ struct StepPlan {
   bool mla = false;
   bool gather_q = false;    // the query all-gather runs (needs N | H)
   bool row_stamps = false;  // per-row stamps (--row-stamps; always for row-stream, whose figures they are)
-  AttentionImpl attention = AttentionImpl::kDcpsim;  // resolved: kFlashInfer or kDcpsim
-  ops::Elem in = ops::Elem::kBF16, out = ops::Elem::kBF16;
+  AttentionImpl attention = AttentionImpl::kDcpsim;         // resolved: kFlashInfer or kDcpsim
+  ops::Elem in = ops::Elem::kBF16, out = ops::Elem::kBF16;  // in: Q and K/V (Q only with kv_fp8)
+  // An fp8 e4m3 KV cache (--kv-dtype fp8): K/V stored as e4m3(value / kv_scale), one per-tensor scale, a
+  // power of two chosen so the generator's largest value lands just inside e4m3's range (kFp8KvScale).
+  bool kv_fp8 = false;
+  float kv_scale = 1.f;
   std::vector<Phase> phases;
   std::vector<std::int64_t> contexts;         // per row incl. padding rows (context 0)
   std::vector<std::int64_t> global_row_base;  // Σ of earlier rows' contexts (the generator's token index)
   std::uint64_t seed = 1;
 
   int valid_rows() const { return B; }
+  std::size_t kv_elem_bytes() const { return kv_fp8 ? 1 : ops::elem_bytes(in); }
   std::int64_t local_len(int row, int rank) const;
   // Generator streams and element indices (see fill_hash.h): every value is value(stream, index) rounded to
   // `in`.
@@ -66,5 +71,9 @@ StepPlan make_plan(const RunConfig& config);
 
 // Amplitude of the uniform inputs: [-√3, √3), unit variance.
 inline constexpr double kInputAmplitude = 1.7320508075688772;
+// The fp8 KV cache's per-tensor scale: 2^-8, so the largest input (kInputAmplitude) is 443 in e4m3 units (of
+// 448), as a calibrated scale (amax / 448) would place it, and a power of two, so FlashInfer's bf16
+// dequantization (scale × e4m3) is exact.
+inline constexpr double kFp8KvScale = 1.0 / 256.0;
 
 }  // namespace dcpsim::hw

@@ -72,9 +72,11 @@ void fill_inputs(const StepPlan& p, RankState& r) {
                            p.gather_q ? r.rank * q_count : 0, r.stream);
   if (p.gather_q) r.q_all = DeviceBuffer(q_count * p.N * ib);
 
-  r.k = DeviceBuffer(std::max<std::int64_t>(total, 1) * p.k_width() * ib);
+  const std::size_t kvb = p.kv_elem_bytes();
+  r.k = DeviceBuffer(std::max<std::int64_t>(total, 1) * p.k_width() * kvb);
   ops::KvFillArgs f;
   f.elem = p.in;
+  f.fp8_scale = p.kv_fp8 ? p.kv_scale : 0.f;
   f.rows = p.rows_total;
   f.local_offset = r.kv_offset.as<std::int64_t>();
   f.global_base = r.global_base.as<std::int64_t>();
@@ -89,7 +91,7 @@ void fill_inputs(const StepPlan& p, RankState& r) {
   f.seed = p.k_stream();
   ops::launch_fill_kv_shard(f, r.stream);
   if (!p.mla) {
-    r.v = DeviceBuffer(std::max<std::int64_t>(total, 1) * p.v_width() * ib);
+    r.v = DeviceBuffer(std::max<std::int64_t>(total, 1) * p.v_width() * kvb);
     f.ptr = r.v.get();
     f.width = static_cast<int>(p.v_width());
     f.seed = p.v_stream();

@@ -22,6 +22,8 @@ ops::AttentionArgs attention_args(const StepPlan& p, RankState& r) {
   a.geometry = p.mla ? ops::Geometry::kMla576 : ops::Geometry::kGqa128;
   a.in = p.in;
   a.out = p.out;
+  a.kv_fp8 = p.kv_fp8;
+  a.kv_scale = p.kv_scale;
   a.rows = p.rows_total;
   a.valid_rows = p.B;
   a.heads = p.H;

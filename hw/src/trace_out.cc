@@ -1,6 +1,7 @@
 #include "trace_out.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -84,8 +85,7 @@ std::vector<double> per_rep(const StepPlan& p, const RunConfig& c, const Samples
 std::int64_t kv_bytes(const StepPlan& p, int rank) {
   std::int64_t tokens = 0;
   for (int b = 0; b < p.B; ++b) tokens += p.local_len(b, rank);
-  return tokens * (p.k_width() + (p.mla ? 0 : p.v_width())) *
-         static_cast<std::int64_t>(ops::elem_bytes(p.in));
+  return tokens * (p.k_width() + (p.mla ? 0 : p.v_width())) * static_cast<std::int64_t>(p.kv_elem_bytes());
 }
 
 std::int64_t phase_bytes(const StepPlan& p, Phase ph, int rank) {
@@ -271,6 +271,11 @@ void emit_section(traces::TraceSink& sink, const StepPlan& p, const RunConfig& c
         "ranks run concurrently on their own streams (attention in row chunks interleaved over the ranks, "
         "each owner's combine beside it); events are placed on the GPU timeline";
   params["attention"] = attention_impl_name(p.attention);  // which local-attention kernels ran
+  if (p.kv_fp8) {  // the scenario's kv_dtype says fp8; how the values were quantized
+    char scale[32];
+    std::snprintf(scale, sizeof scale, "%.9g", p.kv_scale);
+    params["kv_cache"] = std::string("fp8 e4m3, one per-tensor scale ") + scale + " for K and V; query bf16";
+  }
   // What the phase figures were measured with: "cupti" (the GPU timeline), "cuda-events" (events around each
   // phase; short phases read long), "step" (only each rank's whole step).
   params["timing"] = timing_name(s.timing);
