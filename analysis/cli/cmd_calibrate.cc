@@ -11,6 +11,7 @@
 #include "dcpsim/analysis/io_inputs.h"
 #include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/analysis/scenario_flags.h"
+#include "dcpsim/analysis/stale_calibration.h"
 #include "dcpsim/dates.h"
 #include "dcpsim/error.h"
 #include "dcpsim/traces/output_file.h"
@@ -89,6 +90,24 @@ void print_result(const analysis::CalibrationResult& r, const std::string& out) 
   std::cout << "wrote " << out << " and " << analysis::calibration_sidecar(out).string() << "\n";
 }
 
+// The table files a fit priced from (the base profile's kernel and communication tables, found next to a
+// profile file; a built-in's are compiled in and not listed), hashed into the sidecar so that a later change
+// to one marks the calibration stale (stale_calibration.h).
+nlohmann::json fitted_on(const std::string& profile, const models::HardwareProfile& base) {
+  std::error_code ec;
+  const std::filesystem::path file(profile);
+  std::vector<std::filesystem::path> files;
+  auto add = [&](const std::string& origin) {
+    const std::filesystem::path p = file.parent_path() / origin;
+    if (!origin.empty() && std::filesystem::is_regular_file(p, ec)) files.push_back(p);
+  };
+  if (std::filesystem::is_regular_file(file, ec)) {
+    for (const models::KernelTables& t : base.tables) add(t.origin);
+    for (const models::CommTables& t : base.comm_tables) add(t.origin);
+  }
+  return analysis::fitted_on_json(files);
+}
+
 // --comm-tables: the collective numbers fitted to measured nccl-tests tables (analysis/calibrate_comm.h).
 void run_comm(const CalibrateArgs& a) {
   if (!a.measured.empty()) {
@@ -126,6 +145,7 @@ void run_comm(const CalibrateArgs& a) {
   for (const std::string& m : a.hold_out_comm) prov.holdout_traces.emplace_back(m);
   prov.date = a.date;
   prov.name = a.name;
+  prov.extra["fitted_on"] = fitted_on(a.profile, base);
   analysis::stamp_sources(result, prov);
   for (models::KernelTables& t : result.profile.tables) t.origin.clear();
   for (models::CommTables& t : result.profile.comm_tables) t.origin.clear();
@@ -188,6 +208,7 @@ void run(const CalibrateArgs& a) {
   for (const auto& t : held_traces) prov.headers.push_back(t.header);
   prov.date = a.date;
   prov.name = a.name;
+  prov.extra["fitted_on"] = fitted_on(a.profile, base);
   analysis::stamp_sources(result, prov);
   // The calibrated profile is written elsewhere than its base: carry the base's kernel tables inline so that
   // it does not depend on relative paths (the fit priced the kernels they cover from them).

@@ -62,9 +62,10 @@ void add_plan_command(CLI::App& app) {
          "--concurrency", o.concurrency,
          "requests per replica to try (list or range); each layout also tries its KV-limited maximum")
       ->capture_default_str();
-  cmd->add_option("--pipeline-parallel-size,--pp", o.pp,
-                  "pipeline stages to consider (a list, e.g. 1,2): a replica is TP x PP GPUs, PP micro-batches "
-                  "in flight")
+  cmd->add_option(
+         "--pipeline-parallel-size,--pp", o.pp,
+         "pipeline stages to consider (a list, e.g. 1,2): a replica is TP x PP GPUs, PP micro-batches "
+         "in flight")
       ->capture_default_str();
   cmd->add_option("--kv-dtype", o.kv_dtype, "KV-cache type: bf16, fp16, fp8 (default: the model's)");
   cmd->add_option("--strategy", o.strategies, "merge strategies for DCP > 1: a list or all")

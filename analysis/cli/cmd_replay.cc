@@ -149,9 +149,8 @@ void replay_requests(const ReplayArgs& a, const models::HardwareProfile& profile
   analysis::ReplayConfig c;
   const std::vector<models::Strategy> requested = analysis::parse_strategy_list(a.strategies, "strategy");
   analysis::ScenarioFlags flags = a.geometry;
-  const analysis::LayoutQuery query =
-      analysis::LayoutQuery::of(analysis::model_of(flags), profile, a.whole.gpu_memory_utilization,
-                                a.whole.pp);
+  const analysis::LayoutQuery query = analysis::LayoutQuery::of(analysis::model_of(flags), profile,
+                                                                a.whole.gpu_memory_utilization, a.whole.pp);
   const analysis::LayoutChoice tp = analysis::resolve_tp(flags, query);
   flags.batch = "1";
   flags.context = "1";

@@ -107,10 +107,11 @@ std::string whole_step_text(const analysis::WholeModel& m, const sim::StepResult
                 m.non_attention_basis().c_str());
   std::string out = line;
   if (m.pp() > 1) {
-    std::snprintf(line, sizeof line,
-                  "    pipeline: PP %d, %d micro-batches of %d requests in flight (%d in all); the step includes "
-                  "%.1f us of stage sends\n",
-                  m.pp(), m.pp(), rows, rows * m.pp(), m.stage_sends_s(rows) * 1e6);
+    std::snprintf(
+        line, sizeof line,
+        "    pipeline: PP %d, %d micro-batches of %d requests in flight (%d in all); the step includes "
+        "%.1f us of stage sends\n",
+        m.pp(), m.pp(), rows, rows * m.pp(), m.stage_sends_s(rows) * 1e6);
     out += line;
   }
   return out;

@@ -171,13 +171,13 @@ BaselineFit fit_baseline(const models::ModelPreset& model, const models::Hardwar
   std::tie(fit.fixed_s, fit.per_row_s) = line_fit(rows, fit.remainder_s);
   char b[320];
   const bool slope = std::any_of(rows.begin(), rows.end(), [&](double r) { return r != rows.front(); });
-  std::snprintf(b, sizeof b,
-                "%zu baseline point%s (%s): remainder beyond the modelled ops %+.1f us%s", points.size(),
-                points.size() == 1 ? "" : "s",
-                std::any_of(points.begin(), points.end(), [](const BaselinePoint& p) { return !p.trace.empty(); })
-                    ? "measured: TPOT or an engine trace"
-                    : "measured TPOT",
-                fit.fixed_s * 1e6, slope ? "" : " per step");
+  std::snprintf(
+      b, sizeof b, "%zu baseline point%s (%s): remainder beyond the modelled ops %+.1f us%s", points.size(),
+      points.size() == 1 ? "" : "s",
+      std::any_of(points.begin(), points.end(), [](const BaselinePoint& p) { return !p.trace.empty(); })
+          ? "measured: TPOT or an engine trace"
+          : "measured TPOT",
+      fit.fixed_s * 1e6, slope ? "" : " per step");
   fit.basis = b;
   if (slope) {
     std::snprintf(b, sizeof b, " %+.2f us per row per step (fitted)", fit.per_row_s * 1e6);

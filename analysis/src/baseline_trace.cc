@@ -47,7 +47,8 @@ double covered_in(const std::vector<Interval>& u, std::int64_t t0, std::int64_t 
   auto it = std::upper_bound(u.begin(), u.end(), t0,
                              [](std::int64_t t, const Interval& i) { return t < i.second; });
   double sum = 0;
-  for (; it != u.end() && it->first < t1; ++it) sum += double(std::min(t1, it->second) - std::max(t0, it->first));
+  for (; it != u.end() && it->first < t1; ++it)
+    sum += double(std::min(t1, it->second) - std::max(t0, it->first));
   return sum;
 }
 
@@ -80,11 +81,12 @@ bool name_ends_with(const std::string& s, const std::string& tail) {
 
 std::string TraceSteps::text() const {
   char b[512];
-  std::snprintf(b, sizeof b,
-                "%d decode steps (%d attention layers each) in %s: %.3f ms = attention %.3f + DCP merge %.3f + "
-                "other kernels %.3f + GPU idle %.3f ms (medians; step spread %.0f%%)",
-                steps, layers, path.c_str(), period_s * 1e3, attention_s * 1e3, merge_s * 1e3, other_s * 1e3,
-                idle_s * 1e3, 100.0 * period_spread);
+  std::snprintf(
+      b, sizeof b,
+      "%d decode steps (%d attention layers each) in %s: %.3f ms = attention %.3f + DCP merge %.3f + "
+      "other kernels %.3f + GPU idle %.3f ms (medians; step spread %.0f%%)",
+      steps, layers, path.c_str(), period_s * 1e3, attention_s * 1e3, merge_s * 1e3, other_s * 1e3,
+      idle_s * 1e3, 100.0 * period_spread);
   return b;
 }
 
@@ -106,7 +108,8 @@ TraceSteps measure_trace_steps(const traces::Trace& trace, int layers, const std
     const std::string phase = event_phase(e);
     gpu.push_back({{e.start_ns(), e.end_ns()}, phase == "attention"});
   }
-  std::sort(gpu.begin(), gpu.end(), [](const GpuEvent& a, const GpuEvent& b) { return a.at.first < b.at.first; });
+  std::sort(gpu.begin(), gpu.end(),
+            [](const GpuEvent& a, const GpuEvent& b) { return a.at.first < b.at.first; });
   for (const auto& e : events) {
     if (!gpu_work(e) || e.rank() != rank || event_phase(e).empty()) continue;
     phased_in.push_back({e.start_ns(), e.end_ns()});  // attention and the DCP merge phases
@@ -136,11 +139,11 @@ TraceSteps measure_trace_steps(const traces::Trace& trace, int layers, const std
   out.occurrences = static_cast<int>(occ.size());
   const int n = out.occurrences;
   if (n < 2 * layers + 1) {
-    throw InputError(where + ": " + std::to_string(n) + " attention kernels found; measuring decode steps of " +
-                     std::to_string(layers) + " attention layers needs at least " +
-                     std::to_string(2 * layers + 1) +
-                     " (two whole steps; the importers know vLLM's, FlashInfer's, FlashMLA's and FlashAttention's "
-                     "kernel names, --phase-map on dcpsim import adds others)");
+    throw InputError(
+        where + ": " + std::to_string(n) + " attention kernels found; measuring decode steps of " +
+        std::to_string(layers) + " attention layers needs at least " + std::to_string(2 * layers + 1) +
+        " (two whole steps; the importers know vLLM's, FlashInfer's, FlashMLA's and FlashAttention's "
+        "kernel names, --phase-map on dcpsim import adds others)");
   }
   // The step boundary: the offset whose step starts follow the longest idle stretches.
   int offset = 0;

@@ -147,54 +147,55 @@ PlanResult run_plan(const PlanOptions& o) {
   std::map<std::pair<int, int>, WholeModel> wholes;  // per (TP, PP), anchored on a baseline when given
 
   for (const int pp : pps) {
-  for (const int tp : divisors(o.gpus / pp)) {
-    for (const int dcp : divisors(tp)) {
-      PlanLayout l;
-      l.tp = tp, l.dcp = dcp, l.pp = pp, l.replicas = o.gpus / (tp * pp);
-      try {
-        // layouts.h decides which layouts serving engines run and whether the weights fit.
-        const Layout ev = evaluate_layout(
-            LayoutQuery::of(model, profile, o.whole.gpu_memory_utilization, pp), tp, dcp);
-        if (!ev.valid) throw InputError(ev.invalid_reason);
-        if (!ev.weights_fit) {  // the row says "does not fit: 169.1 GB of weights per GPU exceed ..."
-          std::string why = ev.fit_text();
-          if (why.rfind("does not fit: ", 0) == 0) why.erase(0, 14);
-          throw InputError(why);
-        }
-        if (dcp > domain && !(profile.internode.bandwidth.si() > 0))
-          throw InputError("DCP group beyond one NVLink domain");
-        auto it = wholes.find({tp, pp});
-        if (it == wholes.end()) {
-          WholeModelFlags f = o.whole;
-          f.pp = pp;
-          it = wholes.try_emplace({tp, pp}, model, profile, tp, f).first;
-          try {
-            anchor(it->second, f, kv, layer);
-          } catch (const InputError&) {
-            throw BaselineRejected{std::current_exception()};  // the user's --baseline, not this layout
+    for (const int tp : divisors(o.gpus / pp)) {
+      for (const int dcp : divisors(tp)) {
+        PlanLayout l;
+        l.tp = tp, l.dcp = dcp, l.pp = pp, l.replicas = o.gpus / (tp * pp);
+        try {
+          // layouts.h decides which layouts serving engines run and whether the weights fit.
+          const Layout ev =
+              evaluate_layout(LayoutQuery::of(model, profile, o.whole.gpu_memory_utilization, pp), tp, dcp);
+          if (!ev.valid) throw InputError(ev.invalid_reason);
+          if (!ev.weights_fit) {  // the row says "does not fit: 169.1 GB of weights per GPU exceed ..."
+            std::string why = ev.fit_text();
+            if (why.rfind("does not fit: ", 0) == 0) why.erase(0, 14);
+            throw InputError(why);
           }
+          if (dcp > domain && !(profile.internode.bandwidth.si() > 0))
+            throw InputError("DCP group beyond one NVLink domain");
+          auto it = wholes.find({tp, pp});
+          if (it == wholes.end()) {
+            WholeModelFlags f = o.whole;
+            f.pp = pp;
+            it = wholes.try_emplace({tp, pp}, model, profile, tp, f).first;
+            try {
+              anchor(it->second, f, kv, layer);
+            } catch (const InputError&) {
+              throw BaselineRejected{std::current_exception()};  // the user's --baseline, not this layout
+            }
+          }
+          const WholeModel& w = it->second;
+          l.kv_budget_bytes = w.kv_budget_bytes();
+          const models::Scenario g = layout_scenario(model, dcp, tp, 1, 1, models::Strategy::kAgAr, kv);
+          l.kv_tokens_per_gpu = w.kv_capacity_tokens(g);
+          l.kv_tokens_group = l.kv_tokens_per_gpu * dcp;
+          l.max_concurrency = static_cast<int>(
+              std::min<double>(kMaxConcurrency, std::floor(double(l.kv_tokens_group) / r.mean_context)));
+          l.fits = w.kv_budget_bytes() > 0 && l.max_concurrency >= 1;
+          if (!l.fits)
+            l.why = w.kv_budget_bytes() > 0 ? "KV too small for one request" : "weights do not fit";
+          if (l.fits && r.kv_basis.empty()) {  // the smallest TP that fits: what the table's first rows show
+            r.kv_basis = w.kv_budget_basis();
+            r.basis = w.non_attention_basis();
+          }
+        } catch (const BaselineRejected& b) {
+          std::rethrow_exception(b.error);
+        } catch (const InputError& e) {
+          l.why = e.what();
         }
-        const WholeModel& w = it->second;
-        l.kv_budget_bytes = w.kv_budget_bytes();
-        const models::Scenario g = layout_scenario(model, dcp, tp, 1, 1, models::Strategy::kAgAr, kv);
-        l.kv_tokens_per_gpu = w.kv_capacity_tokens(g);
-        l.kv_tokens_group = l.kv_tokens_per_gpu * dcp;
-        l.max_concurrency = static_cast<int>(
-            std::min<double>(kMaxConcurrency, std::floor(double(l.kv_tokens_group) / r.mean_context)));
-        l.fits = w.kv_budget_bytes() > 0 && l.max_concurrency >= 1;
-        if (!l.fits) l.why = w.kv_budget_bytes() > 0 ? "KV too small for one request" : "weights do not fit";
-        if (l.fits && r.kv_basis.empty()) {  // the smallest TP that fits: what the table's first rows show
-          r.kv_basis = w.kv_budget_basis();
-          r.basis = w.non_attention_basis();
-        }
-      } catch (const BaselineRejected& b) {
-        std::rethrow_exception(b.error);
-      } catch (const InputError& e) {
-        l.why = e.what();
+        r.layouts.push_back(l);
       }
-      r.layouts.push_back(l);
     }
-  }
   }
 
   for (std::size_t li = 0; li < r.layouts.size(); ++li) {

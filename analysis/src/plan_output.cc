@@ -9,7 +9,8 @@ namespace {
 
 std::string layout_text(const PlanLayout& l) {
   return "TP" + std::to_string(l.tp) + (l.pp > 1 ? " PP" + std::to_string(l.pp) : "") +
-         (l.dcp > 1 ? " DCP" + std::to_string(l.dcp) : "") + (l.replicas > 1 ? " x" + std::to_string(l.replicas) : "");
+         (l.dcp > 1 ? " DCP" + std::to_string(l.dcp) : "") +
+         (l.replicas > 1 ? " x" + std::to_string(l.replicas) : "");
 }
 
 std::string strategy_text(const PlanLayout& l, const PlanPoint& p) {
@@ -53,13 +54,13 @@ std::string plan_csv(const PlanResult& r) {
     const PlanPoint& p = r.points[i];
     const PlanLayout& l = r.layouts[p.layout];
     char b[512];
-    std::snprintf(b, sizeof b, "%s,%s,%d,%d,%d,%d,%d,%s,%s,%d,%d,%lld,%lld,%.3f,%.4f,%.4f,%.3f,%.3f,%s,%s,%s\n",
-                  r.model.c_str(), r.profile.c_str(), r.gpus, l.tp, l.dcp, l.pp, l.replicas,
-                  strategy_text(l, p).c_str(), p.research ? "true" : "false", p.concurrency,
-                  l.max_concurrency, static_cast<long long>(l.kv_tokens_per_gpu),
-                  static_cast<long long>(l.kv_tokens_group), p.layer_s * 1e6, p.step_s * 1e3, p.tpot_s * 1e3,
-                  p.user_tps, p.gpu_tps, p.pareto ? "true" : "false", p.meets_slo ? "true" : "false",
-                  int(i) == r.best ? "true" : "false");
+    std::snprintf(
+        b, sizeof b, "%s,%s,%d,%d,%d,%d,%d,%s,%s,%d,%d,%lld,%lld,%.3f,%.4f,%.4f,%.3f,%.3f,%s,%s,%s\n",
+        r.model.c_str(), r.profile.c_str(), r.gpus, l.tp, l.dcp, l.pp, l.replicas,
+        strategy_text(l, p).c_str(), p.research ? "true" : "false", p.concurrency, l.max_concurrency,
+        static_cast<long long>(l.kv_tokens_per_gpu), static_cast<long long>(l.kv_tokens_group),
+        p.layer_s * 1e6, p.step_s * 1e3, p.tpot_s * 1e3, p.user_tps, p.gpu_tps, p.pareto ? "true" : "false",
+        p.meets_slo ? "true" : "false", int(i) == r.best ? "true" : "false");
     out += b;
   }
   return out;

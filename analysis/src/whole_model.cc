@@ -78,10 +78,11 @@ void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& f, bool pipeline) {
   cmd.add_flag(
       "--enable-expert-parallel,--ep", f.expert_parallel,
       "MoE experts whole on each GPU of the TP group (E/TP per GPU) instead of sliced (vLLM's flag)");
-  cmd.add_option("--moe-a2a-backend,--all2all-backend", f.moe_a2a,
-                 "with --enable-expert-parallel, how tokens reach their experts: none (every GPU holds every "
-                 "token, one all-reduce combines: vLLM with DP 1, SGLang's default), all-to-all (NCCL dispatch "
-                 "and combine per MoE layer), deepep-ll (DeepEP's low-latency kernels)")
+  cmd.add_option(
+         "--moe-a2a-backend,--all2all-backend", f.moe_a2a,
+         "with --enable-expert-parallel, how tokens reach their experts: none (every GPU holds every "
+         "token, one all-reduce combines: vLLM with DP 1, SGLang's default), all-to-all (NCCL dispatch "
+         "and combine per MoE layer), deepep-ll (DeepEP's low-latency kernels)")
       ->capture_default_str();
   if (pipeline) {
     cmd.add_option("--pipeline-parallel-size,--pp", f.pp,

@@ -167,9 +167,10 @@ CommTables detail::parse_comm_tables_json(const Json& root, const std::string& w
       if (other.op == t.op && other.dtype == t.dtype && other.in_place == t.in_place &&
           other.graph == t.graph && other.algorithm == t.algorithm && other.protocol == t.protocol &&
           other.implementation == t.implementation)
-        r.fail(path,
-               "duplicate table (the same op, dtype, placement, launch, algorithm, protocol and implementation "
-               "as another)");
+        r.fail(
+            path,
+            "duplicate table (the same op, dtype, placement, launch, algorithm, protocol and implementation "
+            "as another)");
     }
     finalize_comm_table(t, where + ": " + path);
     out.tables.push_back(std::move(t));

@@ -242,13 +242,19 @@ OpPrice stage_send_price(const HardwareProfile& p, const ModelPreset& model, int
   }
   if (!(p.internode.bandwidth.si() > 0))
     throw InputError("pipeline stages across nodes: profile " + p.name + " has no inter-node bandwidth");
+  // The same NCCL send-recv call as inside a domain (its base latency: launch, proxy, handshake), its bytes
+  // over the NIC instead of NVLink.
+  const double call_s = price_collective(p, Collective::kSendRecv, 2, bytes).plan.base_latency_s;
   OpPrice o;
   o.count = 1;
-  o.seconds = p.internode.latency.si() + bytes / p.internode.bandwidth.si() + p.kernel.floor.si();
+  o.seconds = call_s + p.internode.latency.si() + bytes / p.internode.bandwidth.si();
   o.source = OpSource::kAnalytic;
-  char b[96];
-  std::snprintf(b, sizeof b, "pipeline stage send of %.0f B across nodes: NIC latency + bytes / NIC bandwidth",
-                bytes);
+  char b[160];
+  std::snprintf(
+      b, sizeof b,
+      "pipeline stage send of %.0f B across nodes: NCCL send-recv base latency + NIC latency + bytes / "
+      "NIC bandwidth",
+      bytes);
   o.basis = b;
   return o;
 }

@@ -133,10 +133,10 @@ class StepBuilder {
     const bool deepep = s_.moe_comm == MoeComm::kDeepEpLowLatency;
     const std::string impl = deepep ? kDeepEpLowLatency : "";
     const double dispatch_bytes = deepep ? 1.0 + 4.0 / 128.0 : kActivationBytes;  // fp8 + a scale per 128
-    collective("moe dispatch (all-to-all)", layers, Collective::kAllToAll, s_.tp, local * k * h * dispatch_bytes,
-               impl);
-    collective("moe combine (all-to-all)", layers, Collective::kAllToAll, s_.tp, local * k * h * kActivationBytes,
-               impl);
+    collective("moe dispatch (all-to-all)", layers, Collective::kAllToAll, s_.tp,
+               local * k * h * dispatch_bytes, impl);
+    collective("moe combine (all-to-all)", layers, Collective::kAllToAll, s_.tp,
+               local * k * h * kActivationBytes, impl);
     collective("all-gather (MoE out)", layers, Collective::kAllGather, s_.tp, local * h * kActivationBytes);
   }
 

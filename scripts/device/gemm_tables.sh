@@ -17,7 +17,7 @@ if [ -z "${DCPSIM_CUBLASLT:-}" ]; then
     if [ -f "$lib" ]; then export DCPSIM_CUBLASLT=$lib; break; fi
   done
 fi
-echo "cuBLASLt: ${DCPSIM_CUBLASLT:-from the loader's path}"
+echo "cuBLASLt: ${DCPSIM_CUBLASLT:-from the loader path}"
 date=$(date -u +%F)
 timeout 300 "$bin" hw sweep --kernels gemm --out "$out/${gpu}-gemm.json" --reps 20 --warmup 3 --date "$date" \
   2>"$out/gemm-stderr.txt" | tee "$out/gemm.txt"

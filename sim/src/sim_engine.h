@@ -27,6 +27,10 @@ class CompletionListener {
   virtual void on_activity_done(std::intptr_t id) = 0;
 };
 
+// The simulated time one step or collective may take: SimGrid's clock keeps its resolution for 4096 s per
+// process, and no scenario starts within 1024 s of the end of that range.
+constexpr double kStepClockBudget_s = 512.0;
+
 class SimEngine {
  public:
   static SimEngine& instance();

@@ -1,6 +1,7 @@
 #include "dcpsim/sim/simulator.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -51,6 +52,24 @@ void check_memory(const models::Scenario& s) {
 }
 
 namespace {
+
+// A step whose data would take longer on the profile's slowest link than the simulator's clock spans: refused
+// before the run (an absurd bandwidth such as 1 MB/s NVLink; SimGrid otherwise aborts or runs off its clock).
+void check_transfer_time(const models::HardwareProfile& p, const detail::Platform& platform, double bytes,
+                         const std::string& what) {
+  double slowest = std::min(platform.nvlink_bandwidth(), models::peer_store_bandwidth(p));
+  if (platform.internode_bandwidth() > 0) slowest = std::min(slowest, platform.internode_bandwidth());
+  const double seconds = bytes / slowest;
+  if (!(seconds <= detail::kStepClockBudget_s)) {
+    char text[320];
+    std::snprintf(
+        text, sizeof text,
+        "%s moves up to %.3g GB per rank: %.3g s at the profile's slowest link (%.3g GB/s), beyond the "
+        "%.0f s one simulation spans (check the profile's nvlink and network bandwidths)",
+        what.c_str(), bytes / 1e9, seconds, slowest / 1e9, detail::kStepClockBudget_s);
+    throw InputError(text);
+  }
+}
 
 using detail::AttentionOut;
 using detail::NodeId;
@@ -379,6 +398,9 @@ StepResult Simulator::run(const models::Scenario& scenario, const StepInputs& in
   detail::Platform& platform = engine.platform(domain_size(profile_));
   check_group(profile_, platform, scenario.dcp);
   platform.configure(profile_, scenario.dcp);
+  // What one rank may send in a step, generously: its query rows and every output and LSE row, to each peer.
+  const double row_bytes = 4.0 * scenario.heads * (scenario.qk_dim + scenario.head_dim + 1);
+  check_transfer_time(profile_, platform, row_bytes * scenario.rows() * scenario.dcp, "the step");
 
   for (bool pipes : {options_.pipes, false}) {
     StepGraph step(profile_, scenario, platform, options_.peers_in_flight);
@@ -413,6 +435,7 @@ CollectiveRun Simulator::run_collective(models::Collective collective, int ranks
   detail::Platform& platform = engine.platform(domain_size(profile_));
   check_group(profile_, platform, ranks);
   platform.configure(profile_, ranks);
+  check_transfer_time(profile_, platform, 2.0 * bytes_per_rank * ranks, "the collective");
 
   StepGraph step(profile_, s, platform, options_.peers_in_flight);
   step.bundle_flows = bundles(options_, ranks);

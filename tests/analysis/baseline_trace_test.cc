@@ -27,13 +27,13 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 
 json engine_kernel(const std::string& name, double ts, double dur) {
-  return {{"ph", "X"}, {"cat", "kernel"}, {"name", name}, {"ts", ts}, {"dur", dur},
-          {"pid", 0},  {"tid", 7},        {"args", {{"device", 0}, {"stream", 7}}}};
+  return {{"ph", "X"},  {"cat", "kernel"}, {"name", name}, {"ts", ts},
+          {"dur", dur}, {"pid", 0},        {"tid", 7},     {"args", {{"device", 0}, {"stream", 7}}}};
 }
 
 // `steps` decode steps of `layers` layers, as vLLM's CUDA graph runs them: per layer a GEMM (50 us), the MLA
-// attention kernel (20 us) and its split-KV merge (5 us), the TP all-reduce (10 us), the MoE (30 us); then the
-// sampler (15 us) and 400 us of host time before the next step. Per step: attention 75 us, other kernels
+// attention kernel (20 us) and its split-KV merge (5 us), the TP all-reduce (10 us), the MoE (30 us); then
+// the sampler (15 us) and 400 us of host time before the next step. Per step: attention 75 us, other kernels
 // 285 us, idle 400 us, 760 us in all.
 fs::path engine_trace(const fs::path& dir, int layers, int steps) {
   json events = json::array();
@@ -70,7 +70,8 @@ class BaselineTrace : public ::testing::Test {
 
 TEST_F(BaselineTrace, MeasuresTheStepsSplit) {
   const models::ModelPreset ds = models::load_model("deepseek-v3");
-  const models::Scenario s = layout_scenario(ds, 1, 8, 4, 4096, models::Strategy::kAgRs, models::DType::kBF16);
+  const models::Scenario s =
+      layout_scenario(ds, 1, 8, 4, 4096, models::Strategy::kAgRs, models::DType::kBF16);
   const TraceSteps t = baseline_trace_steps(engine_trace(dir_, 3, 6), s, 3);
   EXPECT_EQ(t.layers, 3);
   EXPECT_EQ(t.occurrences, 18);  // the attention kernel and its merge are one occurrence
@@ -89,7 +90,8 @@ TEST_F(BaselineTrace, MeasuresTheStepsSplit) {
 
 TEST_F(BaselineTrace, TracesWithoutDecodeStepsAreRefused) {
   const models::ModelPreset ds = models::load_model("deepseek-v3");
-  const models::Scenario s = layout_scenario(ds, 1, 8, 4, 4096, models::Strategy::kAgRs, models::DType::kBF16);
+  const models::Scenario s =
+      layout_scenario(ds, 1, 8, 4, 4096, models::Strategy::kAgRs, models::DType::kBF16);
   // One step only.
   try {
     baseline_trace_steps(engine_trace(dir_, 3, 1), s, 3);
@@ -108,7 +110,8 @@ TEST_F(BaselineTrace, TracesWithoutDecodeStepsAreRefused) {
   // An Nsight Systems export (5 saxpy kernels, pipit's test data) through the nsys importer.
   if (traces::nsys_import_available()) {
     try {
-      baseline_trace_steps(fs::path(DCPSIM_SOURCE_DIR) / "tests" / "data" / "nsys_saxpy.reduced.sqlite.gz", s, 61);
+      baseline_trace_steps(fs::path(DCPSIM_SOURCE_DIR) / "tests" / "data" / "nsys_saxpy.reduced.sqlite.gz", s,
+                           61);
       ADD_FAILURE() << "no error";
     } catch (const InputError& e) {
       EXPECT_THAT(e.what(), HasSubstr("0 attention kernels found"));

@@ -125,6 +125,11 @@ case("profile launch latency 1e300", SIM + ["--profile", "{d}/p.json"],
 # run, exit 1).
 case("profile nvlink 1 B/s", SIM + ["--profile", "{d}/p.json", "--out", "{d}/o.pb", "--chrome", "{d}/o.json"],
      {"p.json": profile(setp(["nvlink", "measured_bandwidth", "value"], 1e-9))}, outputs=["o.pb", "o.json"])
+# The slowest bandwidth a profile may hold (1 MB/s) with a step whose data would take longer than one simulation
+# spans: refused before the run (SimGrid aborted, or ran off its clock, exit 1).
+case("profile nvlink 1 MB/s long step", ["simulate", "--batch", "20000", "--context", "1k", "--strategy", "direct",
+     "--profile", "{d}/p.json", "--out", "{d}/o.pb"],
+     {"p.json": profile(setp(["nvlink", "measured_bandwidth", "value"], 1e-3))}, outputs=["o.pb"])
 # The scan plot's slice is checked before the scan runs.
 case("scan --at without --plot", ["scan", "--dcp", "2", "--batch", "1", "--context", "1k", "--at", "batch=1", "--out",
      "{d}/o.csv"], outputs=["o.csv"])

@@ -81,9 +81,14 @@ TEST(Profile, KeyNumbersMatchTheStartingFacts) {
               ::testing::HasSubstr("h100-sxm-nccl.json"));
   EXPECT_GT(nccl_latency(h200, Algorithm::kRing, Protocol::kLL).base_latency.si(), 3e-6);
   EXPECT_LT(nccl_latency(h200, Algorithm::kRing, Protocol::kLL).base_latency.si(), 10e-6);
-  ASSERT_EQ(h200.comm_tables.size(), 1u);
-  EXPECT_FALSE(h200.comm_tables[0].borrowed.empty());
-  EXPECT_EQ(h200.comm_tables[0].provenance.device, "NVIDIA H100 80GB HBM3");
+  // Two borrowed H100 tables: nccl-tests (NCCL's collectives) and vLLM's custom all-reduce.
+  ASSERT_EQ(h200.comm_tables.size(), 2u);
+  for (const CommTables& t : h200.comm_tables) {
+    EXPECT_FALSE(t.borrowed.empty());
+    EXPECT_THAT(t.provenance.device, ::testing::HasSubstr("H100"));
+  }
+  EXPECT_EQ(h200.comm_tables[0].tables[0].implementation, "");
+  EXPECT_EQ(h200.comm_tables[1].tables[0].implementation, "vllm-custom");
   const HardwareProfile nvl72 = load_profile("gb200-nvl72");
   EXPECT_EQ(nvl72.topology.gpus_per_nvlink_domain.si(), 72);
   EXPECT_EQ(nvl72.topology.gpus_per_node.si(), 4);

@@ -18,6 +18,9 @@ int main() {
   p.nccl.p2p_base_latency = {6, models::Unit::kMicroseconds, "example"};
   p.nccl.protocol_efficiency[static_cast<int>(models::Protocol::kSimple)] = {1, models::Unit::kRatio,
                                                                              "example"};
+  // NCCL's model alone: no measured tables, one p2p base latency for every protocol.
+  p.comm_tables.clear();
+  p.nccl.p2p_simple_base_latency.reset();
 
   sim::SimOptions options;
   options.collective.protocol = models::Protocol::kSimple;

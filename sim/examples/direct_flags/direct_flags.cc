@@ -25,6 +25,11 @@ int main() {
   p.signal.flag_write_latency = {1, models::Unit::kMicroseconds, "example"};
   p.signal.poll_interval = {2, models::Unit::kMicroseconds, "example"};
   p.launch.dependent_gap = {0.1, models::Unit::kMicroseconds, "example"};
+  // The stores run at the link's bandwidth and the ranks enter together: no separate peer-store bandwidth, no
+  // arrival skew, no in-step term (the profile's numbers fitted on real two-GPU steps).
+  p.nvlink.store_bandwidth.reset();
+  p.nccl.arrival_skew_graph.reset();
+  p.nccl.in_step_graph.reset();
 
   models::Scenario s;
   s.dcp = 4;

@@ -50,13 +50,13 @@ void guard_baseline_traces(IoGuard& io, const WholeModelFlags& flags);
 
 struct BaselineFit {
   std::vector<BaselinePoint> points;
-  std::vector<double> measured_step_s;    // per point: tpot × accept length
-  std::vector<double> attention_s;        // per point: the simulated attention layers (and the draft's)
-  std::vector<double> modelled_rest_s;    // per point: the op model's non-attention part (no overhead)
-  std::vector<double> remainder_s;        // per point: measured − attention − modelled rest
+  std::vector<double> measured_step_s;  // per point: tpot × accept length
+  std::vector<double> attention_s;      // per point: the simulated attention layers (and the draft's)
+  std::vector<double> modelled_rest_s;  // per point: the op model's non-attention part (no overhead)
+  std::vector<double> remainder_s;      // per point: measured − attention − modelled rest
   std::vector<std::optional<TraceSteps>> traces;  // per point: its trace's steps (trace points only)
-  double fixed_s = 0.0, per_row_s = 0.0;  // remainder(rows) = fixed + per_row × rows
-  std::string basis;                      // one line for the output
+  double fixed_s = 0.0, per_row_s = 0.0;          // remainder(rows) = fixed + per_row × rows
+  std::string basis;                              // one line for the output
 };
 
 // The simulated attention layer (one layer's step time) of a scenario, as the command prices it.

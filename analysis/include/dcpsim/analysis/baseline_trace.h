@@ -1,10 +1,10 @@
 #pragma once
 // A baseline from the user's own profiler trace of their serving engine: a Kineto (PyTorch profiler) JSON, an
 // Nsight Systems SQLite export or an already imported dcpsim trace of one GPU decoding. The importers
-// (traces/import_kineto.h, import_nsys.h) mark each kernel with its step phase: attention (vLLM's, FlashInfer's,
-// FlashMLA's, FlashAttention's kernel names), the DCP merge phases (the correction kernel, the query and LSE
-// all-gathers, the output collectives, sized against the stated layout), and every other kernel — the
-// projections, MoE, TP all-reduces, norms, sampler — is the step's non-attention time.
+// (traces/import_kineto.h, import_nsys.h) mark each kernel with its step phase: attention (vLLM's,
+// FlashInfer's, FlashMLA's, FlashAttention's kernel names), the DCP merge phases (the correction kernel, the
+// query and LSE all-gathers, the output collectives, sized against the stated layout), and every other kernel
+// — the projections, MoE, TP all-reduces, norms, sampler — is the step's non-attention time.
 //
 // Steps: the attention occurrences (an attention kernel and its split-KV combine are one) come `layers` to a
 // decode step; the step boundary is put where the GPU idles longest between layers (the host's scheduling,

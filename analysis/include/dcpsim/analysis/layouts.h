@@ -5,8 +5,8 @@
 //   Layouts. A TP×DCP pair is a layout serving engines run when the DCP group is part of the tensor-parallel
 //   group — vLLM checks TP ≥ DCP and TP % DCP == 0 (SGLang the same) — and the model's heads split over it
 //   (models::rank_geometry). With pipeline parallelism (PP stages, vLLM's -pp) a replica is TP × PP GPUs and
-//   each GPU holds its stage's layers. Its weights fit when the weights one GPU holds at the weight dtype (the
-//   preset's, or an override such as `--weight-dtype`) are at most HBM × gpu-memory-utilization, vLLM's
+//   each GPU holds its stage's layers. Its weights fit when the weights one GPU holds at the weight dtype
+//   (the preset's, or an override such as `--weight-dtype`) are at most HBM × gpu-memory-utilization, vLLM's
 //   accounting of the memory weights and KV share. A layout whose weights do not fit is shown as "does not
 //   fit" and never ranked.
 //

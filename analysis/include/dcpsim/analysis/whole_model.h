@@ -52,7 +52,8 @@ struct WholeModelFlags {
 };
 
 // --layers, --non-attention-us, --non-attention-us-per-token, --weight-reserve-gib, --gpu-memory-utilization,
-// --weight-dtype, --enable-expert-parallel, --moe-a2a-backend, --pipeline-parallel-size, --spec-tokens, --accept-length, --activation-reserve-gib,
+// --weight-dtype, --enable-expert-parallel, --moe-a2a-backend, --pipeline-parallel-size, --spec-tokens,
+// --accept-length, --activation-reserve-gib,
 // --runtime-reserve-gib, --max-num-batched-tokens, --step-overhead-us, --baseline.
 // `pipeline` false leaves --pipeline-parallel-size to the command (plan takes a list).
 void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& flags, bool pipeline = true);

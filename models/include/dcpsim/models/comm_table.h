@@ -49,9 +49,9 @@ struct CommTable {
   std::string algorithm;  // NCCL_ALGO the run forced ("" = NCCL's own choice)
   std::string protocol;   // NCCL_PROTO the run forced ("" = NCCL's own choice)
   // Which library ran the op: "" = NCCL (nccl-tests); otherwise a framework's own kernel, e.g. "vllm-custom"
-  // (vLLM's custom all-reduce: one-shot below its size switch, two-shot above, in one NVLink domain of at most
-  // 8 GPUs) or "deepep-ll" (DeepEP's low-latency dispatch/combine). Only queries for the same implementation
-  // match.
+  // (vLLM's custom all-reduce: one-shot below its size switch, two-shot above, in one NVLink domain of at
+  // most 8 GPUs) or "deepep-ll" (DeepEP's low-latency dispatch/combine). Only queries for the same
+  // implementation match.
   std::string implementation;
   std::vector<CommPoint> points;
   bool operator==(const CommTable&) const = default;
@@ -102,7 +102,7 @@ struct CommQuery {
   bool graph = false;     // preferred launch (nccl-tests -G or not)
   std::string algorithm;  // forced NCCL_ALGO ("" = NCCL's choice): only tables run the same way match
   std::string protocol;
-  bool extrapolate = true;  // anchor the model to the nearest measured point outside the table (see below)
+  bool extrapolate = true;     // anchor the model to the nearest measured point outside the table (see below)
   std::string implementation;  // "" = NCCL: only tables of the same implementation match
 };
 

@@ -99,6 +99,7 @@ inline constexpr double kCustomAllReduceMaxBytes = 8.0 * 1024 * 1024;
 // The hidden states a pipeline stage sends to the next one per decode step (hidden states and the residual,
 // bf16, for `tokens` tokens): one send over NVLink when both stages sit in one NVLink domain (`same_domain`),
 // else over the inter-node network.
-OpPrice stage_send_price(const HardwareProfile& profile, const ModelPreset& model, int tokens, bool same_domain);
+OpPrice stage_send_price(const HardwareProfile& profile, const ModelPreset& model, int tokens,
+                         bool same_domain);
 
 }  // namespace dcpsim::models
