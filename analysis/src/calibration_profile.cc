@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "dcpsim/analysis/calibration_run.h"
@@ -211,13 +212,22 @@ models::HardwareProfile assemble_profile(const models::HardwareProfile& base, co
                                    device.name + ", dcpsim hw calibrate " + device.date);
   notes.push_back(std::string("gpu: ") + std::to_string(device.sm_count) + " SMs, L2 " +
                   std::to_string(device.l2_bytes >> 20) + " MiB, copy " + bw + " TB/s");
-  // The tables, by the file name beside the profile.
+  // The tables, by the file name beside the profile, then the base's files of kernels none of them measures
+  // (the published op tables of the step around attention: GEMMs, MoE, norms), kept as the base lists them.
+  std::vector<models::KernelTables> base_tables = std::move(p.tables);
   p.tables.clear();
+  std::set<models::TableKernel> measured;
   for (const CalibrationStage& s : plan.stages) {
     if (s.kind != StageKind::kTables || !s.family.listed) continue;
     models::KernelTables t = models::load_kernel_tables(paths.table(s.family.name));
     t.origin = paths.table_file(s.family.name);
+    for (const models::KernelTable& k : t.tables) measured.insert(k.kernel);
     p.tables.push_back(std::move(t));
+  }
+  for (models::KernelTables& t : base_tables) {
+    const bool other = std::none_of(t.tables.begin(), t.tables.end(),
+                                    [&](const models::KernelTable& k) { return measured.count(k.kernel) > 0; });
+    if (other && !t.origin.empty()) p.tables.push_back(std::move(t));
   }
   // Launch gaps and the query repack off the fit set's GPU timelines.
   std::vector<std::filesystem::path> fit_traces;

@@ -38,7 +38,10 @@ std::string device_mismatch(const models::HardwareProfile& profile,
   for (const MeasuredTrace& t : traces) {
     bool other = false;
     for (const auto& d : t.header.devices()) {
-      if (d.name().empty() || same_gpu(d.name(), profile.gpu.name)) continue;
+      // The profile's GPU by its name or any name the devices report for it (gpu.devices).
+      const bool listed = std::any_of(profile.gpu.devices.begin(), profile.gpu.devices.end(),
+                                      [&](const std::string& n) { return same_gpu(d.name(), n); });
+      if (d.name().empty() || listed || same_gpu(d.name(), profile.gpu.name)) continue;
       devices.insert(d.name());
       other = true;
     }

@@ -105,6 +105,15 @@ TEST(Consistency, TracesOfAnotherGpuAreNamed) {
   const std::string line = device_mismatch(models::load_profile("h100-sxm"), {h200, unnamed});
   EXPECT_NE(line.find("1 trace(s) (a.pb) measured on \"NVIDIA H200\""), std::string::npos) << line;
   EXPECT_EQ(device_mismatch(models::load_profile("h200-sxm"), {h200, unnamed}), "");
+  // A name the profile lists in gpu.devices (what the device reports) is the profile's GPU.
+  MeasuredTrace h100;
+  h100.path = "b.pb";
+  h100.header.add_devices()->set_name("NVIDIA H100 80GB HBM3");
+  models::HardwareProfile h100_sxm = models::load_profile("h100-sxm");
+  h100_sxm.gpu.devices = {"NVIDIA H100 80GB HBM3"};
+  EXPECT_EQ(device_mismatch(h100_sxm, {h100}), "");
+  h100_sxm.gpu.devices.clear();
+  EXPECT_NE(device_mismatch(h100_sxm, {h100}), "");
 }
 
 }  // namespace

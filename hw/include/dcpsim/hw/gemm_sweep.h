@@ -3,11 +3,13 @@
 // (models/step_ops.h) timed on the GPU through cuBLASLt, BF16 and FP8 (e4m3 with per-tensor scales; Hopper
 // and later), over a full m × n × k grid, written as `gemm` kernel tables (keys "bf16", "fp8") that a profile
 // carries ahead of the published ones. out[m][n] = in[m][k] · W[k][n]: the weights W are [n][k] (a Linear
-// layer's), the activations [m][k], the output bf16 [m][n]. Each point is `reps` back-to-back calls between
-// two CUDA events, each call on another copy of the weights (up to 1024 copies, to exceed twice the L2, as a
-// step's layers stream theirs from HBM), the total over reps: the pace of a CUDA graph's chained GEMMs, with
-// no event overhead per call. cuBLASLt is loaded at run time (libcublasLt.so.13 or .12, from the loader's
-// path, /usr/local/cuda/lib64 or $DCPSIM_CUBLASLT), so the carried binary needs no extra library to start.
+// layer's), the activations [m][k], the output bf16 [m][n]. Each point is `reps` calls captured in one CUDA
+// graph and timed between two CUDA events, each call on another copy of the weights (up to 1024 copies, to
+// exceed twice the L2, as a step's layers stream theirs from HBM), the total over reps: the pace of a CUDA
+// graph's chained GEMMs, with no host issue or event overhead per call (plain stream launches measured the
+// host's issue rate instead: ~9 us per small GEMM on an H100). FP8 rows are padded to a multiple of 16.
+// cuBLASLt is loaded at run time (libcublasLt.so.13 or .12, from the loader's path, /usr/local/cuda/lib64 or
+// $DCPSIM_CUBLASLT), so the carried binary needs no extra library to start.
 #include <cstdint>
 #include <functional>
 #include <string>
