@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "dcpsim/analysis/calibrate.h"
 #include "dcpsim/analysis/fit_params.h"
@@ -95,7 +96,12 @@ void fit_stage(const models::HardwareProfile& base, const DeviceRecord& device, 
   prov.date = date;
   prov.name = o.name.empty() ? paths.stem : o.name;
   std::vector<std::filesystem::path> tables;
-  for (const models::KernelTables& t : p0.tables) tables.emplace_back(paths.dir + t.origin);
+  // The tables the command wrote, and those of the base it kept where they are files (a built-in's embedded
+  // op tables are not, and the kernels' hash covers none of them).
+  for (const models::KernelTables& t : p0.tables) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(paths.dir + t.origin, ec)) tables.emplace_back(paths.dir + t.origin);
+  }
   prov.extra["calibrate"] = {{"plan", plan.fingerprint()},
                              {"command", o.command},
                              {"device", device_json(device)},

@@ -225,8 +225,9 @@ models::HardwareProfile assemble_profile(const models::HardwareProfile& base, co
     p.tables.push_back(std::move(t));
   }
   for (models::KernelTables& t : base_tables) {
-    const bool other = std::none_of(t.tables.begin(), t.tables.end(),
-                                    [&](const models::KernelTable& k) { return measured.count(k.kernel) > 0; });
+    const bool other = std::none_of(t.tables.begin(), t.tables.end(), [&](const models::KernelTable& k) {
+      return measured.count(k.kernel) > 0;
+    });
     if (other && !t.origin.empty()) p.tables.push_back(std::move(t));
   }
   // Launch gaps and the query repack off the fit set's GPU timelines.

@@ -98,9 +98,16 @@ std::optional<CommTableHit> anchored_hit(const CommTable& t, const CommQuery& q,
   if (best == nullptr || !guide) return std::nullopt;
   const double at = guide(best->gpus, best->size_bytes), g = guide(q.gpus, q.size_bytes);
   if (!(at > 0 && g > 0)) return std::nullopt;
+  // A table more than kMaxAnchorRatio away from the model at its own point describes something the model does
+  // not (another fabric, a broken run, a table of another GPU): carrying that factor elsewhere would price
+  // nonsense (a 1-byte point at 0.1 us on 2^20 GPUs made links a million times faster and crashed the
+  // simulator), so the model stands alone there.
+  constexpr double kMaxAnchorRatio = 10;
+  const double ratio = best->time_us * 1e-6 / at;
+  if (!(ratio >= 1 / kMaxAnchorRatio && ratio <= kMaxAnchorRatio)) return std::nullopt;
   CommTableHit hit;
   hit.table = &t;
-  hit.time_s = g * best->time_us * 1e-6 / at;
+  hit.time_s = g * ratio;
   hit.extrapolated = true;
   return hit;
 }

@@ -76,6 +76,12 @@ std::string format_summary(const StepResult& r) {
                 ? " -- analytic figures are outside the profile's measured tables (extrapolated)\n"
                 : "\n");
   }
+  if (r.scenario.kv_dtype == models::DType::kFP8E4M3) {
+    out +=
+        "  fp8 KV cache: attention modelled as its kernel reading 1-byte KV (no fp8-KV table); FlashInfer "
+        "0.7.2's fp8-KV kernels measured 1.2-3.2x slower than bf16 on an H100, so this attention is "
+        "optimistic on Hopper (docs/VALIDATION.md)\n";
+  }
   out += "\n  phase (us over ranks)      min     median        max\n";
   for (const auto& [name, durations] : phase_durations(r)) {
     const Spread s = spread(durations);

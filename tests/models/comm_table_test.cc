@@ -129,6 +129,21 @@ TEST(CommTables, OutsideTheTableTheModelIsAnchoredAndMarked) {
   // A larger group: anchored at 8 GPUs.
   const auto sixteen = lookup_comm_time(files, query(16, 4096), guide);
   ASSERT_TRUE(sixteen && sixteen->extrapolated);
+  // A table ten times or more away from the model at its own point anchors nothing: the model stands alone.
+  for (const double factor : {1e-3, 0.05, 20.0, 1e4}) {
+    std::vector<CommTables> far = {small_table()};
+    for (CommTable& t : far[0].tables)
+      for (CommPoint& p : t.points) p.time_us = 1e6 * guide(p.gpus, p.size_bytes) * factor;
+    EXPECT_FALSE(lookup_comm_time(far, query(16, 4096), guide)) << factor;
+  }
+  {
+    std::vector<CommTables> near = {small_table()};
+    for (CommTable& t : near[0].tables)
+      for (CommPoint& p : t.points) p.time_us = 1e6 * guide(p.gpus, p.size_bytes) * 5;
+    const auto hit = lookup_comm_time(near, query(16, 4096), guide);
+    ASSERT_TRUE(hit && hit->extrapolated);
+    EXPECT_NEAR(hit->time_s, 5 * guide(16, 4096), 1e-12);
+  }
   // Without anchoring, or on another layout (two nodes), the table says nothing.
   CommQuery plain = query(8, 4 << 20);
   plain.extrapolate = false;

@@ -51,5 +51,14 @@ TEST(Report, SummaryAndJsonCarryTheResult) {
   }
 }
 
+TEST(Report, AnFp8CacheSaysItsAttentionIsModelled) {
+  models::Scenario s = mla(8, 128, 4, 8192, Strategy::kAgRs);
+  const Simulator sim(builtin("h100-sxm"));
+  EXPECT_EQ(format_summary(sim.run(s)).find("fp8 KV cache"), std::string::npos);
+  s.kv_dtype = models::DType::kFP8E4M3;
+  const std::string text = format_summary(sim.run(s));
+  EXPECT_NE(text.find("fp8 KV cache: attention modelled"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace dcpsim::sim
