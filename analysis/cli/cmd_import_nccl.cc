@@ -14,15 +14,6 @@
 namespace dcpsim::cli {
 namespace {
 
-std::string today_utc() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
-
 // "aic_folder=nccl/2.27.3|nccl/2.29.2" -> ("aic_folder", {"nccl/2.27.3", "nccl/2.29.2"}).
 std::pair<std::string, std::vector<std::string>> parse_where(const std::string& text) {
   const std::size_t eq = text.find('=');

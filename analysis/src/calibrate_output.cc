@@ -8,6 +8,7 @@
 #include <set>
 
 #include "dcpsim/analysis/calibrate.h"
+#include "dcpsim/dates.h"
 #include "dcpsim/error.h"
 #include "dcpsim/traces/output_file.h"
 #include "dcpsim/version.h"
@@ -20,15 +21,6 @@ using nlohmann::json;
 std::string percent(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2g%%", 100.0 * x);
-  return buf;
-}
-
-std::string today_utc() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
   return buf;
 }
 

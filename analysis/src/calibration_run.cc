@@ -1,5 +1,6 @@
 // `dcpsim hw calibrate`: the stages run in order, each kept in its files (calibration_run.h).
 #include "dcpsim/analysis/calibration_run.h"
+#include "dcpsim/dates.h"
 
 #include <algorithm>
 #include <chrono>
@@ -28,15 +29,6 @@ using Clock = std::chrono::steady_clock;
 struct CrStop {
   bool budget = false;
 };
-
-std::string cr_today() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
 
 bool cr_exists(const std::string& p) {
   std::error_code ec;
@@ -246,7 +238,7 @@ void cr_check_plan_file(const CalibrationPaths& paths, const CalibrationPlan& pl
 CalibrateRunResult run_calibration(const CalibrateRunOptions& o) {
   const CalibrationPaths paths = calibration_paths(o.out);
   if (!(o.budget_s > 0)) throw InputError("--budget must be positive");
-  const std::string date = o.date.empty() ? cr_today() : o.date;
+  const std::string date = o.date.empty() ? today_utc() : o.date;
   // A file at --out that no calibration made is the user's: never overwritten.
   if (cr_exists(paths.profile()) && !cr_exists(paths.work() + "plan.json"))
     throw InputError("--out " + o.out + " exists and was not made by dcpsim hw calibrate (no " +

@@ -1,5 +1,6 @@
 // Kernel tables from measured traces.
 #include "dcpsim/analysis/table_builder.h"
+#include "dcpsim/dates.h"
 
 #include <algorithm>
 #include <cmath>
@@ -37,15 +38,6 @@ struct Pool {
 // An implementation a profiler trace ran that is not the runner's own (which `hw sweep` tables describe).
 bool foreign(const std::string& impl) {
   return !impl.empty() && impl != "dcpsim" && impl != "flashinfer";
-}
-
-std::string today() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
 }
 
 // Bytes per rank of a collective phase, as the simulator sizes it (sim/src/strategies.cc).
@@ -180,7 +172,7 @@ models::TableProvenance provenance(const std::vector<MeasuredTrace>& traces, con
   if (p.device.empty())
     throw InputError("the traces name no device (header.devices is empty): not measured?");
   if (p.clocks.empty()) p.clocks = o.clocks.empty() ? "default application clocks (not recorded)" : o.clocks;
-  p.date = o.date.empty() ? today() : o.date;
+  p.date = o.date.empty() ? today_utc() : o.date;
   p.command = o.command.empty() ? "dcpsim tables" : o.command;
   return p;
 }

@@ -1,6 +1,7 @@
 // The GEMM sweep (gemm_sweep.h): cuBLASLt loaded at run time, BF16 and per-tensor-scaled FP8 GEMMs timed
 // over an m × n × k grid, written as `gemm` kernel tables.
 #include "dcpsim/hw/gemm_sweep.h"
+#include "dcpsim/dates.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -117,15 +118,6 @@ struct Buffers {
   }
 };
 
-std::string today() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
-
 // One point: `reps` calls on rotating weight copies, captured in one graph, between two events; seconds per
 // call.
 double time_point(const CublasLt& lt, cublasLtHandle_t handle, Buffers& b, bool fp8, int m, int n, int k,
@@ -230,7 +222,7 @@ models::KernelTables run_gemm_sweep(const GemmSweepConfig& c,
   out.provenance.cuda = v.cuda_runtime + ", cuBLASLt " + std::to_string(lt.version());
   out.provenance.clocks = "as found (application clocks not locked); CUDA events around " +
                           std::to_string(c.reps) + " calls per point captured in one CUDA graph";
-  out.provenance.date = c.date.empty() ? today() : c.date;
+  out.provenance.date = c.date.empty() ? today_utc() : c.date;
   out.provenance.command = c.command.empty() ? "dcpsim hw sweep --kernels gemm" : c.command;
   const int max_m = *std::max_element(c.m.begin(), c.m.end());
   int done = 0, skipped = 0;

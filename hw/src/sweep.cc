@@ -2,6 +2,7 @@
 // in a CUDA graph of one call and replayed `reps` times; each replay is timed on the GPU timeline (first
 // activity start to last activity end of that replay) or, without CUPTI, with CUDA events around it.
 #include "dcpsim/hw/sweep.h"
+#include "dcpsim/dates.h"
 
 #include <algorithm>
 #include <chrono>
@@ -233,15 +234,6 @@ std::string driver_version() {
   return "";
 }
 
-std::string today() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
-
 }  // namespace
 
 models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
@@ -274,7 +266,7 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
       (timeline ? "on the GPU timeline (CUPTI" +
                       std::string(timeline->hardware_timestamps() ? ", hardware timestamps)" : ")")
                 : "with CUDA events around graph replays (CUPTI: " + why + ")");
-  out.provenance.date = c.date.empty() ? today() : c.date;
+  out.provenance.date = c.date.empty() ? today_utc() : c.date;
   out.provenance.command = c.command.empty() ? "dcpsim hw sweep" : c.command;
 
   std::map<std::pair<TableKernel, std::string>, std::size_t> index;
