@@ -108,6 +108,20 @@ nlohmann::json fitted_on(const std::string& profile, const models::HardwareProfi
   return analysis::fitted_on_json(files);
 }
 
+// What both fits write: the provenance's common fields, the profile with its base's tables inline (it is
+// written elsewhere than its base, so it must not depend on relative paths), the sidecar, and the summary.
+void write_result(const CalibrateArgs& a, const models::HardwareProfile& base,
+                  analysis::CalibrationResult& result, analysis::CalibrationProvenance& prov) {
+  prov.date = a.date;
+  prov.name = a.name;
+  prov.extra["fitted_on"] = fitted_on(a.profile, base);
+  analysis::stamp_sources(result, prov);
+  for (models::KernelTables& t : result.profile.tables) t.origin.clear();
+  for (models::CommTables& t : result.profile.comm_tables) t.origin.clear();
+  analysis::write_calibration(result, prov, a.out);
+  print_result(result, a.out);
+}
+
 // --comm-tables: the collective numbers fitted to measured nccl-tests tables (analysis/calibrate_comm.h).
 void run_comm(const CalibrateArgs& a) {
   if (!a.measured.empty()) {
@@ -143,14 +157,7 @@ void run_comm(const CalibrateArgs& a) {
   analysis::CalibrationProvenance prov;
   for (const std::string& m : a.comm_tables) prov.traces.emplace_back(m);
   for (const std::string& m : a.hold_out_comm) prov.holdout_traces.emplace_back(m);
-  prov.date = a.date;
-  prov.name = a.name;
-  prov.extra["fitted_on"] = fitted_on(a.profile, base);
-  analysis::stamp_sources(result, prov);
-  for (models::KernelTables& t : result.profile.tables) t.origin.clear();
-  for (models::CommTables& t : result.profile.comm_tables) t.origin.clear();
-  analysis::write_calibration(result, prov, a.out);
-  print_result(result, a.out);
+  write_result(a, base, result, prov);
 }
 
 void run(const CalibrateArgs& a) {
@@ -206,16 +213,7 @@ void run(const CalibrateArgs& a) {
   for (const std::string& m : a.hold_out_files) prov.holdout_traces.emplace_back(m);
   for (const auto& t : traces) prov.headers.push_back(t.header);
   for (const auto& t : held_traces) prov.headers.push_back(t.header);
-  prov.date = a.date;
-  prov.name = a.name;
-  prov.extra["fitted_on"] = fitted_on(a.profile, base);
-  analysis::stamp_sources(result, prov);
-  // The calibrated profile is written elsewhere than its base: carry the base's kernel tables inline so that
-  // it does not depend on relative paths (the fit priced the kernels they cover from them).
-  for (models::KernelTables& t : result.profile.tables) t.origin.clear();
-  for (models::CommTables& t : result.profile.comm_tables) t.origin.clear();
-  analysis::write_calibration(result, prov, a.out);
-  print_result(result, a.out);
+  write_result(a, base, result, prov);
 }
 
 }  // namespace
