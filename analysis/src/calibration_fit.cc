@@ -123,7 +123,12 @@ void fit_stage(const models::HardwareProfile& base, const DeviceRecord& device, 
     lines.push_back("fit: nothing to fit (" + std::string(e.what()) + ")");
   }
   stamp_sources(r, prov);
-  r.profile.description = base.description + "; measured on " + device.name + " (" + device.uuid +
+  // A base that was itself calibrated keeps its description, not the earlier run's clause.
+  std::string described = base.description;
+  if (const auto at = described.find("; measured on ");
+      at != std::string::npos && described.find("by dcpsim hw calibrate", at) != std::string::npos)
+    described.erase(at);
+  r.profile.description = described + "; measured on " + device.name + " (" + device.uuid +
                           ") by dcpsim hw calibrate " + date +
                           ": tables, device facts, launch gaps and PDL "
                           "savings (the .calibration.json sidecar says how)";

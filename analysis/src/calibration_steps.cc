@@ -23,6 +23,15 @@ const std::vector<int> kMergeHeadsPerRank = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 4
 const std::vector<int> kAttentionRows = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256};
 const std::vector<std::int64_t> kAttentionTokens = {128,  256,  384,  512,   768,   1024,  1536,  2048,  3072,
                                                     4096, 6144, 8192, 12288, 16384, 32768, 65536, 131072};
+// FlashInfer's MLA kernel cuts a row's KV into chunks of one rounded length and packs heads into 64- or
+// 128-row tiles, so its time steps between grid values 1.5x apart in rows and tokens (an H100 calibrated on
+// the grids above missed MLA at 7-10 rows of 2.9-4.6k tokens by 13-18%): the grids of the H200's tables,
+// about 1.2-1.33x apart below 16k tokens and 64 rows.
+const std::vector<int> kMlaRows = {1,  2,  3,  4,  5,  6,  8,  10, 12,  14,  16,  20,  24,
+                                   28, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 256};
+const std::vector<std::int64_t> kMlaTokens = {
+    128,  192,  256,  320,  384,  448,  512,  640,  768,   896,   1024,  1280,  1536,  1792,  2048,
+    2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240, 12288, 14336, 16384, 32768, 65536, 131072};
 // A layer's KV cache on one rank above this is priced analytically: 4 GB is several times what one layer of
 // a 61-80-layer model holds per GPU at any batch that fits in 80-141 GB, and points near the cap are what
 // make a sweep long.
@@ -63,7 +72,11 @@ TableFamily cs_merge(const std::string& name, const std::string& prices, std::ve
 
 std::vector<TableFamily> table_families(bool flashinfer) {
   std::vector<TableFamily> out;
-  const std::vector<int> gqa_heads = {16, 24, 32, 48, 64, 96, 128, 192, 256};
+  // Every head count the H200's tables hold (the sweep leaves out those the group does not divide): dcpsim's
+  // GQA kernel blocks heads per CTA, so 56 heads of 7 KV heads is not halfway between 48 and 64 (+21-23% on
+  // an H100 calibrated without it).
+  const std::vector<int> gqa_heads = {16, 20, 24,  28,  32,  40,  48,  56, 64,
+                                      80, 96, 112, 128, 160, 192, 224, 256};
   for (int g : {1, 4, 8, 16}) {
     out.push_back(cs_attention("attention-gqa-g" + std::to_string(g),
                                "GQA attention (dcpsim's kernel, the runner's choice for GQA) at " +
@@ -75,6 +88,8 @@ std::vector<TableFamily> table_families(bool flashinfer) {
     out.push_back(cs_attention(
         "attention-mla", "MLA attention on FlashInfer's kernel (the runner's choice for MLA)", {{true, 1}},
         {16, 24, 32, 48, 64, 72, 80, 96, 112, 128, 256}, hw::AttentionImpl::kFlashInfer));
+    out.back().sweep.rows = kMlaRows;
+    out.back().sweep.tokens = kMlaTokens;
   }
   TableFamily mla =
       cs_attention("attention-mla-dcpsim", "MLA attention on dcpsim's kernel (row stamps, row-stream)",

@@ -6,7 +6,7 @@
 # $OUT/calibrate-<name>.tgz, one file.
 #   OUT=... scripts/device/calibrate.sh h100-sxm [budget]        (budget: default 9m)
 #   RESUME=calibrate-h100-sxm.tgz OUT=... scripts/device/calibrate.sh h100-sxm   (a second call resumes)
-# GPU time: the plan's estimate (`dcpsim hw calibrate --dry-run`) is about 6 min on an H100 and 5 on an H200;
+# GPU time: the plan's estimate (`dcpsim hw calibrate --dry-run`) is about 8 min on an H100 (measured: 228 s);
 # the command stops before a stage that would end past the budget (9 min: one 10-minute call), keeping what it
 # measured, and the same command resumes from that (RESUME). Exit status: 0 validated profile; 3 stopped by the
 # budget, or measured by a runner without the simulator (fit and validate on any machine with SimGrid:
