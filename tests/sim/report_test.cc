@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "dcpsim/models/kernel_table.h"
 #include "dcpsim/sim/report.h"
 #include "sim_test_support.h"
 
@@ -58,6 +59,32 @@ TEST(Report, AnFp8CacheSaysItsAttentionIsModelled) {
   s.kv_dtype = models::DType::kFP8E4M3;
   const std::string text = format_summary(sim.run(s));
   EXPECT_NE(text.find("fp8 KV cache: attention modelled"), std::string::npos) << text;
+}
+
+// With an fp8-KV table covering every rank's attention (`hw sweep --kv-dtype fp8`), the summary says so and
+// no longer that the attention is modelled; the JSON's figures say table. Outside the table, modelled again.
+TEST(Report, AnFp8TableMakesTheFp8AttentionMeasured) {
+  models::HardwareProfile p = builtin("h100-sxm");
+  models::KernelTables t;
+  t.provenance.device = "NVIDIA H100 80GB HBM3";
+  models::KernelTable k{models::TableKernel::kAttention, "mla qk576 d512 fp8 flashinfer", {}, {}, {}, {}};
+  for (double h : {64.0, 128.0})
+    for (double b : {1.0, 4.0, 16.0})
+      for (double n : {512.0, 1024.0, 2048.0}) k.points.push_back({{h, b, n}, 20000.0 + 10.0 * n, 10, 1, 1e9});
+  k.finalize("test");
+  t.tables.push_back(k);
+  p.tables.push_back(t);
+  const Simulator sim(p);
+  models::Scenario s = mla(8, 128, 4, 8192, Strategy::kAgRs);  // 1,024 tokens per rank
+  s.kv_dtype = models::DType::kFP8E4M3;
+  const StepResult r = sim.run(s);
+  const std::string text = format_summary(r);
+  EXPECT_NE(text.find("fp8 KV cache: attention from the profile's fp8-KV tables"), std::string::npos) << text;
+  EXPECT_EQ(text.find("modelled"), std::string::npos) << text;
+  for (const auto& f : summary_json(r).at("kernel_figures").at("figures"))
+    if (f.at("kernel") == "attention") EXPECT_EQ(f.at("source"), "table");
+  s.contexts = models::uniform_contexts(64, 8192);  // more rows than the table measured
+  EXPECT_NE(format_summary(sim.run(s)).find("fp8 KV cache: attention modelled"), std::string::npos);
 }
 
 }  // namespace
