@@ -121,9 +121,13 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
   if (!(f.max_kv_gb > 0) || f.max_kv_gb > 1e4) throw InputError("--max-kv-gb must be in (0, 10000]");
   c.max_kv_bytes = f.max_kv_gb * 1e9;
   c.attention = hw::parse_attention_impl(f.attention);
-  c.kv_dtype = models::parse_dtype(f.kv_dtype);
-  if (c.kv_dtype != models::DType::kBF16 && c.kv_dtype != models::DType::kFP8E4M3)
-    throw InputError("--kv-dtype " + f.kv_dtype + ": attention is swept with bf16 or fp8 (e4m3) KV");
+  const std::string kv_error = "--kv-dtype '" + f.kv_dtype + "': attention is swept with bf16 or fp8 (e4m3) KV";
+  try {
+    c.kv_dtype = models::parse_dtype(f.kv_dtype);
+  } catch (const InputError&) {
+    throw InputError(kv_error);
+  }
+  if (c.kv_dtype != models::DType::kBF16 && c.kv_dtype != models::DType::kFP8E4M3) throw InputError(kv_error);
   if (c.kv_dtype == models::DType::kFP8E4M3 && f.kernels.find("gemm") != std::string::npos)
     throw InputError("--kv-dtype fp8 sweeps attention alone (--kernels attention); GEMMs take --gemm-dtypes");
   c.warmup = f.warmup;

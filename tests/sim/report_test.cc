@@ -81,8 +81,14 @@ TEST(Report, AnFp8TableMakesTheFp8AttentionMeasured) {
   const std::string text = format_summary(r);
   EXPECT_NE(text.find("fp8 KV cache: attention from the profile's fp8-KV tables"), std::string::npos) << text;
   EXPECT_EQ(text.find("modelled"), std::string::npos) << text;
-  for (const auto& f : summary_json(r).at("kernel_figures").at("figures"))
-    if (f.at("kernel") == "attention") EXPECT_EQ(f.at("source"), "table");
+  int attention = 0;
+  const nlohmann::json j = summary_json(r);
+  for (const auto& f : j.at("kernel_figures").at("figures")) {
+    if (f.at("kernel") != "attention") continue;
+    ++attention;
+    EXPECT_EQ(f.at("source"), "table");
+  }
+  EXPECT_EQ(attention, 8);  // one per rank
   s.contexts = models::uniform_contexts(64, 8192);  // more rows than the table measured
   EXPECT_NE(format_summary(sim.run(s)).find("fp8 KV cache: attention modelled"), std::string::npos);
 }
