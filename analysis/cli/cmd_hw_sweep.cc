@@ -121,7 +121,8 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
   if (!(f.max_kv_gb > 0) || f.max_kv_gb > 1e4) throw InputError("--max-kv-gb must be in (0, 10000]");
   c.max_kv_bytes = f.max_kv_gb * 1e9;
   c.attention = hw::parse_attention_impl(f.attention);
-  const std::string kv_error = "--kv-dtype '" + f.kv_dtype + "': attention is swept with bf16 or fp8 (e4m3) KV";
+  const std::string kv_error =
+      "--kv-dtype '" + f.kv_dtype + "': attention is swept with bf16 or fp8 (e4m3) KV";
   try {
     c.kv_dtype = models::parse_dtype(f.kv_dtype);
   } catch (const InputError&) {

@@ -32,9 +32,9 @@ constexpr double kFitPerSectionS = 0.15;
 constexpr double kValidatePerSectionS = 0.03;
 constexpr int kSectionsPerStep = 5;  // ag-rs, ag-ar, a2a, direct, row-stream (emulated)
 
-// FlashInfer 0.7.2's FP8-KV kernels against its bf16 ones on one H100, the slowest ratio measured (MLA 2.1-3.2x,
-// GQA decode 1.2-1.5x; docs/PERFORMANCE.md, "FP8 KV cache against BF16"): an fp8 point's estimate is the bf16
-// model's time so scaled (the model's 1-byte reads would be 41-70% too fast).
+// FlashInfer 0.7.2's FP8-KV kernels against its bf16 ones on one H100, the slowest ratio measured
+// (MLA 2.1-3.2x, GQA decode 1.2-1.5x; docs/PERFORMANCE.md, "FP8 KV cache against BF16"): an fp8 point's
+// estimate is the bf16 model's time so scaled (the model's 1-byte reads would be 41-70% too fast).
 constexpr double kFp8MlaSlowdown = 3.2;
 constexpr double kFp8GqaSlowdown = 1.5;
 

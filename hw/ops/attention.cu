@@ -683,7 +683,8 @@ class AttentionBench final : public BenchOp {
       if (s.kv_fp8)
         fill_fp8_kv(kv_.back().get(), tokens, seed + 1 + i);
       else
-        launch_fill_uniform(kv_.back().get(), tokens * kv_width_, Elem::kBF16, 1.7f, seed + 1 + i, 0, nullptr);
+        launch_fill_uniform(kv_.back().get(), tokens * kv_width_, Elem::kBF16, 1.7f, seed + 1 + i, 0,
+                            nullptr);
     }
     o_ = DeviceBuffer(std::size_t(s.rows) * s.heads * s.dim * 2);
     lse_ = DeviceBuffer(std::size_t(s.rows) * s.heads * 4);
@@ -718,7 +719,8 @@ class AttentionBench final : public BenchOp {
   void launch(int call, cudaStream_t stream) override {
     AttentionArgs a = args_;
     a.k = kv_[call % sets_].get();
-    a.v = mla_ ? a.k : static_cast<const std::uint8_t*>(a.k) + std::size_t(s_.kv_heads) * s_.qk_dim * kv_elem_;
+    a.v =
+        mla_ ? a.k : static_cast<const std::uint8_t*>(a.k) + std::size_t(s_.kv_heads) * s_.qk_dim * kv_elem_;
     if (flashinfer_)
       flashinfer_->launch(a, stream);
     else

@@ -247,8 +247,9 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
     throw InputError("kernel sweep: --kv-dtype fp8: " + flashinfer_unsupported({}));
   if (device_count() <= c.device) throw RuntimeError("no CUDA device " + std::to_string(c.device) + " here");
   // An fp8 cache where FlashInfer's kernels do not run would leave every point a hole: refused up front.
-  for (const SweepGeometry& g : fp8 ? c.geometries : std::vector<SweepGeometry>{}) {
-    if (ops::flashinfer_runs_on(g.mla ? ops::Geometry::kMla576 : ops::Geometry::kGqa128, c.device)) continue;
+  for (const SweepGeometry& g : c.geometries) {
+    if (!fp8 || ops::flashinfer_runs_on(g.mla ? ops::Geometry::kMla576 : ops::Geometry::kGqa128, c.device))
+      continue;
     const DeviceInfo info = device_info(c.device);
     throw InputError("kernel sweep: --kv-dtype fp8: device " + std::to_string(c.device) + " (" + info.name +
                      ", sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor) +
@@ -281,7 +282,8 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
                 : "with CUDA events around graph replays (CUPTI: " + why + ")");
   if (fp8)
     out.provenance.clocks +=
-        "; KV cache fp8 e4m3 with one per-tensor scale 2^-8 (query and output bf16), FlashInfer's FP8-KV kernels";
+        "; KV cache fp8 e4m3 with one per-tensor scale 2^-8 (query and output bf16), FlashInfer's FP8-KV "
+        "kernels";
   out.provenance.date = c.date.empty() ? today_utc() : c.date;
   out.provenance.command = c.command.empty() ? "dcpsim hw sweep" : c.command;
 

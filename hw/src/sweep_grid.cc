@@ -32,8 +32,9 @@ void check_fp8(const KernelSweepConfig& c) {
   const std::string no = "kernel sweep: --kv-dtype fp8: ";
   for (const std::string& k : c.kernels)
     if (k != "attention")
-      throw InputError(no + "an fp8 cache is attention's alone (the merge kernels read no KV); give --kernels "
-                            "attention, not " +
+      throw InputError(no +
+                       "an fp8 cache is attention's alone (the merge kernels read no KV); give --kernels "
+                       "attention, not " +
                        k);
   if (c.attention == AttentionImpl::kDcpsim)
     throw InputError(no +
@@ -42,7 +43,8 @@ void check_fp8(const KernelSweepConfig& c) {
   for (const SweepGeometry& g : c.geometries) {
     for (int h : c.heads) {
       if (!g.mla && h % g.group != 0) continue;
-      const FlashInferGeometry fg{h, g.mla ? 1 : h / g.group, g.mla ? 576 : 128, g.mla ? 512 : 128, true, false};
+      FlashInferGeometry fg{h, 1, 576, 512, true, false};
+      if (!g.mla) fg = {h, h / g.group, 128, 128, true, false};
       if (const std::string why = flashinfer_geometry_unsupported(fg); !why.empty())
         throw InputError(no + sweep_geometry_name(g) + " has no FlashInfer FP8-KV kernel: " + why);
     }
@@ -101,7 +103,8 @@ std::vector<SweepPoint> grid_points(const KernelSweepConfig& c, std::vector<std:
               p.key = models::attention_table_key(a) + " " + attention_impl_name(impl);
               p.shape.attention = impl;
               p.label = "attention " + sweep_geometry_name(g) + (fp8(c) ? " fp8" : "") +
-                        " H=" + std::to_string(h) + " B=" + std::to_string(b) + " tokens=" + std::to_string(n);
+                        " H=" + std::to_string(h) + " B=" + std::to_string(b) +
+                        " tokens=" + std::to_string(n);
               const double kv = double(b) * double(n) * models::kv_bytes_per_token(a);
               if (kv > c.max_kv_bytes) {
                 if (skipped) skipped->push_back(p.label + ": KV cache over the size limit");

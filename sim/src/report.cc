@@ -68,7 +68,8 @@ std::string fp8_note(const StepResult& r) {
     return tables > 0 ? "  fp8 KV cache: attention from the profile's fp8-KV tables (measured)\n"
                       : "  fp8 KV cache: attention as measured\n";
   if (modelled == ranks)
-    return "  fp8 KV cache: attention modelled as its kernel reading 1-byte KV (no fp8-KV table covers it); " +
+    return "  fp8 KV cache: attention modelled as its kernel reading 1-byte KV (no fp8-KV table covers "
+           "it); " +
            optimistic + "\n";
   return "  fp8 KV cache: attention of " + std::to_string(ranks - modelled) + " of " + std::to_string(ranks) +
          " ranks from fp8-KV tables or measured; the other ranks' modelled as reading 1-byte KV (outside the "

@@ -63,7 +63,8 @@ TEST(SweepGridFp8, KeysAreWhatAnFp8ScenarioLooksUp) {
       const models::Scenario s = fp8_scenario(mla, p.shape.heads, p.shape.rows, p.shape.context);
       EXPECT_EQ(p.key, models::attention_table_key(models::attention_shape(s)) + " flashinfer");
     }
-    EXPECT_EQ(keys, (std::set<std::string>{"mla qk576 d512 fp8 flashinfer", "gqa qk128 d128 g4 fp8 flashinfer"}));
+    EXPECT_EQ(keys,
+              (std::set<std::string>{"mla qk576 d512 fp8 flashinfer", "gqa qk128 d128 g4 fp8 flashinfer"}));
   }
   KernelSweepConfig bf16 = fp8_config();  // the bf16 sweep of the same grid: other keys, no fp8 shape
   bf16.kv_dtype = models::DType::kBF16;
@@ -148,7 +149,8 @@ TEST(SweepGpuFp8, TablesPriceAnFp8ScenarioAtTheirPoints) {
       EXPECT_NEAR(*s * 1e9, p.median_ns, 1e-6 * p.median_ns);
     }
   }
-  EXPECT_EQ(keys, (std::set<std::string>{"mla qk576 d512 fp8 flashinfer", "gqa qk128 d128 g4 fp8 flashinfer"}));
+  EXPECT_EQ(keys,
+            (std::set<std::string>{"mla qk576 d512 fp8 flashinfer", "gqa qk128 d128 g4 fp8 flashinfer"}));
   EXPECT_NE(t.provenance.clocks.find("fp8 e4m3"), std::string::npos) << t.provenance.clocks;
 
   models::HardwareProfile p = models::load_profile("h100-sxm");  // its bf16 tables, then these
@@ -158,7 +160,8 @@ TEST(SweepGpuFp8, TablesPriceAnFp8ScenarioAtTheirPoints) {
     const models::TablePoint& at = k.points.back();  // H = 16, B = 4, 1024 tokens
     const models::Scenario s = fp8_scenario(mla, int(at.at[0]), int(at.at[1]), std::int64_t(at.at[2]));
     const std::vector<std::int64_t> local(s.contexts.begin(), s.contexts.end());
-    const models::AttentionTiming priced = models::decode_attention_time(p, models::attention_shape(s), local);
+    const models::AttentionTiming priced =
+        models::decode_attention_time(p, models::attention_shape(s), local);
     EXPECT_EQ(priced.source, models::FigureSource::kTable) << k.key;
     EXPECT_NEAR((priced.kernel_end_s + priced.combine_s) * 1e9, at.median_ns, 1e-6 * at.median_ns) << k.key;
   }

@@ -36,7 +36,8 @@ KernelTables table_file(const std::string& key, const std::vector<double>& heads
   KernelTable k{TableKernel::kAttention, key, {}, {}, {}, {}};
   for (double h : heads)
     for (double b : {4.0, 16.0, 64.0})
-      for (double n : {2048.0, 8192.0, 32768.0}) k.points.push_back({{h, b, n}, time_ns(h, b, n), 10, 1, 1e9});
+      for (double n : {2048.0, 8192.0, 32768.0})
+        k.points.push_back({{h, b, n}, time_ns(h, b, n), 10, 1, 1e9});
   k.finalize("test");
   t.tables.push_back(k);
   return t;
@@ -94,7 +95,8 @@ TEST(Fp8Tables, Bf16TablesNeverPriceAnFp8Cache) {
   p.tables.push_back(table_file("gqa qk128 d128 g16 bf16 flashinfer", {64.0, 128.0, 256.0}));
   EXPECT_EQ(price(p, scenario(true, 32, 16, 8192, DType::kBF16)).source, FigureSource::kTable);
   EXPECT_EQ(price(p, scenario(true, 32, 16, 8192, DType::kFP8E4M3)).source, FigureSource::kAnalytic);
-  EXPECT_EQ(price(p, scenario(false, 64, 16, 8192, DType::kBF16)).source, FigureSource::kTable);  // g8: between
+  EXPECT_EQ(price(p, scenario(false, 64, 16, 8192, DType::kBF16)).source,
+            FigureSource::kTable);  // g8: between
   EXPECT_EQ(price(p, scenario(false, 64, 16, 8192, DType::kFP8E4M3)).source, FigureSource::kAnalytic);
 }
 

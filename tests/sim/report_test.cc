@@ -70,7 +70,8 @@ TEST(Report, AnFp8TableMakesTheFp8AttentionMeasured) {
   models::KernelTable k{models::TableKernel::kAttention, "mla qk576 d512 fp8 flashinfer", {}, {}, {}, {}};
   for (double h : {64.0, 128.0})
     for (double b : {1.0, 4.0, 16.0})
-      for (double n : {512.0, 1024.0, 2048.0}) k.points.push_back({{h, b, n}, 20000.0 + 10.0 * n, 10, 1, 1e9});
+      for (double n : {512.0, 1024.0, 2048.0})
+        k.points.push_back({{h, b, n}, 20000.0 + 10.0 * n, 10, 1, 1e9});
   k.finalize("test");
   t.tables.push_back(k);
   p.tables.push_back(t);
@@ -88,7 +89,7 @@ TEST(Report, AnFp8TableMakesTheFp8AttentionMeasured) {
     ++attention;
     EXPECT_EQ(f.at("source"), "table");
   }
-  EXPECT_EQ(attention, 8);  // one per rank
+  EXPECT_EQ(attention, 8);                          // one per rank
   s.contexts = models::uniform_contexts(64, 8192);  // more rows than the table measured
   EXPECT_NE(format_summary(sim.run(s)).find("fp8 KV cache: attention modelled"), std::string::npos);
 }
