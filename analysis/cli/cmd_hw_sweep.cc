@@ -33,6 +33,7 @@ struct SweepFlags {
   std::string merge_dims = "128,512";
   double max_kv_gb = 48;
   std::string attention = "auto";
+  std::string kv_dtype = "bf16";
   std::string merge_inputs = "warm";
   std::string merge_prelude = "0";
   double merge_prelude_busy_us = 0;
@@ -120,6 +121,16 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
   if (!(f.max_kv_gb > 0) || f.max_kv_gb > 1e4) throw InputError("--max-kv-gb must be in (0, 10000]");
   c.max_kv_bytes = f.max_kv_gb * 1e9;
   c.attention = hw::parse_attention_impl(f.attention);
+  const std::string kv_error =
+      "--kv-dtype '" + f.kv_dtype + "': attention is swept with bf16 or fp8 (e4m3) KV";
+  try {
+    c.kv_dtype = models::parse_dtype(f.kv_dtype);
+  } catch (const InputError&) {
+    throw InputError(kv_error);
+  }
+  if (c.kv_dtype != models::DType::kBF16 && c.kv_dtype != models::DType::kFP8E4M3) throw InputError(kv_error);
+  if (c.kv_dtype == models::DType::kFP8E4M3 && f.kernels.find("gemm") != std::string::npos)
+    throw InputError("--kv-dtype fp8 sweeps attention alone (--kernels attention); GEMMs take --gemm-dtypes");
   c.warmup = f.warmup;
   c.reps = f.reps;
   c.device = f.device;
@@ -265,7 +276,16 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
       ->capture_default_str();
   s->add_option("--max-kv-gb", f->max_kv_gb, "skip attention points whose KV cache exceeds this (GB)")
       ->capture_default_str();
-  s->add_option("--attention", f->attention, "attention kernel: flashinfer, dcpsim or auto")
+  s->add_option("--attention", f->attention,
+                "attention kernel: flashinfer, dcpsim or auto (FlashInfer for MLA, dcpsim for GQA; always "
+                "FlashInfer for --kv-dtype fp8)")
+      ->capture_default_str();
+  s->add_option("--kv-dtype", f->kv_dtype,
+                "attention's KV cache: bf16, or fp8 (e4m3, one per-tensor scale, generated as `hw run "
+                "--kv-dtype fp8` does; the query and output bf16). fp8 runs on FlashInfer's FP8-KV kernels "
+                "only, MLA on Hopper sm_90a and GQA decode (G in 1, 2, 3, 4, 6, 8, 16), with --kernels "
+                "attention; its tables are keyed \"mla qk576 d512 fp8 flashinfer\", \"gqa qk128 d128 g8 fp8 "
+                "flashinfer\", which price an fp8 scenario's attention (bf16 tables never do)")
       ->capture_default_str();
   s->add_option("--warmup", f->warmup, "warm-up calls per point")->capture_default_str();
   s->add_option("--reps", f->reps, "timed graph replays per point")->capture_default_str();

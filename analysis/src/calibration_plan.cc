@@ -32,6 +32,12 @@ constexpr double kFitPerSectionS = 0.15;
 constexpr double kValidatePerSectionS = 0.03;
 constexpr int kSectionsPerStep = 5;  // ag-rs, ag-ar, a2a, direct, row-stream (emulated)
 
+// FlashInfer 0.7.2's FP8-KV kernels against its bf16 ones on one H100, the slowest ratio measured
+// (MLA 2.1-3.2x, GQA decode 1.2-1.5x; docs/PERFORMANCE.md, "FP8 KV cache against BF16"): an fp8 point's
+// estimate is the bf16 model's time so scaled (the model's 1-byte reads would be 41-70% too fast).
+constexpr double kFp8MlaSlowdown = 3.2;
+constexpr double kFp8GqaSlowdown = 1.5;
+
 double cpl_attention_call_s(const hw::OpShape& s, const models::HardwareProfile& base) {
   models::AttentionShape a;
   a.heads = s.heads;
@@ -41,7 +47,8 @@ double cpl_attention_call_s(const hw::OpShape& s, const models::HardwareProfile&
   a.shared_kv = s.kv_heads == 1 && s.qk_dim > s.dim;
   const std::vector<std::int64_t> rows(static_cast<std::size_t>(s.rows), s.context);
   const models::AttentionTiming t = models::decode_attention_time(base, a, rows, false);
-  return t.kernel_end_s + t.combine_s;
+  const double fp8 = !s.kv_fp8 ? 1.0 : a.shared_kv ? kFp8MlaSlowdown : kFp8GqaSlowdown;
+  return (t.kernel_end_s + t.combine_s) * fp8;
 }
 
 double cpl_merge_call_s(const hw::SweepPointPlan& p, const hw::KernelSweepConfig& c,

@@ -647,15 +647,18 @@ class AttentionBench final : public BenchOp {
     if (s.q_blocks < 1 || s.heads % s.q_blocks != 0)
       throw InputError("attention bench: the Q head blocks must divide H");
     const FlashInferGeometry g{s.heads, s.kv_heads, s.qk_dim, s.dim, true, false};
+    // An fp8 cache runs on FlashInfer's kernels or not at all (as in hw run): never a fallback.
+    if (s.kv_fp8 && s.attention == AttentionImpl::kDcpsim)
+      throw InputError("attention bench: an fp8 KV cache runs on FlashInfer's kernels only, not dcpsim's");
     std::string notice;
-    impl_ = resolve_attention_impl(s.attention, g, &notice);
+    impl_ = resolve_attention_impl(s.kv_fp8 ? AttentionImpl::kFlashInfer : s.attention, g, &notice);
     int dev = 0;
     DCPSIM_CUDA(cudaGetDevice(&dev));
     const Geometry geometry = mla_ ? Geometry::kMla576 : Geometry::kGqa128;
     if (impl_ == AttentionImpl::kFlashInfer && !flashinfer_runs_on(geometry, dev)) {
-      if (s.attention == AttentionImpl::kFlashInfer)
-        throw InputError("--attention flashinfer: this build's FlashInfer kernels do not run on device " +
-                         std::to_string(dev));
+      if (s.attention == AttentionImpl::kFlashInfer || s.kv_fp8)
+        throw InputError(std::string(s.kv_fp8 ? "--kv-dtype fp8" : "--attention flashinfer") +
+                         ": this build's FlashInfer kernels do not run on device " + std::to_string(dev));
       notice = "attention: dcpsim's kernel (FlashInfer does not run on device " + std::to_string(dev) + ")";
       impl_ = AttentionImpl::kDcpsim;
     }
@@ -665,22 +668,29 @@ class AttentionBench final : public BenchOp {
     const std::int64_t row_tokens = (s.context + page - 1) / page * page;
     const std::int64_t tokens = std::int64_t(s.rows) * row_tokens;
     kv_width_ = std::int64_t(s.kv_heads) * s.qk_dim + (mla_ ? 0 : std::int64_t(s.kv_heads) * s.dim);
-    sets_ = rotation_sets(double(tokens) * kv_width_ * 2);
+    kv_elem_ = s.kv_fp8 ? 1 : 2;
+    sets_ = rotation_sets(double(tokens) * kv_width_ * kv_elem_);
     q_ = DeviceBuffer(std::size_t(s.rows) * s.heads * s.qk_dim * 2);
     launch_fill_uniform(q_.get(), std::int64_t(s.rows) * s.heads * s.qk_dim, Elem::kBF16, 1.7f, seed, 0,
                         nullptr);
-    for (int i = 0; i < sets_; ++i) {
-      kv_.emplace_back(std::size_t(tokens) * kv_width_ * 2);
-      launch_fill_uniform(kv_.back().get(), tokens * kv_width_, Elem::kBF16, 1.7f, seed + 1 + i, 0, nullptr);
-    }
     std::vector<std::int64_t> off(s.rows);
     for (int b = 0; b < s.rows; ++b) off[b] = std::int64_t(b) * row_tokens;
     const std::vector<int> len(s.rows, static_cast<int>(s.context));
     offsets_ = upload(off);
     lengths_ = upload(len);
+    for (int i = 0; i < sets_; ++i) {
+      kv_.emplace_back(std::size_t(tokens) * kv_width_ * kv_elem_);
+      if (s.kv_fp8)
+        fill_fp8_kv(kv_.back().get(), tokens, seed + 1 + i);
+      else
+        launch_fill_uniform(kv_.back().get(), tokens * kv_width_, Elem::kBF16, 1.7f, seed + 1 + i, 0,
+                            nullptr);
+    }
     o_ = DeviceBuffer(std::size_t(s.rows) * s.heads * s.dim * 2);
     lse_ = DeviceBuffer(std::size_t(s.rows) * s.heads * 4);
     args_ = base_args();
+    args_.kv_fp8 = s.kv_fp8;
+    if (s.kv_fp8) args_.kv_scale = static_cast<float>(kFp8KvScale);
     if (impl_ == AttentionImpl::kFlashInfer) {
       flashinfer_ = std::make_unique<FlashInferAttention>(args_, off, len);
     } else {
@@ -695,12 +705,12 @@ class AttentionBench final : public BenchOp {
            " H=" + std::to_string(s_.heads) + " Hkv=" + std::to_string(s_.kv_heads) +
            " ctx=" + std::to_string(s_.context) +
            (s_.q_blocks > 1 ? " qblocks=" + std::to_string(s_.q_blocks) : std::string()) +
-           (s_.lse_base2 ? " base2" : "") +
+           (s_.lse_base2 ? " base2" : "") + (s_.kv_fp8 ? " fp8" : "") +
            (flashinfer_ ? std::string(" flashinfer") : " dcpsim splits=" + std::to_string(splits_));
   }
   // Unique bytes: every KV element once (MLA: the 576-wide latent serves K and V), Q, O and LSE once.
   double bytes() const override {
-    return double(s_.rows) * s_.context * kv_width_ * 2 +
+    return double(s_.rows) * s_.context * kv_width_ * kv_elem_ +
            double(s_.rows) * s_.heads * (s_.qk_dim * 2 + s_.dim * 2 + 4);
   }
   double flops() const override {
@@ -709,7 +719,8 @@ class AttentionBench final : public BenchOp {
   void launch(int call, cudaStream_t stream) override {
     AttentionArgs a = args_;
     a.k = kv_[call % sets_].get();
-    a.v = mla_ ? a.k : static_cast<const std::uint8_t*>(a.k) + std::size_t(s_.kv_heads) * s_.qk_dim * 2;
+    a.v =
+        mla_ ? a.k : static_cast<const std::uint8_t*>(a.k) + std::size_t(s_.kv_heads) * s_.qk_dim * kv_elem_;
     if (flashinfer_)
       flashinfer_->launch(a, stream);
     else
@@ -717,6 +728,28 @@ class AttentionBench final : public BenchOp {
   }
 
  private:
+  // The whole storage (every row's pages, padding tokens too) as one row of e4m3(value / kFp8KvScale), as
+  // `hw run --kv-dtype fp8` generates a shard, so no page holds a stray NaN pattern.
+  void fill_fp8_kv(void* ptr, std::int64_t tokens, std::uint64_t seed) {
+    if (tokens > std::numeric_limits<int>::max())
+      throw InputError("attention bench: an fp8 KV cache of more than 2^31 tokens");
+    const DeviceBuffer offset = upload(std::vector<std::int64_t>{0});
+    const DeviceBuffer len = upload(std::vector<int>{static_cast<int>(tokens)});
+    KvFillArgs f;
+    f.ptr = ptr;
+    f.rows = 1;
+    f.local_offset = offset.as<std::int64_t>();
+    f.global_base = offset.as<std::int64_t>();
+    f.local_len = len.as<int>();
+    f.max_len = tokens;
+    f.width = static_cast<int>(kv_width_);
+    f.seed = seed;
+    f.amplitude = 1.7f;
+    f.fp8_scale = static_cast<float>(kFp8KvScale);
+    launch_fill_kv_shard(f, nullptr);
+    DCPSIM_CUDA(cudaDeviceSynchronize());  // before the index buffers go
+  }
+
   AttentionArgs base_args() {
     AttentionArgs a;
     a.geometry = mla_ ? Geometry::kMla576 : Geometry::kGqa128;
@@ -747,6 +780,7 @@ class AttentionBench final : public BenchOp {
   OpShape s_;
   bool mla_ = true;
   std::int64_t kv_width_ = 0;
+  int kv_elem_ = 2;  // bytes per KV element: bf16, or fp8 e4m3
   int sets_ = 1, splits_ = 1;
   AttentionImpl impl_ = AttentionImpl::kDcpsim;
   std::unique_ptr<FlashInferAttention> flashinfer_;

@@ -34,6 +34,11 @@ struct LseOut {
 };
 
 // ---- decode attention (ops/attention.cu) ----
+// An fp8 KV cache's per-tensor scale (hw run --kv-dtype fp8, the attention sweep's fp8 tables): 2^-8, so a
+// generated value of at most √3 is 443 in e4m3 units (of 448), as a calibrated scale (amax / 448) would place
+// it, and a power of two, so FlashInfer's bf16 dequantization (scale × e4m3) is exact.
+inline constexpr double kFp8KvScale = 1.0 / 256.0;
+
 enum class Geometry { kGqa128, kMla576 };
 struct RowPush;  // the row-streaming merge's push target (below)
 

@@ -34,12 +34,16 @@ bool built_with_flashinfer() {
 }
 
 std::string flashinfer_unsupported(const FlashInferGeometry& g) {
-  static const std::string kSupported =
-      "FlashInfer runs MLA (D_qk 576, D 512, H_kv 1, sm_90a) and GQA (D_qk = D = 128, H/H_kv in "
-      "{1,2,3,4,6,8,16}) with bf16 inputs and outputs";
   if (!built_with_flashinfer())
     return "this build has no FlashInfer (scripts/fetch_flashinfer.sh, then reconfigure with "
            "-DDCPSIM_WITH_FLASHINFER=ON)";
+  return flashinfer_geometry_unsupported(g);
+}
+
+std::string flashinfer_geometry_unsupported(const FlashInferGeometry& g) {
+  static const std::string kSupported =
+      "FlashInfer runs MLA (D_qk 576, D 512, H_kv 1, sm_90a) and GQA (D_qk = D = 128, H/H_kv in "
+      "{1,2,3,4,6,8,16}) with bf16 inputs and outputs";
   const std::string shape = "H=" + std::to_string(g.heads) + " H_kv=" + std::to_string(g.kv_heads) +
                             " D_qk=" + std::to_string(g.qk_dim) + " D=" + std::to_string(g.dim);
   if (!g.bf16) return "FlashInfer path needs bf16 KV and output dtypes; " + kSupported;

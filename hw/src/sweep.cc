@@ -23,6 +23,7 @@
 #include "dcpsim/models/cost_kernels.h"
 #include "device_buffer.h"
 #include "gpu_timeline.h"
+#include "ops.h"
 #include "sweep_grid.h"
 #include "timing.h"
 
@@ -241,7 +242,20 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
   detail::check_grid(c);
   if (c.attention == AttentionImpl::kFlashInfer && !built_with_flashinfer())
     throw InputError("kernel sweep: --attention flashinfer: " + flashinfer_unsupported({}));
+  const bool fp8 = c.kv_dtype == models::DType::kFP8E4M3;
+  if (fp8 && !built_with_flashinfer())
+    throw InputError("kernel sweep: --kv-dtype fp8: " + flashinfer_unsupported({}));
   if (device_count() <= c.device) throw RuntimeError("no CUDA device " + std::to_string(c.device) + " here");
+  // An fp8 cache where FlashInfer's kernels do not run would leave every point a hole: refused up front.
+  for (const SweepGeometry& g : c.geometries) {
+    if (!fp8 || ops::flashinfer_runs_on(g.mla ? ops::Geometry::kMla576 : ops::Geometry::kGqa128, c.device))
+      continue;
+    const DeviceInfo info = device_info(c.device);
+    throw InputError("kernel sweep: --kv-dtype fp8: device " + std::to_string(c.device) + " (" + info.name +
+                     ", sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor) +
+                     ") is not a GPU FlashInfer's FP8-KV " +
+                     (g.mla ? "MLA kernel runs on (sm_90a)" : "decode kernel runs on (sm_90, sm_100)"));
+  }
   std::vector<std::string> skipped;
   const std::vector<detail::SweepPoint> points = detail::grid_points(c, &skipped);
   if (points.empty()) throw InputError("kernel sweep: every grid point was skipped");
@@ -266,6 +280,10 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
       (timeline ? "on the GPU timeline (CUPTI" +
                       std::string(timeline->hardware_timestamps() ? ", hardware timestamps)" : ")")
                 : "with CUDA events around graph replays (CUPTI: " + why + ")");
+  if (fp8)
+    out.provenance.clocks +=
+        "; KV cache fp8 e4m3 with one per-tensor scale 2^-8 (query and output bf16), FlashInfer's FP8-KV "
+        "kernels";
   out.provenance.date = c.date.empty() ? today_utc() : c.date;
   out.provenance.command = c.command.empty() ? "dcpsim hw sweep" : c.command;
 

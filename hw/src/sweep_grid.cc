@@ -14,10 +14,41 @@ using models::TableKernel;
 
 // The implementation a point's key names. FlashInfer asked for by name is planned as such even in a build
 // without it (a plan printed on a CPU-only machine for a GPU one); running such a sweep is refused up front
-// (run_kernel_sweep).
-AttentionImpl planned_impl(AttentionImpl requested, const FlashInferGeometry& g) {
+// (run_kernel_sweep). An fp8 cache runs on FlashInfer's kernels whatever was asked (check_grid refuses
+// dcpsim's), as `hw run --kv-dtype fp8` resolves it.
+AttentionImpl planned_impl(AttentionImpl requested, const FlashInferGeometry& g, bool kv_fp8) {
+  if (kv_fp8) return AttentionImpl::kFlashInfer;
   if (requested == AttentionImpl::kFlashInfer && !built_with_flashinfer()) return AttentionImpl::kFlashInfer;
   return resolve_attention_impl(requested, g);
+}
+
+bool fp8(const KernelSweepConfig& c) {
+  return c.kv_dtype == models::DType::kFP8E4M3;
+}
+
+// What refuses an fp8 sweep: a kernel other than attention, dcpsim's kernel, a geometry FlashInfer's FP8-KV
+// kernels do not run (as hw run refuses them, hw/src/plan.cc).
+void check_fp8(const KernelSweepConfig& c) {
+  const std::string no = "kernel sweep: --kv-dtype fp8: ";
+  for (const std::string& k : c.kernels)
+    if (k != "attention")
+      throw InputError(no +
+                       "an fp8 cache is attention's alone (the merge kernels read no KV); give --kernels "
+                       "attention, not " +
+                       k);
+  if (c.attention == AttentionImpl::kDcpsim)
+    throw InputError(no +
+                     "dcpsim's attention kernel reads bf16/fp16 KV only; fp8 runs on FlashInfer's FP8-KV "
+                     "kernels (--attention flashinfer or auto)");
+  for (const SweepGeometry& g : c.geometries) {
+    for (int h : c.heads) {
+      if (!g.mla && h % g.group != 0) continue;
+      FlashInferGeometry fg{h, 1, 576, 512, true, false};
+      if (!g.mla) fg = {h, h / g.group, 128, 128, true, false};
+      if (const std::string why = flashinfer_geometry_unsupported(fg); !why.empty())
+        throw InputError(no + sweep_geometry_name(g) + " has no FlashInfer FP8-KV kernel: " + why);
+    }
+  }
 }
 
 std::string kernel_op(TableKernel k) {
@@ -64,13 +95,16 @@ std::vector<SweepPoint> grid_points(const KernelSweepConfig& c, std::vector<std:
               a.head_dim = p.shape.dim;
               a.qk_dim = p.shape.qk_dim;
               a.shared_kv = g.mla;
+              a.kv_dtype = c.kv_dtype;
+              p.shape.kv_fp8 = fp8(c);
               // The key names the implementation that runs (auto resolves as `hw run` does).
-              const AttentionImpl impl =
-                  planned_impl(c.attention, {h, p.shape.kv_heads, p.shape.qk_dim, p.shape.dim, true, false});
+              const AttentionImpl impl = planned_impl(
+                  c.attention, {h, p.shape.kv_heads, p.shape.qk_dim, p.shape.dim, true, false}, fp8(c));
               p.key = models::attention_table_key(a) + " " + attention_impl_name(impl);
               p.shape.attention = impl;
-              p.label = "attention " + sweep_geometry_name(g) + " H=" + std::to_string(h) +
-                        " B=" + std::to_string(b) + " tokens=" + std::to_string(n);
+              p.label = "attention " + sweep_geometry_name(g) + (fp8(c) ? " fp8" : "") +
+                        " H=" + std::to_string(h) + " B=" + std::to_string(b) +
+                        " tokens=" + std::to_string(n);
               const double kv = double(b) * double(n) * models::kv_bytes_per_token(a);
               if (kv > c.max_kv_bytes) {
                 if (skipped) skipped->push_back(p.label + ": KV cache over the size limit");
@@ -143,6 +177,10 @@ void check_grid(const KernelSweepConfig& c) {
   for (int d : c.merge_dims)
     if (d != 128 && d != 512) throw InputError("kernel sweep: merge head dims are 128 or 512");
   if (c.geometries.empty()) throw InputError("kernel sweep: no attention geometry");
+  if (c.kv_dtype != models::DType::kBF16 && !fp8(c))
+    throw InputError("kernel sweep: --kv-dtype " + std::string(models::to_string(c.kv_dtype)) +
+                     ": attention is swept with a bf16 or an fp8 (e4m3) KV cache");
+  if (fp8(c)) check_fp8(c);
   // A point is recorded at its heads, so only heads the simulator reads a table at (models::
   // attention_table_heads): dcpsim's MLA kernel at whole 64-head CTA tiles above 64; FlashInfer's at H up to
   // 128 (72 at least above 64) and whole 128-head cluster tiles above. A point at H = 160 would be recorded
@@ -150,7 +188,7 @@ void check_grid(const KernelSweepConfig& c) {
   for (const SweepGeometry& g : c.geometries) {
     if (!g.mla) continue;
     for (int h : c.heads) {
-      const AttentionImpl impl = planned_impl(c.attention, {h, 1, 576, 512, true, false});
+      const AttentionImpl impl = planned_impl(c.attention, {h, 1, 576, 512, true, false}, fp8(c));
       if (impl == AttentionImpl::kDcpsim && h > 64 && h % 64 != 0)
         throw InputError(
             "kernel sweep: MLA heads above 64 must be multiples of 64 for dcpsim's kernel (its "

@@ -50,6 +50,33 @@ nlohmann::json spread_json(const Spread& s) {
   return {{"min_us", s.min * 1e6}, {"median_us", s.median * 1e6}, {"max_us", s.max * 1e6}};
 }
 
+// What priced an fp8 cache's attention: the profile's fp8-KV tables (`hw sweep --kv-dtype fp8`; a bf16
+// table never prices it, the key holds the KV type), the measurement being validated, or the model reading
+// 1-byte KV, which FlashInfer 0.7.2's FP8-KV kernels do not reach on Hopper.
+std::string fp8_note(const StepResult& r) {
+  int modelled = 0, ranks = 0, tables = 0;
+  for (const KernelFigure& f : r.kernel_figures) {
+    if (f.kernel != "attention") continue;
+    ++ranks;
+    modelled += f.source == models::FigureSource::kAnalytic;
+    tables += f.source == models::FigureSource::kTable;
+  }
+  const std::string optimistic =
+      "FlashInfer 0.7.2's fp8-KV kernels measured 1.2-3.2x slower than bf16 on an H100, so this attention is "
+      "optimistic on Hopper (docs/VALIDATION.md)";
+  if (modelled == 0 && ranks > 0)
+    return tables > 0 ? "  fp8 KV cache: attention from the profile's fp8-KV tables (measured)\n"
+                      : "  fp8 KV cache: attention as measured\n";
+  if (modelled == ranks)
+    return "  fp8 KV cache: attention modelled as its kernel reading 1-byte KV (no fp8-KV table covers "
+           "it); " +
+           optimistic + "\n";
+  return "  fp8 KV cache: attention of " + std::to_string(ranks - modelled) + " of " + std::to_string(ranks) +
+         " ranks from fp8-KV tables or measured; the other ranks' modelled as reading 1-byte KV (outside the "
+         "tables): " +
+         optimistic + "\n";
+}
+
 }  // namespace
 
 Spread spread(std::vector<double> values) {
@@ -76,12 +103,7 @@ std::string format_summary(const StepResult& r) {
                 ? " -- analytic figures are outside the profile's measured tables (extrapolated)\n"
                 : "\n");
   }
-  if (r.scenario.kv_dtype == models::DType::kFP8E4M3) {
-    out +=
-        "  fp8 KV cache: attention modelled as its kernel reading 1-byte KV (no fp8-KV table); FlashInfer "
-        "0.7.2's fp8-KV kernels measured 1.2-3.2x slower than bf16 on an H100, so this attention is "
-        "optimistic on Hopper (docs/VALIDATION.md)\n";
-  }
+  if (r.scenario.kv_dtype == models::DType::kFP8E4M3) out += fp8_note(r);
   out += "\n  phase (us over ranks)      min     median        max\n";
   for (const auto& [name, durations] : phase_durations(r)) {
     const Spread s = spread(durations);

@@ -97,11 +97,13 @@ void check_group(const models::HardwareProfile& p, const detail::Platform& platf
 // one after another) is first copied into one dense [B, H, D_qk] array: a copy kernel at the head of the
 // attention phase (as the runner's FlashInfer glue does; one row's blocks already lie back to back). A
 // scenario that names no implementation runs the one its table measured (FlashInfer's MLA kernel where the
-// profile has its table).
+// profile has its table; an fp8 cache's attention priced from an fp8 table, which the runner measures on
+// FlashInfer's FP8-KV kernels, its only ones for an fp8 cache, GQA included).
 bool repacks_query(const models::Scenario& s, const models::AttentionTiming& t) {
   if (t.source == models::FigureSource::kMeasured) return false;  // the measured phase holds it
+  const bool fp8_table = s.kv_dtype == models::DType::kFP8E4M3 && t.source == models::FigureSource::kTable;
   const bool flashinfer =
-      s.attention_impl == "flashinfer" || (s.attention_impl.empty() && t.table_one_launch);
+      s.attention_impl == "flashinfer" || (s.attention_impl.empty() && (t.table_one_launch || fp8_table));
   return flashinfer && s.dcp > 1 && s.rows() > 1;
 }
 

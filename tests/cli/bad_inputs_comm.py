@@ -334,3 +334,9 @@ def add(case, g):
                         ("--gemm-k", ""), ("--gemm-k", "99999999999"), ("--gemm-dtypes", "bogus"),
                         ("--gemm-dtypes", "fp4"), ("--kernels", "gemm,bogus"), ("--kernels", "")]:
         case(f"hw sweep {flag} '{value}'", HS + [flag, value], outputs=["o.json"])
+    # --kv-dtype fp8 runs on FlashInfer's FP8-KV kernels only: the rest is refused before any device work.
+    HA = ["hw", "sweep", "--kernels", "attention", "--out", "{d}/o.json", "--kv-dtype"]
+    for extra in [["fp8", "--attention", "dcpsim"], ["fp8", "--geometry", "gqa:5", "--heads", "20"],
+                  ["fp8", "--kernels", "attention,correction"], ["fp8", "--kernels", "attention,gemm"],
+                  ["fp16"], ["fp32"], ["bogus"], [""]]:
+        case(f"hw sweep --kv-dtype {' '.join(extra)}", HA + extra, outputs=["o.json"])

@@ -2,8 +2,11 @@
 // rank and the flow grain, with the numbers of the StepResult they came from; spreads use the usual median.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
+#include "dcpsim/models/kernel_table.h"
 #include "dcpsim/sim/report.h"
 #include "sim_test_support.h"
 
@@ -12,6 +15,7 @@ namespace {
 
 using models::Strategy;
 using testing::builtin;
+using testing::gqa;
 using testing::mla;
 
 int count_lines(const std::string& text) {
@@ -58,6 +62,59 @@ TEST(Report, AnFp8CacheSaysItsAttentionIsModelled) {
   s.kv_dtype = models::DType::kFP8E4M3;
   const std::string text = format_summary(sim.run(s));
   EXPECT_NE(text.find("fp8 KV cache: attention modelled"), std::string::npos) << text;
+}
+
+// A profile with one fp8-KV attention table (`hw sweep --kv-dtype fp8` writes such) over heads x rows x
+// tokens.
+models::HardwareProfile with_fp8_table(const std::string& key, std::vector<double> heads,
+                                       std::vector<double> tokens) {
+  models::HardwareProfile p = builtin("h100-sxm");
+  models::KernelTables t;
+  t.provenance.device = "NVIDIA H100 80GB HBM3";
+  models::KernelTable k{models::TableKernel::kAttention, key, {}, {}, {}, {}};
+  for (double h : heads)
+    for (double b : {1.0, 4.0, 16.0})
+      for (double n : tokens) k.points.push_back({{h, b, n}, 20000.0 + 10.0 * n, 10, 1, 1e9});
+  k.finalize("test");
+  t.tables.push_back(k);
+  p.tables.push_back(t);
+  return p;
+}
+
+std::ptrdiff_t count_figures(const StepResult& r, const std::string& kernel) {
+  return std::count_if(r.kernel_figures.begin(), r.kernel_figures.end(),
+                       [&](const KernelFigure& f) { return f.kernel == kernel; });
+}
+
+// With an fp8-KV table covering every rank's attention, the summary says so and no longer that the attention
+// is modelled; the JSON's figures say table; the step repacks the gathered query for FlashInfer's kernel,
+// which measured it (as the runner does, GQA too). Outside the table: modelled again, no implementation
+// assumed.
+TEST(Report, AnFp8TableMakesTheFp8AttentionMeasured) {
+  const Simulator sim(with_fp8_table("mla qk576 d512 fp8 flashinfer", {64, 128}, {512, 1024, 2048}));
+  models::Scenario s = mla(8, 128, 4, 8192, Strategy::kAgRs);  // 1,024 tokens per rank
+  s.kv_dtype = models::DType::kFP8E4M3;
+  const StepResult r = sim.run(s);
+  const std::string text = format_summary(r);
+  EXPECT_NE(text.find("fp8 KV cache: attention from the profile's fp8-KV tables"), std::string::npos) << text;
+  EXPECT_EQ(text.find("modelled"), std::string::npos) << text;
+  const nlohmann::json j = summary_json(r);
+  for (const auto& f : j.at("kernel_figures").at("figures"))
+    EXPECT_TRUE(f.at("kernel") != "attention" || f.at("source") == "table") << f;
+  EXPECT_EQ(count_figures(r, "attention"), 8);  // one per rank
+  EXPECT_EQ(count_figures(r, "q_repack"), 8);
+  s.contexts = models::uniform_contexts(64, 8192);  // more rows than the table measured
+  const StepResult outside = sim.run(s);
+  EXPECT_NE(format_summary(outside).find("fp8 KV cache: attention modelled"), std::string::npos);
+  EXPECT_EQ(count_figures(outside, "q_repack"), 0);
+
+  models::Scenario g =
+      gqa(4, 32, 4, 8192, Strategy::kAgRs);  // 32 heads over 8 KV heads, 2,048 tokens per rank
+  g.kv_dtype = models::DType::kFP8E4M3;
+  const StepResult gr =
+      Simulator(with_fp8_table("gqa qk128 d128 g4 fp8 flashinfer", {16, 32}, {1024, 2048})).run(g);
+  EXPECT_NE(format_summary(gr).find("attention from the profile's fp8-KV tables"), std::string::npos);
+  EXPECT_EQ(count_figures(gr, "q_repack"), 4);
 }
 
 }  // namespace

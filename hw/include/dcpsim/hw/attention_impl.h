@@ -34,6 +34,8 @@ struct FlashInferGeometry {
 // MLA (D_qk 576, D 512, H_kv 1, Hopper sm_90a) and GQA (D_qk = D = 128, H/H_kv in {1, 2, 3, 4, 6, 8, 16}),
 // bf16 in and out. Says so when the build has no FlashInfer.
 std::string flashinfer_unsupported(const FlashInferGeometry& g);
+// The same for the geometry alone, whatever this build has (a plan made on a CPU-only machine for a GPU one).
+std::string flashinfer_geometry_unsupported(const FlashInferGeometry& g);
 
 // kAuto: FlashInfer for MLA when flashinfer_unsupported() is empty, else dcpsim (`notice`, when given,
 // receives one line saying why FlashInfer cannot run it; none for GQA, where dcpsim's kernel is the choice);

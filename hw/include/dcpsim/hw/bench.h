@@ -31,6 +31,10 @@ struct OpShape {
   // step (1: dense [B][H][D_qk]); and the LSE's base (FlashInfer's decode reports base 2 natively).
   int q_blocks = 1;
   bool lse_base2 = false;
+  // attention: an fp8 e4m3 KV cache with one per-tensor scale, generated as `hw run --kv-dtype fp8` does (the
+  // query and output bf16); FlashInfer's kernels only (InputError on dcpsim's or where FlashInfer cannot
+  // run).
+  bool kv_fp8 = false;
   // correct, a2a-combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps on; of the
   // short paths only the packed rows' combine takes stamps, the others fall back to the lane-group kernels).
   bool row_stamps = false;

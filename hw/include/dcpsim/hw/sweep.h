@@ -43,6 +43,12 @@ struct KernelSweepConfig {
   // simulator prices shapes that need it analytically).
   double max_kv_bytes = 48e9;
   AttentionImpl attention = AttentionImpl::kAuto;
+  // Attention's KV cache: bf16, or fp8 (e4m3 with one per-tensor scale, generated as `hw run --kv-dtype fp8`
+  // does, the query and output bf16). An fp8 cache runs on FlashInfer's FP8-KV kernels only (MLA on sm_90a,
+  // GQA decode at the groups FlashInfer compiles), so auto means FlashInfer and the keys say so ("mla qk576
+  // d512 fp8 flashinfer", what the simulator reads for an fp8 scenario); dcpsim's kernel, another geometry or
+  // a merge kernel is an InputError (the merge kernels read no KV).
+  models::DType kv_dtype = models::DType::kBF16;
   // Merge-kernel grid, per head dim: correction over N × rows × H (heads on the rank); the kernels that
   // work on one owner's slice (a2a_pack, a2a_combine) over N × rows × H / N, measured at H = N × each
   // merge_heads_per_rank, so every N has the same slices (models::table_axes).
