@@ -19,9 +19,7 @@ BIN=$(cd "${1:-.carry/bin}" && pwd)
 OUT=${2:-${OUT:?set OUT or pass OUT_DIR}}
 W=$(mktemp -d /tmp/a2a-two-call.XXXXXX)
 mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0
-nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null)
-export LD_LIBRARY_PATH=$BIN:$(dirname "$(find "${nccl:-/}" -name 'libnccl.so.2' 2>/dev/null | head -1)"):${LD_LIBRARY_PATH:-}
+. "$(dirname "$0")/env.sh"  # NCCL from PyTorch's wheel, no NVLink multicast
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 save() { tar czf "$OUT/a2a_two_call.tgz" -C "$W" . 2>/dev/null; }
 

@@ -15,14 +15,11 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 name=${1:?profile base name, e.g. h100-sxm}
 budget=${2:-9m}
-export NCCL_NVLS_ENABLE=0  # never NVLink multicast on a shared machine
 OUT=${OUT:-/tmp/hw-out}
 W=${CALIBRATE_WORK:-/tmp/calibrate}
 BIN=$PWD/.carry/bin
+. scripts/device/env.sh  # NCCL from PyTorch's wheel, no NVLink multicast; SimGrid, when carried: .carry/bin/simgrid by RPATH
 mkdir -p "$OUT" "$W"
-nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null)
-nccl_lib=$(dirname "$(find "${nccl:-/}" -name 'libnccl.so.2' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=$BIN:$nccl_lib:${LD_LIBRARY_PATH:-}  # SimGrid, when carried: .carry/bin/simgrid by RPATH
 if [ -n "${RESUME:-}" ]; then
   tar xzf "$RESUME" -C "$W" && echo "resuming from $RESUME: $(ls "$W/$name.calibrate" | tr '\n' ' ')"
 fi

@@ -32,8 +32,7 @@ OUT=${OUT:?set OUT to the results directory}
 BUDGET=${FP8_TABLES_BUDGET_S:-220}
 mkdir -p "$OUT"
 W=$(mktemp -d /tmp/fp8-tables.XXXXXX)
-nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null)
-export LD_LIBRARY_PATH=$BIN:$(dirname "$(find "${nccl:-/}" -name 'libnccl.so.2' 2>/dev/null | head -1)"):${LD_LIBRARY_PATH:-}
+. "$(dirname "$0")/env.sh"  # NCCL from PyTorch's wheel, no NVLink multicast
 S=$OUT/summary.txt
 : >"$S"
 say() { echo "$*" | tee -a "$S"; }

@@ -18,9 +18,7 @@ BIN=$(cd "${1:-.carry/bin}" && pwd)
 OUT=${OUT:?set OUT to the results directory}
 mkdir -p "$OUT"
 W=$(mktemp -d /tmp/long-context.XXXXXX)
-export NCCL_NVLS_ENABLE=0
-nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null)
-export LD_LIBRARY_PATH=$BIN:$(dirname "$(find "${nccl:-/}" -name 'libnccl.so.2' 2>/dev/null | head -1)"):${LD_LIBRARY_PATH:-}
+. "$(dirname "$0")/env.sh"  # NCCL from PyTorch's wheel, no NVLink multicast
 S=$OUT/summary.txt
 : >"$S"
 say() { echo "$*" | tee -a "$S"; }
