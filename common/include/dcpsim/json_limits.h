@@ -163,8 +163,8 @@ class CheckedDomBuilder {
 
 }  // namespace detail
 
-// Parses `input`, refusing documents nested deeper than kMaxJsonDepth; a syntax error or a number out of range
-// is an InputError naming `origin` and the JSON path of the value where it happened.
+// Parses `input`, refusing documents nested deeper than kMaxJsonDepth; a syntax error or a number out of
+// range is an InputError naming `origin` and the JSON path of the value where it happened.
 template <class Json = nlohmann::json, class Input>
 Json parse_json_checked(Input&& input, const std::string& origin) {
   detail::CheckedDomBuilder<Json> builder(origin);
