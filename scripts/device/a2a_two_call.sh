@@ -19,7 +19,8 @@ BIN=$(cd "${1:-.carry/bin}" && pwd)
 OUT=${2:-${OUT:?set OUT or pass OUT_DIR}}
 W=$(mktemp -d /tmp/a2a-two-call.XXXXXX)
 mkdir -p "$OUT"
-. "$(dirname "$0")/env.sh"  # NCCL from PyTorch's wheel, no NVLink multicast
+. "$(dirname "$0")/env.sh"
+device_env  # NCCL from PyTorch's wheel, no NVLink multicast
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 save() { tar czf "$OUT/a2a_two_call.tgz" -C "$W" . 2>/dev/null; }
 

@@ -18,7 +18,8 @@ budget=${2:-9m}
 OUT=${OUT:-/tmp/hw-out}
 W=${CALIBRATE_WORK:-/tmp/calibrate}
 BIN=$PWD/.carry/bin
-. scripts/device/env.sh  # NCCL from PyTorch's wheel, no NVLink multicast; SimGrid, when carried: .carry/bin/simgrid by RPATH
+. scripts/device/env.sh
+device_env  # NCCL from PyTorch's wheel, no NVLink multicast; SimGrid, when carried: .carry/bin/simgrid by RPATH
 mkdir -p "$OUT" "$W"
 if [ -n "${RESUME:-}" ]; then
   tar xzf "$RESUME" -C "$W" && echo "resuming from $RESUME: $(ls "$W/$name.calibrate" | tr '\n' ' ')"

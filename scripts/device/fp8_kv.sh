@@ -19,14 +19,8 @@
 # the same steps with 1-byte KV (the trace's scenario says fp8) next to these measurements.
 #   OUT=/path scripts/device/fp8_kv.sh [BIN_DIR]
 set -uo pipefail
-BIN=$(cd "${1:-.carry/bin}" && pwd)
-OUT=${OUT:?set OUT to the results directory}
-mkdir -p "$OUT"
-W=$(mktemp -d /tmp/fp8-kv.XXXXXX)
-. "$(dirname "$0")/env.sh"  # NCCL from PyTorch's wheel, no NVLink multicast
-S=$OUT/summary.txt
-: >"$S"
-say() { echo "$*" | tee -a "$S"; }
+. "$(dirname "$0")/env.sh"
+device_job fp8-kv "${1:-}"  # BIN, OUT, W, S, say; NCCL from PyTorch's wheel
 save() { cp "$S" "$W/" 2>/dev/null; tar czf "$OUT/fp8_kv.tgz" -C "$W" . 2>/dev/null; }
 
 "$BIN/dcpsim" hw devices >"$W/devices.txt" 2>&1

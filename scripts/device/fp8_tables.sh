@@ -27,15 +27,9 @@
 # them (its summary says "attention from the profile's fp8-KV tables").
 #   OUT=/path scripts/device/fp8_tables.sh [BIN_DIR]
 set -uo pipefail
-BIN=$(cd "${1:-.carry/bin}" && pwd)
-OUT=${OUT:?set OUT to the results directory}
+. "$(dirname "$0")/env.sh"
+device_job fp8-tables "${1:-}"  # BIN, OUT, W, S, say; NCCL from PyTorch's wheel
 BUDGET=${FP8_TABLES_BUDGET_S:-220}
-mkdir -p "$OUT"
-W=$(mktemp -d /tmp/fp8-tables.XXXXXX)
-. "$(dirname "$0")/env.sh"  # NCCL from PyTorch's wheel, no NVLink multicast
-S=$OUT/summary.txt
-: >"$S"
-say() { echo "$*" | tee -a "$S"; }
 save() { tar czf "$OUT/fp8_tables_logs.tgz" -C "$W" . 2>/dev/null; }
 start=$SECONDS
 

@@ -14,14 +14,8 @@
 # reference of the checked row takes ~5-10 s at 1M and ~20-40 s at 4M on 16 cores), well under 8 minutes.
 #   OUT=/path scripts/device/long_context.sh [BIN_DIR]
 set -uo pipefail
-BIN=$(cd "${1:-.carry/bin}" && pwd)
-OUT=${OUT:?set OUT to the results directory}
-mkdir -p "$OUT"
-W=$(mktemp -d /tmp/long-context.XXXXXX)
-. "$(dirname "$0")/env.sh"  # NCCL from PyTorch's wheel, no NVLink multicast
-S=$OUT/summary.txt
-: >"$S"
-say() { echo "$*" | tee -a "$S"; }
+. "$(dirname "$0")/env.sh"
+device_job long-context "${1:-}"  # BIN, OUT, W, S, say; NCCL from PyTorch's wheel
 save() { tar czf "$OUT/long_context.tgz" -C "$W" . 2>/dev/null; }
 
 # Peak RSS of a command: /usr/bin/time -v when present, else the child's ru_maxrss from python.
