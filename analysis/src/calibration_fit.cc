@@ -60,13 +60,24 @@ bool fit_available() {
 #endif
 }
 
+std::string calibrated_description(const std::string& base_description, const DeviceRecord& device,
+                                   const std::string& date, bool fitted) {
+  std::string out = base_description;
+  if (const auto at = out.find("; measured on ");
+      at != std::string::npos && out.find("by dcpsim hw calibrate", at) != std::string::npos)
+    out.erase(at);
+  out += "; measured on " + device.name + " (" + device.uuid + ") by dcpsim hw calibrate " + date;
+  return out + (fitted ? ": tables, device facts, launch gaps and PDL savings (the .calibration.json sidecar "
+                         "says how)"
+                       : " (tables, device facts, launch gaps; not yet fitted on steps)");
+}
+
 std::string provisional_profile(const models::HardwareProfile& base, const DeviceRecord& device,
                                 const CalibrationPlan& plan, const CalibrationPaths& paths,
                                 std::vector<std::string>& lines) {
   std::vector<std::string> notes;
   models::HardwareProfile p = assemble_profile(base, device, plan, paths, notes);
-  p.description = base.description + "; measured on " + device.name + " by dcpsim hw calibrate " +
-                  device.date + " (tables, device facts, launch gaps; not yet fitted on steps)";
+  p.description = calibrated_description(base.description, device, device.date, false);
   traces::write_file_atomically(paths.profile(), models::to_json(p));
   for (const std::string& n : notes) lines.push_back("  " + n);
   return "wrote " + paths.profile() + " (measured, not yet fitted on steps)";
@@ -123,15 +134,7 @@ void fit_stage(const models::HardwareProfile& base, const DeviceRecord& device, 
     lines.push_back("fit: nothing to fit (" + std::string(e.what()) + ")");
   }
   stamp_sources(r, prov);
-  // A base that was itself calibrated keeps its description, not the earlier run's clause.
-  std::string described = base.description;
-  if (const auto at = described.find("; measured on ");
-      at != std::string::npos && described.find("by dcpsim hw calibrate", at) != std::string::npos)
-    described.erase(at);
-  r.profile.description = described + "; measured on " + device.name + " (" + device.uuid +
-                          ") by dcpsim hw calibrate " + date +
-                          ": tables, device facts, launch gaps and PDL "
-                          "savings (the .calibration.json sidecar says how)";
+  r.profile.description = calibrated_description(base.description, device, date, true);
   write_calibration(r, prov, paths.profile());
   for (const ParameterResult& p : r.parameters)
     if (p.fitted)

@@ -236,5 +236,31 @@ TEST(StaleCalibration, NoCommittedCalibrationIsStale) {
   }
 }
 
+// A base that was itself calibrated (the built-in h100-sxm is) gets its clause replaced: one device, one
+// date.
+TEST(CalibratedDescription, ReplacesAnEarlierRunsClauseInsteadOfAppendingASecond) {
+  DeviceRecord d;
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.uuid = "GPU-new";
+  const std::string fitted = calibrated_description("HGX H100", d, "2026-12-06", true);
+  EXPECT_EQ(fitted.rfind(
+                "HGX H100; measured on NVIDIA H100 80GB HBM3 (GPU-new) by dcpsim hw calibrate 2026-12-06", 0),
+            0u)
+      << fitted;
+  d.uuid = "GPU-other";
+  const std::string again = calibrated_description(fitted, d, "2026-12-07", true);
+  EXPECT_EQ(again.find("GPU-new"), std::string::npos) << again;
+  EXPECT_EQ(again.find("measured on"), again.rfind("measured on")) << again;
+  EXPECT_NE(again.find("(GPU-other) by dcpsim hw calibrate 2026-12-07"), std::string::npos) << again;
+  // The provisional profile's clause (not yet fitted) is replaced the same way.
+  const std::string provisional = calibrated_description(fitted, d, "2026-12-07", false);
+  EXPECT_EQ(provisional.find("measured on"), provisional.rfind("measured on")) << provisional;
+  EXPECT_NE(provisional.find("not yet fitted on steps"), std::string::npos);
+  // A description that says "measured on" of something else keeps it.
+  EXPECT_NE(calibrated_description("NVLink numbers measured on 8 GPUs", d, "2026-12-07", true)
+                .find("NVLink numbers measured on 8 GPUs; measured on"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace dcpsim::analysis

@@ -17,6 +17,11 @@ std::string provisional_profile(const models::HardwareProfile& base, const Devic
                                 const CalibrationPlan& plan, const CalibrationPaths& paths,
                                 std::vector<std::string>& lines);
 
+// The written profile's description: the base's, with the clause saying which device and date measured it,
+// fitted or not yet (a base that was itself calibrated has its earlier clause replaced, not repeated).
+std::string calibrated_description(const std::string& base_description, const DeviceRecord& device,
+                                   const std::string& date, bool fitted);
+
 // Assembles, fits and writes the profile and its sidecar (with the plan's fingerprint and the hashes of the
 // kernels and tables it was fitted on); `lines` gets what was measured and fitted.
 void fit_stage(const models::HardwareProfile& base, const DeviceRecord& device, const CalibrationPlan& plan,
