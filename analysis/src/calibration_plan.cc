@@ -200,9 +200,11 @@ std::string CalibrationPlan::fingerprint() const {
   return buf;
 }
 
-CalibrationPlan make_calibration_plan(const models::HardwareProfile& base, bool flashinfer) {
+CalibrationPlan make_calibration_plan(const models::HardwareProfile& base, bool flashinfer,
+                                      std::uint64_t holdout_seed) {
   CalibrationPlan plan;
   plan.base = base.name;
+  plan.holdout_seed = holdout_seed;
   plan.stages.push_back({StageKind::kDevice, "device", {}, "", {}, 2.0, 0});
   const std::vector<TableFamily> families = table_families(flashinfer);
   for (const TableFamily& f : families) {
@@ -214,7 +216,7 @@ CalibrationPlan make_calibration_plan(const models::HardwareProfile& base, bool 
   int fit_sections = 0;
   for (const auto& [set, steps] :
        {std::pair{std::string("fit"), fit_steps()}, std::pair{std::string("pdl"), pdl_steps()},
-        std::pair{std::string("holdout"), holdout_steps(families)}}) {
+        std::pair{std::string("holdout"), holdout_steps(families, holdout_seed)}}) {
     CalibrationStage s{
         StageKind::kSteps, "steps " + set, {}, set, steps, 0.0, static_cast<int>(steps.size())};
     for (const CalibrationStep& step : steps) s.estimate_s += step_estimate_s(step, base);
@@ -274,7 +276,7 @@ std::string describe_plan(const CalibrationPlan& plan, const CalibrationPaths& p
   }
   for (const CalibrationStage& s : plan.stages) {
     if (s.kind != StageKind::kSteps || s.set != "holdout") continue;
-    out << "held-out steps (seed " << kHoldoutSeed << ", drawn before any fit; off every table grid in rows "
+    out << "held-out steps (seed " << plan.holdout_seed << ", drawn before any fit; off every table grid in rows "
         << "and per-rank tokens):\n";
     for (const CalibrationStep& step : s.steps)
       out << "  " << step.name << "  (" << step.origin << ")  " << step_flags(step) << "\n";

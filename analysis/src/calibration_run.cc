@@ -254,7 +254,7 @@ CalibrateRunResult run_calibration(const CalibrateRunOptions& o) {
                      hw::device_info(o.device).name + "\": resume on that GPU, or choose another --out");
   const models::HardwareProfile base = choose_base(o.base, device_name);
   const CalibrationPlan plan =
-      make_calibration_plan(base, hw::built_with_flashinfer() || !hw::built_with_cuda());
+      make_calibration_plan(base, hw::built_with_flashinfer() || !hw::built_with_cuda(), o.holdout_seed);
   cr_check_plan_file(paths, plan);
   std::filesystem::create_directories(paths.work());
   interrupt::keep_checkpoint(paths.work());  // an interruption's message names what the same command resumes
@@ -371,7 +371,7 @@ std::string describe_calibration(const CalibrateRunOptions& o) {
   const std::string name = device ? device->name : gpu ? hw::device_info(o.device).name : "";
   const models::HardwareProfile base = choose_base(o.base, name);
   const CalibrationPlan plan =
-      make_calibration_plan(base, hw::built_with_flashinfer() || !hw::built_with_cuda());
+      make_calibration_plan(base, hw::built_with_flashinfer() || !hw::built_with_cuda(), o.holdout_seed);
   std::string out = describe_plan(plan, paths);
   const std::vector<bool> done = stages_done(plan, paths, name);
   double left = 0.0;

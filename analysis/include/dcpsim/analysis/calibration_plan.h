@@ -61,6 +61,7 @@ CalibrationPaths calibration_paths(const std::string& out);
 
 struct CalibrationPlan {
   std::string base;  // the base profile's name
+  std::uint64_t holdout_seed = 0;  // the seed the held-out steps were drawn with
   std::vector<CalibrationStage> stages;
   double estimate_s() const;
   // A fingerprint of everything the plan measures (grids, steps, their options): checkpoints made under
@@ -70,7 +71,10 @@ struct CalibrationPlan {
 
 // The plan for a GPU that `base` describes. Estimates price each point from `base`'s analytic model plus a
 // per-point overhead read off the H200 sweeps of 2026-12-02 and 2026-12-03 (docs/PERFORMANCE.md).
-CalibrationPlan make_calibration_plan(const models::HardwareProfile& base, bool flashinfer = true);
+// `holdout_seed` draws the held-out steps (kHoldoutSeed: the committed list; another seed: a fresh draw for
+// re-validating a profile on steps nobody has seen).
+CalibrationPlan make_calibration_plan(const models::HardwareProfile& base, bool flashinfer = true,
+                                      std::uint64_t holdout_seed = kHoldoutSeed);
 
 // Seconds one sweep should take with `base`'s analytic kernel times (an estimate, not a measurement).
 double sweep_estimate_s(const hw::KernelSweepConfig& sweep, const models::HardwareProfile& base);

@@ -44,6 +44,7 @@ struct CalibrateRunOptions {
   int device = 0;
   std::string date;     // YYYY-MM-DD for the provenance ("": today, UTC)
   std::string command;  // the command line, for the provenance
+  std::uint64_t holdout_seed = kHoldoutSeed;  // --holdout-seed: which held-out steps are drawn
   // Progress lines (stderr) and whether a signal asked to stop; both may be empty.
   std::function<void(const std::string&)> progress;
   std::function<bool()> interrupted;
