@@ -130,9 +130,10 @@ void add_hw_calibrate_command(CLI::App& hw_cmd, int argc, char** argv) {
   c->add_option("--name", f->name, "the profile's name (default: the file's stem)");
   c->add_option("--device", f->device, "device ordinal")->capture_default_str();
   c->add_option("--date", f->date, "date for the provenance, YYYY-MM-DD (default: today, UTC)");
-  c->add_option("--holdout-seed", f->holdout_seed,
-                "seed of the held-out steps (drawn before any fit, off every table grid); another seed draws a "
-                "fresh set, to re-validate a profile on steps it has never seen")
+  c->add_option(
+       "--holdout-seed", f->holdout_seed,
+       "seed of the held-out steps (drawn before any fit, off every table grid); another seed draws a "
+       "fresh set, to re-validate a profile on steps it has never seen")
       ->capture_default_str();
   c->add_flag("--dry-run", f->dry_run,
               "print the plan (stages, points, held-out steps, estimated GPU time, what is done) and measure "

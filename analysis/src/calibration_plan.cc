@@ -276,7 +276,8 @@ std::string describe_plan(const CalibrationPlan& plan, const CalibrationPaths& p
   }
   for (const CalibrationStage& s : plan.stages) {
     if (s.kind != StageKind::kSteps || s.set != "holdout") continue;
-    out << "held-out steps (seed " << plan.holdout_seed << ", drawn before any fit; off every table grid in rows "
+    out << "held-out steps (seed " << plan.holdout_seed
+        << ", drawn before any fit; off every table grid in rows "
         << "and per-rank tokens):\n";
     for (const CalibrationStep& step : s.steps)
       out << "  " << step.name << "  (" << step.origin << ")  " << step_flags(step) << "\n";

@@ -190,10 +190,19 @@ void write_with_plot(std::string_view kind, const std::vector<std::pair<fs::path
   }
   const fs::path csv = temp_beside(png, ".csv");
   const fs::path drawn = temp_beside(png, ".png");
+  // Both temporaries are removed by an interruption (neither is a result: the plotter's input and its
+  // output before the move), so neither is written through write_file_atomically, which reports its
+  // files as written.
+  const interrupt::TrackedFile tracked_csv(csv);
   const interrupt::TrackedFile tracked_drawn(drawn);
   std::error_code ec;
   try {
-    traces::write_file_atomically(csv, plot_csv_text);
+    {
+      std::ofstream f(csv, std::ios::binary | std::ios::trunc);
+      f << plot_csv_text;
+      f.flush();
+      if (!f) throw RuntimeError("cannot write the plot's data next to '" + png.string() + "'");
+    }
     plot_csv(kind, csv, drawn, options);
     fs::remove(csv, ec);
     traces::write_files_atomically(files);

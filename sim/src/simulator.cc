@@ -126,7 +126,11 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   std::vector<int64_t> local(s.rows());
   for (int b = 0; b < s.rows(); ++b) local[b] = models::local_length(s.contexts[b], r, s.dcp, s.interleave);
   AttentionOut att;
-  att.timing = models::decode_attention_time(step.profile, models::attention_shape(s), local);
+  if (step.priced_local.empty() || step.priced_local != local) {
+    step.priced_attention = models::decode_attention_time(step.profile, models::attention_shape(s), local);
+    step.priced_local = local;
+  }
+  att.timing = step.priced_attention;
   // A measured attention phase (trace-driven validation): the repack, the kernel and its split-KV combine as
   // one launch of the measured time, rows finishing at the same fractions of it as the model's.
   if (const std::optional<double> t = step.measured(r, "attention")) {

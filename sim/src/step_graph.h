@@ -112,6 +112,10 @@ struct StepGraph {
   bool emulated_ranks = false;          // SimOptions::emulated_ranks
   bool row_stamps = false;              // SimOptions::row_stamps
   std::vector<double> attention_bytes;  // per rank, once its attention is added
+  // The attention model's answer for the last shard lengths priced: ranks holding the same lengths (every
+  // rank of a uniform batch whose contexts N divides) are priced once.
+  std::vector<int64_t> priced_local;
+  models::AttentionTiming priced_attention;
 
   // What rank `rank`'s kernel right after an emulated all-gather or all-to-all adds in a graph-launched step.
   // The runner's emulated collectives are device-to-device copies, and a kernel after a copy node of its

@@ -121,6 +121,27 @@ TEST(CalibrationPlan, FingerprintNamesWhatIsMeasured) {
   EXPECT_NE(a.fingerprint(), c.fingerprint());
 }
 
+TEST(CalibrationPlan, AnotherHoldoutSeedDrawsAFreshSetAndOnlyThat) {
+  const models::HardwareProfile h100 = models::load_profile("h100-sxm");
+  const CalibrationPlan a = make_calibration_plan(h100);
+  const CalibrationPlan b = make_calibration_plan(h100, true, kHoldoutSeed + 1);
+  EXPECT_EQ(a.holdout_seed, kHoldoutSeed);
+  EXPECT_EQ(b.holdout_seed, kHoldoutSeed + 1);
+  ASSERT_EQ(a.stages.size(), b.stages.size());
+  for (std::size_t i = 0; i < a.stages.size(); ++i) {
+    if (a.stages[i].set != "holdout") {
+      EXPECT_EQ(a.stages[i].steps.size(), b.stages[i].steps.size()) << a.stages[i].name;
+      continue;
+    }
+    ASSERT_EQ(a.stages[i].steps.size(), b.stages[i].steps.size());
+    int same = 0;
+    for (std::size_t k = 0; k < a.stages[i].steps.size(); ++k)
+      same += a.stages[i].steps[k].name == b.stages[i].steps[k].name;
+    EXPECT_LT(same, 2);  // a fresh draw: at most a coincidence
+  }
+  EXPECT_NE(a.fingerprint(), b.fingerprint());
+}
+
 TEST(CalibrationPlan, PathsBesideTheProfileAndItsWorkFolder) {
   const CalibrationPaths p = calibration_paths("out/my-gpu.json");
   EXPECT_EQ(p.profile(), "out/my-gpu.json");
@@ -172,6 +193,11 @@ TEST_F(CalibrateCli, DryRunPrintsThePlanItsGpuTimeAndMeasuresNothing) {
   EXPECT_THAT(out_, HasSubstr("left to run: "));
   EXPECT_FALSE(fs::exists(dir_ / "h100.calibrate"));
   EXPECT_FALSE(fs::exists(out));
+  ASSERT_EQ(run("hw calibrate --out " + out + " --base h100-sxm --dry-run --holdout-seed 20261207"), 0)
+      << err_;
+  EXPECT_THAT(out_, HasSubstr("held-out steps (seed 20261207"));
+  EXPECT_THAT(out_, HasSubstr("dsv3_n3_h48_b88_ctx19153_graph"));  // traces/measured/h100-holdout-3/steps.txt
+  EXPECT_THAT(out_, Not(HasSubstr("kimi_n7_h28_b7_ctx80521_eager")));
 }
 
 TEST_F(CalibrateCli, BadInputsAreOneLineAndExit2) {

@@ -34,9 +34,9 @@ def big_kineto(path, events=150000):
 
 # name, argv (with {d}), outputs (pre-filled with OLD), files to make, signal, whole group
 CASES = [
-    ("scan --jobs 2, Ctrl-C", ["scan", "--dcp", "1..72", "--batch", "1,64,256", "--context", "32k,1m",
+    ("scan --jobs 2, Ctrl-C", ["scan", "--dcp", "1..72", "--batch", "1..256:x2", "--context", "4k..1m:x2",
                                "--strategy", "all", "--jobs", "2", "--out", "{d}/s.csv"], ["s.csv"], signal.SIGINT, True),
-    ("scan --jobs 2 --plot, SIGTERM", ["scan", "--dcp", "1..72", "--batch", "1,64,256", "--context", "32k,1m",
+    ("scan --jobs 2 --plot, SIGTERM", ["scan", "--dcp", "1..72", "--batch", "1..256:x2", "--context", "4k..1m:x2",
                                        "--strategy", "all", "--jobs", "2", "--out", "{d}/s.csv", "--plot", "{d}/s.png"],
      ["s.csv"], signal.SIGTERM, False),
     ("simulate, SIGTERM", ["simulate", "--profile", "gb200-nvl72", "--dcp", "72", "--heads", "144", "--batch", "256",

@@ -152,7 +152,8 @@ TEST(Step, RowStreamOverlapsTheMergeWithAttention) {
   const Simulator sim(builtin("h200-sxm"));
   const StepResult direct = sim.run(mla(8, 128, 256, 4096, Strategy::kDirect));
   const StepResult stream = sim.run(mla(8, 128, 256, 4096, Strategy::kRowStream));
-  EXPECT_EQ(direct.attention_end_s, stream.attention_end_s);
+  // The same attention (SimGrid's full sharing updates round differently by picoseconds, sim_engine.cc).
+  EXPECT_NEAR(direct.attention_end_s, stream.attention_end_s, 1e-11);
   EXPECT_LT(stream.merge_latency_s, direct.merge_latency_s);
   // Rows of early waves are out before attention ends.
   double earliest = stream.step_latency_s;
@@ -431,7 +432,7 @@ TEST(Step, TablePricedAttentionCountsItsCombineGapOnce) {
       models::memory_kernel_time(p, models::MemoryKernel::kQRepack, 2.0 * 8 * 128 * 576 * 2);
   const auto [mla_graph, mla_eager] = graph_and_eager(m);
   EXPECT_NEAR(mla_graph, repack + p.launch.dependent_gap.si() + f.kernel_end_s + f.combine_s, 1e-12);
-  EXPECT_NEAR(mla_eager - mla_graph, extra, 1e-12);
+  EXPECT_NEAR(mla_eager - mla_graph, extra, 1e-11);  // picoseconds of SimGrid's rounding (sim_engine.cc)
 }
 
 TEST(Step, EagerLaunchesAreSlowerThanAGraph) {

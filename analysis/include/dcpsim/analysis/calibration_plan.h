@@ -60,7 +60,7 @@ struct CalibrationPaths {
 CalibrationPaths calibration_paths(const std::string& out);
 
 struct CalibrationPlan {
-  std::string base;  // the base profile's name
+  std::string base;                // the base profile's name
   std::uint64_t holdout_seed = 0;  // the seed the held-out steps were drawn with
   std::vector<CalibrationStage> stages;
   double estimate_s() const;

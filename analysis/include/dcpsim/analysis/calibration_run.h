@@ -42,8 +42,8 @@ struct CalibrateRunOptions {
   std::string name;         // the profile's name ("": the stem of --out)
   double budget_s = 600.0;  // stop before a stage that would end past this (the stages done are kept)
   int device = 0;
-  std::string date;     // YYYY-MM-DD for the provenance ("": today, UTC)
-  std::string command;  // the command line, for the provenance
+  std::string date;                           // YYYY-MM-DD for the provenance ("": today, UTC)
+  std::string command;                        // the command line, for the provenance
   std::uint64_t holdout_seed = kHoldoutSeed;  // --holdout-seed: which held-out steps are drawn
   // Progress lines (stderr) and whether a signal asked to stop; both may be empty.
   std::function<void(const std::string&)> progress;
