@@ -1,5 +1,5 @@
-// dcpsim tables: build a kernel table file from measured traces (analysis/table_builder.h), or check and
-// print one (--show).
+// dcpsim tables: build a kernel table file from measured traces (analysis/table_builder.h), check and print
+// one (--show), or record the interpolation method of its attention tables (--choose-interpolation).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +13,8 @@
 #include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/analysis/table_builder.h"
 #include "dcpsim/error.h"
+#include "dcpsim/models/profile.h"
+#include "dcpsim/models/table_loo.h"
 #include "dcpsim/traces/output_file.h"
 #include "dcpsim/traces/trace_reader.h"
 
@@ -25,8 +27,37 @@ struct TablesArgs {
   std::string show;
   std::string date;
   std::string clocks;
+  std::string choose;   // --choose-interpolation: a table file whose attention tables get their method
+  std::string profile;  // the profile that reads them (the GPU that measured them)
   std::vector<std::string> argv;
 };
+
+// --choose-interpolation IN --profile P --out OUT: every attention table of IN whose kernel has a schedule
+// model records the interpolation method its own leave-one-out reads best (models/table_loo.h).
+void choose(const TablesArgs& a) {
+  if (!a.measured.empty())
+    throw InputError("--choose-interpolation reads a table file; it takes no --measured");
+  if (a.out.empty() || a.profile.empty())
+    throw InputError("--choose-interpolation FILE needs --profile (the GPU's profile) and --out FILE");
+  IoGuard io;
+  io.input("--choose-interpolation", a.choose);
+  analysis::guard_profile(io, "--profile", a.profile);
+  io.output("--out", a.out).check();
+  models::KernelTables tables = models::load_kernel_tables(a.choose);
+  const models::HardwareProfile profile = models::load_profile(a.profile);
+  if (!models::profile_describes_device(profile, tables.provenance.device))
+    throw InputError(a.choose + ": measured on \"" + tables.provenance.device + "\", which --profile " +
+                     a.profile +
+                     " does not describe (its gpu.devices): give the profile of the GPU that measured it");
+  const std::vector<std::string> lines = models::choose_interpolations(profile, tables);
+  if (lines.empty())
+    throw InputError(a.choose +
+                     ": no attention table of a kernel with a schedule model (FlashInfer's MLA "
+                     "kernel, dcpsim's kernels) to choose an interpolation for");
+  traces::write_file_atomically(a.out, models::kernel_tables_json(tables));
+  for (const std::string& line : lines) std::cout << line << "\n";
+  std::cout << "wrote " << a.out << "\n";
+}
 
 // Files as given; a directory stands for every .pb (or .pb.gz) under it, sorted.
 std::vector<std::filesystem::path> expand(const std::vector<std::string>& inputs) {
@@ -49,6 +80,12 @@ std::vector<std::filesystem::path> expand(const std::vector<std::string>& inputs
 }
 
 void run(const TablesArgs& a) {
+  if (!a.choose.empty()) {
+    if (!a.show.empty()) throw InputError("--show and --choose-interpolation: give one");
+    choose(a);
+    return;
+  }
+  if (!a.profile.empty()) throw InputError("--profile goes with --choose-interpolation");
   if (!a.show.empty()) {
     if (!a.measured.empty() || !a.out.empty())
       throw InputError("--show prints a table file; it takes no --measured or --out");
@@ -93,8 +130,9 @@ void add_tables_command(CLI::App& app, int argc, char** argv) {
   auto args = std::make_shared<TablesArgs>();
   args->argv.assign(argv, argv + argc);
   if (!args->argv.empty()) args->argv[0] = "dcpsim";
-  CLI::App* cmd =
-      app.add_subcommand("tables", "Build a kernel table file from measured traces, or print one");
+  CLI::App* cmd = app.add_subcommand("tables",
+                                     "Build a kernel table file from measured traces, print one, or choose "
+                                     "how its attention tables are read between measured shapes");
   cmd->add_option("--measured", args->measured, "Measured .pb traces (a directory: every .pb under it)")
       ->expected(1, -1);
   cmd->add_option("--out", args->out, "Kernel table JSON to write (dcpsim-kernel-tables/1)");
@@ -102,6 +140,14 @@ void add_tables_command(CLI::App& app, int argc, char** argv) {
   cmd->add_option("--date", args->date, "Date recorded in the provenance (default: today, UTC)");
   cmd->add_option("--clocks", args->clocks,
                   "Clock policy of the measurement, when the traces do not record it");
+  cmd->add_option(
+      "--choose-interpolation", args->choose,
+      "A table file whose attention tables (FlashInfer's MLA kernel, dcpsim's kernels) record the "
+      "interpolation between measured shapes that leave-one-out on their own points reads best "
+      "(schedule, power-law or mean); with --profile and --out");
+  cmd->add_option("--profile", args->profile,
+                  "With --choose-interpolation: the profile of the GPU that measured the tables (a built-in "
+                  "name or a file)");
   cmd->callback([args] { run(*args); });
 }
 

@@ -14,6 +14,8 @@
 #include "dcpsim/error.h"
 #include "dcpsim/json_limits.h"
 #include "dcpsim/models/kernel_table.h"
+#include "dcpsim/models/table_loo.h"
+#include "dcpsim/traces/output_file.h"
 
 namespace dcpsim::analysis {
 namespace {
@@ -221,6 +223,12 @@ models::HardwareProfile assemble_profile(const models::HardwareProfile& base, co
     if (s.kind != StageKind::kTables || !s.family.listed) continue;
     models::KernelTables t = models::load_kernel_tables(paths.table(s.family.name));
     t.origin = paths.table_file(s.family.name);
+    // Each attention table of a kernel with a schedule model records how it is read between its measured
+    // shapes: the method its own leave-one-out reads best (models/table_loo.h), written into its file.
+    if (const std::vector<std::string> chosen = models::choose_interpolations(p, t); !chosen.empty()) {
+      traces::write_file_atomically(paths.table(s.family.name), models::kernel_tables_json(t));
+      for (const std::string& line : chosen) notes.push_back("interpolation " + line);
+    }
     for (const models::KernelTable& k : t.tables) measured.insert(k.kernel);
     p.tables.push_back(std::move(t));
   }

@@ -224,7 +224,7 @@ TableBuildResult build_kernel_tables(const std::vector<MeasuredTrace>& traces,
         out.tables.tables.begin(), out.tables.tables.end(),
         [&](const models::KernelTable& k) { return k.kernel == want_kernel && k.key == want_name; });
     if (it == out.tables.tables.end()) {
-      out.tables.tables.push_back({kernel, name, {}, {}, {}, {}});
+      out.tables.tables.push_back({kernel, name, {}, {}, {}, {}, {}, {}, {}});
       it = std::prev(out.tables.tables.end());
     }
     // Nanoseconds to 0.001 ns: far below the timers' resolution, and the file stays readable.

@@ -487,13 +487,26 @@ void apply_table(const HardwareProfile& p, const AttentionShape& shape, std::spa
   std::optional<double> measured;
   const int sms = static_cast<int>(p.gpu.sm_count.si());
   const std::string key = attention_table_key(a) + " " + a.impl;
+  // The table's interpolation method (kernel_table.h TableInterpolation): its schedule, a power law, or the
+  // mean of the two, as leave-one-out on its own points chose.
+  TableInterpolation how = TableInterpolation::kSchedule;
+  for (const KernelTables& file : p.tables)
+    for (const KernelTable& table : file.tables)
+      if (table.kernel == TableKernel::kAttention && table.key == key) how = table.interpolation;
+  const auto planned = [&](const Planner& planner) -> std::optional<double> {
+    if (how == TableInterpolation::kPowerLaw) return std::nullopt;
+    const std::optional<double> read = planned_table_time_s(p, a, local_tokens, mean, key, at[0], planner);
+    if (how != TableInterpolation::kMean || !read) return read;
+    const std::optional<double> power = attention_table_time_s(p, a, at);
+    return power ? 0.5 * (*read + *power) : read;
+  };
   if (a.shared_kv && a.impl == "flashinfer") {
     const Planner planner{[&](int heads, std::span<const int64_t> rows) {
                             const MlaPlanCost c = flashinfer_mla_plan_cost(heads, rows, sms);
                             return PlanFeatures{double(c.critical_tokens), double(c.max_chunks)};
                           },
                           {}};
-    measured = planned_table_time_s(p, a, local_tokens, mean, key, at[0], planner);
+    measured = planned(planner);
   } else if (a.impl == "dcpsim") {
     const Planner planner{[&](int heads, std::span<const int64_t> rows) {
                             const DcpsimPlan d =
@@ -501,7 +514,7 @@ void apply_table(const HardwareProfile& p, const AttentionShape& shape, std::spa
                             return PlanFeatures{double(d.waves * d.block_tokens), double(d.splits)};
                           },
                           {}};
-    measured = planned_table_time_s(p, a, local_tokens, mean, key, at[0], planner);
+    measured = planned(planner);
   }
   if (!measured) measured = attention_table_time_s(p, a, at);
   if (!measured) measured = between_groups_time_s(p, a, local_tokens);

@@ -121,7 +121,7 @@ TablePoint read_point(const Cursor& c, const Json& j, const std::string& path, s
 
 KernelTable read_table(const Cursor& c, const Json& j, const std::string& path, const std::string& where) {
   if (!j.is_object()) c.fail(path, "expected an object, got " + j.dump());
-  c.only(j, path, {"kernel", "key", "axes", "points", "model"});
+  c.only(j, path, {"kernel", "key", "axes", "points", "model", "interpolation"});
   KernelTable t;
   const std::string kernel = c.text(j, path, "kernel", true);
   try {
@@ -166,6 +166,18 @@ KernelTable read_table(const Cursor& c, const Json& j, const std::string& path, 
     model.max_relative_residual = r.get<double>();
     t.model = model;
   }
+  if (const auto m = j.find("interpolation"); m != j.end()) {
+    const std::string mp = path + ".interpolation";
+    if (!m->is_object()) c.fail(mp, "expected an object, got " + m->dump().substr(0, 80));
+    c.only(*m, mp, {"method", "chosen_by"});
+    if (t.kernel != TableKernel::kAttention) c.fail(mp, "only attention tables have an interpolation method");
+    try {
+      t.interpolation = parse_table_interpolation(c.text(*m, mp, "method", true));
+    } catch (const InputError& e) {
+      c.fail(mp + ".method", e.what());
+    }
+    if (m->contains("chosen_by")) t.interpolation_chosen_by = c.text(*m, mp, "chosen_by", false);
+  }
   t.finalize(where + ": " + path);
   return t;
 }
@@ -186,6 +198,26 @@ std::string coords(const std::vector<double>& at) {
 }
 
 }  // namespace
+
+std::string_view to_string(TableInterpolation m) {
+  switch (m) {
+    case TableInterpolation::kSchedule:
+      return "schedule";
+    case TableInterpolation::kPowerLaw:
+      return "power-law";
+    case TableInterpolation::kMean:
+      return "mean";
+  }
+  return "?";
+}
+
+TableInterpolation parse_table_interpolation(std::string_view s) {
+  for (TableInterpolation m :
+       {TableInterpolation::kSchedule, TableInterpolation::kPowerLaw, TableInterpolation::kMean})
+    if (to_string(m) == s) return m;
+  throw InputError("unknown interpolation method \"" + std::string(s) +
+                   "\" (known: schedule, power-law, mean)");
+}
 
 std::string_view to_string(TableKernel k) {
   for (const KernelName& n : kKernelNames)
@@ -354,6 +386,11 @@ std::string kernel_tables_json(const KernelTables& t) {
                       {"points", k.model->points},
                       {"max_relative_residual", k.model->max_relative_residual}};
       out += ", \"model\": " + m.dump();
+    }
+    if (k.interpolation != TableInterpolation::kSchedule || !k.interpolation_chosen_by.empty()) {
+      Json m = {{"method", std::string(to_string(k.interpolation))}};
+      if (!k.interpolation_chosen_by.empty()) m["chosen_by"] = k.interpolation_chosen_by;
+      out += ", \"interpolation\": " + m.dump();
     }
     out += "}";
   }

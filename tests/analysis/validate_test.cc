@@ -320,7 +320,7 @@ TEST(MeasuredTraces, StampedSectionsArePricedFromStampedTables) {
   p.tables.clear();
   models::KernelTables t;
   t.provenance.device = "NVIDIA H200";
-  models::KernelTable k{models::TableKernel::kCorrection, "d512 bf16 stamped", {}, {}, {}, {}};
+  models::KernelTable k{models::TableKernel::kCorrection, "d512 bf16 stamped", {}, {}, {}, {}, {}, {}, {}};
   for (double n : {2.0, 4.0})
     for (double b : {1.0, 128.0})
       for (double h : {16.0, 64.0}) k.points.push_back({{n, b, h}, 7000.0, 10, 7000.0, 7000.0});

@@ -32,6 +32,24 @@ def add(case, g):
     case("tables --out via symlink to --measured", T + ["{d}/t.pb.gz", "--out", "{d}/l.pb.gz"],
          {"t.pb.gz": measured, "l.pb.gz": ("symlink", "t.pb.gz")})
     case("tables --show directory", ["tables", "--show", "{d}/dir"], {"dir/x": ""})
+    C = ["tables", "--choose-interpolation", "{d}/t.json"]
+    gqa8 = open(g["SRC"] + "/models/tables/h100-sxm-attention-gqa-g8.json").read()
+    merge = open(g["SRC"] + "/models/tables/h100-sxm-merge.json").read()
+    case("tables --choose-interpolation --out = the input", C + ["--profile", "h100-sxm", "--out", "{d}/t.json"],
+         {"t.json": gqa8})
+    case("tables --choose-interpolation without --profile", C + ["--out", "{d}/o.json"], {"t.json": gqa8},
+         outputs=["o.json"])
+    case("tables --choose-interpolation, another GPU's profile", C + ["--profile", "h200-sxm", "--out", "{d}/o.json"],
+         {"t.json": gqa8}, outputs=["o.json"])
+    case("tables --choose-interpolation, no attention table", C + ["--profile", "h100-sxm", "--out", "{d}/o.json"],
+         {"t.json": merge}, outputs=["o.json"])
+    case("tables --choose-interpolation, unknown method in the file",
+         C + ["--profile", "h100-sxm", "--out", "{d}/o.json"],
+         {"t.json": gqa8.replace('"method":"mean"', '"method":"cubic"', 1)},
+         outputs=["o.json"])
+    case("tables --choose-interpolation with --measured", C + ["--measured", "{d}/t.pb.gz", "--profile", "h100-sxm",
+                                                             "--out", "{d}/o.json"],
+         {"t.json": gqa8, "t.pb.gz": measured}, outputs=["o.json"])
     case("tables --measured dir without traces", T + ["{d}/m", "--out", "{d}/o.json"], {"m/x.txt": "x"},
          outputs=["o.json"])
     for cmd, out in [("simulate", "--json"), ("simulate", "--out"), ("simulate", "--chrome"), ("scan", "--out"),

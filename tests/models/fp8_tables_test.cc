@@ -33,7 +33,7 @@ double time_ns(double h, double b, double n) {
 KernelTables table_file(const std::string& key, const std::vector<double>& heads) {
   KernelTables t;
   t.provenance.device = "NVIDIA H100 80GB HBM3";
-  KernelTable k{TableKernel::kAttention, key, {}, {}, {}, {}};
+  KernelTable k{TableKernel::kAttention, key, {}, {}, {}, {}, {}, {}, {}};
   for (double h : heads)
     for (double b : {4.0, 16.0, 64.0})
       for (double n : {2048.0, 8192.0, 32768.0})

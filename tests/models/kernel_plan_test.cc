@@ -98,7 +98,8 @@ class FlashInferTableTest : public ::testing::Test {
     p_.tables.clear();
     KernelTables t;
     t.provenance.device = "NVIDIA H200";
-    KernelTable k{TableKernel::kAttention, attention_table_key(a_) + " flashinfer", {}, {}, {}, {}};
+    KernelTable k{
+        TableKernel::kAttention, attention_table_key(a_) + " flashinfer", {}, {}, {}, {}, {}, {}, {}};
     for (double h : {64.0, 128.0, 256.0})
       for (double b : {1.0, 8.0, 16.0, 32.0})
         for (double tokens : {1024.0, 2048.0, 4096.0, 8192.0, 16384.0}) {
@@ -251,7 +252,7 @@ TEST(DcpsimAttentionTable, FollowsItsScheduleBetweenMeasuredShapes) {
   };
   KernelTables t;
   t.provenance.device = "NVIDIA H200";
-  KernelTable k{TableKernel::kAttention, attention_table_key(a) + " dcpsim", {}, {}, {}, {}};
+  KernelTable k{TableKernel::kAttention, attention_table_key(a) + " dcpsim", {}, {}, {}, {}, {}, {}, {}};
   for (double h : {32.0, 64.0})
     for (double b : {16.0, 64.0, 128.0})
       for (double n : {256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0}) {

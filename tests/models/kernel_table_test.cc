@@ -99,7 +99,7 @@ TEST(KernelTable, MonotoneAndBetweenNeighboursAlongEachAxis) {
 // A kernel whose time is a power of its size (here linear in the rows) is interpolated exactly between
 // measured points, where a straight line in log(size) would overshoot.
 TEST(KernelTable, PowerLawsInterpolateExactly) {
-  KernelTable k{TableKernel::kCorrection, "d128 bf16", {}, {}, {}, {}};
+  KernelTable k{TableKernel::kCorrection, "d128 bf16", {}, {}, {}, {}, {}, {}, {}};
   for (double b : {4.0, 16.0})
     for (double h : {8.0, 32.0}) k.points.push_back({{2.0, b, h}, 100.0 * b * std::sqrt(h), 5, 1, 1e9});
   k.finalize("test");
@@ -113,7 +113,7 @@ TEST(KernelTable, PowerLawsInterpolateExactly) {
 // Each N measured at its own slices of the heads (a2a_pack's heads_per_rank at H = N x each, say): the grid
 // of all values misses corners, so a lookup interpolates each N's slice over its own grid, then along N.
 TEST(KernelTable, IncompleteGridsInterpolateSliceBySlice) {
-  KernelTable k{TableKernel::kA2aPack, "d512 bf16", {}, {}, {}, {}};
+  KernelTable k{TableKernel::kA2aPack, "d512 bf16", {}, {}, {}, {}, {}, {}, {}};
   auto time_ns = [](double n, double b, double h) { return 1000.0 + 50 * n + 10 * b + 30 * h; };
   for (double b : {1.0, 16.0}) {
     for (double h : {4.0, 16.0}) k.points.push_back({{2.0, b, h}, time_ns(2, b, h), 5, 1, 1e9});
@@ -138,7 +138,7 @@ TEST(KernelTable, IncompleteGridsInterpolateSliceBySlice) {
   const double on_slice[] = {2.0, 16.0, 4.0};
   EXPECT_DOUBLE_EQ(*table_time_s(k, on_slice), time_ns(2, 16, 4) * 1e-9);
   // A complete grid needs no slices.
-  KernelTable full{TableKernel::kA2aPack, "d512 bf16", {}, {}, {}, {}};
+  KernelTable full{TableKernel::kA2aPack, "d512 bf16", {}, {}, {}, {}, {}, {}, {}};
   for (double n : {2.0, 4.0})
     for (double h : {4.0, 8.0}) full.points.push_back({{n, 1.0, h}, time_ns(n, 1, h), 5, 1, 1e9});
   full.finalize("test");
@@ -472,7 +472,7 @@ TEST(KernelCosts, AttentionTableScalesTheWavesAndFlagsItsSource) {
 
   KernelTables t;
   t.provenance.device = "NVIDIA H200";
-  KernelTable k{TableKernel::kAttention, attention_table_key(a), {}, {}, {}, {}};
+  KernelTable k{TableKernel::kAttention, attention_table_key(a), {}, {}, {}, {}, {}, {}, {}};
   for (double tokens : {2048.0, 8192.0})
     k.points.push_back({{32.0, 16.0, tokens}, 30000.0 * tokens / 4096, 5, 1, 1e9});
   k.finalize("test");
@@ -500,7 +500,7 @@ TEST(KernelCosts, AttentionTablesOfEachImplementation) {
   KernelTables t;
   t.provenance.device = "NVIDIA H200";
   for (const auto& [impl, ns] : {std::pair{"flashinfer", 20000.0}, std::pair{"dcpsim", 50000.0}}) {
-    KernelTable k{TableKernel::kAttention, attention_table_key(a) + " " + impl, {}, {}, {}, {}};
+    KernelTable k{TableKernel::kAttention, attention_table_key(a) + " " + impl, {}, {}, {}, {}, {}, {}, {}};
     for (double tokens : {2048.0, 8192.0}) k.points.push_back({{32.0, 16.0, tokens}, ns, 5, 1, 1e9});
     k.finalize("test");
     t.tables.push_back(k);
@@ -530,7 +530,7 @@ TEST(KernelCosts, GqaBetweenMeasuredGroupsInterpolatesTheirTables) {
   for (const auto& [group, base_ns, per_head_ns] :
        {std::tuple{8, 20000.0, 10.0}, std::tuple{16, 28000.0, 30.0}}) {
     const AttentionShape g{8 * group, 8, 128, 128, false, DType::kBF16, DType::kBF16, {}};
-    KernelTable k{TableKernel::kAttention, attention_table_key(g) + " dcpsim", {}, {}, {}, {}};
+    KernelTable k{TableKernel::kAttention, attention_table_key(g) + " dcpsim", {}, {}, {}, {}, {}, {}, {}};
     for (double heads : {32.0, 256.0})
       for (double rows : {8.0, 64.0})
         for (double tokens : {1024.0, 8192.0})

@@ -1,155 +1,142 @@
-// Leave-one-slice-out on the committed attention tables: each interior value of the rows (or heads) axis is
-// removed from its table, every point measured there is priced from what is left (two grid steps apart),
-// and the priced time is compared with the measurement. This is how a change to the interpolation between
-// measured shapes is chosen (docs/VALIDATION.md, "Between a table's shapes"): never on held-out steps.
-// The bounds below are the figures at the time of writing with a margin; a change that makes the
-// interpolation worse fails here.
-#include <algorithm>
-#include <cmath>
+// Leave-one-out on the committed attention tables (models/table_loo.h): how well each is read between its
+// measured shapes, and the interpolation method each records. Bounds are the figures of 2026-12-06 with a
+// margin: a change that makes the reading between measured shapes worse fails here.
 #include <cstdio>
 #include <string>
-#include <vector>
 
 #include <gtest/gtest.h>
 
-#include "dcpsim/models/cost.h"
+#include "dcpsim/error.h"
+#include "dcpsim/models/kernel_table.h"
 #include "dcpsim/models/profile.h"
+#include "dcpsim/models/table_loo.h"
 
 namespace dcpsim::models {
 namespace {
 
-struct LooFigures {
-  int n = 0;
-  double median = 0.0, p90 = 0.0;
-};
-
-LooFigures figures(std::vector<double> errors) {
-  LooFigures f;
-  f.n = static_cast<int>(errors.size());
-  if (errors.empty()) return f;
-  std::sort(errors.begin(), errors.end());
-  f.median = errors[errors.size() / 2];
-  f.p90 = errors[(errors.size() * 9) / 10];
+LeaveOneOut scored(const std::string& profile, const std::string& key) {
+  const HardwareProfile p = load_profile(profile);
+  TableInterpolation method = TableInterpolation::kSchedule;
+  for (const KernelTables& f : p.tables)
+    for (const KernelTable& t : f.tables)
+      if (t.key == key) method = t.interpolation;
+  const LeaveOneOut f = attention_leave_one_out(p, key, method);
+  std::printf("[ loo      ] %-8s %-36s %-9s n %5d  median %5.2f%%  p90 %5.2f%%\n", profile.c_str(),
+              key.c_str(), std::string(to_string(method)).c_str(), f.n, 100 * f.median, 100 * f.p90);
   return f;
 }
 
-// The table of `key` in `p`, or nullptr.
-KernelTable* find_table(HardwareProfile& p, const std::string& key) {
-  for (KernelTables& file : p.tables)
-    for (KernelTable& t : file.tables)
-      if (t.kernel == TableKernel::kAttention && t.key == key) return &t;
-  return nullptr;
+TEST(TableLeaveOneOut, KeysGiveTheShapesTheyWereMeasuredAt) {
+  const auto mla = attention_shape_of_key("mla qk576 d512 bf16 flashinfer", 32);
+  ASSERT_TRUE(mla);
+  EXPECT_TRUE(mla->shared_kv);
+  EXPECT_EQ(mla->heads, 32);
+  EXPECT_EQ(mla->kv_heads, 1);
+  EXPECT_EQ(mla->qk_dim, 576);
+  EXPECT_EQ(mla->impl, "flashinfer");
+  const auto gqa = attention_shape_of_key("gqa qk128 d128 g8 fp8 dcpsim", 64);
+  ASSERT_TRUE(gqa);
+  EXPECT_FALSE(gqa->shared_kv);
+  EXPECT_EQ(gqa->kv_heads, 8);
+  EXPECT_EQ(gqa->kv_dtype, DType::kFP8E4M3);
+  EXPECT_FALSE(attention_shape_of_key("gqa qk128 d128 g8 bf16 dcpsim", 12));  // 12 heads: not whole groups
+  EXPECT_FALSE(attention_shape_of_key("correction d512 bf16", 8));
+  EXPECT_FALSE(attention_shape_of_key("mla qkx d512 bf16", 8));
 }
 
-// Leave out each interior value of `axis` (0 heads, 1 rows) in turn; |priced / measured - 1| of every point
-// there whose tokens lie between `min_tokens` and the largest measured.
-LooFigures leave_one_out(const std::string& profile, const std::string& key, const AttentionShape& shape,
-                         int axis, double min_tokens = 0.0) {
-  const HardwareProfile full = load_profile(profile);
-  HardwareProfile copy = full;
-  const KernelTable* whole = find_table(copy, key);
-  if (whole == nullptr) return {};
-  const std::vector<double> values = whole->grid[static_cast<std::size_t>(axis)];
-  const std::vector<TablePoint> points = whole->points;
-  std::vector<double> errors;
-  for (std::size_t i = 1; i + 1 < values.size(); ++i) {
-    HardwareProfile p = full;
-    KernelTable* t = find_table(p, key);
-    std::vector<TablePoint> kept, out;
-    for (const TablePoint& pt : points)
-      (pt.at[static_cast<std::size_t>(axis)] == values[i] ? out : kept).push_back(pt);
-    t->points = kept;
-    t->finalize("leave-one-out");
-    for (const TablePoint& pt : out) {
-      if (pt.at[2] < min_tokens) continue;
-      AttentionShape a = shape;
-      a.heads = static_cast<int>(pt.at[0]);
-      if (!a.shared_kv) a.kv_heads = a.heads / (shape.heads / shape.kv_heads);
-      const std::vector<int64_t> rows(static_cast<std::size_t>(pt.at[1]), static_cast<int64_t>(pt.at[2]));
-      const AttentionTiming timing = decode_attention_time(p, a, rows);
-      if (timing.source != FigureSource::kTable) continue;
-      const double priced = (timing.kernel_end_s + timing.combine_s) * 1e9;
-      errors.push_back(std::abs(priced / pt.median_ns - 1.0));
+TEST(TableLeaveOneOut, CommittedTablesReadWithinTheirBounds) {
+  // FlashInfer's MLA kernel, 26 rows x 30 token counts x 11 head counts per GPU.
+  for (const char* gpu : {"h100-sxm", "h200-sxm"}) {
+    const LeaveOneOut f = scored(gpu, "mla qk576 d512 bf16 flashinfer");
+    EXPECT_GT(f.n, 8000);
+    EXPECT_LT(f.median, 0.025) << gpu;  // H100 1.7%, H200 1.6%
+    EXPECT_LT(f.p90, 0.10) << gpu;      // H100 8.5%, H200 6.9%
+  }
+  // dcpsim's GQA kernel at groups 1, 4, 8.
+  for (const char* gpu : {"h100-sxm", "h200-sxm"})
+    for (const char* g : {"1", "4", "8"}) {
+      const LeaveOneOut f = scored(gpu, std::string("gqa qk128 d128 g") + g + " bf16 dcpsim");
+      EXPECT_GT(f.n, 3000);
+      EXPECT_LT(f.median, 0.025) << gpu << " g" << g;  // 0.9-1.9%
+      EXPECT_LT(f.p90, 0.10) << gpu << " g" << g;      // 4.3-7.4%
     }
-  }
-  return figures(errors);
 }
 
-AttentionShape mla_flashinfer() {
-  AttentionShape a;
-  a.impl = "flashinfer";
-  return a;
-}
-
-AttentionShape gqa_dcpsim(int group) {
-  AttentionShape a;
-  a.heads = 8 * group;
-  a.kv_heads = 8;
-  a.head_dim = 128;
-  a.qk_dim = 128;
-  a.shared_kv = false;
-  a.impl = "dcpsim";
-  return a;
-}
-
-void report(const char* what, const LooFigures& f) {
-  std::printf("[ loo      ] %-44s n %5d  median %5.2f%%  p90 %5.2f%%\n", what, f.n, 100 * f.median,
-              100 * f.p90);
-}
-
-TEST(TableLeaveOneOut, H100FlashInferMlaAlongRows) {
-  const LooFigures f = leave_one_out("h100-sxm", "mla qk576 d512 bf16 flashinfer", mla_flashinfer(), 1);
-  report("h100 mla flashinfer, rows", f);
-  EXPECT_GT(f.n, 5000);
-  EXPECT_LT(f.median, 0.03);  // 2.27% on 2026-12-06
-  EXPECT_LT(f.p90, 0.12);     // 10.67%
-}
-
-TEST(TableLeaveOneOut, H100FlashInferMlaAlongHeads) {
-  const LooFigures f = leave_one_out("h100-sxm", "mla qk576 d512 bf16 flashinfer", mla_flashinfer(), 0);
-  report("h100 mla flashinfer, heads", f);
-  EXPECT_GT(f.n, 3000);
-  EXPECT_LT(f.median, 0.015);  // 1.00%
-  EXPECT_LT(f.p90, 0.07);      // 5.65%
-}
-
-TEST(TableLeaveOneOut, H100DcpsimGqaAlongRows) {
-  for (int g : {1, 4, 8}) {
-    const LooFigures f =
-        leave_one_out("h100-sxm", "gqa qk128 d128 g" + std::to_string(g) + " bf16 dcpsim", gqa_dcpsim(g), 1);
-    report(("h100 gqa g" + std::to_string(g) + " dcpsim, rows").c_str(), f);
-    EXPECT_GT(f.n, 1000);
-    EXPECT_LT(f.median, 0.07);  // 5.0-5.8%: rows 1-96 measured at 1.5-2x apart, one left out
-    EXPECT_LT(f.p90, 0.21);     // 17.0-18.9%
+TEST(TableLeaveOneOut, EachCommittedTableRecordsTheMethodItsLeaveOneOutChooses) {
+  // The H100's GQA tables are read best as the mean of the schedule and the power law (each alone is off
+  // in opposite directions between its rows); the H200's along the schedule. A table re-measured, or a
+  // change to the interpolation, that changes the choice fails here until `dcpsim tables
+  // --choose-interpolation` records it again.
+  for (const char* gpu : {"h100-sxm", "h200-sxm"}) {
+    const HardwareProfile p = load_profile(gpu);
+    for (const KernelTables& f : p.tables)
+      for (const KernelTable& t : f.tables) {
+        if (t.kernel != TableKernel::kAttention) continue;
+        const auto c = choose_attention_interpolation(p, t.key);
+        if (!c) continue;
+        EXPECT_EQ(to_string(c->method), to_string(t.interpolation))
+            << gpu << " [" << t.key << "]: " << c->chosen_by;
+        if (t.interpolation != TableInterpolation::kSchedule) {
+          EXPECT_FALSE(t.interpolation_chosen_by.empty());
+        }
+      }
   }
 }
 
-TEST(TableLeaveOneOut, H100DcpsimGqaAlongHeads) {
-  for (int g : {1, 4, 8}) {
-    const LooFigures f =
-        leave_one_out("h100-sxm", "gqa qk128 d128 g" + std::to_string(g) + " bf16 dcpsim", gqa_dcpsim(g), 0);
-    report(("h100 gqa g" + std::to_string(g) + " dcpsim, heads").c_str(), f);
-    EXPECT_GT(f.n, 1000);
-    EXPECT_LT(f.median, 0.04);  // 2.8-3.0%
-    EXPECT_LT(f.p90, 0.14);     // 10.7-12.7%
+TEST(TableLeaveOneOut, TheMethodChangesThePriceBetweenMeasuredShapesOnly) {
+  HardwareProfile p = load_profile("h100-sxm");
+  const std::string key = "gqa qk128 d128 g8 bf16 dcpsim";
+  AttentionShape a = *attention_shape_of_key(key, 56);  // between the measured 48 and 64
+  const std::vector<int64_t> off(81, 2239), on(64, 2048);
+  auto price = [&](TableInterpolation m, const std::vector<int64_t>& rows, int heads) {
+    for (KernelTables& f : p.tables)
+      for (KernelTable& t : f.tables)
+        if (t.key == key) t.interpolation = m;
+    AttentionShape b = a;
+    b.heads = heads;
+    b.kv_heads = heads / 8;
+    const AttentionTiming t = decode_attention_time(p, b, rows);
+    EXPECT_EQ(t.source, FigureSource::kTable);
+    return t.kernel_end_s + t.combine_s;
+  };
+  const double s = price(TableInterpolation::kSchedule, off, 56),
+               w = price(TableInterpolation::kPowerLaw, off, 56),
+               m = price(TableInterpolation::kMean, off, 56);
+  EXPECT_NE(s, w);
+  EXPECT_NEAR(m, 0.5 * (s + w), 1e-15);
+  // At a measured shape every method reads the measurement.
+  const double at = price(TableInterpolation::kSchedule, on, 64);
+  EXPECT_DOUBLE_EQ(price(TableInterpolation::kPowerLaw, on, 64), at);
+  EXPECT_DOUBLE_EQ(price(TableInterpolation::kMean, on, 64), at);
+}
+
+TEST(TableLeaveOneOut, TheMethodRoundTripsAndBadOnesAreOneLineErrors) {
+  KernelTables t;
+  t.provenance.device = "NVIDIA H100 80GB HBM3";
+  t.provenance.date = "2026-12-06";
+  t.provenance.command = "dcpsim hw sweep";
+  KernelTable k;
+  k.key = "gqa qk128 d128 g8 bf16 dcpsim";
+  k.points = {{{8, 1, 128}, 1000, 10, 900, 1100}, {{8, 1, 256}, 1200, 10, 1100, 1300}};
+  k.interpolation = TableInterpolation::kMean;
+  k.interpolation_chosen_by = "leave-one-out";
+  k.finalize("test");
+  t.tables.push_back(k);
+  const std::string text = kernel_tables_json(t);
+  EXPECT_NE(text.find("\"interpolation\": {\"method\":\"mean\""), std::string::npos) << text;
+  EXPECT_EQ(parse_kernel_tables(text, "t.json").tables.at(0).interpolation, TableInterpolation::kMean);
+  std::string bad = text;
+  bad.replace(bad.find("\"mean\""), 6, "\"cubic\"");
+  try {
+    parse_kernel_tables(bad, "t.json");
+    FAIL() << "accepted an unknown method";
+  } catch (const InputError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("t.json: tables[0].interpolation.method: unknown interpolation method "
+                                   "\"cubic\" (known: schedule, power-law, mean)"),
+        std::string::npos)
+        << e.what();
   }
-}
-
-TEST(TableLeaveOneOut, H200FlashInferMlaAlongRows) {
-  const LooFigures f = leave_one_out("h200-sxm", "mla qk576 d512 bf16 flashinfer", mla_flashinfer(), 1);
-  report("h200 mla flashinfer, rows", f);
-  EXPECT_GT(f.n, 1000);
-  EXPECT_LT(f.median, 0.025);  // 1.88%
-  EXPECT_LT(f.p90, 0.08);      // 6.87%
-}
-
-TEST(TableLeaveOneOut, H200DcpsimGqa) {
-  for (int axis : {0, 1})
-    for (int g : {1, 4, 8}) {
-      const LooFigures f = leave_one_out("h200-sxm", "gqa qk128 d128 g" + std::to_string(g) + " bf16 dcpsim",
-                                         gqa_dcpsim(g), axis);
-      report(("h200 gqa g" + std::to_string(g) + " dcpsim, " + (axis ? "rows" : "heads")).c_str(), f);
-    }
 }
 
 }  // namespace

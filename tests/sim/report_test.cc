@@ -71,7 +71,7 @@ models::HardwareProfile with_fp8_table(const std::string& key, std::vector<doubl
   models::HardwareProfile p = builtin("h100-sxm");
   models::KernelTables t;
   t.provenance.device = "NVIDIA H100 80GB HBM3";
-  models::KernelTable k{models::TableKernel::kAttention, key, {}, {}, {}, {}};
+  models::KernelTable k{models::TableKernel::kAttention, key, {}, {}, {}, {}, {}, {}, {}};
   for (double h : heads)
     for (double b : {1.0, 4.0, 16.0})
       for (double n : tokens) k.points.push_back({{h, b, n}, 20000.0 + 10.0 * n, 10, 1, 1e9});

@@ -44,7 +44,7 @@ models::HardwareProfile flat_merge_tables(models::TableKernel kernel,
   p.launch.pdl_saving = {};  // PDL prices from the tables given (Step.PdlSavingMeasuredOnSteps... sets them)
   models::KernelTables t;
   for (const auto& [key, ns] : keys) {
-    models::KernelTable k{kernel, key, {}, {}, {}, {}};
+    models::KernelTable k{kernel, key, {}, {}, {}, {}, {}, {}, {}};
     for (double n : {2.0, 8.0}) {
       for (double b : rows) {
         for (double h : heads) k.points.push_back({{n, b, h}, ns, 5, ns, ns});

@@ -87,6 +87,14 @@ struct TableModel {
 // counts or a fit whose bandwidth is not positive.
 std::optional<TableModel> fit_table_model(const std::vector<std::pair<double, double>>& bytes_seconds);
 
+// How an attention table of a kernel whose schedule dcpsim knows (FlashInfer's MLA kernel, dcpsim's own) is
+// read between its measured shapes (cost_attention.cc): along the schedule's features (the default), as a
+// power law in each coordinate, or the mean of the two. Chosen per table by leave-one-out on its own points
+// (table_loo.h; `dcpsim tables --choose-interpolation`, `dcpsim hw calibrate`), never on held-out steps.
+enum class TableInterpolation { kSchedule, kPowerLaw, kMean };
+std::string_view to_string(TableInterpolation m);
+TableInterpolation parse_table_interpolation(std::string_view s);  // InputError naming the known ones
+
 // One kernel type and key (what must match exactly: geometry, dtype, collective op) over numeric axes.
 struct KernelTable {
   TableKernel kernel = TableKernel::kAttention;
@@ -101,8 +109,12 @@ struct KernelTable {
   // that miss a corner of the whole grid interpolate slice by slice instead.
   std::vector<KernelTable> slices;
   std::optional<TableModel> model = {};  // "model" in the file: the implementation's fitted model
+  // "interpolation" in the file: {"method": ..., "chosen_by": what decided it}; absent: the schedule.
+  TableInterpolation interpolation = TableInterpolation::kSchedule;
+  std::string interpolation_chosen_by;
   bool operator==(const KernelTable& o) const {
-    return kernel == o.kernel && key == o.key && points == o.points && model == o.model;
+    return kernel == o.kernel && key == o.key && points == o.points && model == o.model &&
+           interpolation == o.interpolation && interpolation_chosen_by == o.interpolation_chosen_by;
   }
   // Builds grid, cell_point and slices; InputError (prefixed by `where`) for NaNs, non-positive values or
   // duplicates.

@@ -1,0 +1,167 @@
+#include "dcpsim/models/table_loo.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "dcpsim/models/cost.h"
+
+namespace dcpsim::models {
+namespace {
+
+LeaveOneOut figures(std::vector<double> errors) {
+  LeaveOneOut f;
+  f.n = static_cast<int>(errors.size());
+  if (errors.empty()) return f;
+  std::sort(errors.begin(), errors.end());
+  f.median = errors[errors.size() / 2];
+  f.p90 = errors[(errors.size() * 9) / 10];
+  return f;
+}
+
+KernelTable* find_table(HardwareProfile& p, const std::string& key) {
+  for (KernelTables& file : p.tables)
+    for (KernelTable& t : file.tables)
+      if (t.kernel == TableKernel::kAttention && t.key == key) return &t;
+  return nullptr;
+}
+
+// "qk576" -> 576 after the prefix; -1 otherwise.
+int number_after(const std::string& word, const std::string& prefix) {
+  if (word.size() <= prefix.size() || word.compare(0, prefix.size(), prefix) != 0) return -1;
+  const std::string digits = word.substr(prefix.size());
+  if (digits.size() > 6 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return -1;
+  return std::stoi(digits);
+}
+
+bool has_schedule(const AttentionShape& a) {
+  return (a.shared_kv && a.impl == "flashinfer") || a.impl == "dcpsim";
+}
+
+std::string percent(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * x);
+  return buf;
+}
+
+}  // namespace
+
+std::optional<AttentionShape> attention_shape_of_key(const std::string& key, int heads) {
+  std::istringstream in(key);
+  std::vector<std::string> w;
+  for (std::string s; in >> s;) w.push_back(s);
+  if (w.size() < 4 || (w[0] != "mla" && w[0] != "gqa") || heads < 1) return std::nullopt;
+  AttentionShape a;
+  a.qk_dim = number_after(w[1], "qk");
+  a.head_dim = number_after(w[2], "d");
+  if (a.qk_dim < 1 || a.head_dim < 1) return std::nullopt;
+  std::size_t next = 3;
+  a.heads = heads;
+  if (w[0] == "mla") {
+    a.shared_kv = true;
+    a.kv_heads = 1;
+  } else {
+    const int g = number_after(w[3], "g");
+    if (g < 1 || heads % g != 0) return std::nullopt;
+    a.shared_kv = false;
+    a.kv_heads = heads / g;
+    next = 4;
+  }
+  if (w.size() < next + 1 || w.size() > next + 2) return std::nullopt;
+  try {
+    a.kv_dtype = parse_dtype(w[next]);
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+  if (w.size() == next + 2) a.impl = w[next + 1];
+  return a;
+}
+
+LeaveOneOut attention_leave_one_out(const HardwareProfile& p, const std::string& key,
+                                    TableInterpolation method) {
+  HardwareProfile base = p;
+  KernelTable* whole = find_table(base, key);
+  if (whole == nullptr || whole->grid.size() != 3) return {};
+  whole->interpolation = method;
+  const std::vector<TablePoint> points = whole->points;
+  const std::vector<std::vector<double>> grid = whole->grid;
+  std::vector<double> errors;
+  for (std::size_t axis : {std::size_t{0}, std::size_t{1}}) {
+    const std::vector<double>& values = grid[axis];
+    for (std::size_t i = 1; i + 1 < values.size(); ++i) {
+      HardwareProfile q = base;
+      KernelTable* t = find_table(q, key);
+      std::vector<TablePoint> kept, out;
+      for (const TablePoint& pt : points) (pt.at[axis] == values[i] ? out : kept).push_back(pt);
+      t->points = std::move(kept);
+      t->finalize("leave-one-out of [" + key + "]");
+      for (const TablePoint& pt : out) {
+        const auto a = attention_shape_of_key(key, static_cast<int>(pt.at[0]));
+        if (!a || pt.at[1] < 1 || pt.at[2] < 1) continue;
+        const std::vector<int64_t> rows(static_cast<std::size_t>(pt.at[1]), static_cast<int64_t>(pt.at[2]));
+        const AttentionTiming timing = decode_attention_time(q, *a, rows);
+        if (timing.source != FigureSource::kTable) continue;
+        errors.push_back(std::abs((timing.kernel_end_s + timing.combine_s) * 1e9 / pt.median_ns - 1.0));
+      }
+    }
+  }
+  return figures(std::move(errors));
+}
+
+std::optional<InterpolationChoice> choose_attention_interpolation(const HardwareProfile& p,
+                                                                  const std::string& key) {
+  const auto shape = attention_shape_of_key(key, 64);
+  if (!shape || !has_schedule(*shape)) return std::nullopt;
+  InterpolationChoice c;
+  for (TableInterpolation m :
+       {TableInterpolation::kSchedule, TableInterpolation::kPowerLaw, TableInterpolation::kMean}) {
+    const LeaveOneOut f = attention_leave_one_out(p, key, m);
+    if (f.n == 0) return std::nullopt;
+    c.scores.push_back({m, f});
+  }
+  const LeaveOneOut* best = &c.scores.front().second;
+  for (const auto& [m, f] : c.scores) {
+    const bool clearly = f.p90 < best->p90 - 0.005;
+    const bool close = std::abs(f.p90 - best->p90) <= 0.005;
+    if (clearly || (close && f.median < best->median)) {
+      best = &f;
+      c.method = m;
+    }
+  }
+  std::string figures;
+  for (const auto& [m, f] : c.scores)
+    figures += (figures.empty() ? "" : ", ") + std::string(to_string(m)) + " " + percent(f.median) + " / " +
+               percent(f.p90);
+  c.figures = figures;
+  c.chosen_by = "leave-one-out over heads and rows (" + std::to_string(best->n) +
+                " points), median / p90: " + figures +
+                "; the least p90 (within 0.5 points: the least median)";
+  return c;
+}
+
+std::vector<std::string> choose_interpolations(const HardwareProfile& p, KernelTables& tables) {
+  HardwareProfile q = p;
+  // The tables read as given: those of the same keys in `p` leave it.
+  for (KernelTables& file : q.tables)
+    std::erase_if(file.tables, [&](const KernelTable& t) {
+      return std::any_of(tables.tables.begin(), tables.tables.end(),
+                         [&](const KernelTable& u) { return u.kernel == t.kernel && u.key == t.key; });
+    });
+  q.tables.insert(q.tables.begin(), tables);
+  std::vector<std::string> lines;
+  for (KernelTable& t : tables.tables) {
+    if (t.kernel != TableKernel::kAttention) continue;
+    const auto c = choose_attention_interpolation(q, t.key);
+    if (!c) continue;
+    lines.push_back("[" + t.key + "]: " + std::string(to_string(c->method)) +
+                    " (leave-one-out: " + c->figures + ")");
+    t.interpolation = c->method;
+    t.interpolation_chosen_by = c->chosen_by;
+  }
+  return lines;
+}
+
+}  // namespace dcpsim::models
