@@ -2,6 +2,8 @@
 // (analysis/calibration_run.h): every kernel-table family the simulator reads, the fit, PDL and held-out
 // steps, the fit, and the held-out validation, each stage kept in named files so that a run cut short
 // resumes.
+#include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -23,7 +25,7 @@ namespace {
 struct CalibrateFlags {
   std::string out, base, name, budget = "10m", date;
   int device = 0;
-  std::uint64_t holdout_seed = analysis::kHoldoutSeed;
+  std::string holdout_seed = std::to_string(analysis::kHoldoutSeed);
   bool dry_run = false;
   bool name_given = false;
 };
@@ -57,6 +59,16 @@ double parse_budget(const std::string& text) {
   return total;
 }
 
+// A seed: digits only, within 64 bits (no sign, no exponent: a negative one would wrap around).
+std::uint64_t parse_seed(const std::string& text) {
+  std::uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) || ec != std::errc() || ptr != end)
+    throw InputError("--holdout-seed '" + text + "': expected a whole number from 0 to 18446744073709551615");
+  return v;
+}
+
 void run(const CalibrateFlags& f, const std::string& command) {
   if (f.out.empty()) throw InputError("--out is required (the profile to write, e.g. my-gpu.json)");
   if (!f.date.empty() && !is_calendar_date(f.date))
@@ -71,7 +83,7 @@ void run(const CalibrateFlags& f, const std::string& command) {
   o.device = f.device;
   o.date = f.date;
   o.command = command;
-  o.holdout_seed = f.holdout_seed;
+  o.holdout_seed = parse_seed(f.holdout_seed);
   if (f.dry_run) {
     std::cout << analysis::describe_calibration(o);
     return;

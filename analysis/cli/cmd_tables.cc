@@ -35,8 +35,8 @@ struct TablesArgs {
 // --choose-interpolation IN --profile P --out OUT: every attention table of IN whose kernel has a schedule
 // model records the interpolation method its own leave-one-out reads best (models/table_loo.h).
 void choose(const TablesArgs& a) {
-  if (!a.measured.empty())
-    throw InputError("--choose-interpolation reads a table file; it takes no --measured");
+  if (!a.measured.empty() || !a.date.empty() || !a.clocks.empty())
+    throw InputError("--choose-interpolation reads a table file; it takes no --measured, --date or --clocks");
   if (a.out.empty() || a.profile.empty())
     throw InputError("--choose-interpolation FILE needs --profile (the GPU's profile) and --out FILE");
   IoGuard io;

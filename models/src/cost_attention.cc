@@ -490,9 +490,15 @@ void apply_table(const HardwareProfile& p, const AttentionShape& shape, std::spa
   // The table's interpolation method (kernel_table.h TableInterpolation): its schedule, a power law, or the
   // mean of the two, as leave-one-out on its own points chose.
   TableInterpolation how = TableInterpolation::kSchedule;
-  for (const KernelTables& file : p.tables)
-    for (const KernelTable& table : file.tables)
-      if (table.kernel == TableKernel::kAttention && table.key == key) how = table.interpolation;
+  // The first table of the key, as planned_table_time_s and table_loo.h read it.
+  [&] {
+    for (const KernelTables& file : p.tables)
+      for (const KernelTable& table : file.tables)
+        if (table.kernel == TableKernel::kAttention && table.key == key) {
+          how = table.interpolation;
+          return;
+        }
+  }();
   const auto planned = [&](const Planner& planner) -> std::optional<double> {
     if (how == TableInterpolation::kPowerLaw) return std::nullopt;
     const std::optional<double> read = planned_table_time_s(p, a, local_tokens, mean, key, at[0], planner);

@@ -5,10 +5,14 @@
 #include <cstdio>
 #include <sstream>
 
+#include "dcpsim/checked.h"
+#include "dcpsim/error.h"
 #include "dcpsim/models/cost.h"
 
 namespace dcpsim::models {
 namespace {
+
+constexpr double kMaxLooRows = 65536.0;  // the most rows a left-out point is priced at (a step's batch)
 
 LeaveOneOut figures(std::vector<double> errors) {
   LeaveOneOut f;
@@ -99,8 +103,15 @@ LeaveOneOut attention_leave_one_out(const HardwareProfile& p, const std::string&
       t->points = std::move(kept);
       t->finalize("leave-one-out of [" + key + "]");
       for (const TablePoint& pt : out) {
+        // Whole heads and rows a step can have (a file's other points are not priced, as the schedules'
+        // lookup skips such tables); tokens any positive count.
+        const auto integral = [](double v, double most) {
+          return v >= 1.0 && v <= most && v == std::floor(v);
+        };
+        if (!integral(pt.at[0], kMaxHeads) || !integral(pt.at[1], kMaxLooRows) || !(pt.at[2] >= 1.0))
+          continue;
         const auto a = attention_shape_of_key(key, static_cast<int>(pt.at[0]));
-        if (!a || pt.at[1] < 1 || pt.at[2] < 1) continue;
+        if (!a) continue;
         const std::vector<int64_t> rows(static_cast<std::size_t>(pt.at[1]), static_cast<int64_t>(pt.at[2]));
         const AttentionTiming timing = decode_attention_time(q, *a, rows);
         if (timing.source != FigureSource::kTable) continue;
@@ -111,9 +122,23 @@ LeaveOneOut attention_leave_one_out(const HardwareProfile& p, const std::string&
   return figures(std::move(errors));
 }
 
+TableInterpolation pick_interpolation(const std::vector<std::pair<TableInterpolation, LeaveOneOut>>& scores) {
+  if (scores.empty()) return TableInterpolation::kSchedule;
+  double least_p90 = scores.front().second.p90;
+  for (const auto& [m, f] : scores) least_p90 = std::min(least_p90, f.p90);
+  const std::pair<TableInterpolation, LeaveOneOut>* best = nullptr;
+  for (const auto& s : scores) {
+    if (s.second.p90 > least_p90 + 0.005) continue;
+    if (best == nullptr || s.second.median < best->second.median) best = &s;
+  }
+  return best->first;
+}
+
 std::optional<InterpolationChoice> choose_attention_interpolation(const HardwareProfile& p,
                                                                   const std::string& key) {
-  const auto shape = attention_shape_of_key(key, 64);
+  // Any head count of whole groups does: only the kind of kernel matters here.
+  std::optional<AttentionShape> shape = attention_shape_of_key(key, 64);
+  for (int heads = 1; !shape && heads <= 64; ++heads) shape = attention_shape_of_key(key, heads * 8);
   if (!shape || !has_schedule(*shape)) return std::nullopt;
   InterpolationChoice c;
   for (TableInterpolation m :
@@ -122,15 +147,10 @@ std::optional<InterpolationChoice> choose_attention_interpolation(const Hardware
     if (f.n == 0) return std::nullopt;
     c.scores.push_back({m, f});
   }
-  const LeaveOneOut* best = &c.scores.front().second;
-  for (const auto& [m, f] : c.scores) {
-    const bool clearly = f.p90 < best->p90 - 0.005;
-    const bool close = std::abs(f.p90 - best->p90) <= 0.005;
-    if (clearly || (close && f.median < best->median)) {
-      best = &f;
-      c.method = m;
-    }
-  }
+  c.method = pick_interpolation(c.scores);
+  const LeaveOneOut* best = nullptr;
+  for (const auto& [m, f] : c.scores)
+    if (m == c.method) best = &f;
   std::string figures;
   for (const auto& [m, f] : c.scores)
     figures += (figures.empty() ? "" : ", ") + std::string(to_string(m)) + " " + percent(f.median) + " / " +

@@ -4,7 +4,7 @@
 #   dcpsim hw run --emulate --strategy all --warmup 3 --reps 10 --seed 7 FLAGS --out $OUT/NAME.pb.gz
 # (every strategy N emulates on one GPU, the merged output checked against the fp64 reference). Used for a
 # fresh held-out draw (`hw calibrate --dry-run --holdout-seed S` prints one), measured before any change to the
-# model it then validates; validate here with `dcpsim validate --profile P $OUT/*.pb.gz`.
+# model it then validates; validate here with `dcpsim validate --profile P --measured $OUT/*.pb.gz`.
 # Writes $OUT/NAME.pb.gz per step, $OUT/summary.txt (rc and wall time of each) and $OUT/steps_logs.tgz.
 # Steps still to run when STEPS_BUDGET_S (default 300 s) is spent are not started.
 #   OUT=/path scripts/device/steps.sh LIST [BIN_DIR]

@@ -50,9 +50,10 @@ SimEngine::SimEngine() {
   sg4::Engine::set_config("surf/precision:1e-11");
   // Full updates of the sharing solution instead of SimGrid's default lazy ones: a decode step has tens to a
   // few hundred activities, each short, and the lazy model's heap of action end dates cost more than it
-  // saved (bench_sim, docs/PERFORMANCE.md "Simulator speed": DCP 8 one-sided steps 20-25% less, DCP 72
-  // steps 8-20% less); a step's dates agree with the lazy ones within picoseconds (the pipes-off reference of
-  // a nine-node DCP 72 ring, ~40,000 transfers, within 2.5e-5: tests/sim/pipes_test.cc).
+  // saved (bench_sim, docs/PERFORMANCE.md "Simulator speed": DCP 8 steps 14-27% less, DCP 72 steps 8-20%
+  // less). The steps' simulated times came out the same (bench_sim's step_us counters); each event now
+  // rounds every flow's remaining bytes, so dates move by picoseconds in a step and, over the ~40,000
+  // transfers of a nine-node DCP 72 ring without pipes, by 2.5e-5 of the step (tests/sim/pipes_test.cc).
   sg4::Engine::set_config("network/optim:Full");
   sg4::Engine::set_config("cpu/optim:Full");
   sg4::Activity::on_completion_cb([this](sg4::Activity const& activity) {

@@ -47,6 +47,11 @@ def add(case, g):
          C + ["--profile", "h100-sxm", "--out", "{d}/o.json"],
          {"t.json": gqa8.replace('"method":"mean"', '"method":"cubic"', 1)},
          outputs=["o.json"])
+    case("tables --choose-interpolation with --date", C + ["--profile", "h100-sxm", "--date", "2026-12-06", "--out",
+                                                         "{d}/o.json"], {"t.json": gqa8}, outputs=["o.json"])
+    for seed in ["-1", "99999999999999999999999", "1e3", "0x10", ""]:
+        case("hw calibrate --holdout-seed " + repr(seed), ["hw", "calibrate", "--out", "{d}/g.json", "--base",
+                                                           "h100-sxm", "--dry-run", "--holdout-seed", seed])
     case("tables --choose-interpolation with --measured", C + ["--measured", "{d}/t.pb.gz", "--profile", "h100-sxm",
                                                              "--out", "{d}/o.json"],
          {"t.json": gqa8, "t.pb.gz": measured}, outputs=["o.json"])

@@ -83,6 +83,29 @@ TEST(TableLeaveOneOut, EachCommittedTableRecordsTheMethodItsLeaveOneOutChooses) 
   }
 }
 
+TEST(TableLeaveOneOut, TheRuleIsTheLeastMedianWithinHalfAPointOfTheLeastP90) {
+  using M = TableInterpolation;
+  auto f = [](double p90, double median) { return LeaveOneOut{100, median, p90}; };
+  // Mean has the least p90; schedule is within half a point of it with a smaller median; power-law is not.
+  EXPECT_EQ(
+      pick_interpolation(
+          {{M::kSchedule, f(0.090, 0.010)}, {M::kPowerLaw, f(0.094, 0.005)}, {M::kMean, f(0.087, 0.020)}}),
+      M::kSchedule);
+  // The same figures in another order give the same answer.
+  EXPECT_EQ(
+      pick_interpolation(
+          {{M::kMean, f(0.087, 0.020)}, {M::kPowerLaw, f(0.094, 0.005)}, {M::kSchedule, f(0.090, 0.010)}}),
+      M::kSchedule);
+  // Clearly the least p90 wins over a smaller median.
+  EXPECT_EQ(
+      pick_interpolation(
+          {{M::kSchedule, f(0.160, 0.040)}, {M::kPowerLaw, f(0.150, 0.020)}, {M::kMean, f(0.072, 0.019)}}),
+      M::kMean);
+  EXPECT_EQ(pick_interpolation({{M::kSchedule, f(0.05, 0.01)}, {M::kMean, f(0.05, 0.01)}}),
+            M::kSchedule);  // a tie
+  EXPECT_EQ(pick_interpolation({}), M::kSchedule);
+}
+
 TEST(TableLeaveOneOut, TheMethodChangesThePriceBetweenMeasuredShapesOnly) {
   HardwareProfile p = load_profile("h100-sxm");
   const std::string key = "gqa qk128 d128 g8 bf16 dcpsim";

@@ -37,6 +37,10 @@ struct InterpolationChoice {
   std::vector<std::pair<TableInterpolation, LeaveOneOut>> scores;
 };
 
+// The rule: among the methods whose p90 is within half a percentage point of the least, the one with the
+// least median (the first listed on a tie); kSchedule for none.
+TableInterpolation pick_interpolation(const std::vector<std::pair<TableInterpolation, LeaveOneOut>>& scores);
+
 // The method of the three with the smallest p90 (where two are within half a percentage point, the one with
 // the smaller median; the schedule before the others on a tie). nullopt for a table whose kernel has no
 // schedule model (only FlashInfer's MLA kernel and dcpsim's kernels have one) or too few points to leave any
