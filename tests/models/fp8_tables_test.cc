@@ -54,6 +54,37 @@ Priced price(const HardwareProfile& p, const Scenario& s) {
 }
 
 // The keys are the ones `hw sweep --kv-dtype fp8` writes (tests/hw/sweep_fp8_test.cc checks that side).
+HardwareProfile without_fp8_tables(HardwareProfile p) {
+  for (KernelTables& file : p.tables)
+    std::erase_if(file.tables, [](const KernelTable& k) { return k.key.find(" fp8 ") != std::string::npos; });
+  return p;
+}
+
+// The built-in H100 lists the fp8-KV tables `scripts/device/fp8_tables.sh` measured (2026-12-06): an fp8
+// scenario at one of their points is priced at its measurement, and not as the bf16 kernel is.
+TEST(Fp8Tables, TheBuiltInH100PricesAnFp8CacheFromItsMeasuredTables) {
+  const HardwareProfile p = load_profile("h100-sxm");
+  for (const bool mla : {true, false}) {
+    SCOPED_TRACE(mla ? "mla" : "gqa g8");
+    const std::string key = mla ? "mla qk576 d512 fp8 flashinfer" : "gqa qk128 d128 g8 fp8 flashinfer";
+    const KernelTable* t = nullptr;
+    for (const KernelTables& file : p.tables)
+      for (const KernelTable& k : file.tables)
+        if (k.key == key) t = &k;
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->points.size(), mla ? 1578u : 1262u);
+    const int heads = mla ? 32 : 64;  // GQA: 8 KV heads (the scenario helper's), group 8
+    const double at[] = {double(heads), 16.0, 8192.0};
+    const std::optional<double> table = table_time_s(*t, at);
+    ASSERT_TRUE(table);
+    const Priced fp8 = price(p, scenario(mla, heads, 16, 8192, DType::kFP8E4M3));
+    EXPECT_EQ(fp8.source, FigureSource::kTable);
+    EXPECT_NEAR(fp8.seconds, *table, 1e-12);
+    EXPECT_GT(fp8.seconds,
+              price(p, scenario(mla, heads, 16, 8192, DType::kBF16)).seconds);  // FlashInfer 0.7.2
+  }
+}
+
 TEST(Fp8Tables, AnFp8ScenarioIsPricedFromItsOwnTableOnly) {
   for (const bool mla : {true, false}) {
     SCOPED_TRACE(mla ? "mla" : "gqa g8");
@@ -63,8 +94,9 @@ TEST(Fp8Tables, AnFp8ScenarioIsPricedFromItsOwnTableOnly) {
     EXPECT_EQ(attention_table_key(attention_shape(fp8)),
               mla ? "mla qk576 d512 fp8" : "gqa qk128 d128 g8 fp8");
 
-    // The built-in H100 profile: bf16 tables (FlashInfer's MLA, dcpsim's GQA) cover the point, for bf16 only.
-    HardwareProfile p = load_profile("h100-sxm");
+    // The built-in H100 profile without its fp8-KV tables: bf16 tables (FlashInfer's MLA, dcpsim's GQA) cover
+    // the point, for bf16 only.
+    HardwareProfile p = without_fp8_tables(load_profile("h100-sxm"));
     const Priced bf16_before = price(p, bf16);
     EXPECT_EQ(bf16_before.source, FigureSource::kTable);
     const Priced modelled = price(p, fp8);
