@@ -100,6 +100,24 @@ TEST(ProtobufTrace, FileStartsWithMagic) {
   EXPECT_EQ(writer.records_written(), 1u);
 }
 
+
+// A name ending in .gz promises a gzip stream: the file starts with gzip's magic, is smaller than the plain
+// trace, reads back record for record, and no temporary file is left beside it.
+TEST(ProtobufTrace, GzNameWritesAGzipStream) {
+  ScratchDir dir;
+  const Trace want = testing::sample_trace();
+  ProtobufTraceWriter plain(dir / "t.pb");
+  replay(want, plain);
+  ProtobufTraceWriter gz(dir / "t.pb.gz");
+  replay(want, gz);
+  const std::string bytes = testing::read_bytes(dir / "t.pb.gz");
+  ASSERT_GE(bytes.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1fu);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[1]), 0x8bu);
+  EXPECT_LT(bytes.size(), testing::read_bytes(dir / "t.pb").size());
+  expect_same_trace(read_trace(dir / "t.pb.gz"), want);
+  EXPECT_EQ(dir.entries(), 2);
+}
 // 10^5 events are read back one record at a time into a single reused message: nothing on the read side grows
 // with the trace, and the reader's offset walks the whole file.
 TEST(ProtobufTrace, LargeTraceStreamsRecordByRecord) {

@@ -121,7 +121,11 @@ void ProtobufTraceWriter::finish() {
   if (auto why = checker_->finish(); !why.empty()) {
     throw RuntimeError("trace writer for '" + path_.string() + "': " + why);
   }
-  commit_temp(file_, temp_path_, path_);
+  if (path_.extension() == ".gz") {
+    commit_temp_gzip(file_, temp_path_, path_);  // a *.gz name promises a gzip stream (readers inflate it)
+  } else {
+    commit_temp(file_, temp_path_, path_);
+  }
   temp_path_.clear();
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // ProtobufTraceWriter: streams a trace to a .pb file (magic + length-delimited Record messages, see the
 // schema). Records go to a temporary file next to the target; finish() renames it into place, so a reader
-// never sees a half-written trace. A writer destroyed without finish() removes its temporary file.
+// never sees a half-written trace. A writer destroyed without finish() removes its temporary file. A path
+// ending in .gz gets a gzip stream (compressed at finish()), as every reader of traces accepts.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
