@@ -43,6 +43,7 @@ struct SweepFlags {
   bool pdl = false;
   int pdl_chain = 0;  // 0: not given (the config's default)
   bool row_stamps = false;
+  bool split_lse = false;
   std::string gemm_dtypes = "bf16,fp8";
   std::string gemm_m = "1,2,4,8,16,32,64,128,256,512,1024,2048,4096";
   std::string gemm_n = "256,512,1024,2048,3072,4096,7168,8192,16384";
@@ -118,6 +119,7 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
         "kernel sweep: --merge-prelude, --merge-prelude-busy and --merge-prelude-copy shape warm "
         "inputs; --merge-inputs cold already evicts them");
   c.row_stamps = f.row_stamps;
+  c.split_lse = f.split_lse;
   if (!(f.max_kv_gb > 0) || f.max_kv_gb > 1e4) throw InputError("--max-kv-gb must be in (0, 10000]");
   c.max_kv_bytes = f.max_kv_gb * 1e9;
   c.attention = hw::parse_attention_impl(f.attention);
@@ -272,6 +274,9 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
   s->add_flag("--row-stamps", f->row_stamps,
               "correction, a2a_combine: the instrumented kernels `hw run --row-stamps` runs (per-row stamps "
               "on; tables keyed \"... stamped\")");
+  s->add_flag("--split-lse", f->split_lse,
+              "a2a_pack, a2a_combine: a2a-2call's layout, the LSEs in buffers of their own (the combine's "
+              "short path with 16-byte accesses; tables keyed \"... split\")");
   s->add_option("--merge-head-dims", f->merge_dims, "merge kernels: value head dims (128, 512)")
       ->capture_default_str();
   s->add_option("--max-kv-gb", f->max_kv_gb, "skip attention points whose KV cache exceeds this (GB)")

@@ -61,6 +61,7 @@ double cpl_merge_call_s(const hw::SweepPointPlan& p, const hw::KernelSweepConfig
   m.cold_inputs = c.cold_merge_inputs;
   m.row_stamps = c.row_stamps;
   m.rs_layout = p.shape.rs_layout;
+  m.split_lse = p.shape.split_lse;
   const models::MemoryKernel k =
       p.kernel == models::TableKernel::kCorrection ? models::MemoryKernel::kCorrection
       : p.kernel == models::TableKernel::kA2aPack  ? models::MemoryKernel::kA2aPack
@@ -96,6 +97,7 @@ std::string cpl_sweep_flags(const hw::KernelSweepConfig& c) {
     if (c.cold_merge_inputs) out += " --merge-inputs cold";
     if (c.warm_lse) out += " --warm-lse";
     if (c.row_stamps) out += " --row-stamps";
+    if (c.split_lse) out += " --split-lse";
     if (c.merge_prelude_copy_bytes > 0)
       out += " --merge-prelude-copy " + std::to_string(c.merge_prelude_copy_bytes) +
              (c.merge_prelude_copy_in_graph ? " --prelude-copy-in-graph" : "");

@@ -358,7 +358,8 @@ class CombineBench final : public BenchOp {
 }  // namespace
 
 std::unique_ptr<BenchOp> make_a2a_combine_bench(const OpShape& s, std::uint64_t seed) {
-  return std::make_unique<CombineBench>(s, seed, true);
+  // a2a-2call's combine reads the LSEs apart (split_lse): the direct merge's layout, the same kernels.
+  return std::make_unique<CombineBench>(s, seed, !s.split_lse);
 }
 std::unique_ptr<BenchOp> make_combine_bench(const OpShape& s, std::uint64_t seed) {
   return std::make_unique<CombineBench>(s, seed, false);

@@ -151,12 +151,15 @@ class PackBench final : public BenchOp {
       launch_fill_uniform(o_.back().get(), o_elems, Elem::kBF16, 1.f, seed + 2 * i, 0, nullptr);
       launch_fill_uniform(lse_.back().get(), lse_elems, Elem::kF32, 8.f, seed + 2 * i + 1, 0, nullptr);
     }
-    send_ = DeviceBuffer(std::size_t(s.rows) * s.heads * (s.dim + 2) * 2);
+    // Packed: O rows of D + 2 lanes (the LSE's bit pattern in the last two); split (a2a-2call): O rows of D
+    // lanes and the LSEs in a buffer of their own.
+    send_ = DeviceBuffer(std::size_t(s.rows) * s.heads * (s.dim + (s.split_lse ? 0 : 2)) * 2);
+    if (s.split_lse) lse_send_ = DeviceBuffer(std::size_t(s.rows) * s.heads * 4);
     DCPSIM_CUDA(cudaDeviceSynchronize());
   }
   std::string label() const override {
     return "N=" + std::to_string(s_.dcp) + " B=" + std::to_string(s_.rows) +
-           " H=" + std::to_string(s_.heads) + " D=" + std::to_string(s_.dim);
+           " H=" + std::to_string(s_.heads) + " D=" + std::to_string(s_.dim) + (s_.split_lse ? " split" : "");
   }
   double bytes() const override { return double(s_.rows) * s_.heads * (2.0 * s_.dim * 2 + 4 + 4); }
   void launch(int call, cudaStream_t stream) override {
@@ -168,6 +171,7 @@ class PackBench final : public BenchOp {
     a.lse_row_stride = s_.heads;
     a.lse_head_stride = 1;
     a.send = send_.get();
+    if (s_.split_lse) a.lse_send = lse_send_.as<float>();
     launch_a2a_pack(a, stream);
   }
 
@@ -175,7 +179,7 @@ class PackBench final : public BenchOp {
   OpShape s_;
   int sets_ = 1;
   std::vector<DeviceBuffer> o_, lse_;
-  DeviceBuffer send_;
+  DeviceBuffer send_, lse_send_;
 };
 
 }  // namespace

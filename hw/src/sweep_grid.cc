@@ -133,6 +133,7 @@ std::vector<SweepPoint> grid_points(const KernelSweepConfig& c, std::vector<std:
               p.shape.dim = d;
               p.shape.row_stamps = c.row_stamps;
               p.shape.rs_layout = rs;
+              p.shape.split_lse = c.split_lse;
               models::MergeShape m;
               m.dcp = n;
               m.rows = b;
@@ -142,12 +143,13 @@ std::vector<SweepPoint> grid_points(const KernelSweepConfig& c, std::vector<std:
               m.warm_lse = c.warm_lse && k == TableKernel::kCorrection;
               m.row_stamps = c.row_stamps;
               m.rs_layout = rs;
+              m.split_lse = c.split_lse;
               p.key = models::merge_table_key(m);
               m.pdl = true;
               if (c.pdl) p.pdl_key = models::merge_table_key(m);
               p.label = std::string(models::to_string(k)) + " d" + std::to_string(d) +
                         " N=" + std::to_string(n) + " B=" + std::to_string(b) + " H=" + std::to_string(h) +
-                        (rs ? " rs" : "");
+                        (rs ? " rs" : "") + (c.split_lse ? " split" : "");
               out.push_back(std::move(p));
             }
           }
@@ -208,6 +210,15 @@ void check_grid(const KernelSweepConfig& c) {
             "kernel sweep: --row-stamps times correction and a2a_combine only (the kernels that "
             "stamp rows), not " +
             k);
+  }
+  if (c.split_lse) {
+    for (const std::string& k : c.kernels)
+      if (k != "a2a_pack" && k != "a2a_combine")
+        throw InputError(
+            "kernel sweep: --split-lse times a2a_pack and a2a_combine only (a2a-2call's layout), not " + k);
+    if (c.row_stamps)
+      throw InputError(
+          "kernel sweep: --split-lse and --row-stamps: the stamped combine reads packed rows only");
   }
   if (c.pdl) {
     for (const std::string& k : c.kernels)

@@ -66,7 +66,8 @@ std::string_view to_string(FigureSource s) {
 
 MergeShape merge_shape(const Scenario& s) {
   MergeShape m{s.dcp, s.merge_rows(), s.heads, s.head_dim, s.out_dtype, false};
-  m.rs_layout = s.strategy == Strategy::kAgRs;  // AG+RS corrects into the reduce-scatter's head blocks
+  m.rs_layout = s.strategy == Strategy::kAgRs;        // AG+RS corrects into the reduce-scatter's head blocks
+  m.split_lse = s.strategy == Strategy::kA2aTwoCall;  // the LSEs travel in a buffer of their own
   m.impl = s.merge_impl;
   return m;
 }
@@ -131,9 +132,9 @@ double direct_combine_time(const HardwareProfile& p, const MergeShape& m) {
 
 std::string merge_table_key(const MergeShape& m) {
   return "d" + std::to_string(m.head_dim) + " " + std::string(to_string(m.out_dtype)) +
-         (m.rs_layout ? " rs" : "") + (m.row_stamps ? " stamped" : "") + (m.pdl ? " pdl" : "") +
-         (m.cold_inputs ? " cold" : "") + (m.cold_inputs && m.warm_lse ? " lse" : "") +
-         (m.impl.empty() ? "" : " " + m.impl);
+         (m.rs_layout ? " rs" : "") + (m.split_lse ? " split" : "") + (m.row_stamps ? " stamped" : "") +
+         (m.pdl ? " pdl" : "") + (m.cold_inputs ? " cold" : "") +
+         (m.cold_inputs && m.warm_lse ? " lse" : "") + (m.impl.empty() ? "" : " " + m.impl);
 }
 
 std::vector<double> merge_table_at(TableKernel k, const MergeShape& m) {
@@ -182,8 +183,8 @@ KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const M
   if (m.dcp == 1 || p.tables.empty() || m.rows == 0) return {analytic, FigureSource::kAnalytic};
   const std::vector<double> at = merge_table_at(table, m);
   // The exact key first; then the cold tables without warm LSEs, then without PDL, then without cold inputs
-  // (warm tables only), then in place for the RS layout.
-  for (int relax = 0; relax < 16; ++relax) {
+  // (warm tables only), then in place for the RS layout, then the packed layout's for a split one.
+  for (int relax = 0; relax < 32; ++relax) {
     MergeShape q = m;
     if (relax & 1) {
       if (!(m.cold_inputs && m.warm_lse)) continue;
@@ -200,6 +201,10 @@ KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const M
     if (relax & 8) {
       if (!m.rs_layout) continue;
       q.rs_layout = false;
+    }
+    if (relax & 16) {
+      if (!m.split_lse) continue;
+      q.split_lse = false;
     }
     if (auto t = lookup_kernel_time_s(p.tables, table, merge_table_key(q), at))
       return {*t, FigureSource::kTable};

@@ -151,6 +151,14 @@ TEST(SweepGrid, BadGridsAreInputErrors) {
   c.kernels = {"correction", "a2a_combine"};
   EXPECT_EQ(kernel_sweep_points(c), 8 + 6 + 8);
   c = small_config();
+  c.split_lse = true;  // only the A2A pack and combine have a2a-2call's layout
+  EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c.kernels = {"a2a_pack", "a2a_combine"};
+  EXPECT_EQ(kernel_sweep_points(c), 8 + 8);
+  c.row_stamps = true;  // the stamped combine reads packed rows only
+  c.kernels = {"a2a_combine"};
+  EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c = small_config();
   c.pdl = true;  // FlashInfer's attention is launched without PDL
   EXPECT_THROW(kernel_sweep_points(c), InputError);
   c.kernels = {"correction", "a2a_pack"};
@@ -235,6 +243,32 @@ TEST(SweepGpu, StampedKernelsHaveTheirOwnTables) {
             models::FigureSource::kTable);
   m.row_stamps = false;  // the plain kernel is not in these tables
   EXPECT_EQ(models::merge_kernel_price(p, models::MemoryKernel::kCorrection, m).source,
+            models::FigureSource::kAnalytic);
+}
+
+// a2a-2call's layout (the LSEs apart from O) runs the pack's split form and the combine's short path for
+// separate LSEs: their own keys, which price a2a-2call's kernels; the packed all-to-all's keys stay
+// unmeasured.
+TEST(SweepGpu, SplitLseKernelsHaveTheirOwnTables) {
+  KernelSweepConfig c = small_config();
+  c.kernels = {"a2a_pack", "a2a_combine"};
+  c.split_lse = true;
+  DCPSIM_REQUIRE_GPU(run_kernel_sweep(c, {}));
+  const models::KernelTables t = run_kernel_sweep(c, {});
+  EXPECT_EQ(table_keys(t),
+            (std::set<std::string>{"a2a_pack|d128 bf16 split", "a2a_combine|d128 bf16 split"}));
+  models::MergeShape m;
+  m.dcp = 2;
+  m.rows = 8;
+  m.heads = 6;
+  m.head_dim = 128;
+  m.split_lse = true;
+  models::HardwareProfile p = models::load_profile("h200-sxm");
+  p.tables = {t};
+  EXPECT_EQ(models::merge_kernel_price(p, models::MemoryKernel::kA2aCombine, m).source,
+            models::FigureSource::kTable);
+  m.split_lse = false;  // the packed layout's kernel is not in these tables
+  EXPECT_EQ(models::merge_kernel_price(p, models::MemoryKernel::kA2aCombine, m).source,
             models::FigureSource::kAnalytic);
 }
 

@@ -288,6 +288,51 @@ TEST_F(ProfileTablesTest, RsLayoutPrefersTheRsTable) {
   EXPECT_DOUBLE_EQ(merge_kernel_price(both, MemoryKernel::kCorrection, m).seconds, 5552e-9);
 }
 
+// a2a-2call's pack and combine (the LSEs apart from O: another combine kernel) are priced from the " split"
+// tables where there are any, else from the packed layout's; the packed all-to-all never from the " split"
+// ones. Cold split inputs: the split cold table, else the split warm one, before any packed table.
+TEST_F(ProfileTablesTest, SplitLseLayoutPrefersTheSplitTable) {
+  const auto combine = [](const std::string& key, double factor) {
+    ordered_json t = scaled_correction_tables(key, factor);
+    t["tables"][0]["kernel"] = "a2a_combine";
+    t["tables"][0]["axes"] = {"dcp", "rows", "heads_per_rank"};
+    return t;
+  };
+  write("tables/packed.json", combine("d512 bf16", 1.0));
+  write("tables/split.json", combine("d512 bf16 split", 0.9));
+  write("tables/split_cold.json", combine("d512 bf16 split cold", 1.4));
+  MergeShape m{2, 16, 64, 512, DType::kBF16, false};  // 32 heads per owner: on the grid
+  m.split_lse = true;
+  EXPECT_EQ(merge_table_key(m), "d512 bf16 split");
+  m.cold_inputs = true;
+  EXPECT_EQ(merge_table_key(m), "d512 bf16 split cold");
+  m.cold_inputs = false;
+  profile_["tables"] = {"tables/packed.json"};
+  const HardwareProfile packed_only = load_profile(write("p.json", profile_).string());
+  EXPECT_DOUBLE_EQ(merge_kernel_price(packed_only, MemoryKernel::kA2aCombine, m).seconds, 5552e-9);
+  profile_["tables"] = {"tables/packed.json", "tables/split.json"};
+  const HardwareProfile both = load_profile(write("b.json", profile_).string());
+  const KernelPrice split = merge_kernel_price(both, MemoryKernel::kA2aCombine, m);
+  EXPECT_EQ(split.source, FigureSource::kTable);
+  EXPECT_DOUBLE_EQ(split.seconds, 0.9 * 5552e-9);
+  m.cold_inputs = true;  // no split cold table: the split warm one, before the packed one
+  EXPECT_DOUBLE_EQ(merge_kernel_price(both, MemoryKernel::kA2aCombine, m).seconds, 0.9 * 5552e-9);
+  profile_["tables"] = {"tables/packed.json", "tables/split.json", "tables/split_cold.json"};
+  const HardwareProfile all = load_profile(write("a.json", profile_).string());
+  EXPECT_DOUBLE_EQ(merge_kernel_price(all, MemoryKernel::kA2aCombine, m).seconds, 1.4 * 5552e-9);
+  m.cold_inputs = m.split_lse = false;  // the packed all-to-all's combine
+  EXPECT_DOUBLE_EQ(merge_kernel_price(all, MemoryKernel::kA2aCombine, m).seconds, 5552e-9);
+  // The scenario decides: a2a-2call splits, a2a does not.
+  Scenario s;
+  s.dcp = 2;
+  s.heads = 64;
+  s.head_dim = 512;
+  s.strategy = Strategy::kA2aTwoCall;
+  EXPECT_TRUE(merge_shape(s).split_lse);
+  s.strategy = Strategy::kA2a;
+  EXPECT_FALSE(merge_shape(s).split_lse);
+}
+
 // The emulated correction's cold endpoint with its gathered LSEs in L2: the " cold lse" table where there is
 // one, else the " cold" one, else the warm one; the key names the LSEs only with cold inputs.
 TEST_F(ProfileTablesTest, WarmLsesPreferTheColdLseTable) {

@@ -30,8 +30,8 @@ struct TableFamily {
 // GQA kernel at query-head groups 1, 4, 8 and 16; FlashInfer's MLA kernel when `flashinfer`; dcpsim's MLA
 // kernel, which row stamps and row-stream run), the merge kernels warm, cold (as an emulated step's later
 // ranks find them), cold with the gathered LSEs warm, stamped warm and cold (as `hw run --row-stamps` runs
-// them), and the merge kernels after a copy node of their graph (for launch.kernel_after_copy_node; not
-// listed by the profile: its keys are the warm ones').
+// them), A2A pack and combine in a2a-2call's layout warm and cold, and the merge kernels after a copy node of
+// their graph (for launch.kernel_after_copy_node; not listed by the profile: its keys are the warm ones').
 std::vector<TableFamily> table_families(bool flashinfer = true);
 
 // One `hw run --emulate --strategy all` (one trace file, a section per strategy the emulation runs).

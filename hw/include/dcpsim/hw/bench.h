@@ -41,6 +41,9 @@ struct OpShape {
   // correct: write into the reduce-scatter's head-block layout [N][B][H/N][D] as AG+RS does, not in place
   // (AG+AR); H must be divisible by N.
   bool rs_layout = false;
+  // a2a-pack, a2a-combine: a2a-2call's layout, the LSEs in a buffer of their own (the pack writes O rows of D
+  // lanes and the LSEs apart; the combine reads them so: the short-path kernel with 16-byte accesses).
+  bool split_lse = false;
 };
 
 struct OpBenchConfig {

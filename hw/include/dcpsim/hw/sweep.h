@@ -83,6 +83,9 @@ struct KernelSweepConfig {
   // Correction and A2A combine as `hw run --row-stamps` runs them (per-row stamps on): tables keyed
   // "... stamped" (models::MergeShape::row_stamps). Only those two kernels stamp rows.
   bool row_stamps = false;
+  // A2A pack and combine in a2a-2call's layout (the LSEs in buffers of their own, OpShape::split_lse): tables
+  // keyed "... split" (models::MergeShape::split_lse). Only those two kernels have that layout.
+  bool split_lse = false;
   // Merge kernels: every point is also timed as the third of three calls of the same kernel in its graph,
   // all launched with programmatic dependent launch (PDL), as an emulated step's ranks after the first run
   // under --launch pdl; that call is charged from its predecessor's end, as the runner charges a phase. The

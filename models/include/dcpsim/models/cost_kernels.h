@@ -148,6 +148,11 @@ struct MergeShape {
   // both layouts), else from the in-place ones. merge_shape(s) sets it for AG+RS, whose only merge kernel is
   // the correction.
   bool rs_layout = false;
+  // a2a-2call's layout: the pack writes, and the combine reads, the LSEs in buffers of their own (O rows of D
+  // lanes, no LSE lanes), so the combine runs the short-path kernel with 16-byte accesses where the packed
+  // rows allow only 4-byte ones: priced from the " split" tables (`hw sweep --split-lse`), else from the
+  // packed layout's. merge_shape(s) sets it for a2a-2call.
+  bool split_lse = false;
   // With cold_inputs, the correction's gathered LSEs are in L2 all the same: an emulated step's LSE
   // all-gather copies them just before. Priced from the " cold lse" tables (`hw sweep --merge-inputs cold
   // --warm-lse`; H200: a third of the way from the cold time to the warm one, median), else as cold_inputs.
