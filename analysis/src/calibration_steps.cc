@@ -115,6 +115,15 @@ std::vector<TableFamily> table_families(bool flashinfer) {
   out.push_back(cs_merge("merge-split-cold", "the same cold", {"a2a_pack", "a2a_combine"}));
   out.back().sweep.split_lse = true;
   out.back().sweep.cold_merge_inputs = true;
+  // With row stamps a2a-2call's combine runs the lane-group kernel (the short path takes no stamps).
+  for (bool cold : {false, true}) {
+    out.push_back(
+        cs_merge(cold ? "merge-split-stamped-cold" : "merge-split-stamped",
+                 cold ? "the same cold" : "a2a-2call's combine with row stamps (hw run --row-stamps)",
+                 {"a2a_combine"}));
+    out.back().sweep.split_lse = out.back().sweep.row_stamps = true;
+    out.back().sweep.cold_merge_inputs = cold;
+  }
   out.push_back(cs_merge("merge-stamped", "correction and A2A combine with row stamps (hw run --row-stamps)",
                          {"correction", "a2a_combine"}));
   out.back().sweep.row_stamps = true;

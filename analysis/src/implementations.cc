@@ -69,9 +69,18 @@ ImplementationUse use_of(const models::HardwareProfile& p, const MeasuredSection
     return u;
   }
   m.impl.clear();
-  u.priced = u.ran != "dcpsim" && find_table(p, table_kernel_of(family), models::merge_table_key(m))
-                 ? "dcpsim's table"
-                 : "the analytic model";
+  if (u.ran == "dcpsim") {
+    // Not the exact key (a2a-2call's split layout, AG+RS's layout, cold or PDL variants a profile lacks): the
+    // table merge_kernel_price falls back to, if any.
+    const models::MemoryKernel k = family == "correction" ? models::MemoryKernel::kCorrection
+                                   : family == "pack"     ? models::MemoryKernel::kA2aPack
+                                                          : models::MemoryKernel::kA2aCombine;
+    u.own = models::merge_kernel_price(p, k, m).source == models::FigureSource::kTable;
+    u.priced = u.own ? "its table" : "the analytic model";
+    return u;
+  }
+  u.priced = find_table(p, table_kernel_of(family), models::merge_table_key(m)) ? "dcpsim's table"
+                                                                                : "the analytic model";
   return u;
 }
 

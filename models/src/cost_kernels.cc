@@ -182,8 +182,9 @@ KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const M
   }
   if (m.dcp == 1 || p.tables.empty() || m.rows == 0) return {analytic, FigureSource::kAnalytic};
   const std::vector<double> at = merge_table_at(table, m);
-  // The exact key first; then the cold tables without warm LSEs, then without PDL, then without cold inputs
-  // (warm tables only), then in place for the RS layout, then the packed layout's for a split one.
+  // The exact key first; then the cold tables without warm LSEs, then without PDL, then the packed layout's
+  // for a split one (cold before warm: inputs out of L2 cost more than the layout saves), then without cold
+  // inputs (warm tables only), then in place for the RS layout.
   for (int relax = 0; relax < 32; ++relax) {
     MergeShape q = m;
     if (relax & 1) {
@@ -195,16 +196,16 @@ KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const M
       q.pdl = false;
     }
     if (relax & 4) {
+      if (!m.split_lse) continue;
+      q.split_lse = false;
+    }
+    if (relax & 8) {
       if (!m.cold_inputs || (m.warm_lse && !(relax & 1))) continue;  // once, after dropping warm LSEs
       q.cold_inputs = false;
     }
-    if (relax & 8) {
+    if (relax & 16) {
       if (!m.rs_layout) continue;
       q.rs_layout = false;
-    }
-    if (relax & 16) {
-      if (!m.split_lse) continue;
-      q.split_lse = false;
     }
     if (auto t = lookup_kernel_time_s(p.tables, table, merge_table_key(q), at))
       return {*t, FigureSource::kTable};

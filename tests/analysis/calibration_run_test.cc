@@ -145,24 +145,24 @@ TEST_F(CalibrationRun, ResumesToAValidatedProfileWithItsProvenanceAndRerunsNothi
   ASSERT_EQ(r.outcome, RunOutcome::kComplete) << r.message;
   ASSERT_TRUE(r.validation.has_value());
   EXPECT_GT(r.validation->comparisons.size(), 10u);
-  EXPECT_THAT(log_, HasSubstr("[1/20 device] done earlier"));
-  EXPECT_THAT(log_, HasSubstr("[19/20 fit] estimate"));
+  EXPECT_THAT(log_, HasSubstr("[1/22 device] done earlier"));
+  EXPECT_THAT(log_, HasSubstr("[21/22 fit] estimate"));
   // The profile loads by file, its tables beside it; its sidecar says what it was fitted on.
   const models::HardwareProfile p = models::load_profile(paths_.profile());
   EXPECT_EQ(p.name, "h200");
-  // The 13 measured files first, then the base's files of kernels none of them measures (its op tables).
-  ASSERT_GT(p.tables.size(), 13u);
+  // The 15 measured files first, then the base's files of kernels none of them measures (its op tables).
+  ASSERT_GT(p.tables.size(), 15u);
   std::set<models::TableKernel> measured;
-  for (std::size_t i = 0; i < 13; ++i)
+  for (std::size_t i = 0; i < 15; ++i)
     for (const models::KernelTable& k : p.tables[i].tables) measured.insert(k.kernel);
-  for (std::size_t i = 13; i < p.tables.size(); ++i)
+  for (std::size_t i = 15; i < p.tables.size(); ++i)
     for (const models::KernelTable& k : p.tables[i].tables)
       EXPECT_EQ(measured.count(k.kernel), 0u) << p.tables[i].origin;
   const json side = read_json(paths_.sidecar());
   EXPECT_EQ(side["calibrate"]["plan"], plan_.fingerprint());
   EXPECT_EQ(side["calibrate"]["device"]["device"], "NVIDIA H200");
   EXPECT_EQ(side["fitted_on"]["kernel_sources"], std::string(hw::kernel_sources_hash()));
-  EXPECT_EQ(side["fitted_on"]["tables"].size(), 13u);
+  EXPECT_EQ(side["fitted_on"]["tables"].size(), 15u);
   EXPECT_TRUE(stale_calibration(paths_.sidecar(), {}).empty());
   EXPECT_TRUE(fs::exists(paths_.work() + "validation.md"));
   EXPECT_TRUE(fs::exists(paths_.work() + "plan.json"));
@@ -171,8 +171,8 @@ TEST_F(CalibrationRun, ResumesToAValidatedProfileWithItsProvenanceAndRerunsNothi
   log_.clear();
   const CalibrateRunResult again = run_calibration(o_);
   EXPECT_EQ(again.outcome, RunOutcome::kComplete);
-  EXPECT_THAT(log_, HasSubstr("[19/20 fit] done earlier"));
-  EXPECT_THAT(log_, HasSubstr("[20/20 validate] done earlier"));
+  EXPECT_THAT(log_, HasSubstr("[21/22 fit] done earlier"));
+  EXPECT_THAT(log_, HasSubstr("[22/22 validate] done earlier"));
   EXPECT_FALSE(again.validation.has_value());
   // A table changed since the fit makes the calibration stale.
   std::ofstream(paths_.table("merge"), std::ios::app) << "\n";

@@ -155,9 +155,10 @@ TEST(SweepGrid, BadGridsAreInputErrors) {
   EXPECT_THROW(kernel_sweep_points(c), InputError);
   c.kernels = {"a2a_pack", "a2a_combine"};
   EXPECT_EQ(kernel_sweep_points(c), 8 + 8);
-  c.row_stamps = true;  // the stamped combine reads packed rows only
-  c.kernels = {"a2a_combine"};
+  c.row_stamps = true;  // the pack stamps no rows; the stamped combine reads split LSEs as a2a-2call runs it
   EXPECT_THROW(kernel_sweep_points(c), InputError);
+  c.kernels = {"a2a_combine"};
+  EXPECT_EQ(kernel_sweep_points(c), 8);
   c = small_config();
   c.pdl = true;  // FlashInfer's attention is launched without PDL
   EXPECT_THROW(kernel_sweep_points(c), InputError);

@@ -290,7 +290,8 @@ TEST_F(ProfileTablesTest, RsLayoutPrefersTheRsTable) {
 
 // a2a-2call's pack and combine (the LSEs apart from O: another combine kernel) are priced from the " split"
 // tables where there are any, else from the packed layout's; the packed all-to-all never from the " split"
-// ones. Cold split inputs: the split cold table, else the split warm one, before any packed table.
+// ones. Cold split inputs: the split cold table, else the packed cold one (inputs out of L2 cost more than
+// the layout saves), else the split warm one.
 TEST_F(ProfileTablesTest, SplitLseLayoutPrefersTheSplitTable) {
   const auto combine = [](const std::string& key, double factor) {
     ordered_json t = scaled_correction_tables(key, factor);
@@ -315,9 +316,14 @@ TEST_F(ProfileTablesTest, SplitLseLayoutPrefersTheSplitTable) {
   const KernelPrice split = merge_kernel_price(both, MemoryKernel::kA2aCombine, m);
   EXPECT_EQ(split.source, FigureSource::kTable);
   EXPECT_DOUBLE_EQ(split.seconds, 0.9 * 5552e-9);
-  m.cold_inputs = true;  // no split cold table: the split warm one, before the packed one
+  m.cold_inputs = true;  // no cold table at all: the split warm one, before the packed one
   EXPECT_DOUBLE_EQ(merge_kernel_price(both, MemoryKernel::kA2aCombine, m).seconds, 0.9 * 5552e-9);
-  profile_["tables"] = {"tables/packed.json", "tables/split.json", "tables/split_cold.json"};
+  write("tables/packed_cold.json", combine("d512 bf16 cold", 1.5));
+  profile_["tables"] = {"tables/packed.json", "tables/split.json", "tables/packed_cold.json"};
+  const HardwareProfile no_split_cold = load_profile(write("n.json", profile_).string());
+  EXPECT_DOUBLE_EQ(merge_kernel_price(no_split_cold, MemoryKernel::kA2aCombine, m).seconds, 1.5 * 5552e-9);
+  profile_["tables"] = {"tables/packed.json", "tables/split.json", "tables/packed_cold.json",
+                        "tables/split_cold.json"};
   const HardwareProfile all = load_profile(write("a.json", profile_).string());
   EXPECT_DOUBLE_EQ(merge_kernel_price(all, MemoryKernel::kA2aCombine, m).seconds, 1.4 * 5552e-9);
   m.cold_inputs = m.split_lse = false;  // the packed all-to-all's combine

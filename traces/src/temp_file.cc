@@ -71,7 +71,8 @@ void commit_temp(std::FILE*& file, const std::filesystem::path& temp_path,
   interrupt::untrack_file(temp_path);
 }
 
-void commit_temp_gzip(std::FILE*& file, std::filesystem::path& temp_path, const std::filesystem::path& target) {
+void commit_temp_gzip(std::FILE*& file, std::filesystem::path& temp_path,
+                      const std::filesystem::path& target) {
   const bool write_failed = std::ferror(file) != 0;
   const bool close_failed = std::fclose(file) != 0;
   file = nullptr;
@@ -79,22 +80,25 @@ void commit_temp_gzip(std::FILE*& file, std::filesystem::path& temp_path, const 
     discard_temp(file, temp_path);
     throw RuntimeError("writing '" + target.string() + "' failed (disk full or I/O error)");
   }
-  std::FILE* plain = std::fopen(temp_path.c_str(), "rb");
+  std::FILE* plain = std::fopen(temp_path.c_str(), "rbe");
   if (plain == nullptr) {
+    const int err = errno;
     discard_temp(file, temp_path);
-    throw RuntimeError("cannot reopen the temporary file of '" + target.string() + "' to compress it");
+    throw RuntimeError("cannot reopen the temporary file of '" + target.string() +
+                       "' to compress it: " + std::strerror(err));
   }
   std::filesystem::path gz_temp;
   std::FILE* out = nullptr;
   try {
     out = open_temp_beside(target, gz_temp);
-    const int fd = ::dup(::fileno(out));
+    std::vector<char> chunk(1 << 20);
+    const int fd = ::fcntl(::fileno(out), F_DUPFD_CLOEXEC, 0);
     gzFile gz = fd < 0 ? nullptr : gzdopen(fd, "wb6");
     if (gz == nullptr) {
+      const int err = errno;
       if (fd >= 0) ::close(fd);
-      throw RuntimeError("cannot start compressing '" + target.string() + "'");
+      throw RuntimeError("cannot start compressing '" + target.string() + "': " + std::strerror(err));
     }
-    std::vector<char> chunk(1 << 20);
     bool ok = true;
     for (std::size_t n; ok && (n = std::fread(chunk.data(), 1, chunk.size(), plain)) > 0;) {
       ok = gzwrite(gz, chunk.data(), static_cast<unsigned>(n)) == static_cast<int>(n);
@@ -102,7 +106,9 @@ void commit_temp_gzip(std::FILE*& file, std::filesystem::path& temp_path, const 
     ok = gzclose(gz) == Z_OK && ok && std::ferror(plain) == 0;
     std::fclose(plain);
     plain = nullptr;
-    if (!ok) throw RuntimeError("writing '" + target.string() + "' failed while compressing (disk full or I/O error)");
+    if (!ok)
+      throw RuntimeError("writing '" + target.string() +
+                         "' failed while compressing (disk full or I/O error)");
     commit_temp(out, gz_temp, target);
   } catch (...) {
     if (plain != nullptr) std::fclose(plain);
