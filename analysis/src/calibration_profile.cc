@@ -214,11 +214,13 @@ models::HardwareProfile assemble_profile(const models::HardwareProfile& base, co
                                    device.name + ", dcpsim hw calibrate " + device.date);
   notes.push_back(std::string("gpu: ") + std::to_string(device.sm_count) + " SMs, L2 " +
                   std::to_string(device.l2_bytes >> 20) + " MiB, copy " + bw + " TB/s");
-  // The tables, by the file name beside the profile, then the base's files of kernels none of them measures
-  // (the published op tables of the step around attention: GEMMs, MoE, norms), kept as the base lists them.
+  // The tables, by the file name beside the profile, then the base's files none of whose tables they measure
+  // again (the published op tables of the step around attention: GEMMs, MoE, norms; tables of keys the
+  // command does not sweep, as the fp8-KV attention tables), kept as the base lists them. A base file with
+  // any table measured again is left out whole: its other tables are of the same, older, campaign.
   std::vector<models::KernelTables> base_tables = std::move(p.tables);
   p.tables.clear();
-  std::set<models::TableKernel> measured;
+  std::set<std::pair<models::TableKernel, std::string>> measured;
   for (const CalibrationStage& s : plan.stages) {
     if (s.kind != StageKind::kTables || !s.family.listed) continue;
     models::KernelTables t = models::load_kernel_tables(paths.table(s.family.name));
@@ -229,12 +231,12 @@ models::HardwareProfile assemble_profile(const models::HardwareProfile& base, co
       traces::write_file_atomically(paths.table(s.family.name), models::kernel_tables_json(t));
       for (const std::string& line : chosen) notes.push_back("interpolation " + line);
     }
-    for (const models::KernelTable& k : t.tables) measured.insert(k.kernel);
+    for (const models::KernelTable& k : t.tables) measured.insert({k.kernel, k.key});
     p.tables.push_back(std::move(t));
   }
   for (models::KernelTables& t : base_tables) {
     const bool other = std::none_of(t.tables.begin(), t.tables.end(), [&](const models::KernelTable& k) {
-      return measured.count(k.kernel) > 0;
+      return measured.count({k.kernel, k.key}) > 0;
     });
     if (other && !t.origin.empty()) p.tables.push_back(std::move(t));
   }
