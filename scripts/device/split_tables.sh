@@ -33,7 +33,7 @@ for stamps in "" -stamped; do
     # shellcheck disable=SC2086  # the grid and the kernels are words
     "$BIN/dcpsim" hw sweep --out "$OUT/$name-merge-split$suffix.json" --kernels $kernels --split-lse \
       --merge-inputs $inputs $grid >"$W/split$suffix.out" 2>"$W/split$suffix.err" </dev/null
-    say "$name-merge-split$suffix.json: rc=$? wall=$((SECONDS - t0))s; $(tail -1 "$W/split$suffix.err")"
+    say "$name-merge-split$suffix.json: rc=$? wall=$((SECONDS - t0))s; $(tr "\r" "\n" <"$W/split$suffix.err" | grep . | tail -1)"
   done
 done
 tar czf "$OUT/split_tables_logs.tgz" -C "$W" . 2>/dev/null
