@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "calibration_test_support.h"
 #include "dcpsim/analysis/observations.h"
@@ -98,6 +99,38 @@ TEST(KernelTables, SimulatorReportsWhichKernelTimesAreMeasured) {
   models::Scenario between = inside;
   between.contexts = models::uniform_contexts(3, 2048);
   EXPECT_GT(simulator.run(between).kernel_figures_from(models::FigureSource::kTable), 0);
+}
+
+// a2a-2call's two all-to-alls as the runner sends them: the outputs without LSE lanes, the LSEs in a call of
+// their own; the packed all-to-all with its lanes. Collective points are read off real (not emulated) runs.
+TEST(KernelTables, TwoCallAllToAllsAreSizedAsTheRunnerSendsThem) {
+  TempDir dir;
+  models::HardwareProfile truth = testing::true_profile();
+  truth.tables.clear();
+  const models::Scenario two = testing::make_scenario(
+      2, 16, 1, 128, 128, 8, 4096, models::Strategy::kA2aTwoCall, models::LaunchMode::kGraph);
+  models::Scenario packed = two;
+  packed.strategy = models::Strategy::kA2a;
+  {
+    const sim::Simulator simulator(truth);
+    traces::ProtobufTraceWriter writer(dir / "t.pb");
+    traces::v1::Header header = sim::sim_trace_header(truth, {"table-test"});
+    header.set_source(traces::v1::SOURCE_HW);
+    header.add_devices()->set_name("NVIDIA H200");
+    header.set_cuda_runtime_version("13.0");
+    writer.on_header(header);
+    simulator.run(two, &writer);
+    simulator.run(packed, &writer);
+    writer.finish();
+  }
+  const TableBuildResult built =
+      build_kernel_tables({load_measured(dir / "t.pb")}, {"2026-12-06", "test", ""});
+  std::set<double> sizes;
+  for (const models::KernelTable& t : built.tables.tables)
+    if (t.kernel == models::TableKernel::kCollective && t.key == "all_to_all")
+      for (const models::TablePoint& p : t.points) sizes.insert(p.at.back());
+  const double rows_heads = 8.0 * 16.0;
+  EXPECT_EQ(sizes, (std::set<double>{rows_heads * 4.0, rows_heads * 128 * 2, rows_heads * (128 + 2) * 2}));
 }
 
 TEST(KernelTables, TracesWithoutADeviceAreRefused) {
