@@ -100,7 +100,6 @@ TEST(ProtobufTrace, FileStartsWithMagic) {
   EXPECT_EQ(writer.records_written(), 1u);
 }
 
-
 // A name ending in .gz promises a gzip stream: the file starts with gzip's magic, is smaller than the plain
 // trace, reads back record for record, and no temporary file is left beside it.
 TEST(ProtobufTrace, GzNameWritesAGzipStream) {

@@ -17,7 +17,8 @@ void commit_temp(std::FILE*& file, const std::filesystem::path& temp_path,
 
 // As commit_temp, but what `file` holds is gzip-compressed into place (a second temporary file beside
 // `target`, renamed onto it; the first is removed): a trace named *.gz is a gzip stream, as readers expect.
-void commit_temp_gzip(std::FILE*& file, std::filesystem::path& temp_path, const std::filesystem::path& target);
+void commit_temp_gzip(std::FILE*& file, std::filesystem::path& temp_path,
+                      const std::filesystem::path& target);
 
 // Closes `file` if open and removes `temp_path` if set; never throws.
 void discard_temp(std::FILE*& file, std::filesystem::path& temp_path) noexcept;
