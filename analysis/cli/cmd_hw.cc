@@ -236,7 +236,7 @@ void add_run(CLI::App& hw_cmd) {
                   "local attention: flashinfer, dcpsim, or auto (FlashInfer where it runs the geometry; "
                   "always FlashInfer for --kv-dtype fp8)")
       ->capture_default_str();
-  run->add_option("--out", f->out, "measured trace (.pb)");
+  run->add_option("--out", f->out, "measured trace (.pb; a name ending in .gz is written gzip-compressed)");
   run->add_option("--json", f->json, "figures as JSON");
   run->add_option("--seed", f->seed, "input generator seed")->capture_default_str();
   // An empty argv makes the trace header read the process's own command line.

@@ -381,7 +381,8 @@ void add_simulate_command(CLI::App& app) {
   analysis::add_whole_model_flags(*cmd, opts->whole);
   cmd->add_option("--profile", opts->profile, "hardware profile: a built-in name or a JSON file")
       ->capture_default_str();
-  cmd->add_option("--out", opts->out, "write the trace (dcpsim.trace.v1 .pb)");
+  cmd->add_option("--out", opts->out,
+                  "write the trace (dcpsim.trace.v1 .pb; a name ending in .gz is written gzip-compressed)");
   cmd->add_option("--chrome", opts->chrome, "write the trace as Chrome/Perfetto JSON");
   cmd->add_option("--json", opts->json, "write the summary as JSON");
   cmd->add_option("--nccl-algo", opts->nccl_algo, "force NCCL's algorithm: ring, tree, nvls, p2p");

@@ -217,7 +217,8 @@ void check_grid(const KernelSweepConfig& c) {
     for (const std::string& k : c.kernels)
       if (k != "a2a_pack" && k != "a2a_combine")
         throw InputError(
-            "kernel sweep: --split-lse times a2a_pack and a2a_combine only (a2a-2call's layout), not " + k);
+            "kernel sweep: --split-lse times a2a_pack and a2a_combine only (a2a-2call's layout), not " + k +
+            ": give --kernels a2a_pack,a2a_combine");
     if (c.row_stamps && std::find(c.kernels.begin(), c.kernels.end(), "a2a_pack") != c.kernels.end())
       throw InputError(
           "kernel sweep: --split-lse --row-stamps times a2a_combine only (the pack stamps no rows)");

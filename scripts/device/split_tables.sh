@@ -9,8 +9,9 @@
 # calibrate --out NAME.json --base NAME` there refits it with them: every other stage's files count as done
 # (no GPU needed).
 # Writes $OUT/<gpu>-merge-split[-stamped][-cold].json (<gpu>: h100-sxm on an H100, h200-sxm on an H200) and
-# $OUT/split_tables_logs.tgz. Expected GPU time: about a minute (2 x 2,520 + 2 x 1,260 points; `hw sweep
-# --dry-run --profile h100-sxm` estimates 7-9 s of kernel time each, plus the per-point graph builds).
+# $OUT/split_tables_logs.tgz. Expected GPU time: under a minute (2 x 2,520 + 2 x 1,260 points; `hw sweep
+# --dry-run --profile h100-sxm` estimates 7 s and 9 s for the two unstamped sweeps and 4 s for each stamped one;
+# measured on an H100: 24 s in all).
 #   OUT=/path scripts/device/split_tables.sh [BIN_DIR]
 set -uo pipefail
 . "$(dirname "$0")/env.sh"

@@ -116,6 +116,9 @@ TEST(ProtobufTrace, GzNameWritesAGzipStream) {
   EXPECT_LT(bytes.size(), testing::read_bytes(dir / "t.pb").size());
   expect_same_trace(read_trace(dir / "t.pb.gz"), want);
   EXPECT_EQ(dir.entries(), 2);
+  ProtobufTraceWriter upper(dir / "U.PB.GZ");  // the suffix in any case
+  replay(want, upper);
+  EXPECT_EQ(testing::read_bytes(dir / "U.PB.GZ").substr(0, 2), "\x1f\x8b");
 }
 // 10^5 events are read back one record at a time into a single reused message: nothing on the read side grows
 // with the trace, and the reader's offset walks the whole file.

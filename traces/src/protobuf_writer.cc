@@ -4,6 +4,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <array>
+#include <cctype>
 #include <utility>
 
 #include "dcpsim/error.h"
@@ -121,7 +122,9 @@ void ProtobufTraceWriter::finish() {
   if (auto why = checker_->finish(); !why.empty()) {
     throw RuntimeError("trace writer for '" + path_.string() + "': " + why);
   }
-  if (path_.extension() == ".gz") {
+  std::string ext = path_.extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (ext == ".gz") {
     commit_temp_gzip(file_, temp_path_, path_);  // a *.gz name promises a gzip stream (readers inflate it)
   } else {
     commit_temp(file_, temp_path_, path_);
