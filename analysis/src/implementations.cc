@@ -75,8 +75,12 @@ ImplementationUse use_of(const models::HardwareProfile& p, const MeasuredSection
     const models::MemoryKernel k = family == "correction" ? models::MemoryKernel::kCorrection
                                    : family == "pack"     ? models::MemoryKernel::kA2aPack
                                                           : models::MemoryKernel::kA2aCombine;
-    u.own = models::merge_kernel_price(p, k, m).source == models::FigureSource::kTable;
-    u.priced = u.own ? "its table" : "the analytic model";
+    const std::string key = models::merge_price_key(p, k, m);
+    u.own = !key.empty();
+    u.priced = !u.own                              ? "the analytic model"
+               : key == models::merge_table_key(m) ? "its table"
+                                                   : "its table \"" + key + "\" (the profile has no \"" +
+                                                         models::merge_table_key(m) + "\" one)";
     return u;
   }
   u.priced = find_table(p, table_kernel_of(family), models::merge_table_key(m)) ? "dcpsim's table"

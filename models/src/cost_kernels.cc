@@ -161,26 +161,10 @@ TableKernel table_kernel(MemoryKernel k) {
 }
 }  // namespace
 
-KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const MergeShape& m) {
-  double analytic = 0.0;
-  const TableKernel table = table_kernel(k);
-  switch (k) {
-    case MemoryKernel::kCorrection:
-      analytic = correction_time(p, m);
-      break;
-    case MemoryKernel::kA2aPack:
-      analytic = a2a_pack_time(p, m);
-      break;
-    case MemoryKernel::kA2aCombine:
-      analytic = unpack_combine_time(p, m);
-      break;
-    case MemoryKernel::kDirectCombine:
-      analytic = direct_combine_time(p, m);
-      break;
-    case MemoryKernel::kQRepack:  // table_kernel() refused it above
-      break;
-  }
-  if (m.dcp == 1 || p.tables.empty() || m.rows == 0) return {analytic, FigureSource::kAnalytic};
+namespace {
+// The key and time of the first table in merge_kernel_price's order that covers `m`.
+std::optional<std::pair<std::string, double>> matched_merge_table(const HardwareProfile& p, TableKernel table,
+                                                                  const MergeShape& m) {
   const std::vector<double> at = merge_table_at(table, m);
   // The exact key first; then the cold tables without warm LSEs, then without PDL, then the packed layout's
   // for a split one (cold before warm: inputs out of L2 cost more than the layout saves), then without cold
@@ -207,9 +191,34 @@ KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const M
       if (!m.rs_layout) continue;
       q.rs_layout = false;
     }
-    if (auto t = lookup_kernel_time_s(p.tables, table, merge_table_key(q), at))
-      return {*t, FigureSource::kTable};
+    const std::string key = merge_table_key(q);
+    if (auto t = lookup_kernel_time_s(p.tables, table, key, at)) return std::pair{key, *t};
   }
+  return std::nullopt;
+}
+}  // namespace
+
+KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const MergeShape& m) {
+  double analytic = 0.0;
+  const TableKernel table = table_kernel(k);
+  switch (k) {
+    case MemoryKernel::kCorrection:
+      analytic = correction_time(p, m);
+      break;
+    case MemoryKernel::kA2aPack:
+      analytic = a2a_pack_time(p, m);
+      break;
+    case MemoryKernel::kA2aCombine:
+      analytic = unpack_combine_time(p, m);
+      break;
+    case MemoryKernel::kDirectCombine:
+      analytic = direct_combine_time(p, m);
+      break;
+    case MemoryKernel::kQRepack:  // table_kernel() refused it above
+      break;
+  }
+  if (m.dcp == 1 || p.tables.empty() || m.rows == 0) return {analytic, FigureSource::kAnalytic};
+  if (const auto found = matched_merge_table(p, table, m)) return {found->second, FigureSource::kTable};
   // Another implementation's kernel outside its table: its model (fitted on the measured points) on this
   // shape's bytes.
   if (!m.impl.empty()) {
@@ -221,6 +230,12 @@ KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const M
       return {*t, FigureSource::kTable};
   }
   return {analytic, FigureSource::kAnalytic};
+}
+
+std::string merge_price_key(const HardwareProfile& p, MemoryKernel k, const MergeShape& m) {
+  if (m.dcp == 1 || p.tables.empty() || m.rows == 0) return "";
+  const auto found = matched_merge_table(p, table_kernel(k), m);
+  return found ? found->first : "";
 }
 
 }  // namespace dcpsim::models

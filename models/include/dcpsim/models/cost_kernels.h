@@ -192,6 +192,10 @@ std::string merge_table_key(const MergeShape& m);
 // H, or H / N for the kernels on one owner's slice (models::table_axes).
 std::vector<double> merge_table_at(TableKernel k, const MergeShape& m);
 KernelPrice merge_kernel_price(const HardwareProfile& p, MemoryKernel k, const MergeShape& m);
+// The key of the table merge_kernel_price reads `m` from (its exact key, or the one it falls back to: the
+// packed layout's for a split shape, the warm one for cold inputs, ...), or "" when no table covers the
+// shape.
+std::string merge_price_key(const HardwareProfile& p, MemoryKernel k, const MergeShape& m);
 
 // P of the packed layout: 2 lanes for 16-bit outputs, 1 for fp32.
 int packed_lse_lanes(DType out_dtype);
