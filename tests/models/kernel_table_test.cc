@@ -312,7 +312,7 @@ TEST_F(ProfileTablesTest, SplitLseLayoutPrefersTheSplitTable) {
   const HardwareProfile packed_only = load_profile(write("p.json", profile_).string());
   EXPECT_DOUBLE_EQ(merge_kernel_price(packed_only, MemoryKernel::kA2aCombine, m).seconds, 5552e-9);
   EXPECT_EQ(merge_price_key(packed_only, MemoryKernel::kA2aCombine, m), "d512 bf16");  // what reports name
-  EXPECT_EQ(merge_price_key(packed_only, MemoryKernel::kCorrection, m), "");            // no correction table
+  EXPECT_EQ(merge_price_key(packed_only, MemoryKernel::kCorrection, m), "");           // no correction table
   profile_["tables"] = {"tables/packed.json", "tables/split.json"};
   const HardwareProfile both = load_profile(write("b.json", profile_).string());
   const KernelPrice split = merge_kernel_price(both, MemoryKernel::kA2aCombine, m);
