@@ -109,20 +109,19 @@ std::vector<TableFamily> table_families(bool flashinfer) {
   out.back().sweep.warm_lse = true;
   // a2a-2call's pack and combine: the LSEs apart from O, a different combine kernel (16-byte accesses) and
   // 4-6% faster than the packed layout's tables said in the H100's steps (fit set and held-out draw alike).
-  out.push_back(cs_merge("merge-split", "A2A pack and combine in a2a-2call's layout (LSEs apart), warm",
-                         {"a2a_pack", "a2a_combine"}));
-  out.back().sweep.split_lse = true;
-  out.push_back(cs_merge("merge-split-cold", "the same cold", {"a2a_pack", "a2a_combine"}));
-  out.back().sweep.split_lse = true;
-  out.back().sweep.cold_merge_inputs = true;
-  // With row stamps a2a-2call's combine runs the lane-group kernel (the short path takes no stamps).
-  for (bool cold : {false, true}) {
-    out.push_back(
-        cs_merge(cold ? "merge-split-stamped-cold" : "merge-split-stamped",
-                 cold ? "the same cold" : "a2a-2call's combine with row stamps (hw run --row-stamps)",
-                 {"a2a_combine"}));
-    out.back().sweep.split_lse = out.back().sweep.row_stamps = true;
-    out.back().sweep.cold_merge_inputs = cold;
+  // With row stamps the combine alone (the pack stamps no rows), on the lane-group kernel (the short path
+  // takes no stamps).
+  for (bool stamped : {false, true}) {
+    for (bool cold : {false, true}) {
+      out.push_back(cs_merge(std::string("merge-split") + (stamped ? "-stamped" : "") + (cold ? "-cold" : ""),
+                             std::string(stamped ? "A2A combine with row stamps" : "A2A pack and combine") +
+                                 " in a2a-2call's layout (LSEs apart), " + (cold ? "cold" : "warm"),
+                             stamped ? std::vector<std::string>{"a2a_combine"}
+                                     : std::vector<std::string>{"a2a_pack", "a2a_combine"}));
+      out.back().sweep.split_lse = true;
+      out.back().sweep.row_stamps = stamped;
+      out.back().sweep.cold_merge_inputs = cold;
+    }
   }
   out.push_back(cs_merge("merge-stamped", "correction and A2A combine with row stamps (hw run --row-stamps)",
                          {"correction", "a2a_combine"}));

@@ -17,6 +17,12 @@ models::TableKernel table_kernel_of(const std::string& family) {
                                   : models::TableKernel::kA2aCombine;
 }
 
+models::MemoryKernel memory_kernel_of(const std::string& family) {  // a merge family
+  return family == "correction" ? models::MemoryKernel::kCorrection
+         : family == "pack"     ? models::MemoryKernel::kA2aPack
+                                : models::MemoryKernel::kA2aCombine;
+}
+
 // The implementation of the table a key ends in, "" for none ("d512 bf16": dcpsim's own merge kernels).
 const models::KernelTable* find_table(const models::HardwareProfile& p, models::TableKernel k,
                                       const std::string& key) {
@@ -72,10 +78,7 @@ ImplementationUse use_of(const models::HardwareProfile& p, const MeasuredSection
   if (u.ran == "dcpsim") {
     // Not the exact key (a2a-2call's split layout, AG+RS's layout, cold or PDL variants a profile lacks): the
     // table merge_kernel_price falls back to, if any.
-    const models::MemoryKernel k = family == "correction" ? models::MemoryKernel::kCorrection
-                                   : family == "pack"     ? models::MemoryKernel::kA2aPack
-                                                          : models::MemoryKernel::kA2aCombine;
-    const std::string key = models::merge_price_key(p, k, m);
+    const std::string key = models::merge_price_key(p, memory_kernel_of(family), m);
     u.own = !key.empty();
     u.priced = !u.own                              ? "the analytic model"
                : key == models::merge_table_key(m) ? "its table"

@@ -52,8 +52,8 @@ std::optional<std::pair<std::string, double>> collective(const std::string& name
     return std::pair{std::string("all_gather"), rows * h * 4.0};
   if (name == "reduce_scatter") return std::pair{std::string("reduce_scatter"), rows * h / n * d * out};
   if (name == "all_reduce") return std::pair{std::string("all_reduce"), rows * h * d * out};
-  if (name ==
-      "all_to_all") {  // a2a-2call's outputs travel without LSE lanes; its LSEs in a call of their own
+  // a2a-2call's outputs travel without LSE lanes, its LSEs in a call of their own.
+  if (name == "all_to_all") {
     const double lanes =
         s.strategy == models::Strategy::kA2aTwoCall ? 0 : models::packed_lse_lanes(s.out_dtype);
     return std::pair{std::string("all_to_all"), rows * h * (d + lanes) * out};

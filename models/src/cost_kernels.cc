@@ -159,9 +159,7 @@ TableKernel table_kernel(MemoryKernel k) {
   }
   throw std::logic_error("merge_kernel_price: " + std::string(to_string(k)) + " is not a merge kernel");
 }
-}  // namespace
 
-namespace {
 // The key and time of the first table in merge_kernel_price's order that covers `m`.
 std::optional<std::pair<std::string, double>> matched_merge_table(const HardwareProfile& p, TableKernel table,
                                                                   const MergeShape& m) {

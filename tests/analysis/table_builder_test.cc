@@ -19,17 +19,21 @@ namespace {
 
 using testing::TempDir;
 
-// The calibration grid simulated under the true profile, labelled as an emulated run on one H200.
-std::vector<MeasuredTrace> measured(const TempDir& dir, const models::HardwareProfile& truth) {
+// `scenarios` (default: the calibration grid) simulated under the true profile, labelled as a run on one H200
+// (`source`: emulated by default, as `hw run --emulate`).
+std::vector<MeasuredTrace> measured(
+    const TempDir& dir, const models::HardwareProfile& truth,
+    const std::vector<models::Scenario>& scenarios = testing::calibration_grid(),
+    traces::v1::Source source = traces::v1::SOURCE_EMULATED) {
   const sim::Simulator simulator(truth);
   {
     traces::ProtobufTraceWriter writer(dir / "t.pb");
     traces::v1::Header header = sim::sim_trace_header(truth, {"table-test"});
-    header.set_source(traces::v1::SOURCE_EMULATED);
+    header.set_source(source);
     header.add_devices()->set_name("NVIDIA H200");
     header.set_cuda_runtime_version("13.0");
     writer.on_header(header);
-    for (const models::Scenario& s : testing::calibration_grid()) simulator.run(s, &writer);
+    for (const models::Scenario& s : scenarios) simulator.run(s, &writer);
     writer.finish();
   }
   return {load_measured(dir / "t.pb")};
@@ -111,20 +115,8 @@ TEST(KernelTables, TwoCallAllToAllsAreSizedAsTheRunnerSendsThem) {
       2, 16, 1, 128, 128, 8, 4096, models::Strategy::kA2aTwoCall, models::LaunchMode::kGraph);
   models::Scenario packed = two;
   packed.strategy = models::Strategy::kA2a;
-  {
-    const sim::Simulator simulator(truth);
-    traces::ProtobufTraceWriter writer(dir / "t.pb");
-    traces::v1::Header header = sim::sim_trace_header(truth, {"table-test"});
-    header.set_source(traces::v1::SOURCE_HW);
-    header.add_devices()->set_name("NVIDIA H200");
-    header.set_cuda_runtime_version("13.0");
-    writer.on_header(header);
-    simulator.run(two, &writer);
-    simulator.run(packed, &writer);
-    writer.finish();
-  }
-  const TableBuildResult built =
-      build_kernel_tables({load_measured(dir / "t.pb")}, {"2026-12-06", "test", ""});
+  const TableBuildResult built = build_kernel_tables(
+      measured(dir, truth, {two, packed}, traces::v1::SOURCE_HW), {"2026-12-06", "test", ""});
   std::set<double> sizes;
   for (const models::KernelTable& t : built.tables.tables)
     if (t.kernel == models::TableKernel::kCollective && t.key == "all_to_all")
