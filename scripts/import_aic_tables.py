@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Converts published op measurements into dcpsim kernel tables (dcpsim-kernel-tables/1, kernels gemm and moe)
-for the built-in profiles, models/tables/<profile>-ops-aic.json, and vLLM's custom all-reduce into
+for the built-in profiles, models/tables/<profile>-ops-aic.json.gz, and vLLM's custom all-reduce into
 communication tables (dcpsim-comm-tables/1, implementation "vllm-custom"), models/tables/<system>-vllm-custom-ar.json.
 
 Source: the measured op data of NVIDIA's AIConfigurator repository (ai-dynamo/aiconfigurator, Apache-2.0),
@@ -14,6 +14,8 @@ what a decode step of dcpsim's model presets looks up; no code. Run once by a de
 The provenance of every file names the repository, its commit, the paths read and the licence.
 """
 import argparse
+import gzip
+import io
 import json
 import math
 import subprocess
@@ -205,7 +207,7 @@ def write_allreduce(out_dir, repo, commit, ar_system, date):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repo", required=True, help="a clone of ai-dynamo/aiconfigurator")
-    ap.add_argument("--out", required=True, help="folder for <profile>-ops-aic.json")
+    ap.add_argument("--out", required=True, help="folder for <profile>-ops-aic.json.gz")
     ap.add_argument("--date", default="2026-12-06")
     a = ap.parse_args()
     commit = git(a.repo, "rev-parse", "HEAD").decode().strip()
@@ -228,8 +230,9 @@ def main():
             },
             "tables": g + m,
         }
-        path = f"{a.out}/{profile}-ops-aic.json"
-        with open(path, "w") as f:
+        # Stored gzip-compressed, as every kernel table of models/tables/ (each reader finds X.json.gz as X.json).
+        path = f"{a.out}/{profile}-ops-aic.json.gz"
+        with io.StringIO() as f:
             f.write("{\n  \"format\": " + json.dumps(doc["format"]) + ",\n  \"provenance\": " +
                     json.dumps(doc["provenance"]) + ",\n  \"tables\": [")
             for ti, t in enumerate(doc["tables"]):
@@ -238,6 +241,8 @@ def main():
                 f.write(",".join("\n      " + json.dumps(p, separators=(",", ":")) for p in t["points"]))
                 f.write("\n    ]}")
             f.write("\n  ]\n}\n")
+            with open(path, "wb") as z:
+                z.write(gzip.compress(f.getvalue().encode(), 9, mtime=0))
         print(f"{path}: {sum(len(t['points']) for t in doc['tables'])} points in {len(doc['tables'])} tables",
               file=sys.stderr)
 

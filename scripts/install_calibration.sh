@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Makes the profile `dcpsim hw calibrate` wrote (scripts/device/calibrate.sh's archive) a built-in: the profile
 # to models/profiles/NAME.json (its tables are listed by file name, which built-ins find embedded), the tables to
-# models/tables/, the sidecar to models/calibrated/NAME.calibration.json (tests/analysis checks that its hashes
-# of the kernels and tables are the tree's), and the measured steps to traces/measured/NAME-calibrate/ (fit, pdl,
-# holdout; the validation's report beside them). Run here, from the repository root, after the GPU call:
+# models/tables/ (gzip-compressed), the sidecar to models/calibrated/NAME.calibration.json (tests/analysis checks
+# that its hashes of the kernels and tables are the tree's), and the measured steps to
+# traces/measured/NAME-calibrate/ (fit, pdl, holdout; the validation's report beside them). Run here, from the repository root, after the GPU call:
 #   scripts/install_calibration.sh NAME calibrate-NAME.tgz
 # The profile must have been fitted and validated (exit 0 of the command, or a resume here with SimGrid).
 set -euo pipefail
@@ -20,7 +20,11 @@ tar xzf "$archive" -C "$tmp"
 }
 cp "$tmp/$name.json" "models/profiles/$name.json"
 cp "$tmp/$name".calibration.json models/calibrated/
-for t in "$tmp/$name"-*.json; do cp "$t" models/tables/; done
+# Kernel tables are stored gzip-compressed (X.json.gz; every reader finds it as X.json, the profile lists X.json).
+for t in "$tmp/$name"-*.json; do
+  gzip -9nc "$t" > "models/tables/$(basename "$t").gz"
+  rm -f "models/tables/$(basename "$t")"
+done
 dest=traces/measured/$name-calibrate
 mkdir -p "$dest"
 for set in fit pdl holdout; do

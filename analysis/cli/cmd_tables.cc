@@ -13,6 +13,7 @@
 #include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/analysis/table_builder.h"
 #include "dcpsim/error.h"
+#include "dcpsim/text_file.h"
 #include "dcpsim/models/profile.h"
 #include "dcpsim/models/table_loo.h"
 #include "dcpsim/traces/output_file.h"
@@ -40,7 +41,7 @@ void choose(const TablesArgs& a) {
   if (a.out.empty() || a.profile.empty())
     throw InputError("--choose-interpolation FILE needs --profile (the GPU's profile) and --out FILE");
   IoGuard io;
-  io.input("--choose-interpolation", a.choose);
+  io.input("--choose-interpolation", existing_or_gz(a.choose).string());  // X.json may be stored as X.json.gz
   analysis::guard_profile(io, "--profile", a.profile);
   io.output("--out", a.out).check();
   models::KernelTables tables = models::load_kernel_tables(a.choose);
@@ -89,7 +90,7 @@ void run(const TablesArgs& a) {
   if (!a.show.empty()) {
     if (!a.measured.empty() || !a.out.empty())
       throw InputError("--show prints a table file; it takes no --measured or --out");
-    IoGuard().input("--show", a.show).check();
+    IoGuard().input("--show", existing_or_gz(a.show).string()).check();  // X.json may be stored as X.json.gz
     std::cout << models::describe_kernel_tables(models::load_kernel_tables(a.show));
     return;
   }

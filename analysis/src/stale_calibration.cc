@@ -8,6 +8,7 @@
 #include "dcpsim/error.h"
 #include "dcpsim/hw/kernel_sources.h"
 #include "dcpsim/json_limits.h"
+#include "dcpsim/text_file.h"
 
 namespace dcpsim::analysis {
 namespace {
@@ -31,7 +32,7 @@ std::string content_hash(std::string_view bytes) {
 }
 
 std::string file_hash(const std::filesystem::path& path) {
-  return content_hash(sc_read(path));
+  return content_hash(read_text_file(path, "table file"));
 }
 
 nlohmann::json fitted_on_json(const std::vector<std::filesystem::path>& tables) {
@@ -41,7 +42,7 @@ nlohmann::json fitted_on_json(const std::vector<std::filesystem::path>& tables) 
           {"kernel_sources_rule",
            "SHA-256 over the hw/ops/ files behind the tables' kernels (hw/CMakeLists.txt)"},
           {"tables", t},
-          {"tables_rule", "64-bit FNV-1a of each file's bytes"}};
+          {"tables_rule", "64-bit FNV-1a of each file's bytes (inflated, where it is stored as gzip)"}};
 }
 
 std::vector<std::string> stale_calibration(const std::filesystem::path& sidecar,
@@ -65,7 +66,7 @@ std::vector<std::string> stale_calibration(const std::filesystem::path& sidecar,
     std::string found;
     for (const auto& p : places) {
       std::error_code ec;
-      if (std::filesystem::is_regular_file(p, ec)) {
+      if (std::filesystem::is_regular_file(existing_or_gz(p), ec)) {
         found = file_hash(p);
         break;
       }

@@ -2,7 +2,6 @@
 // the JSON path, canonical writing (one point per line), and a human-readable listing.
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -11,6 +10,7 @@
 
 #include "comm_table_json.h"
 #include "dcpsim/error.h"
+#include "dcpsim/text_file.h"
 #include "dcpsim/json_limits.h"
 #include "dcpsim/models/comm_table.h"
 
@@ -115,15 +115,7 @@ CommTable read_table(const Reader& r, const Json& j, const std::string& path) {
 }
 
 std::string read_text(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw InputError(path.string() +
-                     ": cannot open communication table file (not found or not a regular file)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path.string() + ": cannot open communication table file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_text_file(path, "communication table file");
 }
 
 std::string size_text(double bytes) {

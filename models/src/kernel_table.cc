@@ -4,12 +4,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "dcpsim/error.h"
+#include "dcpsim/text_file.h"
 #include "dcpsim/json_limits.h"
 #include "kernel_table_json.h"
 
@@ -183,14 +183,7 @@ KernelTable read_table(const Cursor& c, const Json& j, const std::string& path, 
 }
 
 std::string read_text(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw InputError(path.string() + ": cannot open kernel table file (not found or not a regular file)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path.string() + ": cannot open kernel table file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_text_file(path, "kernel table file");
 }
 
 std::string coords(const std::vector<double>& at) {

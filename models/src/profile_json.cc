@@ -239,9 +239,10 @@ class Reader {
     // my.json`) loads anywhere, a path that does not exist next to the profile falls back to the embedded
     // table of the same file name.
     const std::string file = std::filesystem::path(relative).filename().string();
-    const std::string_view embedded = detail::builtin_table_json(file);
     std::error_code ec;
-    const bool local = !builtin_ && std::filesystem::exists(std::filesystem::path(table_dir_) / relative, ec);
+    const bool local =
+        !builtin_ && std::filesystem::exists(existing_or_gz(std::filesystem::path(table_dir_) / relative), ec);
+    const std::string embedded = local ? std::string() : detail::builtin_table_json(file);
     if (builtin_ || (!local && !embedded.empty())) {
       if (embedded.empty()) throw InputError(where + ": " + relative + ": no such built-in kernel table");
       t = parse_kernel_tables(embedded, file + " (built-in)");
@@ -260,9 +261,10 @@ class Reader {
   // A communication table file: next to the profile, else the built-in one of the same file name.
   CommTables load_comm_file(const std::string& relative, const std::string& where) {
     const std::string file = std::filesystem::path(relative).filename().string();
-    const std::string_view embedded = detail::builtin_table_json(file);
     std::error_code ec;
-    const bool local = !builtin_ && std::filesystem::exists(std::filesystem::path(table_dir_) / relative, ec);
+    const bool local =
+        !builtin_ && std::filesystem::exists(existing_or_gz(std::filesystem::path(table_dir_) / relative), ec);
+    const std::string embedded = local ? std::string() : detail::builtin_table_json(file);
     CommTables t;
     if (builtin_ || (!local && !embedded.empty())) {
       if (embedded.empty())

@@ -2,7 +2,7 @@
 # On the GPU machine, from the repository root, with the carried runner (.carry/bin/dcpsim, scripts/hw_carry.sh):
 # the decode step's dense GEMMs timed through cuBLASLt, BF16 and FP8 (per-tensor scales), over the m x n x k
 # grid the model presets' projections need, as a gemm kernel table ($OUT/<gpu>-gemm.json) for
-# models/tables/ (the profile lists it ahead of the published *-ops-aic.json). Also the device's memory total
+# models/tables/ (gzip -9n it there; the profile lists it ahead of the published *-ops-aic.json). Also the device's memory total
 # as vLLM sees it (nvidia-smi memory.total; the profiles' hbm_capacity is what vLLM's KV accounting starts
 # from). About 1-2 minutes of GPU time on an H100 (2 dtypes x 13 m x 9 n x 9 k = 2,106 points, 20 calls each).
 set -euo pipefail

@@ -4,7 +4,7 @@
 and -J JSON malformed, cut or absurd; communication tables of the wrong types or impossible values (read as
 inputs: a profile's comm_tables, --against, --comm-tables); outputs equal to any of those; absurd ranges.
 Each case: exit 2 (input), one line on stderr, nothing written, inputs untouched."""
-import json
+import gzip, json
 
 
 def add(case, g):
@@ -28,7 +28,7 @@ def add(case, g):
     good = json.dumps(comm())
     with_comm = json.dumps(dict(base, tables=[], comm_tables=["c.json"]))
     with_both = json.dumps(dict(base, tables=["k.json"], comm_tables=["c.json"]))
-    ktable = open(SRC + "/models/tables/h200-sxm-attention.json").read()
+    ktable = gzip.open(SRC + "/models/tables/h200-sxm-attention.json.gz", "rt").read()
 
     def nccl_json(results, **top):
         doc = {"results": results}

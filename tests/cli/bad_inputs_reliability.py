@@ -3,7 +3,7 @@ reads (a profile's kernel tables, --model and --contexts-file, the traces of a -
 hard links and symlinks), directories where files are needed, JSON of the wrong types, negative and absurd
 values in imported events, physically impossible profiles, a sidecar of another profile, decompression bombs
 and the --max-input-gb cap. Each case: exit 2 (input), one line on stderr, nothing written, inputs untouched."""
-import json
+import gzip, json
 import random
 
 
@@ -14,7 +14,7 @@ def add(case, g):
     head20 = DATA + "/mooncake_conversation_trace.head20.jsonl"
     base = json.load(open(PROFILE))
     model = open(g["SRC"] + "/models/presets/deepseek-v3.json").read()
-    table = open(g["SRC"] + "/models/tables/h200-sxm-attention.json").read()
+    table = gzip.open(g["SRC"] + "/models/tables/h200-sxm-attention.json.gz", "rt").read()
     with_table = json.dumps(dict(base, tables=["t.json"]))
     measured = ("copy", MEASURED)
     partials = json.dumps({"lse": [[[0.0]]], "out": [[[[1.0]]]]})
@@ -33,8 +33,8 @@ def add(case, g):
          {"t.pb.gz": measured, "l.pb.gz": ("symlink", "t.pb.gz")})
     case("tables --show directory", ["tables", "--show", "{d}/dir"], {"dir/x": ""})
     C = ["tables", "--choose-interpolation", "{d}/t.json"]
-    gqa8 = open(g["SRC"] + "/models/tables/h100-sxm-attention-gqa-g8.json").read()
-    merge = open(g["SRC"] + "/models/tables/h100-sxm-merge.json").read()
+    gqa8 = gzip.open(g["SRC"] + "/models/tables/h100-sxm-attention-gqa-g8.json.gz", "rt").read()
+    merge = gzip.open(g["SRC"] + "/models/tables/h100-sxm-merge.json.gz", "rt").read()
     case("tables --choose-interpolation --out = the input", C + ["--profile", "h100-sxm", "--out", "{d}/t.json"],
          {"t.json": gqa8})
     case("tables --choose-interpolation without --profile", C + ["--out", "{d}/o.json"], {"t.json": gqa8},

@@ -1,12 +1,16 @@
 // Kernel tables: loading and its errors, interpolation (exact at measured points, between neighbours, nothing
 // outside the hull), profiles with and without tables, table vs analytic pricing, the attention roofline and
 // per-kernel-type memory numbers.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include <zlib.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -457,6 +461,49 @@ TEST_F(ProfileTablesTest, InlineTablesLoadAndRoundTrip) {
   ASSERT_EQ(p.tables.size(), 1u);
   EXPECT_EQ(p.tables[0].origin, "");
   EXPECT_EQ(parse_profile(to_json(p), "again.json"), p);
+}
+
+// The repository stores its measured tables as X.json.gz; a profile (and every reader) names them X.json.
+TEST_F(ProfileTablesTest, GzipTablesLoadByTheirPlainName) {
+  const std::string text = correction_tables().dump(2);
+  const auto gzip_to = [&](const std::filesystem::path& path, std::size_t bytes) {
+    gzFile z = gzopen(path.c_str(), "wb9");
+    ASSERT_NE(z, nullptr);
+    ASSERT_EQ(gzwrite(z, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+    gzclose(z);
+    std::filesystem::resize_file(path, std::min<std::uintmax_t>(bytes, std::filesystem::file_size(path)));
+  };
+  gzip_to(dir_ / "tables/c.json.gz", SIZE_MAX);
+  profile_["tables"] = {"tables/c.json"};
+  const HardwareProfile p = load_profile(write("p.json", profile_).string());
+  ASSERT_EQ(p.tables.size(), 1u);
+  EXPECT_EQ(p.tables[0].origin, "tables/c.json");
+  EXPECT_EQ(p.tables[0].tables, parse_kernel_tables(text, "c.json").tables);
+  EXPECT_EQ(load_kernel_tables(dir_ / "tables/c.json").tables, p.tables[0].tables);
+  // gzip content under a plain name is read too; a cut stream is a one-line error naming the file.
+  gzip_to(dir_ / "tables/named.json", SIZE_MAX);
+  EXPECT_EQ(load_kernel_tables(dir_ / "tables/named.json").tables, p.tables[0].tables);
+  gzip_to(dir_ / "tables/cut.json.gz", 40);
+  try {
+    load_kernel_tables(dir_ / "tables/cut.json");
+    ADD_FAILURE() << "a truncated gzip table loaded";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), (dir_ / "tables/cut.json.gz").string() + ": not a valid gzip stream: truncated");
+  }
+}
+
+// Each built-in table is embedded as stored (gzip) and inflates to the file of the tree.
+TEST(BuiltinTables, EmbeddedTablesAreTheTreesFiles) {
+  for (const char* name : {"h100-sxm", "h200-sxm"}) {
+    const HardwareProfile p = load_profile(name);
+    ASSERT_GT(p.tables.size(), 5u) << name;
+    for (const KernelTables& t : p.tables) {
+      const std::filesystem::path file = std::filesystem::path(DCPSIM_SOURCE_DIR) / "models/tables" /
+                                         std::filesystem::path(t.origin).filename();
+      EXPECT_TRUE(std::filesystem::exists(file.string() + ".gz")) << file;
+      EXPECT_EQ(load_kernel_tables(file).tables, t.tables) << file;
+    }
+  }
 }
 
 TEST_F(ProfileTablesTest, MissingMalformedOrForeignTablesAreRefused) {
