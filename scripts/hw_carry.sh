@@ -24,8 +24,10 @@ if [ "${CARRY_SIMGRID:-0}" = 1 ]; then
   rpath=("-DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags" "-DCMAKE_BUILD_RPATH=\$ORIGIN/simgrid")
 fi
 # The lent GPU machines are Hopper (H100, H200): sm_90 code only by default, which makes the carried runner
-# smaller (dcpsim 8.6 MB as xz, was 11.8 with sm_100) for the device's 64 MiB limit on tree and carry together;
-# DCPSIM_CARRY_ARCHS="90 100" adds Blackwell's.
+# smaller (9.6 MB as xz with the dcpsim binary, CUPTI, SQLite and zlib; 12.8 with sm_100) for the device's 64 MiB
+# limit on tree and carry together (the tree is 44 MiB since its kernel tables are stored gzip-compressed);
+# DCPSIM_CARRY_ARCHS="90 100" adds Blackwell's. Pack it with
+#   cd .carry && tar cf - bin/dcpsim bin/libcupti.so.13 bin/libsqlite3.so.0 bin/libz.so.1 | xz -T2 -9e > dcpsim.txz
 archs=${DCPSIM_CARRY_ARCHS:-90}
 cmake -S . -B "$build" -G Ninja -DCMAKE_CUDA_ARCHITECTURES="${archs// /;}" -DDCPSIM_WITH_CUDA=ON -DDCPSIM_WITH_SIMGRID=$simgrid -DDCPSIM_STATIC_RUNTIME=ON \
   -DDCPSIM_WITH_FLASHINFER=ON -DDCPSIM_WERROR=ON -DDCPSIM_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
