@@ -24,7 +24,7 @@ if [ "${CARRY_SIMGRID:-0}" = 1 ]; then
   rpath=("-DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags" "-DCMAKE_BUILD_RPATH=\$ORIGIN/simgrid")
 fi
 # The lent GPU machines are Hopper (H100, H200): sm_90 code only by default, which makes the carried runner
-# smaller (9.6 MB as xz with the dcpsim binary, CUPTI, SQLite and zlib; 12.8 with sm_100) for the device's 64 MiB
+# smaller (9.6 MB as xz with the dcpsim binary, CUPTI, SQLite and zlib, 2026-12-06; sm_100 added ~3 MB) for the device's 64 MiB
 # limit on tree and carry together (the tree is 44 MiB since its kernel tables are stored gzip-compressed);
 # DCPSIM_CARRY_ARCHS="90 100" adds Blackwell's. Pack it with
 #   cd .carry && tar cf - bin/dcpsim bin/libcupti.so.13 bin/libsqlite3.so.0 bin/libz.so.1 | xz -T2 -9e > dcpsim.txz
