@@ -44,10 +44,12 @@ std::string cf_pct(double x) {
   return buf;
 }
 
-// What the fit may move: the PDL savings and the PDL gap, which only steps show. Everything else was
-// measured directly (tables, device facts, gaps off the timeline) or is not seen in emulated steps.
+// What the fit may move: the PDL savings, the PDL gap and the dirty-L2 write-back share, which only steps
+// show. Everything else was measured directly (tables, device facts, gaps off the timeline) or is not seen in
+// emulated steps.
 bool cf_free_parameter(const std::string& name) {
-  return name.rfind("launch.pdl_saving_", 0) == 0 || name == "launch.dependent_gap_pdl";
+  return name.rfind("launch.pdl_saving_", 0) == 0 || name == "launch.dependent_gap_pdl" ||
+         name == "kernel.l2_dirty_writeback";
 }
 
 }  // namespace
@@ -67,8 +69,8 @@ std::string calibrated_description(const std::string& base_description, const De
       at != std::string::npos && out.find("by dcpsim hw calibrate", at) != std::string::npos)
     out.erase(at);
   out += "; measured on " + device.name + " (" + device.uuid + ") by dcpsim hw calibrate " + date;
-  return out + (fitted ? ": tables, device facts, launch gaps and PDL savings (the .calibration.json sidecar "
-                         "says how)"
+  return out + (fitted ? ": tables, device facts, launch gaps, PDL savings and the dirty-L2 write-back (the "
+                         ".calibration.json sidecar says how)"
                        : " (tables, device facts, launch gaps; not yet fitted on steps)");
 }
 
@@ -118,8 +120,8 @@ void fit_stage(const models::HardwareProfile& base, const DeviceRecord& device, 
                              {"device", device_json(device)},
                              {"measured", notes},
                              {"free_parameters",
-                              "launch.pdl_saving_*, launch.dependent_gap_pdl (every other "
-                              "number measured directly or kept from the base)"}};
+                              "launch.pdl_saving_*, launch.dependent_gap_pdl, kernel.l2_dirty_writeback (every "
+                              "other number measured directly or kept from the base)"}};
   prov.extra["fitted_on"] = fitted_on_json(tables);
   CalibrationResult r;
   try {

@@ -94,6 +94,23 @@ void add_kernel_parameters(std::vector<FitParameter>& out) {
   out.push_back(inverse_param(
       "attention.tensor_rate", "1/tensor_rate [s/FLOP]", kK,
       [](HardwareProfile& p) -> Quantity& { return p.attention.tensor_rate; }, nullptr, 2e-15));
+  // Moves only an emulated step's large A2A packs and combines (those after an L2's worth of writes), so
+  // only they identify it (a base profile without it reads 0; a fit writes it).
+  FitParameter dirty;
+  dirty.name = "kernel.l2_dirty_writeback";
+  dirty.coordinate = "the share itself";
+  dirty.group = kK;
+  dirty.field = [](HardwareProfile& p) -> Quantity& {
+    if (!p.kernel.l2_dirty_writeback)
+      p.kernel.l2_dirty_writeback = Quantity{0.0, models::Unit::kRatio, "absent from the base profile"};
+    return *p.kernel.l2_dirty_writeback;
+  };
+  dirty.read = [](const HardwareProfile& p) -> const Quantity& {
+    static const Quantity kNone{0.0, models::Unit::kRatio, "absent from the base profile"};
+    return p.kernel.l2_dirty_writeback ? *p.kernel.l2_dirty_writeback : kNone;
+  };
+  dirty.typical = 0.1;
+  out.push_back(dirty);
 }
 
 // A kernel type's own numbers, created from the shared ones the first time a fit writes one.

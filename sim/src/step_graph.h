@@ -152,6 +152,27 @@ struct StepGraph {
 
   // A merge kernel's time (table or analytic), recorded as a figure of `rank`; `after_copies`: it follows a
   // collective the runner emulates with copies (after_copies_s).
+  // What an emulated step's A2A pack or combine of rank `rank` adds for dirty L2 lines (profile
+  // kernel.l2_dirty_writeback): when the kernels before it wrote at least an L2's worth, every line it
+  // allocates evicts a dirty one first. Before the pack of rank r: every rank's attention output and the
+  // packs of ranks 0..r-1; before the combine of rank r: the emulated all-to-all's copies (each rank's
+  // receive buffer) and the combines of ranks 0..r-1. Its missed bytes (the share not resident) are what
+  // allocates. The correction (in place) showed none on the H100's fit steps and is left out.
+  double dirty_writeback_s(int rank, models::MemoryKernel k, const models::MergeShape& m, double resident) const {
+    const std::optional<models::Quantity>& share = profile.kernel.l2_dirty_writeback;
+    if (!share || share->si() <= 0 ||
+        (k != models::MemoryKernel::kA2aPack && k != models::MemoryKernel::kA2aCombine))
+      return 0.0;
+    const double output = double(m.rows) * m.heads * m.head_dim * models::dtype_bytes(m.out_dtype);
+    const double buffer = models::a2a_buffer_bytes(m);
+    const double written = k == models::MemoryKernel::kA2aPack ? m.dcp * output + rank * buffer
+                                                                : m.dcp * buffer + rank * output / m.dcp;
+    if (written < profile.gpu.l2_size.si()) return 0.0;
+    const double bytes =
+        k == models::MemoryKernel::kA2aPack ? models::a2a_pack_bytes(m) : models::unpack_combine_bytes(m);
+    return share->si() * (1.0 - resident) * bytes / profile.gpu.hbm_bandwidth_measured.si();
+  }
+
   double price(int rank, models::MemoryKernel k, models::MergeShape m, bool after_copies = false) {
     if (const std::optional<double> t = measured(rank, models::to_string(k))) {
       figures.push_back({rank, std::string(models::to_string(k)), models::FigureSource::kMeasured});
@@ -203,6 +224,7 @@ struct StepGraph {
       const models::KernelPrice cold = models::merge_kernel_price(profile, k, cold_shape);
       price.seconds = cold.seconds - (cold.seconds - price.seconds) * resident;
       if (cold.source != price.source) price.source = models::FigureSource::kAnalytic;
+      price.seconds += dirty_writeback_s(rank, k, m, resident);
     }
     // At most half the kernel: a saving is the launch and ramp PDL hides, never the kernel's own work.
     if (saves) price.seconds -= std::min(saving->si(), 0.5 * price.seconds);

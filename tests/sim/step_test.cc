@@ -274,6 +274,44 @@ TEST(Step, EmulatedCombinesReadTheirBlocksColderTheEarlierTheirRank) {
   }
 }
 
+// With kernel.l2_dirty_writeback, an emulated step's A2A pack and combine pay that share of their missed
+// bytes' time at the measured bandwidth once the kernels before them wrote an L2's worth (every line they
+// allocate evicts a dirty one first); below that, and on real GPUs, nothing.
+TEST(Step, EmulatedPacksAndCombinesPayDirtyWriteBacksAfterAnL2OfWrites) {
+  const std::vector<std::pair<std::string, double>> flat = {{"d512 bf16", 5000.0}, {"d512 bf16 cold", 5000.0}};
+  models::HardwareProfile clean = flat_merge_tables(models::TableKernel::kA2aPack, flat, {4, 256}, {4, 64});
+  clean.tables.push_back(flat_merge_tables(models::TableKernel::kA2aCombine, flat, {4, 256}, {4, 64}).tables[0]);
+  models::HardwareProfile dirty = clean;
+  dirty.kernel.l2_dirty_writeback = models::Quantity{0.3, models::Unit::kRatio, "test"};
+  SimOptions emulated;
+  emulated.emulated_ranks = true;
+  const double bw = clean.gpu.hbm_bandwidth_measured.si(), l2_share = 0.5 * clean.gpu.l2_size.si();
+  // 256 rows x 128 heads x 512 x 2 bytes: 34 MB of output per rank, 134 MB over four ranks (the L2 all
+  // dirty); 300 MB of KV per rank, so the packs' inputs are cold.
+  const models::Scenario big = mla(4, 128, 256, 4 * 1024, Strategy::kA2a, models::LaunchMode::kEager);
+  const models::MergeShape m = models::merge_shape(big);
+  const StepResult with = Simulator(dirty, emulated).run(big), without = Simulator(clean, emulated).run(big);
+  for (int rank = 0; rank < 4; ++rank) {
+    const double pack = 0.3 * models::a2a_pack_bytes(m) / bw;
+    // (the last rank's output survives the three packs before it in part: 0.2% resident)
+    EXPECT_NEAR(phase_s(with, rank, "pack") - phase_s(without, rank, "pack"), pack, 5e-3 * pack) << rank;
+    const double through = (3 - rank) * 2 * models::a2a_buffer_bytes(m) + rank * models::unpack_combine_bytes(m);
+    const double combine = 0.3 * (1 - std::exp(-through / l2_share)) * models::unpack_combine_bytes(m) / bw;
+    EXPECT_NEAR(phase_s(with, rank, "combine") - phase_s(without, rank, "combine"), combine, 1e-11) << rank;
+    EXPECT_GT(combine, 1e-6) << rank;
+  }
+  // Real GPUs: each rank's kernels follow its own; nothing.
+  EXPECT_EQ(phase_s(Simulator(dirty).run(big), 1, "pack"), phase_s(Simulator(clean).run(big), 1, "pack"));
+  // 8 rows: 1 MB of output per rank, 4 MB written before any pack: far below the L2; nothing.
+  const models::Scenario small = mla(4, 128, 8, 4 * 32768, Strategy::kA2a, models::LaunchMode::kEager);
+  const StepResult small_with = Simulator(dirty, emulated).run(small);
+  const StepResult small_without = Simulator(clean, emulated).run(small);
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(phase_s(small_with, rank, "pack"), phase_s(small_without, rank, "pack")) << rank;
+    EXPECT_EQ(phase_s(small_with, rank, "combine"), phase_s(small_without, rank, "combine")) << rank;
+  }
+}
+
 // AG+RS corrects into the reduce-scatter's head blocks, AG+AR in place: each priced from its own table.
 TEST(Step, AgRsCorrectionIsPricedFromTheRsLayoutTable) {
   const models::HardwareProfile p =

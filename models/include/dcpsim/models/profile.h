@@ -180,6 +180,12 @@ struct MemoryKernelSpec {
 // floor and efficiency, which one shared set cannot express.
 struct KernelSpec : MemoryKernelSpec {
   std::array<std::optional<MemoryKernelSpec>, kAllMemoryKernels.size()> per_type;  // indexed by MemoryKernel
+  // ratio (>= 0), optional (absent: 0): what an emulated step's A2A pack and combine pay, as a share of their
+  // missed bytes' time at hbm_bandwidth_measured, when the kernels before them (the ranks' attention outputs,
+  // the earlier packs, the emulated all-to-all's copies) wrote at least an L2's worth: every line they
+  // allocate then evicts a dirty one, whose write-back the tables (measured after a clean eviction) never
+  // saw. Fitted by `hw calibrate` on its fit steps (sim/src/step_graph.h).
+  std::optional<Quantity> l2_dirty_writeback;
   // The numbers kernel type `k` uses: its own when present, else the shared ones.
   const MemoryKernelSpec& of(MemoryKernel k) const {
     const auto& own = per_type[static_cast<std::size_t>(k)];
