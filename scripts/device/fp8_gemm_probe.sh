@@ -5,7 +5,7 @@
 # BF16 or FP8 output), tries torch._scaled_mm, then the sweep itself with each library. Writes $OUT/probe*.txt,
 # $OUT/torch.txt and $OUT/g-*.json.  About 1 minute.
 set -x
-mkdir -p .carry && tar xJf .carry/dcpsim.txz -C .carry && rm .carry/dcpsim.txz
+[ -x .carry/bin/dcpsim ] || { mkdir -p .carry && tar xJf .carry/dcpsim.txz -C .carry && rm .carry/dcpsim.txz; }
 . scripts/device/env.sh; BIN=$PWD/.carry/bin; device_env
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 ls /usr/local/cuda/lib64/libcublasLt.so* 
