@@ -42,6 +42,7 @@ models::HardwareProfile flat_merge_tables(models::TableKernel kernel,
   models::HardwareProfile p = builtin("h200-sxm");
   p.tables.clear();
   p.launch.pdl_saving = {};  // PDL prices from the tables given (Step.PdlSavingMeasuredOnSteps... sets them)
+  p.kernel.l2_dirty_writeback.reset();  // the tables' prices alone (Step.EmulatedPacksAndCombinesPay... sets it)
   models::KernelTables t;
   for (const auto& [key, ns] : keys) {
     models::KernelTable k{kernel, key, {}, {}, {}, {}, {}, {}, {}};
