@@ -150,14 +150,12 @@ struct StepGraph {
     return k == models::MemoryKernel::kA2aPack || pdl_after_same_kernel(rank);
   }
 
-  // A merge kernel's time (table or analytic), recorded as a figure of `rank`; `after_copies`: it follows a
-  // collective the runner emulates with copies (after_copies_s).
   // What an emulated step's A2A pack or combine of rank `rank` adds for dirty L2 lines (profile
   // kernel.l2_dirty_writeback): when the kernels before it wrote at least an L2's worth, every line it
   // allocates evicts a dirty one first. Before the pack of rank r: every rank's attention output and the
   // packs of ranks 0..r-1; before the combine of rank r: the emulated all-to-all's copies (each rank's
   // receive buffer) and the combines of ranks 0..r-1. Its missed bytes (the share not resident) are what
-  // allocates. The correction (in place) showed none on the H100's fit steps and is left out.
+  // allocates. The correction showed none on either GPU's fit steps (docs/VALIDATION.md) and is left out.
   double dirty_writeback_s(int rank, models::MemoryKernel k, const models::MergeShape& m, double resident) const {
     const std::optional<models::Quantity>& share = profile.kernel.l2_dirty_writeback;
     if (!share || share->si() <= 0 ||
@@ -173,6 +171,8 @@ struct StepGraph {
     return share->si() * (1.0 - resident) * bytes / profile.gpu.hbm_bandwidth_measured.si();
   }
 
+  // A merge kernel's time (table or analytic), recorded as a figure of `rank`; `after_copies`: it follows a
+  // collective the runner emulates with copies (after_copies_s).
   double price(int rank, models::MemoryKernel k, models::MergeShape m, bool after_copies = false) {
     if (const std::optional<double> t = measured(rank, models::to_string(k))) {
       figures.push_back({rank, std::string(models::to_string(k)), models::FigureSource::kMeasured});
