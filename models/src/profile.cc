@@ -9,6 +9,7 @@
 
 #include "dcpsim/error.h"
 #include "dcpsim/json_limits.h"
+#include "dcpsim/text_file.h"
 #include "profile_embedded.h"
 
 namespace dcpsim::models {
@@ -208,7 +209,8 @@ std::vector<std::filesystem::path> profile_files(std::string_view name_or_path) 
         const nlohmann::json* name = &entry;
         if (entry.is_object() && entry.contains("path")) name = &entry["path"];
         if (!name->is_string() || name->get<std::string>().empty()) continue;
-        const std::filesystem::path table = path.parent_path() / name->get<std::string>();
+        // X.json may be stored as X.json.gz (text_file.h): the file read is the one guarded.
+        const std::filesystem::path table = existing_or_gz(path.parent_path() / name->get<std::string>());
         if (std::filesystem::exists(table, ec)) files.push_back(table);
       }
     }

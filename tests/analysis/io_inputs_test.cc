@@ -39,12 +39,14 @@ class IoInputsTest : public ::testing::Test {
 
 TEST_F(IoInputsTest, AProfileFileAndTheTablesItLists) {
   nlohmann::json p = nlohmann::json::parse(models::builtin_profile_json("h200-sxm"));
-  p["tables"] = {"t.json", "missing.json"};
+  p["tables"] = {"t.json", "missing.json", "z.json"};
   std::ofstream(dir_ / "p.json") << p.dump();
   std::ofstream(dir_ / "t.json") << "{}";
+  std::ofstream(dir_ / "z.json.gz") << "{}";  // z.json stored compressed: the file read is the one guarded
   IoGuard io;
   guard_profile(io, "--profile", (dir_ / "p.json").string());
-  EXPECT_EQ(inputs(io), (std::vector<std::string>{"--profile p.json", "--profile's table t.json"}));
+  EXPECT_EQ(inputs(io), (std::vector<std::string>{"--profile p.json", "--profile's table t.json",
+                                                  "--profile's table z.json.gz"}));
   IoGuard builtin;
   guard_profile(builtin, "--profile", "h200-sxm");
   EXPECT_TRUE(builtin.inputs().empty());
