@@ -10,6 +10,7 @@
 #include "dcpsim/analysis/measured.h"
 #include "dcpsim/analysis/stale_calibration.h"
 #include "dcpsim/error.h"
+#include "dcpsim/text_file.h"
 #include "dcpsim/traces/output_file.h"
 
 namespace dcpsim::analysis {
@@ -113,7 +114,8 @@ void fit_stage(const models::HardwareProfile& base, const DeviceRecord& device, 
   // op tables are not, and the kernels' hash covers none of them).
   for (const models::KernelTables& t : p0.tables) {
     std::error_code ec;
-    if (std::filesystem::is_regular_file(paths.dir + t.origin, ec)) tables.emplace_back(paths.dir + t.origin);
+    const std::filesystem::path file = existing_or_gz(paths.dir + t.origin);  // X.json may be X.json.gz
+    if (std::filesystem::is_regular_file(file, ec)) tables.emplace_back(file);
   }
   prov.extra["calibrate"] = {{"plan", plan.fingerprint()},
                              {"command", o.command},

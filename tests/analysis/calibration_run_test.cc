@@ -4,6 +4,7 @@
 // is said when a measuring stage is left.
 #include "dcpsim/analysis/calibration_run.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -227,6 +228,13 @@ TEST(StaleCalibration, ASidecarWithoutHashesOrWithOtherKernelsIsStale) {
   std::ofstream(dir / "p.calibration.json") << json{{"format", "dcpsim-calibration/1"}}.dump();
   EXPECT_THAT(stale_calibration(dir / "p.calibration.json", {}),
               ::testing::ElementsAre(HasSubstr("records no hash")));
+  // A table stored compressed is recorded under the name profiles list, and hashed over its inflated text.
+  const std::string z = "u.json.gz";
+  const std::string gzip = "gzip -9nc '" + (dir / "t.json").string() + "' > '" + (dir / z).string() + "'";
+  ASSERT_EQ(std::system(gzip.c_str()), 0);
+  const json gz = fitted_on_json({dir / z})["tables"];
+  ASSERT_TRUE(gz.contains("u.json")) << gz.dump();
+  EXPECT_EQ(gz["u.json"], fitted_on_json({dir / "t.json"})["tables"]["t.json"]);
   fs::remove_all(dir);
 }
 
