@@ -13,9 +13,9 @@
 #include "dcpsim/analysis/memory_estimate.h"
 #include "dcpsim/analysis/table_builder.h"
 #include "dcpsim/error.h"
-#include "dcpsim/text_file.h"
 #include "dcpsim/models/profile.h"
 #include "dcpsim/models/table_loo.h"
+#include "dcpsim/text_file.h"
 #include "dcpsim/traces/output_file.h"
 #include "dcpsim/traces/trace_reader.h"
 

@@ -117,13 +117,14 @@ void fit_stage(const models::HardwareProfile& base, const DeviceRecord& device, 
     const std::filesystem::path file = existing_or_gz(paths.dir + t.origin);  // X.json may be X.json.gz
     if (std::filesystem::is_regular_file(file, ec)) tables.emplace_back(file);
   }
-  prov.extra["calibrate"] = {{"plan", plan.fingerprint()},
-                             {"command", o.command},
-                             {"device", device_json(device)},
-                             {"measured", notes},
-                             {"free_parameters",
-                              "launch.pdl_saving_*, launch.dependent_gap_pdl, kernel.l2_dirty_writeback (every "
-                              "other number measured directly or kept from the base)"}};
+  prov.extra["calibrate"] = {
+      {"plan", plan.fingerprint()},
+      {"command", o.command},
+      {"device", device_json(device)},
+      {"measured", notes},
+      {"free_parameters",
+       "launch.pdl_saving_*, launch.dependent_gap_pdl, kernel.l2_dirty_writeback (every "
+       "other number measured directly or kept from the base)"}};
   prov.extra["fitted_on"] = fitted_on_json(tables);
   CalibrationResult r;
   try {

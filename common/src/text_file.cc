@@ -58,7 +58,8 @@ std::string read_text_file(const std::filesystem::path& requested, std::string_v
   const std::filesystem::path path = existing_or_gz(requested);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
-    throw InputError(path.string() + ": cannot open " + std::string(what) + " (not found or not a regular file)");
+    throw InputError(path.string() + ": cannot open " + std::string(what) +
+                     " (not found or not a regular file)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path.string() + ": cannot open " + std::string(what));
   std::ostringstream text;

@@ -10,9 +10,9 @@
 
 #include "comm_table_json.h"
 #include "dcpsim/error.h"
-#include "dcpsim/text_file.h"
 #include "dcpsim/json_limits.h"
 #include "dcpsim/models/comm_table.h"
+#include "dcpsim/text_file.h"
 
 namespace dcpsim::models {
 namespace {

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "dcpsim/error.h"
-#include "dcpsim/text_file.h"
 #include "dcpsim/json_limits.h"
+#include "dcpsim/text_file.h"
 #include "kernel_table_json.h"
 
 namespace dcpsim::models {

@@ -21,7 +21,8 @@ std::span<const EmbeddedProfile> embedded_tables();
 // The text of a built-in table file (inflated), or "" when there is none of that name.
 inline std::string builtin_table_json(std::string_view file) {
   for (const EmbeddedProfile& e : embedded_tables())
-    if (e.name == file) return is_gzip(e.json) ? gunzip(e.json, std::string(file) + " (built-in)") : std::string(e.json);
+    if (e.name == file)
+      return is_gzip(e.json) ? gunzip(e.json, std::string(file) + " (built-in)") : std::string(e.json);
   return {};
 }
 

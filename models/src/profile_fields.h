@@ -119,7 +119,8 @@ void visit_profile(V& v, P& p) {
   });
   v.section("kernel", [&] {
     visit_memory_kernel(v, p.kernel);
-    v.optional_number("l2_dirty_writeback", p.kernel.l2_dirty_writeback, Dimension::kRatio, Check::kNonNegative);
+    v.optional_number("l2_dirty_writeback", p.kernel.l2_dirty_writeback, Dimension::kRatio,
+                      Check::kNonNegative);
     for (MemoryKernel k : kAllMemoryKernels) {
       v.optional_section(to_string(k), p.kernel.per_type[static_cast<std::size_t>(k)],
                          [&](auto& spec) { visit_memory_kernel(v, spec); });

@@ -240,8 +240,8 @@ class Reader {
     // table of the same file name.
     const std::string file = std::filesystem::path(relative).filename().string();
     std::error_code ec;
-    const bool local =
-        !builtin_ && std::filesystem::exists(existing_or_gz(std::filesystem::path(table_dir_) / relative), ec);
+    const bool local = !builtin_ && std::filesystem::exists(
+                                        existing_or_gz(std::filesystem::path(table_dir_) / relative), ec);
     const std::string embedded = local ? std::string() : detail::builtin_table_json(file);
     if (builtin_ || (!local && !embedded.empty())) {
       if (embedded.empty()) throw InputError(where + ": " + relative + ": no such built-in kernel table");
@@ -262,8 +262,8 @@ class Reader {
   CommTables load_comm_file(const std::string& relative, const std::string& where) {
     const std::string file = std::filesystem::path(relative).filename().string();
     std::error_code ec;
-    const bool local =
-        !builtin_ && std::filesystem::exists(existing_or_gz(std::filesystem::path(table_dir_) / relative), ec);
+    const bool local = !builtin_ && std::filesystem::exists(
+                                        existing_or_gz(std::filesystem::path(table_dir_) / relative), ec);
     const std::string embedded = local ? std::string() : detail::builtin_table_json(file);
     CommTables t;
     if (builtin_ || (!local && !embedded.empty())) {

@@ -156,7 +156,8 @@ struct StepGraph {
   // packs of ranks 0..r-1; before the combine of rank r: the emulated all-to-all's copies (each rank's
   // receive buffer) and the combines of ranks 0..r-1. Its missed bytes (the share not resident) are what
   // allocates. The correction showed none on either GPU's fit steps (docs/VALIDATION.md) and is left out.
-  double dirty_writeback_s(int rank, models::MemoryKernel k, const models::MergeShape& m, double resident) const {
+  double dirty_writeback_s(int rank, models::MemoryKernel k, const models::MergeShape& m,
+                           double resident) const {
     const std::optional<models::Quantity>& share = profile.kernel.l2_dirty_writeback;
     if (!share || share->si() <= 0 ||
         (k != models::MemoryKernel::kA2aPack && k != models::MemoryKernel::kA2aCombine))
@@ -164,7 +165,7 @@ struct StepGraph {
     const double output = double(m.rows) * m.heads * m.head_dim * models::dtype_bytes(m.out_dtype);
     const double buffer = models::a2a_buffer_bytes(m);
     const double written = k == models::MemoryKernel::kA2aPack ? m.dcp * output + rank * buffer
-                                                                : m.dcp * buffer + rank * output / m.dcp;
+                                                               : m.dcp * buffer + rank * output / m.dcp;
     if (written < profile.gpu.l2_size.si()) return 0.0;
     const double bytes =
         k == models::MemoryKernel::kA2aPack ? models::a2a_pack_bytes(m) : models::unpack_combine_bytes(m);

@@ -488,7 +488,8 @@ TEST_F(ProfileTablesTest, GzipTablesLoadByTheirPlainName) {
     load_kernel_tables(dir_ / "tables/cut.json");
     ADD_FAILURE() << "a truncated gzip table loaded";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()), (dir_ / "tables/cut.json.gz").string() + ": not a valid gzip stream: truncated");
+    EXPECT_EQ(std::string(e.what()),
+              (dir_ / "tables/cut.json.gz").string() + ": not a valid gzip stream: truncated");
   }
 }
 

@@ -42,7 +42,8 @@ models::HardwareProfile flat_merge_tables(models::TableKernel kernel,
   models::HardwareProfile p = builtin("h200-sxm");
   p.tables.clear();
   p.launch.pdl_saving = {};  // PDL prices from the tables given (Step.PdlSavingMeasuredOnSteps... sets them)
-  p.kernel.l2_dirty_writeback.reset();  // the tables' prices alone (Step.EmulatedPacksAndCombinesPay... sets it)
+  p.kernel.l2_dirty_writeback
+      .reset();  // the tables' prices alone (Step.EmulatedPacksAndCombinesPay... sets it)
   models::KernelTables t;
   for (const auto& [key, ns] : keys) {
     models::KernelTable k{kernel, key, {}, {}, {}, {}, {}, {}, {}};
@@ -279,9 +280,11 @@ TEST(Step, EmulatedCombinesReadTheirBlocksColderTheEarlierTheirRank) {
 // bytes' time at the measured bandwidth once the kernels before them wrote an L2's worth (every line they
 // allocate evicts a dirty one first); below that, and on real GPUs, nothing.
 TEST(Step, EmulatedPacksAndCombinesPayDirtyWriteBacksAfterAnL2OfWrites) {
-  const std::vector<std::pair<std::string, double>> flat = {{"d512 bf16", 5000.0}, {"d512 bf16 cold", 5000.0}};
+  const std::vector<std::pair<std::string, double>> flat = {{"d512 bf16", 5000.0},
+                                                            {"d512 bf16 cold", 5000.0}};
   models::HardwareProfile clean = flat_merge_tables(models::TableKernel::kA2aPack, flat, {4, 256}, {4, 64});
-  clean.tables.push_back(flat_merge_tables(models::TableKernel::kA2aCombine, flat, {4, 256}, {4, 64}).tables[0]);
+  clean.tables.push_back(
+      flat_merge_tables(models::TableKernel::kA2aCombine, flat, {4, 256}, {4, 64}).tables[0]);
   models::HardwareProfile dirty = clean;
   dirty.kernel.l2_dirty_writeback = models::Quantity{0.3, models::Unit::kRatio, "test"};
   SimOptions emulated;
@@ -296,7 +299,8 @@ TEST(Step, EmulatedPacksAndCombinesPayDirtyWriteBacksAfterAnL2OfWrites) {
     const double pack = 0.3 * models::a2a_pack_bytes(m) / bw;
     // (the last rank's output survives the three packs before it in part: 0.2% resident)
     EXPECT_NEAR(phase_s(with, rank, "pack") - phase_s(without, rank, "pack"), pack, 5e-3 * pack) << rank;
-    const double through = (3 - rank) * 2 * models::a2a_buffer_bytes(m) + rank * models::unpack_combine_bytes(m);
+    const double through =
+        (3 - rank) * 2 * models::a2a_buffer_bytes(m) + rank * models::unpack_combine_bytes(m);
     const double combine = 0.3 * (1 - std::exp(-through / l2_share)) * models::unpack_combine_bytes(m) / bw;
     EXPECT_NEAR(phase_s(with, rank, "combine") - phase_s(without, rank, "combine"), combine, 1e-11) << rank;
     EXPECT_GT(combine, 1e-6) << rank;

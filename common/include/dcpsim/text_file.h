@@ -1,7 +1,7 @@
 #pragma once
 // Text files that may be stored gzip-compressed. The repository keeps its large measured kernel tables as
-// `X.json.gz` (models/tables/README.md); every reader that is handed `X.json` finds `X.json.gz` beside it, and
-// a file's content is inflated when it starts with gzip's magic bytes, whatever its name.
+// `X.json.gz` (models/tables/README.md); every reader that is handed `X.json` finds `X.json.gz` beside it,
+// and a file's content is inflated when it starts with gzip's magic bytes, whatever its name.
 #include <filesystem>
 #include <string>
 #include <string_view>
