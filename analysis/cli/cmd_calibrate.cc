@@ -14,6 +14,7 @@
 #include "dcpsim/analysis/stale_calibration.h"
 #include "dcpsim/dates.h"
 #include "dcpsim/error.h"
+#include "dcpsim/text_file.h"
 #include "dcpsim/traces/output_file.h"
 
 namespace dcpsim::cli {
@@ -140,8 +141,8 @@ void run_comm(const CalibrateArgs& a) {
   }
   IoGuard io;
   analysis::guard_profile(io, "--profile", a.profile);
-  for (const std::string& m : a.comm_tables) io.input("--comm-tables", m);
-  for (const std::string& m : a.hold_out_comm) io.input("--hold-out-comm-tables", m);
+  for (const std::string& m : a.comm_tables) io.input("--comm-tables", existing_or_gz(m).string());
+  for (const std::string& m : a.hold_out_comm) io.input("--hold-out-comm-tables", existing_or_gz(m).string());
   io.output("--out", a.out).output("the sidecar of --out", analysis::calibration_sidecar(a.out)).check();
   std::vector<models::CommTables> fit, held;
   for (const std::string& f : a.comm_tables) fit.push_back(analysis::load_measured_comm({f}));

@@ -15,6 +15,7 @@
 #include "dcpsim/error.h"
 #include "dcpsim/io_guard.h"
 #include "dcpsim/models/nccl_tests.h"
+#include "dcpsim/text_file.h"
 #include "dcpsim/traces/output_file.h"
 
 namespace dcpsim::cli {
@@ -105,7 +106,7 @@ std::vector<int> parse_gpus(const std::string& value) {
 void run(const CollectivesArgs& a) {
   IoGuard io;
   analysis::guard_profile(io, "--profile", a.profile);
-  for (const std::string& f : a.against) io.input("--against", f);
+  for (const std::string& f : a.against) io.input("--against", existing_or_gz(f).string());  // X or X.gz
   io.output("--csv", a.csv).check();
   // The user's measurement first: a bad one is refused before the profile's tables are read.
   const models::CommTables measured =

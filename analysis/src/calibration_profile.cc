@@ -15,6 +15,7 @@
 #include "dcpsim/json_limits.h"
 #include "dcpsim/models/kernel_table.h"
 #include "dcpsim/models/table_loo.h"
+#include "dcpsim/text_file.h"
 #include "dcpsim/traces/output_file.h"
 
 namespace dcpsim::analysis {
@@ -29,9 +30,10 @@ std::string cp_read(const std::filesystem::path& p) {
   return s.str();
 }
 
+// A checkpoint file, or a table kept as X.json.gz (as models/tables/ stores them: every reader takes it).
 bool cp_exists(const std::string& p) {
   std::error_code ec;
-  return std::filesystem::is_regular_file(p, ec);
+  return std::filesystem::is_regular_file(existing_or_gz(p), ec);
 }
 
 double cp_median(std::vector<double> v) {

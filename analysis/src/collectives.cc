@@ -10,6 +10,7 @@
 #include "dcpsim/error.h"
 #include "dcpsim/models/cost_metrics.h"
 #include "dcpsim/models/nccl_tests.h"
+#include "dcpsim/text_file.h"
 
 #if DCPSIM_WITH_SIMGRID
 #include "dcpsim/sim/simulator.h"
@@ -46,10 +47,20 @@ double quantile(std::vector<double> v, double q) {
 
 models::CommTables load_measured_comm(const std::vector<std::string>& files) {
   if (files.size() == 1) {
-    std::ifstream in(files[0], std::ios::binary);
-    std::string head(256, '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    if (head.find(models::kCommTablesFormat) != std::string::npos) return models::load_comm_tables(files[0]);
+    // A communication table (plain or gzip, X.json found as X.json.gz too), else nccl-tests output.
+    const std::filesystem::path file = existing_or_gz(files[0]);
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(file, ec)) {
+      std::ifstream in(file, std::ios::binary);
+      std::string head(256, '\0');
+      in.read(head.data(), static_cast<std::streamsize>(head.size()));
+      head.resize(static_cast<std::size_t>(in.gcount()));
+      if (is_gzip(head) || head.find(models::kCommTablesFormat) != std::string::npos) {
+        const std::string text = read_text_file(file, "communication table file");
+        if (text.substr(0, 256).find(models::kCommTablesFormat) != std::string::npos)
+          return models::parse_comm_tables(text, file.string());
+      }
+    }
   }
   return models::import_nccl_tests(std::vector<std::filesystem::path>(files.begin(), files.end()), {}).tables;
 }

@@ -25,30 +25,36 @@ bool is_gzip(std::string_view bytes) {
          static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
-std::string gunzip(std::string_view bytes, std::string_view where) {
+std::string gunzip(std::string_view bytes, std::string_view where, bool capped) {
   z_stream z{};
   if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) throw InputError(std::string(where) + ": out of memory");
+  const auto fail = [&](const std::string& why) {
+    inflateEnd(&z);
+    throw InputError(std::string(where) + ": " + why);
+  };
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
   z.avail_in = static_cast<uInt>(bytes.size());
   std::string out;
   char buf[1 << 16];
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
+  while (true) {
     z.next_out = reinterpret_cast<Bytef*>(buf);
     z.avail_out = sizeof buf;
-    rc = inflate(&z, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) {
-      const std::string why = rc == Z_BUF_ERROR ? "truncated" : (z.msg != nullptr ? z.msg : "corrupt");
-      inflateEnd(&z);
-      throw InputError(std::string(where) + ": not a valid gzip stream: " + why);
-    }
+    const int rc = inflate(&z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END)
+      fail("not a valid gzip stream: " +
+           std::string(rc == Z_BUF_ERROR ? "truncated" : (z.msg != nullptr ? z.msg : "corrupt")));
     out.append(buf, sizeof buf - z.avail_out);
-    if (static_cast<std::int64_t>(out.size()) > memory::input_cap_bytes()) {
-      inflateEnd(&z);
-      throw InputError(std::string(where) + ": it expands to more than " +
-                       memory::gigabytes(static_cast<double>(memory::input_cap_bytes())) + " (" +
-                       memory::input_cap_hint() + ")");
-    }
+    if (capped && static_cast<std::int64_t>(out.size()) > memory::input_cap_bytes())
+      fail("it expands to more than " + memory::gigabytes(static_cast<double>(memory::input_cap_bytes())) +
+           " (" + memory::input_cap_hint() + ")");
+    if (rc != Z_STREAM_END) continue;
+    // A gzip file may hold several members (`cat a.gz b.gz`), read one after the other as gzip(1) does;
+    // anything else after the last is an error, not silently dropped.
+    const std::string_view rest(reinterpret_cast<const char*>(z.next_in), z.avail_in);
+    if (rest.empty()) break;
+    if (!is_gzip(rest))
+      fail("not a valid gzip stream: " + std::to_string(rest.size()) + " bytes after its end");
+    inflateReset(&z);
   }
   inflateEnd(&z);
   return out;

@@ -176,7 +176,8 @@ CommTables parse_comm_tables(std::string_view json_text, std::string_view where)
 }
 
 CommTables load_comm_tables(const std::filesystem::path& path) {
-  return parse_comm_tables(read_text(path), path.string());
+  const std::filesystem::path file = existing_or_gz(path);  // X.json may be stored as X.json.gz
+  return parse_comm_tables(read_text(file), file.string());
 }
 
 std::string comm_tables_json(const CommTables& t) {

@@ -342,7 +342,8 @@ KernelTables detail::parse_kernel_tables_json(const nlohmann::ordered_json& root
 }
 
 KernelTables load_kernel_tables(const std::filesystem::path& path) {
-  return parse_kernel_tables(read_text(path), path.string());
+  const std::filesystem::path file = existing_or_gz(path);  // X.json may be stored as X.json.gz
+  return parse_kernel_tables(read_text(file), file.string());
 }
 
 nlohmann::ordered_json detail::kernel_tables_to_json(const KernelTables& t) {

@@ -166,7 +166,8 @@ struct StepGraph {
     const double buffer = models::a2a_buffer_bytes(m);
     const double written = k == models::MemoryKernel::kA2aPack ? m.dcp * output + rank * buffer
                                                                : m.dcp * buffer + rank * output / m.dcp;
-    if (written < profile.gpu.l2_size.si()) return 0.0;
+    const double l2 = profile.gpu.l2_size.si();
+    if (!(l2 > 0) || written < l2) return 0.0;  // a profile without an L2 size: no residency, nothing here
     const double bytes =
         k == models::MemoryKernel::kA2aPack ? models::a2a_pack_bytes(m) : models::unpack_combine_bytes(m);
     return share->si() * (1.0 - resident) * bytes / profile.gpu.hbm_bandwidth_measured.si();
