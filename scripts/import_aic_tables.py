@@ -18,6 +18,7 @@ import gzip
 import io
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -243,6 +244,8 @@ def main():
             f.write("\n  ]\n}\n")
             with open(path, "wb") as z:
                 z.write(gzip.compress(f.getvalue().encode(), 9, mtime=0))
+        if os.path.exists(path[:-3]):  # a plain copy beside it would be read in its place
+            os.remove(path[:-3])
         print(f"{path}: {sum(len(t['points']) for t in doc['tables'])} points in {len(doc['tables'])} tables",
               file=sys.stderr)
 

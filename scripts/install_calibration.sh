@@ -21,9 +21,11 @@ tar xzf "$archive" -C "$tmp"
 cp "$tmp/$name.json" "models/profiles/$name.json"
 cp "$tmp/$name".calibration.json models/calibrated/
 # Kernel tables are stored gzip-compressed (X.json.gz; every reader finds it as X.json, the profile lists X.json).
-for t in "$tmp/$name"-*.json; do
-  gzip -9nc "$t" > "models/tables/$(basename "$t").gz"
-  rm -f "models/tables/$(basename "$t")"
+for t in "$tmp/$name"-*.json "$tmp/$name"-*.json.gz; do
+  [ -f "$t" ] || continue
+  base=$(basename "$t" .gz)
+  if [ "${t%.gz}" != "$t" ]; then cp "$t" "models/tables/$base.gz"; else gzip -9nc "$t" > "models/tables/$base.gz"; fi
+  rm -f "models/tables/$base"
 done
 dest=traces/measured/$name-calibrate
 mkdir -p "$dest"

@@ -22,9 +22,8 @@
 # slowdown, plus ~15 s of tests and process starts), under 4 minutes: a sweep still running at
 # FP8_TABLES_BUDGET_S (default 220 s) since the start is stopped (its file is not written) and the later ones
 # are not started.
-# Afterwards, on the CPU machine: gzip the JSON files into models/tables/ (`gzip -9n`: X.json.gz, found as X.json) and
-# list them in the profile's
-# "tables" (models/profiles/<gpu>.json), then `dcpsim simulate ... --kv-dtype fp8` prices fp8 attention from
+# Afterwards, on the CPU machine: gzip the JSON files into models/tables/ (`gzip -9n`: X.json.gz, found as
+# X.json) and list them in the profile's "tables" (models/profiles/<gpu>.json), then `dcpsim simulate ... --kv-dtype fp8` prices fp8 attention from
 # them (its summary says "attention from the profile's fp8-KV tables").
 #   OUT=/path scripts/device/fp8_tables.sh [BIN_DIR]
 set -uo pipefail
@@ -73,8 +72,9 @@ python3 - "$OUT" "$gpu" <<'EOF' | tee -a "$S"
 import glob, gzip, json, os, statistics, sys
 out, gpu = sys.argv[1], sys.argv[2]
 for path in sorted(glob.glob(os.path.join(out, f"{gpu}-attention-*-fp8.json"))):
-    ref = os.path.join("models/tables", os.path.basename(path).replace("-fp8", "") + ".gz")  # the built-in bf16 table
-    peers = json.load(gzip.open(ref, "rt"))["tables"] if os.path.exists(ref) else []
+    ref = os.path.join("models/tables", os.path.basename(path).replace("-fp8", ""))  # the built-in bf16 table
+    peers = (json.load(open(ref)) if os.path.exists(ref) else
+             json.load(gzip.open(ref + ".gz", "rt")) if os.path.exists(ref + ".gz") else {"tables": []})["tables"]
     for t in json.load(open(path))["tables"]:
         line = f"{os.path.basename(path)}: [{t['key']}] {len(t['points'])} points"
         bf16 = t["key"].replace(" fp8 flashinfer", " bf16 ")
