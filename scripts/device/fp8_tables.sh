@@ -23,8 +23,9 @@
 # FP8_TABLES_BUDGET_S (default 220 s) since the start is stopped (its file is not written) and the later ones
 # are not started.
 # Afterwards, on the CPU machine: gzip the JSON files into models/tables/ (`gzip -9n`: X.json.gz, found as
-# X.json) and list them in the profile's "tables" (models/profiles/<gpu>.json), then `dcpsim simulate ... --kv-dtype fp8` prices fp8 attention from
-# them (its summary says "attention from the profile's fp8-KV tables").
+# X.json) and list them in the profile's "tables" (models/profiles/<gpu>.json), then `dcpsim simulate ...
+# --kv-dtype fp8` prices fp8 attention from them (its summary says "attention from the profile's fp8-KV
+# tables").
 #   OUT=/path scripts/device/fp8_tables.sh [BIN_DIR]
 set -uo pipefail
 . "$(dirname "$0")/env.sh"
