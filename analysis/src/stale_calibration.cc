@@ -67,15 +67,20 @@ std::vector<std::string> stale_calibration(const std::filesystem::path& sidecar,
   for (const auto& [file, hash] : f["tables"].items()) {
     std::vector<std::filesystem::path> places{sidecar.parent_path() / file};
     for (const auto& d : table_dirs) places.push_back(d / file);
-    std::string found;
+    std::string found, unreadable;
     for (const auto& p : places) {
       std::error_code ec;
-      if (std::filesystem::is_regular_file(existing_or_gz(p), ec)) {
+      if (!std::filesystem::is_regular_file(existing_or_gz(p), ec)) continue;
+      try {
         found = file_hash(p);
-        break;
+      } catch (const InputError& e) {  // a damaged file (a cut .gz, say): stale, said, not a failure here
+        unreadable = e.what();
       }
+      break;
     }
-    if (found.empty())
+    if (!unreadable.empty())
+      out.push_back(name + ": table " + file + " cannot be read (" + unreadable + ")");
+    else if (found.empty())
       out.push_back(name + ": table " + file + " is gone");
     else if (!hash.is_string() || found != hash.get<std::string>())
       out.push_back(name + ": table " + file + " changed since the fit (refit, or remove the calibration)");

@@ -235,6 +235,12 @@ TEST(StaleCalibration, ASidecarWithoutHashesOrWithOtherKernelsIsStale) {
   const json gz = fitted_on_json({dir / z})["tables"];
   ASSERT_TRUE(gz.contains("u.json")) << gz.dump();
   EXPECT_EQ(gz["u.json"], fitted_on_json({dir / "t.json"})["tables"]["t.json"]);
+  // Cut short, it makes the calibration stale, said in one line; the check does not fail.
+  std::ofstream(dir / "p.calibration.json")
+      << json{{"format", "dcpsim-calibration/1"}, {"fitted_on", fitted_on_json({dir / z})}}.dump();
+  fs::resize_file(dir / z, 20);
+  EXPECT_THAT(stale_calibration(dir / "p.calibration.json", {}),
+              ::testing::ElementsAre(HasSubstr("table u.json cannot be read (")));
   fs::remove_all(dir);
 }
 
