@@ -2,8 +2,6 @@
 #include "dcpsim/analysis/stale_calibration.h"
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "dcpsim/error.h"
 #include "dcpsim/hw/kernel_sources.h"
@@ -11,17 +9,6 @@
 #include "dcpsim/text_file.h"
 
 namespace dcpsim::analysis {
-namespace {
-
-std::string sc_read(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw InputError(p.string() + ": cannot open");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
 
 std::string content_hash(std::string_view bytes) {
   std::uint64_t h = 1469598103934665603ULL;
@@ -51,7 +38,8 @@ nlohmann::json fitted_on_json(const std::vector<std::filesystem::path>& tables) 
 
 std::vector<std::string> stale_calibration(const std::filesystem::path& sidecar,
                                            const std::vector<std::filesystem::path>& table_dirs) {
-  const auto j = parse_json_checked<nlohmann::json>(sc_read(sidecar), sidecar.string());
+  const auto j =
+      parse_json_checked<nlohmann::json>(read_text_file(sidecar, "calibration sidecar"), sidecar.string());
   const std::string name = sidecar.filename().string();
   if (!j.is_object() || !j.contains("fitted_on"))
     return {name +
