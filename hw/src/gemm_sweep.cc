@@ -105,6 +105,7 @@ void check(cublasStatus_t s, const char* what) {
 }
 
 constexpr std::size_t kWorkspaceBytes = 32u << 20;
+constexpr std::size_t kScaleSlotFloats = 64;  // 256 bytes: cudaMalloc's alignment
 
 // Device buffers of one (n, k, dtype): `copies` weight matrices, the activations for the largest m, the
 // output, the workspace and the two per-tensor scales.
@@ -129,8 +130,11 @@ double time_point(const CublasLt& lt, cublasLtHandle_t handle, Buffers& b, bool 
   check(lt.desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
   check(lt.desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
   if (fp8) {
+    // Each scale in its own 256-byte slot: with B's scale 4 bytes after A's (one float apart) every
+    // candidate algorithm answered NOT_SUPPORTED on an H100 (cuBLASLt 13.1,
+    // scripts/device/fp8_gemm_probe.cu).
     const float* sa = b.scales;
-    const float* sb = b.scales + 1;
+    const float* sb = b.scales + kScaleSlotFloats;
     check(lt.desc_set(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa), "A_SCALE");
     check(lt.desc_set(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb), "B_SCALE");
   }
@@ -249,9 +253,11 @@ models::KernelTables run_gemm_sweep(const GemmSweepConfig& c,
                                                              stream);
         DCPSIM_CUDA(cudaMalloc(&b.out, std::size_t(max_m) * n * 2));
         DCPSIM_CUDA(cudaMalloc(&b.workspace, kWorkspaceBytes));
-        DCPSIM_CUDA(cudaMalloc(&b.scales, 2 * sizeof(float)));
-        const float ones[2] = {1.0f, 1.0f};
-        DCPSIM_CUDA(cudaMemcpy(b.scales, ones, sizeof ones, cudaMemcpyHostToDevice));
+        DCPSIM_CUDA(cudaMalloc(&b.scales, 2 * kScaleSlotFloats * sizeof(float)));
+        const float one = 1.0f;
+        for (std::size_t slot = 0; slot < 2; ++slot)
+          DCPSIM_CUDA(
+              cudaMemcpy(b.scales + slot * kScaleSlotFloats, &one, sizeof one, cudaMemcpyHostToDevice));
         DCPSIM_CUDA(cudaStreamSynchronize(stream));
         for (const int m : c.m) {
           // cuBLASLt's FP8 kernels need the activation rows in multiples of 16 (status NOT_SUPPORTED

@@ -17,21 +17,25 @@ int main() {
   cudaMalloc(&C, 2 * 4096 * n);
   cudaMalloc(&D, 2 * 4096 * n);
   cudaMalloc(&ws, 32 << 20);
-  cudaMalloc(&sc, 16);
-  float ones[4] = {1, 1, 1, 1};
-  cudaMemcpy(sc, ones, 16, cudaMemcpyHostToDevice);
+  cudaMalloc(&sc, 4096);
+  float ones[1024];
+  for (float& o : ones) o = 1;
+  cudaMemcpy(sc, ones, sizeof ones, cudaMemcpyHostToDevice);
   cudaMemset(A, 0, n * k);
   cudaMemset(B, 0, 4096 * k);
-  for (int variant = 0; variant < 8; ++variant) {
+  // stride: floats between the A, B and D scales (1: adjacent floats; 4: 16 bytes; 64: 256 bytes).
+  for (int variant = 0; variant < 24; ++variant) {
     const bool scales = variant & 1, fast = variant & 2, dfp8 = variant & 4;
+    const int stride = variant < 8 ? 1 : variant < 16 ? 4 : 64;
+    if (!scales && variant >= 8) continue;
     cublasLtMatmulDesc_t d;
     cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F);
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
     cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
     const float* sa = sc;
-    const float* sb = sc + 1;
-    const float* sd = sc + 2;
+    const float* sb = sc + stride;
+    const float* sd = sc + 2 * stride;
     if (scales) {
       cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa);
       cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb);
@@ -64,9 +68,9 @@ int main() {
     }
     cudaError_t e = cudaDeviceSynchronize();
     printf(
-        "scales=%d fast_accum=%d D=%s: heuristic %d found %d, first matmul %d, first ok candidate %d, cuda "
-        "%s\n",
-        scales, fast, dfp8 ? "fp8" : "bf16", hs, found, st_first, ok, cudaGetErrorString(e));
+        "scales=%d stride=%d fast_accum=%d D=%s: heuristic %d found %d, first matmul %d, first ok candidate "
+        "%d, cuda %s\n",
+        scales, stride, fast, dfp8 ? "fp8" : "bf16", hs, found, st_first, ok, cudaGetErrorString(e));
   }
   return 0;
 }
