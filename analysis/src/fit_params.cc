@@ -174,6 +174,17 @@ void add_launch_parameters(std::vector<FitParameter>& out) {
     };
     out.push_back(saving);
   }
+  FitParameter attention = time_param("launch.pdl_saving_attention", kL, [](HardwareProfile& p) -> Quantity& {
+    if (!p.launch.pdl_saving_attention)
+      p.launch.pdl_saving_attention =
+          Quantity{0.0, models::Unit::kMicroseconds, "absent from the base profile"};
+    return *p.launch.pdl_saving_attention;
+  });
+  attention.read = [](const HardwareProfile& p) -> const Quantity& {
+    static const Quantity kNone{0.0, models::Unit::kMicroseconds, "absent from the base profile"};
+    return p.launch.pdl_saving_attention ? *p.launch.pdl_saving_attention : kNone;
+  };
+  out.push_back(attention);
   out.push_back(time_param("launch.cpu_issue_graph", kL,
                            [](HardwareProfile& p) -> Quantity& { return p.launch.cpu_issue_graph; }));
   out.push_back(time_param("launch.cpu_issue_pdl", kL,

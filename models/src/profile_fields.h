@@ -114,6 +114,7 @@ void visit_profile(V& v, P& p) {
       v.optional_number("pdl_saving_" + std::string(to_string(k)),
                         p.launch.pdl_saving[static_cast<std::size_t>(k)], kTime, Check::kNonNegative);
     }
+    v.optional_number("pdl_saving_attention", p.launch.pdl_saving_attention, kTime, Check::kNonNegative);
     v.optional_number("event_pair", p.launch.event_pair, kTime, Check::kNonNegative);
     v.optional_number("event_gap", p.launch.event_gap, kTime, Check::kNonNegative);
   });

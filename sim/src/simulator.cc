@@ -99,12 +99,26 @@ void check_group(const models::HardwareProfile& p, const detail::Platform& platf
 // scenario that names no implementation runs the one its table measured (FlashInfer's MLA kernel where the
 // profile has its table; an fp8 cache's attention priced from an fp8 table, which the runner measures on
 // FlashInfer's FP8-KV kernels, its only ones for an fp8 cache, GQA included).
+bool runs_flashinfer(const models::Scenario& s, const models::AttentionTiming& t) {
+  const bool fp8_table = s.kv_dtype == models::DType::kFP8E4M3 && t.source == models::FigureSource::kTable;
+  return s.attention_impl == "flashinfer" || (s.attention_impl.empty() && (t.table_one_launch || fp8_table));
+}
 bool repacks_query(const models::Scenario& s, const models::AttentionTiming& t) {
   if (t.source == models::FigureSource::kMeasured) return false;  // the measured phase holds it
-  const bool fp8_table = s.kv_dtype == models::DType::kFP8E4M3 && t.source == models::FigureSource::kTable;
-  const bool flashinfer =
-      s.attention_impl == "flashinfer" || (s.attention_impl.empty() && (t.table_one_launch || fp8_table));
-  return flashinfer && s.dcp > 1 && s.rows() > 1;
+  return runs_flashinfer(s, t) && s.dcp > 1 && s.rows() > 1;
+}
+
+// What rank `r`'s attention saves under PDL (profile launch.pdl_saving_attention): dcpsim's attention
+// kernels are launched with PDL and trigger their dependents as they start, so in an emulated PDL step each
+// later rank's attention, queued right after the previous rank's, launches while that one drains and is
+// charged from its end. FlashInfer's kernels are launched without PDL; rank 0 follows the query all-gather's
+// copies; on GPUs attention follows NCCL's kernel. At most half the kernel, as for the merge kernels.
+double attention_pdl_saving(const StepGraph& step, int r, const models::AttentionTiming& t) {
+  const std::optional<models::Quantity>& saving = step.profile.launch.pdl_saving_attention;
+  if (!saving || t.source == models::FigureSource::kMeasured || !step.pdl_after_same_kernel(r) ||
+      runs_flashinfer(step.scenario, t))
+    return 0.0;
+  return std::min(saving->si(), 0.5 * t.kernel_end_s);
 }
 
 // The gap before the split-KV combine kernel of an attention priced from a table, or none (the launch mode's
@@ -147,7 +161,9 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
     att.timing.table_one_launch = false;
   }
   // The query all-gather (N > 1) comes just before: what its emulated copies add goes to the next kernel.
-  double after_gather = s.dcp > 1 ? step.after_copies_s(r) : 0.0;
+  // A PDL saving moves the kernel's work earlier by as much (after_gather below 0).
+  double after_gather =
+      (s.dcp > 1 ? step.after_copies_s(r) : 0.0) - attention_pdl_saving(step, r, att.timing);
   NodeId phase_start = -1;
   if (repacks_query(s, att.timing)) {
     const double bytes =
@@ -164,10 +180,10 @@ AttentionOut add_attention(StepGraph& step, RankStream& stream) {
   step.figures.push_back({r, "attention", att.timing.source});
   att.start = stream.begin("attention");
   if (phase_start < 0) phase_start = att.start;
-  if (after_gather > 0.0) {  // a later start of the kernel's work: every row's time moves with it
+  if (after_gather != 0.0) {  // a later (earlier) start of the kernel's work: every row's time moves with it
     att.timing.kernel_end_s += after_gather;
-    for (double& t : att.timing.row_done_s) t += after_gather;
-    for (double& t : att.timing.wave_end_s) t += after_gather;
+    for (double& t : att.timing.row_done_s) t = std::max(0.0, t + after_gather);
+    for (double& t : att.timing.wave_end_s) t = std::max(0.0, t + after_gather);
   }
   // FlashInfer's MLA kernel (its table's time) merges its splits in the same launch: no second kernel.
   const bool one_launch = att.timing.needs_combine && att.timing.table_one_launch;

@@ -277,6 +277,16 @@ TEST(Profile, PdlSavingsAreOptionalPerChainKernel) {
   p.launch.pdl_saving[pack]->value = -0.1;
   EXPECT_THAT([&] { validate_profile(p, "edited"); },
               ::testing::ThrowsMessage<InputError>(HasSubstr("edited: launch.pdl_saving_a2a_pack.value")));
+  // The attention's (dcpsim's kernels) the same way.
+  p.launch.pdl_saving[pack]->value = 0.18;
+  EXPECT_FALSE(p.launch.pdl_saving_attention.has_value());
+  EXPECT_THAT(to_json(p), ::testing::Not(HasSubstr("pdl_saving_attention")));
+  p.launch.pdl_saving_attention = quantity_from_si(1.2e-6, Unit::kMicroseconds, "test");
+  EXPECT_THAT(to_json(p), HasSubstr("\"pdl_saving_attention\""));
+  EXPECT_EQ(parse_profile(to_json(p), "round trip"), p);
+  p.launch.pdl_saving_attention->value = -1;
+  EXPECT_THAT([&] { validate_profile(p, "edited"); },
+              ::testing::ThrowsMessage<InputError>(HasSubstr("edited: launch.pdl_saving_attention.value")));
 }
 
 TEST(Profile, NcclLatencyTableOnlyForRingAndTree) {

@@ -42,6 +42,7 @@ models::HardwareProfile flat_merge_tables(models::TableKernel kernel,
   models::HardwareProfile p = builtin("h200-sxm");
   p.tables.clear();
   p.launch.pdl_saving = {};  // PDL prices from the tables given (Step.PdlSavingMeasuredOnSteps... sets them)
+  p.launch.pdl_saving_attention.reset();  // (Step.DcpsimAttentionSavesUnderPdl... sets it)
   p.kernel.l2_dirty_writeback
       .reset();  // the tables' prices alone (Step.EmulatedPacksAndCombinesPay... sets it)
   models::KernelTables t;
@@ -436,6 +437,47 @@ TEST(Step, PdlSavingMeasuredOnStepsReplacesThePdlTables) {
   graph.launch = models::LaunchMode::kGraph;
   EXPECT_NEAR(phase_s(Simulator(profile(0.3), emulated).run(graph), 2, "correction"), 5e-6, 1e-12);
   EXPECT_NEAR(phase_s(Simulator(profile(4.0), emulated).run(ag), 2, "correction"), 2.5e-6, 1e-12);  // half
+}
+
+// launch.pdl_saving_attention: in an emulated PDL step, the attention of every rank after the first is
+// queued right after the previous rank's and, dcpsim's kernels being launched with PDL, is charged that much
+// less; rank 0 (after the query all-gather's copies), graph steps, real ranks and FlashInfer's kernels
+// (launched without PDL) save nothing, and a saving never takes more than half the kernel.
+TEST(Step, DcpsimAttentionSavesUnderPdlAfterThePreviousRanksAttention) {
+  const auto attention = [](double saving_us, models::LaunchMode launch, bool emulate, const char* impl,
+                            int rank) {
+    models::HardwareProfile p = builtin("h200-sxm");
+    p.launch.pdl_saving_attention.reset();
+    if (saving_us >= 0)
+      p.launch.pdl_saving_attention =
+          models::quantity_from_si(saving_us * 1e-6, models::Unit::kMicroseconds, "test");
+    models::Scenario s = testing::gqa(4, 32, 8, 16 * 1024, Strategy::kAgRs);
+    s.launch = launch;
+    s.attention_impl = impl;
+    SimOptions o;
+    o.emulated_ranks = emulate;
+    return phase_s(Simulator(p, o).run(s), rank, "attention");
+  };
+  constexpr auto kPdl = models::LaunchMode::kPdl;
+  for (int rank = 1; rank < 4; ++rank)
+    EXPECT_NEAR(attention(1.5, kPdl, true, "dcpsim", rank),
+                attention(-1, kPdl, true, "dcpsim", rank) - 1.5e-6, 1e-12)
+        << rank;
+  EXPECT_NEAR(attention(1.5, kPdl, true, "dcpsim", 0), attention(-1, kPdl, true, "dcpsim", 0), 1e-12);
+  EXPECT_NEAR(attention(1.5, kPdl, false, "dcpsim", 2), attention(-1, kPdl, false, "dcpsim", 2), 1e-12);
+  EXPECT_NEAR(attention(1.5, models::LaunchMode::kGraph, true, "dcpsim", 2),
+              attention(-1, models::LaunchMode::kGraph, true, "dcpsim", 2), 1e-12);
+  const double whole = attention(-1, kPdl, true, "dcpsim", 2);
+  EXPECT_NEAR(attention(1e6, kPdl, true, "dcpsim", 2), 0.5 * whole,
+              0.05 * whole);  // at most half (of the kernel)
+  models::Scenario m = mla(4, 128, 8, 16 * 1024, Strategy::kAgRs, kPdl);
+  m.attention_impl = "flashinfer";
+  models::HardwareProfile p = builtin("h200-sxm");
+  SimOptions o;
+  o.emulated_ranks = true;
+  const double flashinfer = phase_s(Simulator(p, o).run(m), 2, "attention");
+  p.launch.pdl_saving_attention = models::quantity_from_si(1.5e-6, models::Unit::kMicroseconds, "test");
+  EXPECT_NEAR(phase_s(Simulator(p, o).run(m), 2, "attention"), flashinfer, 1e-12);
 }
 
 // An attention priced from a table holds its graph-replayed gap before the split-KV combine: graph steps add

@@ -155,6 +155,10 @@ struct LaunchSpec {
   // the " pdl" kernel tables price those kernels, else the graph-replayed ones do; a saving of 0 prices them
   // graph-replayed. Indexed by MemoryKernel; only kPdlChainKernels' entries are read, written or validated.
   std::array<std::optional<Quantity>, kAllMemoryKernels.size()> pdl_saving;
+  // time, optional (launch.pdl_saving_attention): the same for dcpsim's attention kernels (launched with PDL;
+  // FlashInfer's are not), an emulated step's later ranks each right after the previous rank's attention:
+  // the kernel's launch and first wave overlap the previous one's tail. Fitted on PDL steps; absent: 0.
+  std::optional<Quantity> pdl_saving_attention;
   // time, optional: what a CUDA event pair around one phase adds to that phase as `hw run --timing events`
   // times it (the event nodes and the launch gap they expose), on top of the phase's kernels. validate and
   // calibrate add it to every phase of event-timed traces (the November two-GPU runs); absent: 0.
