@@ -93,30 +93,39 @@ void check_group(const models::HardwareProfile& p, const detail::Platform& platf
   }
 }
 
-// FlashInfer reads Q with one stride per row and per head, so the gathered query (N blocks of H / N heads,
-// one after another) is first copied into one dense [B, H, D_qk] array: a copy kernel at the head of the
-// attention phase (as the runner's FlashInfer glue does; one row's blocks already lie back to back). A
-// scenario that names no implementation runs the one its table measured (FlashInfer's MLA kernel where the
-// profile has its table; an fp8 cache's attention priced from an fp8 table, which the runner measures on
-// FlashInfer's FP8-KV kernels, its only ones for an fp8 cache, GQA included).
+// Whether the attention is priced as FlashInfer's kernels: named so, or, where the scenario names no
+// implementation, the one its table measured (FlashInfer's MLA kernel where the profile has its table; an
+// fp8 cache's attention priced from an fp8 table, which the runner measures on FlashInfer's FP8-KV kernels).
 bool runs_flashinfer(const models::Scenario& s, const models::AttentionTiming& t) {
   const bool fp8_table = s.kv_dtype == models::DType::kFP8E4M3 && t.source == models::FigureSource::kTable;
   return s.attention_impl == "flashinfer" || (s.attention_impl.empty() && (t.table_one_launch || fp8_table));
 }
+// Whether the runner would run dcpsim's own kernels: named so, or no implementation named, a bf16/fp16 cache
+// (the runner's only kernels for an fp8 one are FlashInfer's FP8-KV kernels, however it is priced) and no
+// FlashInfer table. An implementation imported from a trace (vLLM's, FlashMLA's) is neither.
+bool runs_dcpsim_attention(const models::Scenario& s, const models::AttentionTiming& t) {
+  return s.attention_impl == "dcpsim" ||
+         (s.attention_impl.empty() && s.kv_dtype != models::DType::kFP8E4M3 && !runs_flashinfer(s, t));
+}
+
+// FlashInfer reads Q with one stride per row and per head, so the gathered query (N blocks of H / N heads,
+// one after another) is first copied into one dense [B, H, D_qk] array: a copy kernel at the head of the
+// attention phase (as the runner's FlashInfer glue does; one row's blocks already lie back to back).
 bool repacks_query(const models::Scenario& s, const models::AttentionTiming& t) {
   if (t.source == models::FigureSource::kMeasured) return false;  // the measured phase holds it
   return runs_flashinfer(s, t) && s.dcp > 1 && s.rows() > 1;
 }
 
 // What rank `r`'s attention saves under PDL (profile launch.pdl_saving_attention): dcpsim's attention
-// kernels are launched with PDL and trigger their dependents as they start, so in an emulated PDL step each
-// later rank's attention, queued right after the previous rank's, launches while that one drains and is
-// charged from its end. FlashInfer's kernels are launched without PDL; rank 0 follows the query all-gather's
-// copies; on GPUs attention follows NCCL's kernel. At most half the kernel, as for the merge kernels.
+// kernels are launched with PDL, so in an emulated PDL step each later rank's attention, queued right after
+// the previous rank's, is launched and its blocks scheduled while that one drains (they wait for it before
+// any work) and is charged from its end. FlashInfer's kernels are launched without PDL; rank 0 follows the
+// query all-gather's copies; emulated row-stream runs its ranks at once; on GPUs attention follows NCCL's
+// kernel. At most half the kernel, as for the merge kernels.
 double attention_pdl_saving(const StepGraph& step, int r, const models::AttentionTiming& t) {
   const std::optional<models::Quantity>& saving = step.profile.launch.pdl_saving_attention;
   if (!saving || t.source == models::FigureSource::kMeasured || !step.pdl_after_same_kernel(r) ||
-      runs_flashinfer(step.scenario, t))
+      step.scenario.strategy == models::Strategy::kRowStream || !runs_dcpsim_attention(step.scenario, t))
     return 0.0;
   return std::min(saving->si(), 0.5 * t.kernel_end_s);
 }

@@ -195,12 +195,14 @@ TEST(CalibrateClosedLoop, RecoversPdlSavingsFromPdlStepsOnly) {
     s.launch = models::LaunchMode::kPdl;
     grid.push_back(s);
   }
+  truth.launch.pdl_saving_attention = models::quantity_from_si(0.8e-6, models::Unit::kMicroseconds, "truth");
   testing::write_sim_trace(dir / "pdl.pb", truth, grid, traces::v1::SOURCE_EMULATED);
   CalibrateOptions opt;
   for (const FitParameter& f : fit_parameters())
     if (f.name.rfind("launch.pdl_saving_", 0) != 0) opt.fixed.push_back(f.name);
   models::HardwareProfile base = truth;
   base.launch.pdl_saving = {};
+  base.launch.pdl_saving_attention.reset();
   const CalibrationResult r = calibrate(base, load_measured(dir / "pdl.pb").sections, {}, opt);
   for (std::size_t i = 0; i < models::kPdlChainKernels.size(); ++i) {
     const std::string name =
@@ -209,8 +211,12 @@ TEST(CalibrateClosedLoop, RecoversPdlSavingsFromPdlStepsOnly) {
     ASSERT_TRUE(p.fitted) << name << ": " << p.status;
     EXPECT_NEAR(si(r.profile, name) / (want_us[i] * 1e-6), 1.0, tolerance(p)) << name;
   }
+  const ParameterResult& attention = param(r, "launch.pdl_saving_attention");
+  ASSERT_TRUE(attention.fitted) << attention.status;
+  EXPECT_NEAR(si(r.profile, "launch.pdl_saving_attention") / 0.8e-6, 1.0, tolerance(attention));
   EXPECT_EQ(models::parse_profile(models::to_json(r.profile), "again.json"), r.profile);
   for (const auto& q : sim_fit().result.profile.launch.pdl_saving) EXPECT_FALSE(q.has_value());
+  EXPECT_FALSE(sim_fit().result.profile.launch.pdl_saving_attention.has_value());
 }
 
 // Multiplies every phase median of `in` by (1 + relative × g), g a fixed pseudo-random standard normal draw.

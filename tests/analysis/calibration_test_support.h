@@ -51,8 +51,9 @@ inline models::HardwareProfile base_profile() {
   models::HardwareProfile p = models::load_profile("h200-sxm");
   p.launch.dependent_gap_eager.reset();  // as the truth's: calibrate does not fit it
   p.launch.pdl_saving = {};              // seen in PDL steps only (CalibrateClosedLoop.RecoversPdlSavings...)
-  p.attention.tensor_rate.value = 1e6;   // TFLOP/s
-  p.tables.clear();                      // the analytic models are what is fitted
+  p.launch.pdl_saving_attention.reset();  // (the same)
+  p.attention.tensor_rate.value = 1e6;    // TFLOP/s
+  p.tables.clear();                       // the analytic models are what is fitted
   // ... NCCL's model too (no measured collective tables), without the in-step, event-timing and one-sided
   // terms fitted on real two-GPU traces: the loops below perturb and recover the analytic numbers.
   p.comm_tables.clear();

@@ -157,7 +157,8 @@ struct LaunchSpec {
   std::array<std::optional<Quantity>, kAllMemoryKernels.size()> pdl_saving;
   // time, optional (launch.pdl_saving_attention): the same for dcpsim's attention kernels (launched with PDL;
   // FlashInfer's are not), an emulated step's later ranks each right after the previous rank's attention:
-  // the kernel's launch and first wave overlap the previous one's tail. Fitted on PDL steps; absent: 0.
+  // the kernel's launch and block scheduling overlap the previous one's tail (its blocks wait for it before
+  // any work). Fitted on PDL steps; absent: 0.
   std::optional<Quantity> pdl_saving_attention;
   // time, optional: what a CUDA event pair around one phase adds to that phase as `hw run --timing events`
   // times it (the event nodes and the launch gap they expose), on top of the phase's kernels. validate and
