@@ -27,7 +27,7 @@ def main():
         profile = json.load(open(path))
         for p in fitted:
             q = dict(p["result"])
-            why = (f"calibrated 2026-12-06: {command} ({n} nccl-tests points, residual p50 "
+            why = (f"calibrated {sidecar.get('date', '2026-12-06')}: {command} ({n} nccl-tests points, residual p50 "
                    f"{100 * stats['p50']:.1f}%, p90 {100 * stats['p90']:.1f}%), relative standard error "
                    f"{100 * p['relative_std_error']:.1f}%{', at its bound' if p['at_bound'] else ''}")
             if i > 0:

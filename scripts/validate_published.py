@@ -10,10 +10,13 @@ capacity). Every other point is listed with the reason it is not. Each predicted
   - with a baseline of the same deployment: anchored (--baseline) on another point of the same publication
     (the TP peer of a DCP point, or the lowest concurrency), never on itself; a baseline point is not scored
     in that column.
-The fit / held-out column is the publication's side in split.csv (fixed before any prediction existed). No
-parameter of dcpsim was fitted to any of these points.
+The fit / held-out column is the publication's side in split.csv (fixed before any prediction existed). One
+number is fitted, on a fit-side publication only: with --fit-rtx-overhead, the per-step overhead outside the
+CUDA graph of the rtx6kpro deployment (fit_rtx_overhead), used unchanged on its held-out publication. Nothing
+else of dcpsim was fitted to any of these points.
 
-  scripts/validate_published.py --dcpsim build/analysis/dcpsim > /tmp/summary.md
+  scripts/validate_published.py --dcpsim build/analysis/dcpsim --fit-rtx-overhead > /tmp/summary.md
+(about 10 minutes on 2 cores: some 1,400 `dcpsim simulate` runs; progress on stderr)
 """
 import argparse
 import csv
@@ -28,8 +31,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "docs", "validation", "published")
 
 
+_RUNS = {}
+
+
 def run_step(dcpsim, args):
     """One `dcpsim simulate` with --json; returns (decode step s, TPOT s, KV tokens per GPU, KV per group)."""
+    key = (dcpsim, tuple(args))
+    if key not in _RUNS:
+        _RUNS[key] = _run_step(dcpsim, args)
+    return _RUNS[key]
+
+
+def _run_step(dcpsim, args):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "s.json")
         cmd = [dcpsim, "simulate", "--json", path] + args
@@ -72,7 +85,50 @@ def kimi_k2_instruct_h200_pp2(p):
     return args, 16, 2
 
 
+# The rtx6kpro Kimi-K2.6 benchmarks (models/kimi-k26.md and its 2026-04-25 refresh): 8 x RTX PRO 6000 on PCIe,
+# vLLM TP 8 with DCP 1/4/8 (ag_rs), TRITON_MLA, fp8 KV, --gpu-memory-utilization 0.94, --max-num-batched-tokens
+# 8192, INT4 routed experts (the kimi-k2-thinking preset's release format), decode-only cells of 10 s.
+# With EAGLE3 (k = 3) the draft layer is priced as one MTP layer (docs/validation/published/models) and the mean
+# acceptance length is the published one of the same drafter family on this host: 1 + 0.645 + 0.393 + 0.240 =
+# 2.28 (DCP1) to 2.34 (DCP8) by position (local-inference-lab/rtx6kpro models/kimi-k26-v4.md), 2.3 here. The
+# per-step overhead outside the CUDA graph is RTX_OVERHEAD_US, fitted on the fit-side matrix only
+# (`--fit-rtx-overhead`) and then used unchanged on the held-out refresh.
+RTX_ACCEPT = 2.3
+RTX_OVERHEAD_US = None  # None: dcpsim's estimate; set from --fit-rtx-overhead (printed with its fit)
+RTX_FIT_NOTE = ""
+KIMI_K26_EAGLE = os.path.join(DATA, "models", "kimi-k2.6-eagle3.json")
+# Tokens in context while a decode-only cell runs: the prompt plus about half of the tokens a request decodes
+# in the cell's 10 s (tens to ~1,000): +256.
+RTX_DECODED = 256
+
+
+def rtx_context(label):
+    """The prompt length of a cell: the true length where the source gives it (refresh: 16k = 16,384; the
+    matrix's labels were ~10.5k/20.8k/41.5k/82.8k actual), 0 for decode-only."""
+    label = label.strip()
+    if label.startswith("~"):
+        return int(float(label[1:].split("k")[0]) * 1000)
+    if label[0].isdigit() and "k" in label.split()[0]:
+        return int(label.split("k")[0]) * 1024
+    return 0 if label.split()[0] == "0" else None
+
+
+def kimi_k26_rtx_pro_6000(p):
+    spec = "eagle3" in p["mtp_or_spec"]
+    ctx = rtx_context(p["context_tokens"])
+    args = ["--model", KIMI_K26_EAGLE if spec else "kimi-k2-thinking", "--profile", "rtx-pro-6000", "--tp", "8",
+            "--dcp", p["dcp"], "--kv-dtype", "fp8", "--strategy", "ag-rs", "--gpu-memory-utilization", "0.94",
+            "--max-num-batched-tokens", "8192", "--context", str((ctx or 0) + RTX_DECODED)]
+    if spec:
+        args += ["--spec-tokens", "3", "--accept-length", str(RTX_ACCEPT)]
+    if RTX_OVERHEAD_US is not None:
+        args += ["--step-overhead-us", f"{RTX_OVERHEAD_US:.1f}"]
+    return args, 8, 1
+
+
 MAPPINGS = {
+    "rtx6kpro-kimi-k26-matrix": kimi_k26_rtx_pro_6000,
+    "rtx6kpro-kimi-k26-refresh-2026-04-25": kimi_k26_rtx_pro_6000,
     "vllm-blog-2026-08-07-dcp": kimi_k26_b200,
     "vllm-recipes-kimi-k2-thinking": kimi_k2_thinking_h200,
     "vllm-recipes-kimi-k2-instruct": kimi_k2_instruct_h200_pp2,
@@ -93,42 +149,104 @@ def reason_not_predicted(p):
     gpu = p["gpu"]
     if p["publication_id"] in MAPPINGS:
         return None
-    if "not stated" in gpu:
-        return "GPU not stated"
-    for name in ("RTX PRO 6000", "SM120", "MI355X", "MI3", "H20", "GB300", "AMD"):
-        if name in gpu:
-            return f"no profile for {name}"
     for name in ("Kimi-K3", "GLM-5", "DSA"):
         if name in p["model"]:
             return f"no preset for {name} (hybrid or sparse attention)"
+    if "not stated" in gpu:
+        return "GPU not stated"
+    for name in ("MI355X", "MI3", "H20", "GB300", "AMD"):
+        if name in gpu:
+            return f"no profile for {name}"
     return "deployment not expressible (see SOURCES.md)"
+
+
+FLAGGED = ("cold-start artifact", "capacity-limited cell")
+
+
+def context_of(args):
+    v = args[args.index("--context") + 1]
+    return int(v[:-1]) * 1024 if v.endswith("k") else int(v)
+
+
+def decode_point(dcpsim, p, args, pp):
+    """Simulates a decode point: (step s, time per output token s, requests running). The requests that decode
+    at once are the concurrency, or as many as the group's KV holds (the rest wait)."""
+    conc = int(p["concurrency"].split()[0])
+    _, _, _, group = run_step(dcpsim, args + ["--batch", "1"])
+    # With PP each GPU holds 1/PP of the layers (weights and KV), which dcpsim's TP-only accounting does not
+    # see: no capacity cap there (16 requests of 8.5k fit easily).
+    fits = conc if pp > 1 else max(1, group // context_of(args))
+    running = min(conc, fits)
+    batch = max(1, running // pp)
+    step, tpot, _, _ = run_step(dcpsim, args + ["--batch", str(batch)])
+    # With speculative decoding a step emits the acceptance length per request: dcpsim's TPOT is per token.
+    return step, (tpot if "--spec-tokens" in args else step), running, group
+
+
+def spec_suffix(args):
+    if "--spec-tokens" not in args:
+        return ""
+    return (",spec=" + args[args.index("--spec-tokens") + 1] + ",accept=" +
+            args[args.index("--accept-length") + 1])
+
+
+def fit_rtx_overhead(dcpsim, points, split):
+    """RTX_OVERHEAD_US from the fit-side rtx6kpro publication alone: the median over its decode cells of the
+    published time per step minus dcpsim's step without a per-step overhead."""
+    global RTX_OVERHEAD_US
+    RTX_OVERHEAD_US = 0.0
+    gaps = []
+    for p in points:
+        if (MAPPINGS.get(p["publication_id"]) is not kimi_k26_rtx_pro_6000 or
+                split.get(p["publication_id"]) != "fit" or p["metric"] != "output_tok_s" or
+                any(f in p["notes"] for f in FLAGGED) or _num(p["value"]) is None):
+            continue
+        args, gpus, pp = kimi_k26_rtx_pro_6000(p)
+        step, per_token, running, _ = decode_point(dcpsim, p, args, pp)
+        published_step = running / float(p["value"]) * (step / per_token)
+        gaps.append(published_step - step)
+    RTX_OVERHEAD_US = max(0.0, statistics.median(gaps) * 1e6)
+    q = statistics.quantiles(gaps, n=10)
+    global RTX_FIT_NOTE
+    RTX_FIT_NOTE = (f"rtx6kpro per-step overhead: {RTX_OVERHEAD_US:.0f} us, the median over {len(gaps)} cells of "
+                    f"the fit-side matrix only (--fit-rtx-overhead) of the published step minus dcpsim's without "
+                    f"one (p10 {q[0] * 1e6:.0f} us, p90 {q[-1] * 1e6:.0f} us)")
+    print(RTX_FIT_NOTE, file=sys.stderr)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dcpsim", default="build/analysis/dcpsim")
     ap.add_argument("--out", default=os.path.join(DATA, "predictions.csv"))
+    ap.add_argument("--fit-rtx-overhead", action="store_true",
+                    help="fit the rtx6kpro per-step overhead on the fit-side publication first (else dcpsim's "
+                         "estimate)")
     a = ap.parse_args()
     split = {r["publication_id"]: r["split"] for r in csv.DictReader(open(os.path.join(DATA, "split.csv")))}
     points = list(csv.DictReader(open(os.path.join(DATA, "e2e_results.csv"))))
     by_pub = {}
     for p in points:
         by_pub.setdefault(p["publication_id"], []).append(p)
+    if a.fit_rtx_overhead:
+        fit_rtx_overhead(a.dcpsim, points, split)
 
     rows = []
-    for p in points:
+    for i, p in enumerate(points):
+        if i % 50 == 0:
+            print(f"[{i}/{len(points)}] predicting", file=sys.stderr)
         pub = p["publication_id"]
         row = {"point_id": p["point_id"], "publication_id": pub, "split": split.get(pub, "?"),
-               "dcp": p["dcp"], "concurrency": p["concurrency"].split()[0], "metric": p["metric"], "published": p["value"], "predicted": "", "error": "",
-               "predicted_with_baseline": "", "error_with_baseline": "", "baseline_point": "", "note": ""}
+               "dcp": p["dcp"], "cell": p["context_tokens"] + " | " + p["mtp_or_spec"],
+               "concurrency": p["concurrency"].split()[0], "metric": p["metric"], "published": p["value"],
+               "predicted": "", "error": "", "predicted_with_baseline": "", "error_with_baseline": "",
+               "baseline_point": "", "note": ""}
         why = reason_not_predicted(p)
         if why:
             row["note"] = "not predicted: " + why
             rows.append(row)
             continue
-        try:
-            value = float(p["value"])
-        except ValueError:
+        value = _num(p["value"])
+        if value is None:
             row["note"] = "not a number: " + p["value"]
             rows.append(row)
             continue
@@ -156,29 +274,25 @@ def main():
             row["note"] = "not comparable: " + NOT_COMPARABLE[pub]
             rows.append(row)
             continue
+        flag = next((f for f in FLAGGED if f in p["notes"]), None)
+        if flag:
+            row["note"] = "not comparable: flagged by the source as a " + flag
+            rows.append(row)
+            continue
         if not conc.isdigit() or not (metric in TPOT or metric in ("tok_s_per_gpu", "output_tok_s")):
             row["note"] = "not predicted: metric " + metric + " (not a decode figure)"
             rows.append(row)
             continue
-        _, _, _, group = run_step(a.dcpsim, args + ["--batch", "1"])
-        context = 68 * 1024 if pub == "vllm-blog-2026-08-07-dcp" else 8500
-        # With PP each GPU holds 1/PP of the layers (weights and KV), which dcpsim's TP-only accounting does not
-        # see: no capacity cap there (16 requests of 8.5k fit easily).
-        fits = int(conc) if pp > 1 else group // context
-        batch = max(1, min(int(conc), fits) // pp)
-        step, tpot, per_gpu, group = run_step(a.dcpsim, args + ["--batch", str(batch)])
+        step, per_token, running, group = decode_point(a.dcpsim, p, args, pp)
 
-        # The requests that decode at once: the concurrency, or as many as the KV holds (the rest wait).
-        running = min(int(conc), fits)
-
-        def figure(step_s):
+        def figure(token_s):
             if metric in TPOT:
-                return step_s * 1e3
-            # Every running request gets a token per step (with PP: per full-model step of its micro-batch).
+                return token_s * 1e3
+            # Every running request gets its tokens each step (with PP: per full-model step of its micro-batch).
             if metric == "tok_s_per_gpu":
-                return running / step_s / gpus
-            return running / step_s  # output_tok_s of all GPUs
-        pred = figure(step)
+                return running / token_s / gpus
+            return running / token_s  # output_tok_s of all GPUs
+        pred = figure(per_token)
         row["predicted"] = f"{pred:.4g}"
         if pub in RATIO_ONLY:
             row["note"] = "ratio only: " + RATIO_ONLY[pub]
@@ -186,11 +300,15 @@ def main():
             continue
         row["error"] = f"{pred / value - 1:+.3f}"
         if running < int(conc):
-            row["note"] = f"KV-limited: {group} tokens hold {running} requests of {context} tokens"
-        # The baseline: the TP peer at the lowest concurrency of the publication with the same metric.
+            row["note"] = f"KV-limited: {group} tokens hold {running} requests of {context_of(args)} tokens"
+        # The baseline: the TP peer at the lowest concurrency of the publication with the same metric (and the
+        # same context and speculative decoding where the publication has such a peer), never a flagged one.
         peers = [q for q in by_pub[pub] if q["metric"] == metric and q["point_id"] != p["point_id"]
-                 and q["dcp"] == "1" and q["concurrency"].split()[0].isdigit()]
-        peers = [q for q in peers if _num(q["value"]) is not None]
+                 and q["dcp"] == "1" and q["concurrency"].split()[0].isdigit() and _num(q["value"]) is not None
+                 and not any(f in q["notes"] for f in FLAGGED)]
+        same = [q for q in peers if q["context_tokens"] == p["context_tokens"] and
+                q["mtp_or_spec"] == p["mtp_or_spec"]]
+        peers = same or peers
         if peers:
             base = min(peers, key=lambda q: int(q["concurrency"].split()[0]))
             bconc = int(base["concurrency"].split()[0])
@@ -198,9 +316,9 @@ def main():
             bstep = _step_of(metric, _num(base["value"]), bconc, gpus)
             bargs = [x for x in args]
             bargs += ["--baseline", f"tpot={bstep * 1e3:.4f}ms,tp=8,batch={bbatch},context=" +
-                      args[args.index("--context") + 1]]
-            step_b, _, _, _ = run_step(a.dcpsim, bargs + ["--batch", str(batch)])
-            pred_b = figure(step_b)
+                      args[args.index("--context") + 1] + spec_suffix(args)]
+            step_b, tpot_b, _, _ = run_step(a.dcpsim, bargs + ["--batch", str(max(1, running // pp))])
+            pred_b = figure(tpot_b if "--spec-tokens" in args else step_b)
             row["predicted_with_baseline"] = f"{pred_b:.4g}"
             row["error_with_baseline"] = f"{pred_b / value - 1:+.3f}"
             row["baseline_point"] = base["point_id"]
@@ -229,11 +347,37 @@ def _step_of(metric, value, conc, gpus):
     return conc / value
 
 
+LISTED = 30  # publications with more predicted points than this get one summary line instead of a row each
+
+
+def _stats(errs):
+    if not errs:
+        return "-"
+    p90 = statistics.quantiles(errs, n=10)[-1] if len(errs) > 1 else errs[0]
+    return f"{statistics.median(errs):.1%} / {p90:.1%} (n {len(errs)})"
+
+
 def summarize(rows):
     predicted = [r for r in rows if r["predicted"]]
+    by_pub = {}
+    for r in predicted:
+        by_pub.setdefault(r["publication_id"], []).append(r)
+    if RTX_FIT_NOTE:
+        print(RTX_FIT_NOTE + "\n")
+    print("| publication | side | decode points: median / p90 abs error | with a baseline | signed median |")
+    print("|---|---|---|---|---|")
+    for pub, rs in by_pub.items():
+        dec = [r for r in rs if r["error"] and "kv_" not in r["metric"]]
+        errs = [abs(float(r["error"])) for r in dec]
+        errs_b = [abs(float(r["error_with_baseline"])) for r in dec if r["error_with_baseline"]]
+        signed = f"{statistics.median([float(r['error']) for r in dec]):+.1%}" if dec else "-"
+        print(f"| {pub} | {rs[0]['split']} | {_stats(errs)} | {_stats(errs_b)} | {signed} |")
+    print()
     print(f"| point | side | metric | published | dcpsim | error | with baseline | error | baseline |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in predicted:
+        if len(by_pub[r["publication_id"]]) > LISTED and "kv_" not in r["metric"]:
+            continue  # in predictions.csv; summarized above
         print(f"| {r['point_id']} | {r['split']} | {r['metric']} | {r['published']} | {r['predicted']} | "
               f"{r['error'] or 'ratio only'} | {r['predicted_with_baseline'] or '-'} | {r['error_with_baseline'] or '-'} | "
               f"{r['baseline_point'] or '-'} |")
@@ -246,20 +390,31 @@ def summarize(rows):
             print(f"\n{side}: {len(errs)} decode points, median |error| {statistics.median(errs):.1%} without a "
                   f"baseline" + (f"; {len(errs_b)} with a baseline, median |error| {statistics.median(errs_b):.1%}"
                                  if errs_b else ""))
-    # DCP over TP at the same publication, metric and concurrency: the published ratio against dcpsim's.
-    print("\n| DCP point | TP point | published DCP/TP | dcpsim DCP/TP | error | direction |")
-    print("|---|---|---|---|---|---|")
+    # DCP over TP at the same publication, metric, cell and concurrency: the published ratio against dcpsim's.
+    pairs = {}
     for r in predicted:
         if r["dcp"] == "1" or "kv_capacity" in r["metric"]:
             continue
         for q in predicted:
             if (q["dcp"] == "1" and q["publication_id"] == r["publication_id"] and q["metric"] == r["metric"]
-                    and q["concurrency"] == r["concurrency"]):
+                    and q["concurrency"] == r["concurrency"] and q["cell"] == r["cell"]):
                 pub = float(r["published"]) / float(q["published"])
                 mod = float(r["predicted"]) / float(q["predicted"])
-                same = (pub > 1) == (mod > 1)
-                print(f"| {r['point_id']} | {q['point_id']} | {pub:.3f} | {mod:.3f} | {mod / pub - 1:+.3f} | "
-                      f"{'right' if same else 'WRONG'} |")
+                pairs.setdefault(r["publication_id"], []).append((r, q, pub, mod))
+    print("\n| publication | side | DCP/TP pairs | direction right | ratio error: median / p90 |")
+    print("|---|---|---|---|---|")
+    for pub, ps in pairs.items():
+        right = sum((p > 1) == (m > 1) for _, _, p, m in ps)
+        print(f"| {pub} | {ps[0][0]['split']} | {len(ps)} | {right} | "
+              f"{_stats([abs(m / p - 1) for _, _, p, m in ps])} |")
+    print("\n| DCP point | TP point | published DCP/TP | dcpsim DCP/TP | error | direction |")
+    print("|---|---|---|---|---|---|")
+    for pub, ps in pairs.items():
+        if len(ps) > LISTED:
+            continue
+        for r, q, p, m in ps:
+            print(f"| {r['point_id']} | {q['point_id']} | {p:.3f} | {m:.3f} | {m / p - 1:+.3f} | "
+                  f"{'right' if (p > 1) == (m > 1) else 'WRONG'} |")
     reasons = {}
     for r in rows:
         if not r["predicted"]:

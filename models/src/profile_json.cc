@@ -331,13 +331,14 @@ std::vector<std::string> model_words(const std::string& device) {
   return words;
 }
 
-// A communication table is valid on its own GPU model (its first model word among the profile's gpu.name
-// words: "NVIDIA GB200" fits "NVIDIA B200 (GB200 superchip)") or where the profile says why it borrows it.
+// A communication table is valid on a GPU the profile describes (gpu.name or gpu.devices, as kernel tables),
+// on its own GPU model (its first model word among the profile's gpu.name words: "NVIDIA GB200" fits
+// "NVIDIA B200 (GB200 superchip)") or where the profile says why it borrows it.
 void check_comm_table_devices(const HardwareProfile& p, const std::string& where) {
   const std::vector<std::string> gpu = model_words(p.gpu.name);
   for (std::size_t i = 0; i < p.comm_tables.size(); ++i) {
     const CommTables& t = p.comm_tables[i];
-    if (!t.borrowed.empty()) continue;
+    if (!t.borrowed.empty() || profile_describes_device(p, t.provenance.device)) continue;
     const std::vector<std::string> dev = model_words(t.provenance.device);
     if (!dev.empty() && std::find(gpu.begin(), gpu.end(), dev.front()) != gpu.end()) continue;
     throw InputError(where + ": comm_tables[" + std::to_string(i) + "] (" +

@@ -17,7 +17,7 @@ namespace detail {
 bool blackwell(const HardwareProfile& p) {
   const std::string& n = p.gpu.name;
   return n.find("B200") != std::string::npos || n.find("B300") != std::string::npos ||
-         n.find("GB2") != std::string::npos;
+         n.find("GB2") != std::string::npos || n.find("Blackwell") != std::string::npos;
 }
 
 // The tensor rate a GEMM with `d` weights reaches: the profile's measured BF16 rate times the datasheet ratio

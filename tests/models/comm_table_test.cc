@@ -176,6 +176,27 @@ TEST(CommTables, ProfilesRefuseAnotherGpusTableUnlessBorrowed) {
   EXPECT_EQ(parse_profile(to_json(borrowed), "again"), borrowed);
 }
 
+// A GPU name without a model word ("NVIDIA RTX PRO 6000 Blackwell"): its own tables load by the device names
+// the profile lists, another GPU's are refused.
+TEST(CommTables, ProfilesTakeTablesOfTheDevicesTheyName) {
+  std::string profile = to_json(load_profile("rtx-pro-6000"));
+  const std::size_t at = profile.find("\"comm_tables\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string head = profile.substr(0, at);
+  CommTables own = small_table();
+  own.provenance.device = "NVIDIA RTX PRO 6000 Blackwell Server Edition";
+  const HardwareProfile p =
+      parse_profile(head + "\"comm_tables\": [" + comm_tables_json(own) + "]\n}\n", "r.json");
+  ASSERT_EQ(p.comm_tables.size(), 1u);
+  EXPECT_TRUE(p.comm_tables[0].borrowed.empty());
+  try {
+    (void)parse_profile(head + "\"comm_tables\": [" + comm_tables_json(small_table()) + "]\n}\n", "r.json");
+    ADD_FAILURE() << "took an H100 table";
+  } catch (const InputError& e) {
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("NVIDIA H100 80GB HBM3"));
+  }
+}
+
 TEST(CollectivePrice, TableFirstThenTheAnchoredModelThenTheInStepTerm) {
   HardwareProfile p = load_profile("h200-sxm");  // carries the H100 nccl-tests table (borrowed)
   // An all-gather of 4 KiB per rank on 2 GPUs: the table's point at 8 KiB (its nccl-tests size), exactly.

@@ -56,8 +56,28 @@ class ProfileFileTest : public ::testing::Test {
   ordered_json base_;
 };
 
-TEST(Profile, BuiltinNamesAreTheFourPlatforms) {
-  EXPECT_THAT(builtin_profile_names(), ::testing::ElementsAre("b200", "gb200-nvl72", "h100-sxm", "h200-sxm"));
+TEST(Profile, BuiltinNamesAreTheFivePlatforms) {
+  EXPECT_THAT(builtin_profile_names(),
+              ::testing::ElementsAre("b200", "gb200-nvl72", "h100-sxm", "h200-sxm", "rtx-pro-6000"));
+}
+
+TEST(Profile, RtxPro6000IsAPcieHostWithItsOwnPublishedAllReduceTables) {
+  const HardwareProfile rtx = load_profile("rtx-pro-6000");
+  EXPECT_EQ(rtx.gpu.sm_count.si(), 188);
+  EXPECT_DOUBLE_EQ(rtx.gpu.hbm_bandwidth_spec.si(), 1792e9);
+  EXPECT_DOUBLE_EQ(rtx.nvlink.bandwidth.si(), 64e9);  // PCIe Gen5 x16, one way
+  EXPECT_FALSE(rtx.nccl.nvls_enabled.value);
+  // NCCL's PCIe hop latency, not NVLink's.
+  EXPECT_THAT(nccl_latency(rtx, Algorithm::kRing, Protocol::kLL128).nvlink_hop_latency.source,
+              ::testing::HasSubstr("hwLat[PCI]"));
+  // Its own tables (no model word in "NVIDIA RTX PRO 6000 Blackwell": the device name itself matches), none
+  // borrowed: two NCCL tables and vLLM's all-reduce as the published benchmarks ran it.
+  ASSERT_EQ(rtx.comm_tables.size(), 3u);
+  for (const CommTables& t : rtx.comm_tables) {
+    EXPECT_TRUE(t.borrowed.empty());
+    EXPECT_THAT(t.provenance.source, ::testing::HasSubstr("rtx6kpro"));
+  }
+  EXPECT_EQ(rtx.comm_tables[2].tables[0].implementation, "vllm-custom");
 }
 
 TEST(Profile, EveryBuiltinLoadsAndValidates) {

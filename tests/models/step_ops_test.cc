@@ -90,6 +90,34 @@ TEST(StepOps, DeepSeekLayersMoeAndAllReduceFromTables) {
   EXPECT_THROW(non_attention_ops(ds, h200, {8, MoeSplit::kTp, 1, 2}), InputError);  // fewer tokens than rows
 }
 
+// The PCIe host: vLLM's all-reduce from the published table of the deployment (custom kernel below its NCCL
+// cutoff, NCCL above), and NVFP4 GEMMs at four times the BF16 rate on SM120 Blackwell as on B200.
+TEST(StepOps, RtxPro6000AllReduceFromItsPublishedTableAndFp4OnBlackwell) {
+  const HardwareProfile rtx = load_profile("rtx-pro-6000");
+  const ModelPreset kimi = load_model("kimi-k2-thinking");
+  const OpPrice& one = op(non_attention_ops(kimi, rtx, {8, MoeSplit::kTp, 1, 1}), "all-reduce (MoE out)");
+  EXPECT_EQ(one.source, OpSource::kTable);
+  EXPECT_THAT(one.basis, HasSubstr("vllm-custom"));
+  EXPECT_DOUBLE_EQ(one.seconds, 11.8e-6);  // 7168 bf16 values = 14,336 B: the benchmarks' host, measured
+  // 64 tokens (917,504 B): NCCL's region of the same table, between its 512 KiB and 1 MiB points.
+  const OpPrice& many = op(non_attention_ops(kimi, rtx, {8, MoeSplit::kTp, 64, 64}), "all-reduce (MoE out)");
+  EXPECT_EQ(many.source, OpSource::kTable);
+  EXPECT_GT(many.seconds, 59.5e-6);
+  EXPECT_LT(many.seconds, 111.42e-6);
+  // FP4 weights: the same GEMM four times faster where compute binds (a large m), as the datasheet ratio
+  // says.
+  ModelPreset bf16 = kimi, fp4 = kimi;
+  bf16.weight_dtype = WeightDType::kBF16;
+  bf16.dense_weight_dtype = WeightDType::kBF16;
+  fp4.weight_dtype = WeightDType::kNVFP4;
+  fp4.dense_weight_dtype = WeightDType::kNVFP4;
+  const double t16 =
+      op(non_attention_ops(bf16, rtx, {8, MoeSplit::kTp, 8192, 8192}), "fused_qkv_a_proj").seconds;
+  const double t4 =
+      op(non_attention_ops(fp4, rtx, {8, MoeSplit::kTp, 8192, 8192}), "fused_qkv_a_proj").seconds;
+  EXPECT_NEAR(t16 / t4, 4.0, 0.4);
+}
+
 TEST(StepOps, GqaDenseAndTheMtpDraft) {
   const HardwareProfile h100 = load_profile("h100-sxm");
   const OpStep llama = non_attention_ops(load_model("llama-3.1-70b"), h100, {4, MoeSplit::kTp, 8, 8});
