@@ -62,6 +62,25 @@ FitParameter inverse_param(std::string name, std::string coordinate, ParameterGr
   return p;
 }
 
+// A field a profile may leave out (it then reads 0): `slot(profile)` reaches the optional, for a const
+// profile too (a generic lambda); a fit creates it at 0 with `unit` and writes it. Its coordinate is the
+// value itself.
+template <class Slot>
+FitParameter optional_param(std::string name, ParameterGroup g, models::Unit unit, Slot slot) {
+  FitParameter p = time_param(std::move(name), g, [slot, unit](HardwareProfile& prof) -> Quantity& {
+    std::optional<Quantity>& q = slot(prof);
+    if (!q) q = Quantity{0.0, unit, "absent from the base profile"};
+    return *q;
+  });
+  p.read = [slot, unit](const HardwareProfile& prof) -> const Quantity& {
+    static const Quantity kNoTime{0.0, models::Unit::kMicroseconds, "absent from the base profile"};
+    static const Quantity kNoRatio{0.0, models::Unit::kRatio, "absent from the base profile"};
+    const std::optional<Quantity>& q = slot(prof);
+    return q ? *q : unit == models::Unit::kRatio ? kNoRatio : kNoTime;
+  };
+  return p;
+}
+
 void add_kernel_parameters(std::vector<FitParameter>& out) {
   constexpr auto kK = ParameterGroup::kKernel;
   out.push_back(
@@ -96,19 +115,10 @@ void add_kernel_parameters(std::vector<FitParameter>& out) {
       [](HardwareProfile& p) -> Quantity& { return p.attention.tensor_rate; }, nullptr, 2e-15));
   // Moves only an emulated step's large A2A packs and combines (those after an L2's worth of writes), so
   // only they identify it (a base profile without it reads 0; a fit writes it).
-  FitParameter dirty;
-  dirty.name = "kernel.l2_dirty_writeback";
+  FitParameter dirty = optional_param(
+      "kernel.l2_dirty_writeback", kK, models::Unit::kRatio,
+      [](auto& p) -> auto& { return p.kernel.l2_dirty_writeback; });
   dirty.coordinate = "the share itself";
-  dirty.group = kK;
-  dirty.field = [](HardwareProfile& p) -> Quantity& {
-    if (!p.kernel.l2_dirty_writeback)
-      p.kernel.l2_dirty_writeback = Quantity{0.0, models::Unit::kRatio, "absent from the base profile"};
-    return *p.kernel.l2_dirty_writeback;
-  };
-  dirty.read = [](const HardwareProfile& p) -> const Quantity& {
-    static const Quantity kNone{0.0, models::Unit::kRatio, "absent from the base profile"};
-    return p.kernel.l2_dirty_writeback ? *p.kernel.l2_dirty_writeback : kNone;
-  };
   dirty.typical = 0.1;
   out.push_back(dirty);
 }
@@ -161,30 +171,13 @@ void add_launch_parameters(std::vector<FitParameter>& out) {
   // Seen only in PDL steps' merge kernels (a base profile without them reads 0; a fit writes them).
   for (models::MemoryKernel k : models::kPdlChainKernels) {
     const auto i = static_cast<std::size_t>(k);
-    FitParameter saving = time_param(
-        "launch.pdl_saving_" + std::string(models::to_string(k)), kL, [i](HardwareProfile& p) -> Quantity& {
-          auto& q = p.launch.pdl_saving[i];
-          if (!q) q = Quantity{0.0, models::Unit::kMicroseconds, "absent from the base profile"};
-          return *q;
-        });
-    saving.read = [i](const HardwareProfile& p) -> const Quantity& {
-      static const Quantity kNone{0.0, models::Unit::kMicroseconds, "absent from the base profile"};
-      const auto& q = p.launch.pdl_saving[i];
-      return q ? *q : kNone;
-    };
-    out.push_back(saving);
+    out.push_back(optional_param(
+        "launch.pdl_saving_" + std::string(models::to_string(k)), kL,
+        models::Unit::kMicroseconds, [i](auto& p) -> auto& { return p.launch.pdl_saving[i]; }));
   }
-  FitParameter attention = time_param("launch.pdl_saving_attention", kL, [](HardwareProfile& p) -> Quantity& {
-    if (!p.launch.pdl_saving_attention)
-      p.launch.pdl_saving_attention =
-          Quantity{0.0, models::Unit::kMicroseconds, "absent from the base profile"};
-    return *p.launch.pdl_saving_attention;
-  });
-  attention.read = [](const HardwareProfile& p) -> const Quantity& {
-    static const Quantity kNone{0.0, models::Unit::kMicroseconds, "absent from the base profile"};
-    return p.launch.pdl_saving_attention ? *p.launch.pdl_saving_attention : kNone;
-  };
-  out.push_back(attention);
+  out.push_back(optional_param(
+      "launch.pdl_saving_attention", kL, models::Unit::kMicroseconds,
+      [](auto& p) -> auto& { return p.launch.pdl_saving_attention; }));
   out.push_back(time_param("launch.cpu_issue_graph", kL,
                            [](HardwareProfile& p) -> Quantity& { return p.launch.cpu_issue_graph; }));
   out.push_back(time_param("launch.cpu_issue_pdl", kL,
