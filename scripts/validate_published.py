@@ -96,6 +96,7 @@ def kimi_k2_instruct_h200_pp2(p):
 RTX_ACCEPT = 2.3
 RTX_OVERHEAD_US = None  # None: dcpsim's estimate; set from --fit-rtx-overhead (printed with its fit)
 RTX_FIT_NOTE = ""
+RTX_PROFILE = "rtx-pro-6000"  # the built-in; --fit-rtx-attention tries copies with another attention rate
 KIMI_K26_EAGLE = os.path.join(DATA, "models", "kimi-k2.6-eagle3.json")
 # Tokens in context while a decode-only cell runs: the prompt plus about half of the tokens a request decodes
 # in the cell's 10 s (tens to ~1,000): +256.
@@ -113,16 +114,31 @@ def rtx_context(label):
     return 0 if label.split()[0] == "0" else None
 
 
+# Prompts the benchmark's requests share through vLLM's prefix caching (--enable-prefix-caching): the refresh
+# page shows 107-118 requests of 128k running at once and the matrix's throughput grows with concurrency far
+# past the KV capacity at 83k, so the group's capacity does not cap the running requests there (each request's
+# attention still reads its whole context).
+SHARED_PREFIX = {"rtx6kpro-kimi-k26-matrix", "rtx6kpro-kimi-k26-refresh-2026-04-25"}
+# The refresh turned vLLM's PCIe custom all-reduce off (`unset VLLM_ENABLE_PCIE_ALLREDUCE` in every command of
+# models/kimi-k26-prometheus-benchmark-refresh-2026-04-25.md); the matrix ran with it
+# (VLLM_ENABLE_PCIE_ALLREDUCE=1, models/kimi-k26.md).
+NCCL_ALL_REDUCE = {"rtx6kpro-kimi-k26-refresh-2026-04-25"}
+
+
 def kimi_k26_rtx_pro_6000(p):
     spec = "eagle3" in p["mtp_or_spec"]
     ctx = rtx_context(p["context_tokens"])
-    args = ["--model", KIMI_K26_EAGLE if spec else "kimi-k2-thinking", "--profile", "rtx-pro-6000", "--tp", "8",
+    if ctx is None and not p["metric"].startswith("kv_capacity"):
+        raise ValueError(f"{p['point_id']}: no prompt length in {p['context_tokens']!r}")
+    args = ["--model", KIMI_K26_EAGLE if spec else "kimi-k2-thinking", "--profile", RTX_PROFILE, "--tp", "8",
             "--dcp", p["dcp"], "--kv-dtype", "fp8", "--strategy", "ag-rs", "--gpu-memory-utilization", "0.94",
             "--max-num-batched-tokens", "8192", "--context", str((ctx or 0) + RTX_DECODED)]
     if spec:
         args += ["--spec-tokens", "3", "--accept-length", str(RTX_ACCEPT)]
-    if RTX_OVERHEAD_US is not None:
-        args += ["--step-overhead-us", f"{RTX_OVERHEAD_US:.1f}"]
+    if p["publication_id"] in NCCL_ALL_REDUCE:
+        args += ["--disable-custom-all-reduce"]
+    args += ["--step-overhead-us", f"{RTX_OVERHEAD_US:.1f}"] if RTX_OVERHEAD_US is not None else \
+        ["--step-overhead-us", "300"]
     return args, 8, 1
 
 
@@ -175,7 +191,7 @@ def decode_point(dcpsim, p, args, pp):
     _, _, _, group = run_step(dcpsim, args + ["--batch", "1"])
     # With PP each GPU holds 1/PP of the layers (weights and KV), which dcpsim's TP-only accounting does not
     # see: no capacity cap there (16 requests of 8.5k fit easily).
-    fits = conc if pp > 1 else max(1, group // context_of(args))
+    fits = conc if pp > 1 or p["publication_id"] in SHARED_PREFIX else max(1, group // context_of(args))
     running = min(conc, fits)
     batch = max(1, running // pp)
     step, tpot, _, _ = run_step(dcpsim, args + ["--batch", str(batch)])
@@ -214,19 +230,70 @@ def fit_rtx_overhead(dcpsim, points, split):
     print(RTX_FIT_NOTE, file=sys.stderr)
 
 
+def rtx_profile_with(tensor_rate_tflops, directory):
+    """The built-in rtx-pro-6000 with attention.tensor_rate replaced, written to `directory` (its table paths
+    made absolute). Returns the file."""
+    here = os.path.join(HERE, "..", "models", "profiles")
+    prof = json.load(open(os.path.join(here, "rtx-pro-6000.json")))
+    prof["comm_tables"] = [os.path.abspath(os.path.join(here, t)) for t in prof["comm_tables"]]
+    prof["attention"]["tensor_rate"] = {"value": tensor_rate_tflops, "unit": "TFLOP/s",
+                                        "source": "validate_published.py --fit-rtx-attention grid point"}
+    path = os.path.join(directory, f"rtx-{tensor_rate_tflops:g}.json")
+    json.dump(prof, open(path, "w"))
+    return path
+
+
+def fit_rtx_attention(dcpsim, points, split, rates):
+    """The attention compute rate and per-step overhead of the rtx6kpro deployment from the fit-side matrix
+    alone: for each rate of the grid the overhead is the median gap (fit_rtx_overhead's rule), and the rate kept
+    is the one whose cells then have the smallest median |error|. Prints the grid."""
+    global RTX_PROFILE
+    cells = [p for p in points if MAPPINGS.get(p["publication_id"]) is kimi_k26_rtx_pro_6000 and
+             split.get(p["publication_id"]) == "fit" and p["metric"] == "output_tok_s" and
+             not any(f in p["notes"] for f in FLAGGED) and _num(p["value"]) is not None]
+    best = None
+    with tempfile.TemporaryDirectory() as d:
+        for rate in rates:
+            RTX_PROFILE = rtx_profile_with(rate, d)
+            gaps, pairs = [], []
+            for p in cells:
+                args, gpus, pp = kimi_k26_rtx_pro_6000(p)
+                args[args.index("--step-overhead-us") + 1] = "0"
+                step, per_token, running, _ = decode_point(dcpsim, p, args, pp)
+                published_step = running / float(p["value"]) * (step / per_token)
+                gaps.append(published_step - step)
+                pairs.append((published_step, step))
+            overhead = max(0.0, statistics.median(gaps))
+            err = statistics.median(abs(ps / (m + overhead) - 1) for ps, m in pairs)
+            print(f"rtx fit grid: tensor_rate {rate:g} TFLOP/s: overhead {overhead * 1e6:.0f} us, "
+                  f"median |error| {err:.1%} over {len(pairs)} fit-side cells", file=sys.stderr)
+            if best is None or err < best[0]:
+                best = (err, rate, overhead)
+    return best
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dcpsim", default="build/analysis/dcpsim")
     ap.add_argument("--out", default=os.path.join(DATA, "predictions.csv"))
-    ap.add_argument("--fit-rtx-overhead", action="store_true",
-                    help="fit the rtx6kpro per-step overhead on the fit-side publication first (else dcpsim's "
-                         "estimate)")
+    ap.add_argument("--fit-rtx-attention", metavar="TFLOPS,...",
+                    help="only the fit: the rtx-pro-6000 attention compute rates to try (with the overhead fitted "
+                         "at each) on the fit-side matrix; prints the grid and the best, predicts nothing")
+    ap.add_argument("--fit-rtx-overhead", action=argparse.BooleanOptionalAction, default=True,
+                    help="fit the rtx6kpro per-step overhead on the fit-side publication first (default; "
+                         "--no-fit-rtx-overhead: dcpsim's estimate)")
     a = ap.parse_args()
     split = {r["publication_id"]: r["split"] for r in csv.DictReader(open(os.path.join(DATA, "split.csv")))}
     points = list(csv.DictReader(open(os.path.join(DATA, "e2e_results.csv"))))
     by_pub = {}
     for p in points:
         by_pub.setdefault(p["publication_id"], []).append(p)
+    if a.fit_rtx_attention:
+        err, rate, overhead = fit_rtx_attention(a.dcpsim, points, split,
+                                                [float(x) for x in a.fit_rtx_attention.split(",")])
+        print(f"best: attention.tensor_rate {rate:g} TFLOP/s, per-step overhead {overhead * 1e6:.0f} us, "
+              f"median |error| {err:.1%} on the fit-side matrix")
+        return 0
     if a.fit_rtx_overhead:
         fit_rtx_overhead(a.dcpsim, points, split)
 

@@ -84,6 +84,10 @@ void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& f, bool pipeline) {
          "token, one all-reduce combines: vLLM with DP 1, SGLang's default), all-to-all (NCCL dispatch "
          "and combine per MoE layer), deepep-ll (DeepEP's low-latency kernels)")
       ->capture_default_str();
+  cmd.add_flag("--disable-custom-all-reduce", f.disable_custom_all_reduce,
+               "every TP all-reduce through NCCL (vLLM's flag; default: vLLM's custom all-reduce within one "
+               "peer-to-peer domain of at most 8 GPUs up to 8 MiB, priced from the profile's 'vllm-custom' "
+               "table where it has one)");
   if (pipeline) {
     cmd.add_option("--pipeline-parallel-size,--pp", f.pp,
                    "pipeline stages: each GPU holds 1/PP of the layers; a token passes every stage; --batch "
@@ -148,6 +152,7 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
   if (!model_ && !f.weight_dtype.empty()) throw InputError("--weight-dtype needs --model");
   moe_ = f.expert_parallel ? models::MoeSplit::kEp : models::MoeSplit::kTp;
   moe_comm_ = models::parse_moe_comm(f.moe_a2a);
+  custom_all_reduce_ = !f.disable_custom_all_reduce;
   if (moe_comm_ != models::MoeComm::kAllReduce && !f.expert_parallel)
     throw InputError("--moe-a2a-backend " + f.moe_a2a + " needs --enable-expert-parallel");
   if (f.pp < 1 || f.pp > 64) throw InputError("--pipeline-parallel-size must be in [1, 64]");
@@ -166,13 +171,15 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
         "given: " + us_text(fixed_s_) + " + " + us_text(per_token_s_) + " per row per step";
   } else if (model_) {
     ops_model_ = true;
-    (void)models::non_attention_ops(*model_, *profile_, {tp_, moe_, 1, 1, moe_comm_});  // a TP it cannot take
+    (void)models::non_attention_ops(*model_, *profile_,
+                                    {tp_, moe_, 1, 1, moe_comm_, custom_all_reduce_});  // a TP it cannot take
     const models::OpStep one = ops(1);
     non_attention_basis_ =
         "modelled op by op (" + model_->name + " " + std::string(models::to_string(model_->weight_dtype)) +
         ", TP " + std::to_string(tp_) + (pp_ > 1 ? " x PP " + std::to_string(pp_) : "") + ", experts " +
         (moe_ == models::MoeSplit::kEp ? "whole (EP, " + std::string(models::to_string(moe_comm_)) + ")"
                                        : "sliced (TP)") +
+        (custom_all_reduce_ ? "" : ", NCCL all-reduce (--disable-custom-all-reduce)") +
         "): " + one.provenance();
     overhead_basis_ = "; per-step overhead " + us_text(overhead_s_) +
                       (f.step_overhead_us ? " (--step-overhead-us)" : " (estimate)");
@@ -236,8 +243,8 @@ models::Scenario WholeModel::attention_scenario(models::Scenario s) const {
 
 models::OpStep WholeModel::ops(int rows) const {
   if (!ops_model_ || rows < 1) return {};
-  return models::non_attention_ops(*model_, *profile_,
-                                   {tp_, moe_, rows * (spec_tokens_ + 1), rows, moe_comm_});
+  return models::non_attention_ops(
+      *model_, *profile_, {tp_, moe_, rows * (spec_tokens_ + 1), rows, moe_comm_, custom_all_reduce_});
 }
 
 double WholeModel::modelled_non_attention_s(int rows) const {
@@ -245,7 +252,9 @@ double WholeModel::modelled_non_attention_s(int rows) const {
   if (rows < 1) return 0.0;
   double s = ops(rows).seconds;
   if (spec_tokens_ > 0 && model_->config.num_nextn_predict_layers > 0) {
-    s += spec_tokens_ * models::mtp_draft_ops(*model_, *profile_, {tp_, moe_, rows, rows, moe_comm_}).seconds;
+    s += spec_tokens_ *
+         models::mtp_draft_ops(*model_, *profile_, {tp_, moe_, rows, rows, moe_comm_, custom_all_reduce_})
+             .seconds;
   }
   return s;
 }

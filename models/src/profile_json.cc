@@ -331,14 +331,24 @@ std::vector<std::string> model_words(const std::string& device) {
   return words;
 }
 
-// A communication table is valid on a GPU the profile describes (gpu.name or gpu.devices, as kernel tables),
+// Whether the profile names `device` exactly (gpu.name or one of gpu.devices, any case): no prefix match, so
+// "NVIDIA H20" does not name "NVIDIA H200".
+bool names_device(const HardwareProfile& p, const std::string& device) {
+  const std::string dev = lowered(device);
+  if (dev.empty()) return false;
+  if (lowered(p.gpu.name) == dev) return true;
+  return std::any_of(p.gpu.devices.begin(), p.gpu.devices.end(),
+                     [&](const std::string& d) { return lowered(d) == dev; });
+}
+
+// A communication table is valid on a GPU the profile names exactly (gpu.name or gpu.devices),
 // on its own GPU model (its first model word among the profile's gpu.name words: "NVIDIA GB200" fits
 // "NVIDIA B200 (GB200 superchip)") or where the profile says why it borrows it.
 void check_comm_table_devices(const HardwareProfile& p, const std::string& where) {
   const std::vector<std::string> gpu = model_words(p.gpu.name);
   for (std::size_t i = 0; i < p.comm_tables.size(); ++i) {
     const CommTables& t = p.comm_tables[i];
-    if (!t.borrowed.empty() || profile_describes_device(p, t.provenance.device)) continue;
+    if (!t.borrowed.empty() || names_device(p, t.provenance.device)) continue;
     const std::vector<std::string> dev = model_words(t.provenance.device);
     if (!dev.empty() && std::find(gpu.begin(), gpu.end(), dev.front()) != gpu.end()) continue;
     throw InputError(where + ": comm_tables[" + std::to_string(i) + "] (" +

@@ -62,8 +62,8 @@ class StepBuilder {
   // GPUs up to its size limit (priced from a "vllm-custom" communication table where the profile has one),
   // NCCL's otherwise.
   void all_reduce(const std::string& name, double count, double bytes) {
-    const bool custom = s_.tp <= kCustomAllReduceMaxGpus && group_layout(p_, s_.tp).domains == 1 &&
-                        bytes <= kCustomAllReduceMaxBytes;
+    const bool custom = s_.custom_all_reduce && s_.tp <= kCustomAllReduceMaxGpus &&
+                        group_layout(p_, s_.tp).domains == 1 && bytes <= kCustomAllReduceMaxBytes;
     collective(name, count, Collective::kAllReduce, s_.tp, bytes, custom ? kVllmCustom : "");
   }
 

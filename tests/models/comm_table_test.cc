@@ -195,6 +195,20 @@ TEST(CommTables, ProfilesTakeTablesOfTheDevicesTheyName) {
   } catch (const InputError& e) {
     EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("NVIDIA H100 80GB HBM3"));
   }
+  // Exact names only: a profile of "NVIDIA H20" does not take a table of "NVIDIA H200".
+  std::string h20 = head;
+  h20.replace(h20.find("\"name\": \"NVIDIA RTX PRO 6000 Blackwell\""), 39, "\"name\": \"NVIDIA H20\"");
+  const std::size_t devices = h20.find("\"devices\"");
+  ASSERT_NE(devices, std::string::npos);
+  h20.erase(devices, h20.find('\n', devices) + 1 - devices);
+  CommTables h200 = small_table();
+  h200.provenance.device = "NVIDIA H200";
+  EXPECT_THROW(
+      (void)parse_profile(h20 + "\"comm_tables\": [" + comm_tables_json(h200) + "]\n}\n", "h20.json"),
+      InputError);
+  h200.provenance.device = "NVIDIA H20";
+  EXPECT_NO_THROW(
+      (void)parse_profile(h20 + "\"comm_tables\": [" + comm_tables_json(h200) + "]\n}\n", "h20.json"));
 }
 
 TEST(CollectivePrice, TableFirstThenTheAnchoredModelThenTheInStepTerm) {

@@ -104,6 +104,12 @@ TEST(StepOps, RtxPro6000AllReduceFromItsPublishedTableAndFp4OnBlackwell) {
   EXPECT_EQ(many.source, OpSource::kTable);
   EXPECT_GT(many.seconds, 59.5e-6);
   EXPECT_LT(many.seconds, 111.42e-6);
+  // A deployment without vLLM's custom all-reduce (--disable-custom-all-reduce): NCCL's, slower at 14 KB.
+  StepShape nccl{8, MoeSplit::kTp, 1, 1};
+  nccl.custom_all_reduce = false;
+  const OpPrice& off = op(non_attention_ops(kimi, rtx, nccl), "all-reduce (MoE out)");
+  EXPECT_THAT(off.basis, ::testing::Not(HasSubstr("vllm-custom")));
+  EXPECT_GT(off.seconds, 15e-6);
   // FP4 weights: the same GEMM four times faster where compute binds (a large m), as the datasheet ratio
   // says.
   ModelPreset bf16 = kimi, fp4 = kimi;

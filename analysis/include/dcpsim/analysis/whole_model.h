@@ -41,7 +41,8 @@ struct WholeModelFlags {
   std::string weight_dtype;  // empty: the preset's as released
   bool expert_parallel = false;
   std::string moe_a2a = "none";  // the MoE token exchange with EP (models::MoeComm): none = all-reduce
-  int pp = 1;                    // pipeline stages (vLLM's --pipeline-parallel-size)
+  bool disable_custom_all_reduce = false;  // vLLM's flag: every TP all-reduce through NCCL
+  int pp = 1;                              // pipeline stages (vLLM's --pipeline-parallel-size)
   int spec_tokens = 0;
   std::optional<double> accept_length;
   std::optional<double> activation_reserve_gib;  // default: estimated from the model (vLLM's profile run)
@@ -52,7 +53,8 @@ struct WholeModelFlags {
 };
 
 // --layers, --non-attention-us, --non-attention-us-per-token, --weight-reserve-gib, --gpu-memory-utilization,
-// --weight-dtype, --enable-expert-parallel, --moe-a2a-backend, --pipeline-parallel-size, --spec-tokens,
+// --weight-dtype, --enable-expert-parallel, --moe-a2a-backend, --disable-custom-all-reduce,
+// --pipeline-parallel-size, --spec-tokens,
 // --accept-length, --activation-reserve-gib,
 // --runtime-reserve-gib, --max-num-batched-tokens, --step-overhead-us, --baseline.
 // `pipeline` false leaves --pipeline-parallel-size to the command (plan takes a list).
@@ -135,6 +137,7 @@ class WholeModel {
   int layers_ = 61;
   models::MoeSplit moe_ = models::MoeSplit::kTp;
   models::MoeComm moe_comm_ = models::MoeComm::kAllReduce;
+  bool custom_all_reduce_ = true;
   int spec_tokens_ = 0;
   double accept_length_ = 1.0;
   double fixed_s_ = 0.0, per_token_s_ = 0.0, overhead_s_ = 0.0;

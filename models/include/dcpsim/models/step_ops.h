@@ -49,6 +49,9 @@ struct StepShape {
   int tokens = 1;  // tokens through the non-attention part: rows × (speculative tokens + 1)
   int rows = 1;    // requests: the output head and the sampler run once per token, the draft once per row
   MoeComm moe_comm = MoeComm::kAllReduce;
+  // vLLM's custom all-reduce where it applies (below); false: every TP all-reduce through NCCL (vLLM's
+  // --disable-custom-all-reduce, or a deployment that turns its PCIe all-reduce off).
+  bool custom_all_reduce = true;
 };
 
 enum class OpSource { kTable, kRatio, kAnalytic };
