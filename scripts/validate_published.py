@@ -10,12 +10,13 @@ capacity). Every other point is listed with the reason it is not. Each predicted
   - with a baseline of the same deployment: anchored (--baseline) on another point of the same publication
     (the TP peer of a DCP point, or the lowest concurrency), never on itself; a baseline point is not scored
     in that column.
-The fit / held-out column is the publication's side in split.csv (fixed before any prediction existed). One
-number is fitted, on a fit-side publication only: with --fit-rtx-overhead, the per-step overhead outside the
-CUDA graph of the rtx6kpro deployment (fit_rtx_overhead), used unchanged on its held-out publication. Nothing
-else of dcpsim was fitted to any of these points.
+The fit / held-out column is the publication's side in split.csv (fixed before any prediction existed). Two
+numbers are fitted, on a fit-side publication only, and used unchanged on its held-out one: the rtx-pro-6000
+profile's attention.tensor_rate (a grid, --fit-rtx-attention; the result is written into the profile by hand)
+and, on every run, the per-step time of the rtx6kpro deployment outside dcpsim's model (fit_rtx_overhead).
+Nothing else of dcpsim was fitted to any of these points.
 
-  scripts/validate_published.py --dcpsim build/analysis/dcpsim --fit-rtx-overhead > /tmp/summary.md
+  scripts/validate_published.py --dcpsim build/analysis/dcpsim > /tmp/summary.md
 (about 10 minutes on 2 cores: some 1,400 `dcpsim simulate` runs; progress on stderr)
 """
 import argparse
