@@ -17,12 +17,14 @@ and, on every run, the per-step time of the rtx6kpro deployment outside dcpsim's
 Nothing else of dcpsim was fitted to any of these points.
 
   scripts/validate_published.py --dcpsim build/analysis/dcpsim > /tmp/summary.md
-(about 10 minutes on 2 cores: some 1,400 `dcpsim simulate` runs; progress on stderr)
+(about 12 minutes on 2 cores: some 1,400 `dcpsim simulate` runs; progress on stderr)
 """
 import argparse
+import atexit
 import csv
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -97,7 +99,9 @@ def kimi_k2_instruct_h200_pp2(p):
 RTX_ACCEPT = 2.3
 RTX_OVERHEAD_US = None  # None: dcpsim's estimate; set from --fit-rtx-overhead (printed with its fit)
 RTX_FIT_NOTE = ""
-RTX_PROFILE = "rtx-pro-6000"  # the built-in; --fit-rtx-attention tries copies with another attention rate
+RTX_TENSOR_RATE = None  # None: the built-in's; --fit-rtx-attention tries others
+_PROFILE_DIR = tempfile.mkdtemp(prefix="validate_published.")
+atexit.register(shutil.rmtree, _PROFILE_DIR, True)
 KIMI_K26_EAGLE = os.path.join(DATA, "models", "kimi-k2.6-eagle3.json")
 # Tokens in context while a decode-only cell runs: the prompt plus about half of the tokens a request decodes
 # in the cell's 10 s (tens to ~1,000): +256.
@@ -120,10 +124,10 @@ def rtx_context(label):
 # past the KV capacity at 83k, so the group's capacity does not cap the running requests there (each request's
 # attention still reads its whole context).
 SHARED_PREFIX = {"rtx6kpro-kimi-k26-matrix", "rtx6kpro-kimi-k26-refresh-2026-04-25"}
-# The refresh turned vLLM's PCIe custom all-reduce off (`unset VLLM_ENABLE_PCIE_ALLREDUCE` in every command of
-# models/kimi-k26-prometheus-benchmark-refresh-2026-04-25.md); the matrix ran with it
-# (VLLM_ENABLE_PCIE_ALLREDUCE=1, models/kimi-k26.md).
-NCCL_ALL_REDUCE = {"rtx6kpro-kimi-k26-refresh-2026-04-25"}
+# The matrix ran with the image's PCIe custom all-reduce (VLLM_ENABLE_PCIE_ALLREDUCE=1, models/kimi-k26.md):
+# the built-in plus that table. The refresh turned it off (`unset VLLM_ENABLE_PCIE_ALLREDUCE` in every command
+# of models/kimi-k26-prometheus-benchmark-refresh-2026-04-25.md): the built-in's NCCL, as upstream vLLM.
+CUSTOM_ALL_REDUCE = {"rtx6kpro-kimi-k26-matrix"}
 
 
 def kimi_k26_rtx_pro_6000(p):
@@ -131,15 +135,14 @@ def kimi_k26_rtx_pro_6000(p):
     ctx = rtx_context(p["context_tokens"])
     if ctx is None and not p["metric"].startswith("kv_capacity"):
         raise ValueError(f"{p['point_id']}: no prompt length in {p['context_tokens']!r}")
-    args = ["--model", KIMI_K26_EAGLE if spec else "kimi-k2-thinking", "--profile", RTX_PROFILE, "--tp", "8",
+    profile = rtx_profile(custom_all_reduce=p["publication_id"] in CUSTOM_ALL_REDUCE)
+    args = ["--model", KIMI_K26_EAGLE if spec else "kimi-k2-thinking", "--profile", profile, "--tp", "8",
             "--dcp", p["dcp"], "--kv-dtype", "fp8", "--strategy", "ag-rs", "--gpu-memory-utilization", "0.94",
             "--max-num-batched-tokens", "8192", "--context", str((ctx or 0) + RTX_DECODED)]
     if spec:
         args += ["--spec-tokens", "3", "--accept-length", str(RTX_ACCEPT)]
-    if p["publication_id"] in NCCL_ALL_REDUCE:
-        args += ["--disable-custom-all-reduce"]
-    args += ["--step-overhead-us", f"{RTX_OVERHEAD_US:.1f}"] if RTX_OVERHEAD_US is not None else \
-        ["--step-overhead-us", "300"]
+    if RTX_OVERHEAD_US is not None:
+        args += ["--step-overhead-us", f"{RTX_OVERHEAD_US:.1f}"]
     return args, 8, 1
 
 
@@ -210,66 +213,70 @@ def spec_suffix(args):
 def fit_rtx_overhead(dcpsim, points, split):
     """RTX_OVERHEAD_US from the fit-side rtx6kpro publication alone: the median over its decode cells of the
     published time per step minus dcpsim's step without a per-step overhead."""
-    global RTX_OVERHEAD_US
-    RTX_OVERHEAD_US = 0.0
-    gaps = []
-    for p in points:
-        if (MAPPINGS.get(p["publication_id"]) is not kimi_k26_rtx_pro_6000 or
-                split.get(p["publication_id"]) != "fit" or p["metric"] != "output_tok_s" or
-                any(f in p["notes"] for f in FLAGGED) or _num(p["value"]) is None):
-            continue
-        args, gpus, pp = kimi_k26_rtx_pro_6000(p)
-        step, per_token, running, _ = decode_point(dcpsim, p, args, pp)
-        published_step = running / float(p["value"]) * (step / per_token)
-        gaps.append(published_step - step)
+    global RTX_OVERHEAD_US, RTX_FIT_NOTE
+    gaps = [ps - m for ps, m in published_and_model_steps(dcpsim, fit_cells(points, split))]
     RTX_OVERHEAD_US = max(0.0, statistics.median(gaps) * 1e6)
     q = statistics.quantiles(gaps, n=10)
-    global RTX_FIT_NOTE
     RTX_FIT_NOTE = (f"rtx6kpro per-step overhead: {RTX_OVERHEAD_US:.0f} us, the median over {len(gaps)} cells of "
                     f"the fit-side matrix only (--fit-rtx-overhead) of the published step minus dcpsim's without "
                     f"one (p10 {q[0] * 1e6:.0f} us, p90 {q[-1] * 1e6:.0f} us)")
     print(RTX_FIT_NOTE, file=sys.stderr)
 
 
-def rtx_profile_with(tensor_rate_tflops, directory):
-    """The built-in rtx-pro-6000 with attention.tensor_rate replaced, written to `directory` (its table paths
-    made absolute). Returns the file."""
+def rtx_profile(custom_all_reduce=False):
+    """The built-in rtx-pro-6000 by name, or a copy in a scratch folder (its table paths made absolute) with
+    vLLM's PCIe custom all-reduce table added and/or attention.tensor_rate replaced (RTX_TENSOR_RATE)."""
+    if not custom_all_reduce and RTX_TENSOR_RATE is None:
+        return "rtx-pro-6000"
     here = os.path.join(HERE, "..", "models", "profiles")
     prof = json.load(open(os.path.join(here, "rtx-pro-6000.json")))
     prof["comm_tables"] = [os.path.abspath(os.path.join(here, t)) for t in prof["comm_tables"]]
-    prof["attention"]["tensor_rate"] = {"value": tensor_rate_tflops, "unit": "TFLOP/s",
-                                        "source": "validate_published.py --fit-rtx-attention grid point"}
-    path = os.path.join(directory, f"rtx-{tensor_rate_tflops:g}.json")
-    json.dump(prof, open(path, "w"))
+    if custom_all_reduce:
+        prof["comm_tables"].append(os.path.abspath(os.path.join(here, "..", "tables",
+                                                                "rtx-pro-6000-vllm-custom-ar.json")))
+    if RTX_TENSOR_RATE is not None:
+        prof["attention"]["tensor_rate"] = {"value": RTX_TENSOR_RATE, "unit": "TFLOP/s",
+                                            "source": "validate_published.py --fit-rtx-attention grid point"}
+    path = os.path.join(_PROFILE_DIR, f"rtx-{int(custom_all_reduce)}-{RTX_TENSOR_RATE}.json")
+    if not os.path.exists(path):
+        json.dump(prof, open(path, "w"))
     return path
 
 
+def fit_cells(points, split):
+    """The decode cells of the fit-side rtx6kpro publication a fit reads (not flagged by the source)."""
+    return [p for p in points if MAPPINGS.get(p["publication_id"]) is kimi_k26_rtx_pro_6000 and
+            split.get(p["publication_id"]) == "fit" and p["metric"] == "output_tok_s" and
+            not any(f in p["notes"] for f in FLAGGED) and _num(p["value"]) is not None]
+
+
+def published_and_model_steps(dcpsim, cells):
+    """(published step s, dcpsim's step s without a per-step overhead) for each cell."""
+    out = []
+    for p in cells:
+        args, gpus, pp = kimi_k26_rtx_pro_6000(p)
+        args += ["--step-overhead-us", "0"]
+        step, per_token, running, _ = decode_point(dcpsim, p, args, pp)
+        out.append((running / float(p["value"]) * (step / per_token), step))
+    return out
+
+
 def fit_rtx_attention(dcpsim, points, split, rates):
-    """The attention compute rate and per-step overhead of the rtx6kpro deployment from the fit-side matrix
-    alone: for each rate of the grid the overhead is the median gap (fit_rtx_overhead's rule), and the rate kept
-    is the one whose cells then have the smallest median |error|. Prints the grid."""
-    global RTX_PROFILE
-    cells = [p for p in points if MAPPINGS.get(p["publication_id"]) is kimi_k26_rtx_pro_6000 and
-             split.get(p["publication_id"]) == "fit" and p["metric"] == "output_tok_s" and
-             not any(f in p["notes"] for f in FLAGGED) and _num(p["value"]) is not None]
+    """The compute rate and per-step overhead of the rtx6kpro deployment from the fit-side matrix alone: for each
+    rate of the grid the overhead is the median gap (fit_rtx_overhead's rule), and the rate kept is the one whose
+    cells then have the smallest median |error|. Prints the grid."""
+    global RTX_TENSOR_RATE
     best = None
-    with tempfile.TemporaryDirectory() as d:
-        for rate in rates:
-            RTX_PROFILE = rtx_profile_with(rate, d)
-            gaps, pairs = [], []
-            for p in cells:
-                args, gpus, pp = kimi_k26_rtx_pro_6000(p)
-                args[args.index("--step-overhead-us") + 1] = "0"
-                step, per_token, running, _ = decode_point(dcpsim, p, args, pp)
-                published_step = running / float(p["value"]) * (step / per_token)
-                gaps.append(published_step - step)
-                pairs.append((published_step, step))
-            overhead = max(0.0, statistics.median(gaps))
-            err = statistics.median(abs(ps / (m + overhead) - 1) for ps, m in pairs)
-            print(f"rtx fit grid: tensor_rate {rate:g} TFLOP/s: overhead {overhead * 1e6:.0f} us, "
-                  f"median |error| {err:.1%} over {len(pairs)} fit-side cells", file=sys.stderr)
-            if best is None or err < best[0]:
-                best = (err, rate, overhead)
+    for rate in rates:
+        RTX_TENSOR_RATE = rate
+        pairs = published_and_model_steps(dcpsim, fit_cells(points, split))
+        overhead = max(0.0, statistics.median(ps - m for ps, m in pairs))
+        err = statistics.median(abs(ps / (m + overhead) - 1) for ps, m in pairs)
+        print(f"rtx fit grid: tensor_rate {rate:g} TFLOP/s: overhead {overhead * 1e6:.0f} us, "
+              f"median |error| {err:.1%} over {len(pairs)} fit-side cells", file=sys.stderr)
+        if best is None or err < best[0]:
+            best = (err, rate, overhead)
+    RTX_TENSOR_RATE = None
     return best
 
 

@@ -87,7 +87,7 @@ void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& f, bool pipeline) {
   cmd.add_flag("--disable-custom-all-reduce", f.disable_custom_all_reduce,
                "every TP all-reduce through NCCL (vLLM's flag; default: vLLM's custom all-reduce within one "
                "peer-to-peer domain of at most 8 GPUs up to 8 MiB, priced from the profile's 'vllm-custom' "
-               "table where it has one)");
+               "table where it has one, else NCCL's; rtx-pro-6000 has none)");
   if (pipeline) {
     cmd.add_option("--pipeline-parallel-size,--pp", f.pp,
                    "pipeline stages: each GPU holds 1/PP of the layers; a token passes every stage; --batch "
@@ -153,6 +153,8 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
   moe_ = f.expert_parallel ? models::MoeSplit::kEp : models::MoeSplit::kTp;
   moe_comm_ = models::parse_moe_comm(f.moe_a2a);
   custom_all_reduce_ = !f.disable_custom_all_reduce;
+  if (f.disable_custom_all_reduce && (!model_ || f.non_attention_us || f.non_attention_us_per_token))
+    throw InputError("--disable-custom-all-reduce needs --model (it changes the op model's all-reduces)");
   if (moe_comm_ != models::MoeComm::kAllReduce && !f.expert_parallel)
     throw InputError("--moe-a2a-backend " + f.moe_a2a + " needs --enable-expert-parallel");
   if (f.pp < 1 || f.pp > 64) throw InputError("--pipeline-parallel-size must be in [1, 64]");

@@ -331,24 +331,14 @@ std::vector<std::string> model_words(const std::string& device) {
   return words;
 }
 
-// Whether the profile names `device` exactly (gpu.name or one of gpu.devices, any case): no prefix match, so
-// "NVIDIA H20" does not name "NVIDIA H200".
-bool names_device(const HardwareProfile& p, const std::string& device) {
-  const std::string dev = lowered(device);
-  if (dev.empty()) return false;
-  if (lowered(p.gpu.name) == dev) return true;
-  return std::any_of(p.gpu.devices.begin(), p.gpu.devices.end(),
-                     [&](const std::string& d) { return lowered(d) == dev; });
-}
-
-// A communication table is valid on a GPU the profile names exactly (gpu.name or gpu.devices),
+// A communication table is valid on a GPU the profile describes (profile_describes_device, as kernel tables),
 // on its own GPU model (its first model word among the profile's gpu.name words: "NVIDIA GB200" fits
 // "NVIDIA B200 (GB200 superchip)") or where the profile says why it borrows it.
 void check_comm_table_devices(const HardwareProfile& p, const std::string& where) {
   const std::vector<std::string> gpu = model_words(p.gpu.name);
   for (std::size_t i = 0; i < p.comm_tables.size(); ++i) {
     const CommTables& t = p.comm_tables[i];
-    if (!t.borrowed.empty() || names_device(p, t.provenance.device)) continue;
+    if (!t.borrowed.empty() || profile_describes_device(p, t.provenance.device)) continue;
     const std::vector<std::string> dev = model_words(t.provenance.device);
     if (!dev.empty() && std::find(gpu.begin(), gpu.end(), dev.front()) != gpu.end()) continue;
     throw InputError(where + ": comm_tables[" + std::to_string(i) + "] (" +
@@ -365,8 +355,14 @@ bool profile_describes_device(const HardwareProfile& p, std::string_view device)
   if (dev.empty()) return false;
   for (const std::string& d : p.gpu.devices)
     if (lowered(d) == dev) return true;
+  // One name a prefix of the other at a word boundary: "NVIDIA H100" describes "NVIDIA H100 SXM5", but
+  // "NVIDIA H20" does not describe "NVIDIA H200".
   const std::string gpu = lowered(p.gpu.name);
-  return gpu.starts_with(dev) || dev.starts_with(gpu);
+  const auto prefix_at_word = [](const std::string& longer, const std::string& shorter) {
+    return longer.starts_with(shorter) && (longer.size() == shorter.size() ||
+                                           !std::isalnum(static_cast<unsigned char>(longer[shorter.size()])));
+  };
+  return prefix_at_word(gpu, dev) || prefix_at_word(dev, gpu);
 }
 
 HardwareProfile parse_profile(std::string_view json_text, std::string_view origin) {

@@ -392,6 +392,8 @@ for flag, value in [("--kv-block", "0"), ("--jobs", "0"), ("--jobs", "5000"), ("
                     ("--gpu-memory-utilization", "0"), ("--gpu-memory-utilization", "1.5"), ("--weight-reserve-gib", "-1"),
                     ("--strategy", "ag-rs,bogus"), ("--strategies", "bogus"), ("--weight-reserve-gib", "200")]:
     case(f"replay {flag} {value}", RP + [flag, value], outputs=["o.csv"])
+case("simulate --disable-custom-all-reduce without the op model",
+     ["simulate", "--model", "kimi-k2", "--non-attention-us", "100", "--disable-custom-all-reduce", "--batch", "1"])
 case("replay --summary = --out", RP + ["--summary", "{d}/o.csv"], outputs=["o.csv"])
 case("replay --cdf directory", RP + ["--cdf", "{d}/dir"], {"dir/x": ""}, outputs=["o.csv"])
 case("replay --summary missing dir", RP + ["--summary", "{d}/no/s.json"], outputs=["o.csv"])

@@ -562,6 +562,9 @@ TEST_F(ProfileTablesTest, TablesOfAnyListedDeviceNameLoadAndTheRefusalSaysWhatTo
   EXPECT_TRUE(profile_describes_device(load_profile("b200"), "NVIDIA B200"));
   EXPECT_TRUE(profile_describes_device(load_profile("gb200-nvl72"), "NVIDIA GB200"));
   EXPECT_FALSE(profile_describes_device(load_profile("h200-sxm"), "NVIDIA H100 80GB HBM3"));
+  // The prefix rule stops at a word boundary: an H20 is not an H200.
+  EXPECT_FALSE(profile_describes_device(load_profile("h200-sxm"), "NVIDIA H20"));
+  EXPECT_TRUE(profile_describes_device(load_profile("rtx-pro-6000"), "NVIDIA RTX PRO 6000 Blackwell"));
 }
 
 TEST(KernelCosts, AttentionTableScalesTheWavesAndFlagsItsSource) {

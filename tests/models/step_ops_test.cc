@@ -2,11 +2,13 @@
 // custom all-reduce), the dtype ratio where the weight dtype has no table, the roofline without tables, the
 // ops a layer kind runs, and the MTP draft's step.
 #include <algorithm>
+#include <filesystem>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "dcpsim/error.h"
+#include "dcpsim/models/comm_table.h"
 #include "dcpsim/models/model_preset.h"
 #include "dcpsim/models/profile.h"
 #include "dcpsim/models/step_ops.h"
@@ -90,26 +92,32 @@ TEST(StepOps, DeepSeekLayersMoeAndAllReduceFromTables) {
   EXPECT_THROW(non_attention_ops(ds, h200, {8, MoeSplit::kTp, 1, 2}), InputError);  // fewer tokens than rows
 }
 
-// The PCIe host: vLLM's all-reduce from the published table of the deployment (custom kernel below its NCCL
-// cutoff, NCCL above), and NVFP4 GEMMs at four times the BF16 rate on SM120 Blackwell as on B200.
-TEST(StepOps, RtxPro6000AllReduceFromItsPublishedTableAndFp4OnBlackwell) {
-  const HardwareProfile rtx = load_profile("rtx-pro-6000");
+// The PCIe host: NCCL's all-reduce from its published tables by default; with the published table of vLLM's
+// PCIe custom all-reduce added (a deployment that turns it on), that one below the 8 MiB limit unless
+// --disable-custom-all-reduce; NVFP4 GEMMs at four times the BF16 rate on SM120 Blackwell as on B200.
+TEST(StepOps, RtxPro6000AllReduceFromItsPublishedTablesAndFp4OnBlackwell) {
+  HardwareProfile rtx = load_profile("rtx-pro-6000");
   const ModelPreset kimi = load_model("kimi-k2-thinking");
-  const OpPrice& one = op(non_attention_ops(kimi, rtx, {8, MoeSplit::kTp, 1, 1}), "all-reduce (MoE out)");
+  const OpPrice nccl = op(non_attention_ops(kimi, rtx, {8, MoeSplit::kTp, 1, 1}), "all-reduce (MoE out)");
+  EXPECT_THAT(nccl.basis, HasSubstr("no vllm-custom table on rtx-pro-6000"));
+  EXPECT_GT(nccl.seconds, 15e-6);
+  rtx.comm_tables.push_back(load_comm_tables(std::filesystem::path(DCPSIM_SOURCE_DIR) /
+                                             "models/tables/rtx-pro-6000-vllm-custom-ar.json"));
+  const OpPrice one = op(non_attention_ops(kimi, rtx, {8, MoeSplit::kTp, 1, 1}), "all-reduce (MoE out)");
   EXPECT_EQ(one.source, OpSource::kTable);
   EXPECT_THAT(one.basis, HasSubstr("vllm-custom"));
   EXPECT_DOUBLE_EQ(one.seconds, 11.8e-6);  // 7168 bf16 values = 14,336 B: the benchmarks' host, measured
   // 64 tokens (917,504 B): NCCL's region of the same table, between its 512 KiB and 1 MiB points.
-  const OpPrice& many = op(non_attention_ops(kimi, rtx, {8, MoeSplit::kTp, 64, 64}), "all-reduce (MoE out)");
+  const OpPrice many = op(non_attention_ops(kimi, rtx, {8, MoeSplit::kTp, 64, 64}), "all-reduce (MoE out)");
   EXPECT_EQ(many.source, OpSource::kTable);
   EXPECT_GT(many.seconds, 59.5e-6);
   EXPECT_LT(many.seconds, 111.42e-6);
-  // A deployment without vLLM's custom all-reduce (--disable-custom-all-reduce): NCCL's, slower at 14 KB.
-  StepShape nccl{8, MoeSplit::kTp, 1, 1};
-  nccl.custom_all_reduce = false;
-  const OpPrice& off = op(non_attention_ops(kimi, rtx, nccl), "all-reduce (MoE out)");
+  // --disable-custom-all-reduce: NCCL's again, as without the table.
+  StepShape off_shape{8, MoeSplit::kTp, 1, 1};
+  off_shape.custom_all_reduce = false;
+  const OpPrice off = op(non_attention_ops(kimi, rtx, off_shape), "all-reduce (MoE out)");
   EXPECT_THAT(off.basis, ::testing::Not(HasSubstr("vllm-custom")));
-  EXPECT_GT(off.seconds, 15e-6);
+  EXPECT_DOUBLE_EQ(off.seconds, nccl.seconds);
   // FP4 weights: the same GEMM four times faster where compute binds (a large m), as the datasheet ratio
   // says.
   ModelPreset bf16 = kimi, fp4 = kimi;

@@ -306,8 +306,9 @@ std::string to_json(const HardwareProfile& p);
 void validate_profile(const HardwareProfile& p, std::string_view origin);
 
 // Whether `p` describes the GPU CUDA names `device`: equal (ignoring case) to one of gpu.devices, or one of
-// the device name and gpu.name starts with the other ("NVIDIA H200" measured, "NVIDIA H200 SXM" in the
-// profile).
+// the device name and gpu.name starts with the other at a word boundary ("NVIDIA H200" measured, "NVIDIA H200
+// SXM" in the profile; "NVIDIA H20" does not describe "NVIDIA H200"). Kernel and communication tables load by
+// it.
 bool profile_describes_device(const HardwareProfile& p, std::string_view device);
 
 // NCCL parameters for one algorithm × protocol (ring or tree); throws InputError for kNvls / kP2p.
