@@ -278,7 +278,7 @@ struct HardwareProfile {
   bool operator==(const HardwareProfile&) const = default;
 };
 
-// The built-in profile names, sorted: "b200", "gb200-nvl72", "h100-sxm", "h200-sxm".
+// The built-in profile names, sorted: "b200", "gb200-nvl72", "h100-sxm", "h200-sxm", "rtx-pro-6000".
 const std::vector<std::string>& builtin_profile_names();
 // The embedded JSON text of a built-in profile; throws InputError listing the known names.
 std::string_view builtin_profile_json(std::string_view name);
