@@ -1,5 +1,6 @@
 // dcpsim tables: build a kernel table file from measured traces (analysis/table_builder.h), check and print
-// one (--show), or record the interpolation method of its attention tables (--choose-interpolation).
+// one (--show), or record the interpolation method of its attention and merge-kernel tables
+// (--choose-interpolation).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -28,13 +29,14 @@ struct TablesArgs {
   std::string show;
   std::string date;
   std::string clocks;
-  std::string choose;   // --choose-interpolation: a table file whose attention tables get their method
+  std::string choose;   // --choose-interpolation: a table file whose tables get their method
   std::string profile;  // the profile that reads them (the GPU that measured them)
   std::vector<std::string> argv;
 };
 
 // --choose-interpolation IN --profile P --out OUT: every attention table of IN whose kernel has a schedule
-// model records the interpolation method its own leave-one-out reads best (models/table_loo.h).
+// model, and every merge kernel's table, records the interpolation method its own leave-one-out reads best
+// (models/table_loo.h).
 void choose(const TablesArgs& a) {
   if (!a.measured.empty() || !a.date.empty() || !a.clocks.empty())
     throw InputError("--choose-interpolation reads a table file; it takes no --measured, --date or --clocks");
@@ -53,8 +55,8 @@ void choose(const TablesArgs& a) {
   const std::vector<std::string> lines = models::choose_interpolations(profile, tables);
   if (lines.empty())
     throw InputError(a.choose +
-                     ": no attention table of a kernel with a schedule model (FlashInfer's MLA "
-                     "kernel, dcpsim's kernels) to choose an interpolation for");
+                     ": no merge-kernel table and no attention table of a kernel with a schedule model "
+                     "(FlashInfer's MLA kernel, dcpsim's kernels) to choose an interpolation for");
   traces::write_file_atomically(a.out, models::kernel_tables_json(tables));
   for (const std::string& line : lines) std::cout << line << "\n";
   std::cout << "wrote " << a.out << "\n";
@@ -143,9 +145,9 @@ void add_tables_command(CLI::App& app, int argc, char** argv) {
                   "Clock policy of the measurement, when the traces do not record it");
   cmd->add_option(
       "--choose-interpolation", args->choose,
-      "A table file whose attention tables (FlashInfer's MLA kernel, dcpsim's kernels) record the "
-      "interpolation between measured shapes that leave-one-out on their own points reads best "
-      "(schedule, power-law or mean); with --profile and --out");
+      "A table file whose attention tables (FlashInfer's MLA kernel, dcpsim's kernels: schedule, power-law "
+      "or mean) and merge-kernel tables (power-law or linear) record the interpolation between measured "
+      "shapes that leave-one-out on their own points reads best; with --profile and --out");
   cmd->add_option("--profile", args->profile,
                   "With --choose-interpolation: the profile of the GPU that measured the tables (a built-in "
                   "name or a file)");

@@ -12,10 +12,10 @@
 namespace dcpsim::analysis {
 namespace {
 
-// The grids, as scripts/hw_tables.sh measured the H200's tables: merge rows in 2x steps (log-log
-// interpolation is exact for a time linear in its size), merge heads multiples of 24 above 16 so that every N
-// of the grid divides them (A2A needs N | H); attention rows and tokens 1.33-1.5x apart, where the kernels'
-// schedules (waves of blocks, chunks per cluster) are not smooth.
+// The grids, as scripts/hw_tables.sh measured the H200's tables: merge rows in 2x steps (each table read
+// between them as its leave-one-out chooses, linearly or as a power law: table_loo.h), merge heads multiples
+// of 24 above 16 so that every N of the grid divides them (A2A needs N | H); attention rows and
+// tokens 1.33-1.5x apart, where the kernels' schedules (waves of blocks, chunks per cluster) are not smooth.
 const std::vector<int> kMergeDcp = {2, 3, 4, 6, 8};
 const std::vector<int> kMergeRows = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 const std::vector<int> kMergeHeads = {8, 16, 24, 48, 96, 192};

@@ -170,12 +170,22 @@ KernelTable read_table(const Cursor& c, const Json& j, const std::string& path, 
     const std::string mp = path + ".interpolation";
     if (!m->is_object()) c.fail(mp, "expected an object, got " + m->dump().substr(0, 80));
     c.only(*m, mp, {"method", "chosen_by"});
-    if (t.kernel != TableKernel::kAttention) c.fail(mp, "only attention tables have an interpolation method");
+    const bool merge = is_merge_kernel(t.kernel);
+    if (t.kernel != TableKernel::kAttention && !merge)
+      c.fail(mp, "only attention and merge-kernel tables have an interpolation method");
     try {
       t.interpolation = parse_table_interpolation(c.text(*m, mp, "method", true));
     } catch (const InputError& e) {
       c.fail(mp + ".method", e.what());
     }
+    const bool known = merge ? t.interpolation == TableInterpolation::kPowerLaw ||
+                                   t.interpolation == TableInterpolation::kLinear
+                             : t.interpolation != TableInterpolation::kLinear;
+    if (!known)
+      c.fail(mp + ".method",
+             std::string(merge ? "a merge kernel's table is read as power-law or linear"
+                               : "an attention table is read as schedule, power-law or mean") +
+                 ", not " + std::string(to_string(t.interpolation)));
     if (m->contains("chosen_by")) t.interpolation_chosen_by = c.text(*m, mp, "chosen_by", false);
   }
   t.finalize(where + ": " + path);
@@ -200,16 +210,18 @@ std::string_view to_string(TableInterpolation m) {
       return "power-law";
     case TableInterpolation::kMean:
       return "mean";
+    case TableInterpolation::kLinear:
+      return "linear";
   }
   return "?";
 }
 
 TableInterpolation parse_table_interpolation(std::string_view s) {
-  for (TableInterpolation m :
-       {TableInterpolation::kSchedule, TableInterpolation::kPowerLaw, TableInterpolation::kMean})
+  for (TableInterpolation m : {TableInterpolation::kSchedule, TableInterpolation::kPowerLaw,
+                               TableInterpolation::kMean, TableInterpolation::kLinear})
     if (to_string(m) == s) return m;
   throw InputError("unknown interpolation method \"" + std::string(s) +
-                   "\" (known: schedule, power-law, mean)");
+                   "\" (known: schedule, power-law, mean, linear)");
 }
 
 std::string_view to_string(TableKernel k) {
@@ -250,6 +262,23 @@ bool heads_per_rank_axis(TableKernel k) {
       return true;
     case TableKernel::kAttention:
     case TableKernel::kCorrection:
+    case TableKernel::kCollective:
+    case TableKernel::kGemm:
+    case TableKernel::kMoe:
+      break;
+  }
+  return false;
+}
+
+bool is_merge_kernel(TableKernel k) {
+  switch (k) {
+    case TableKernel::kCorrection:
+    case TableKernel::kA2aPack:
+    case TableKernel::kA2aCombine:
+    case TableKernel::kDirectWrite:
+    case TableKernel::kDirectCombine:
+      return true;
+    case TableKernel::kAttention:
     case TableKernel::kCollective:
     case TableKernel::kGemm:
     case TableKernel::kMoe:
@@ -421,24 +450,29 @@ std::string describe_kernel_tables(const KernelTables& t) {
 
 namespace {
 
+// table_time_s, read linearly or as a power law (the whole table's method: its slices follow it).
+std::optional<double> read_time_s(const KernelTable& table, std::span<const double> at, bool linear);
+
 // Where the whole grid misses a corner: interpolate along the first axis between the two slices around
 // `at` (or take the one it lies on), each priced over its own grid (exact at its measured points).
-std::optional<double> slice_time_s(const KernelTable& table, std::span<const double> at) {
+std::optional<double> slice_time_s(const KernelTable& table, std::span<const double> at, bool linear) {
   if (table.slices.empty()) return std::nullopt;
   const std::vector<double>& g = table.grid[0];
   const auto i = static_cast<std::size_t>(std::lower_bound(g.begin(), g.end(), at[0]) - g.begin());
   const auto rest = at.subspan(1);
-  if (g[i] == at[0]) return table_time_s(table.slices[i], rest);
-  const auto lo = table_time_s(table.slices[i - 1], rest);
-  const auto hi = lo ? table_time_s(table.slices[i], rest) : std::nullopt;
+  if (g[i] == at[0]) return read_time_s(table.slices[i], rest, linear);
+  const auto lo = read_time_s(table.slices[i - 1], rest, linear);
+  const auto hi = lo ? read_time_s(table.slices[i], rest, linear) : std::nullopt;
   if (!lo || !hi) return std::nullopt;
+  if (linear) {
+    const double w = (at[0] - g[i - 1]) / (g[i] - g[i - 1]);
+    return (1.0 - w) * *lo + w * *hi;
+  }
   const double w = (std::log(at[0]) - std::log(g[i - 1])) / (std::log(g[i]) - std::log(g[i - 1]));
   return std::exp((1.0 - w) * std::log(*lo) + w * std::log(*hi));
 }
 
-}  // namespace
-
-std::optional<double> table_time_s(const KernelTable& table, std::span<const double> at) {
+std::optional<double> read_time_s(const KernelTable& table, std::span<const double> at, bool linear) {
   const std::size_t axes = table.grid.size();
   constexpr std::size_t kMaxAxes = 8;  // tables have 2 or 3 (table_axes)
   if (at.size() != axes || axes == 0 || axes > kMaxAxes) return std::nullopt;
@@ -456,12 +490,14 @@ std::optional<double> table_time_s(const KernelTable& table, std::span<const dou
       w[a] = 0.0;
     } else {
       lo[a] = i - 1;  // g[i-1] < x < g[i]
-      w[a] = (std::log(x) - std::log(g[i - 1])) / (std::log(g[i]) - std::log(g[i - 1]));
+      w[a] = linear ? (x - g[i - 1]) / (g[i] - g[i - 1])
+                    : (std::log(x) - std::log(g[i - 1])) / (std::log(g[i]) - std::log(g[i - 1]));
     }
   }
   // Multilinear in log(time) over log(coordinates): kernel times scale as powers of their sizes (linear in
-  // bytes or FLOPs, flat near their floor), which this follows between grid values 2-4x apart.
-  double log_sum = 0.0;
+  // bytes or FLOPs, flat near their floor), which this follows between grid values 2-4x apart. kLinear:
+  // multilinear in time over the coordinates (a floor plus a term linear in each size, exactly).
+  double log_sum = 0.0, sum = 0.0;
   int corners = 0;
   double only = 0.0;
   for (std::size_t corner = 0; corner < (std::size_t{1} << axes); ++corner) {
@@ -478,13 +514,20 @@ std::optional<double> table_time_s(const KernelTable& table, std::span<const dou
     }
     if (weight == 0.0) continue;
     const int point = table.cell_point[cell];
-    if (point < 0) return slice_time_s(table, at);  // a corner that was not measured
+    if (point < 0) return slice_time_s(table, at, linear);  // a corner that was not measured
     only = table.points[static_cast<std::size_t>(point)].median_ns;
     log_sum += weight * std::log(only);
+    sum += weight * only;
     ++corners;
   }
   if (corners == 1) return only * 1e-9;  // a measured point: exactly its median
-  return std::exp(log_sum) * 1e-9;
+  return (linear ? sum : std::exp(log_sum)) * 1e-9;
+}
+
+}  // namespace
+
+std::optional<double> table_time_s(const KernelTable& table, std::span<const double> at) {
+  return read_time_s(table, at, table.interpolation == TableInterpolation::kLinear);
 }
 
 std::optional<TableModel> fit_table_model(const std::vector<std::pair<double, double>>& pts) {

@@ -162,6 +162,46 @@ std::optional<InterpolationChoice> choose_attention_interpolation(const Hardware
   return c;
 }
 
+LeaveOneOut merge_leave_one_out(const KernelTable& table, TableInterpolation method) {
+  if (!is_merge_kernel(table.kernel)) return {};
+  KernelTable whole = table;
+  whole.interpolation = method;
+  std::vector<double> errors;
+  for (std::size_t axis = 0; axis < whole.grid.size(); ++axis) {
+    const std::vector<double>& values = table.grid[axis];
+    for (std::size_t i = 1; i + 1 < values.size(); ++i) {
+      KernelTable t = whole;
+      std::vector<TablePoint> kept, out;
+      for (const TablePoint& pt : table.points) (pt.at[axis] == values[i] ? out : kept).push_back(pt);
+      t.points = std::move(kept);
+      t.finalize("leave-one-out of [" + table.key + "]", table.grid.size());
+      for (const TablePoint& pt : out) {
+        const std::optional<double> s = table_time_s(t, pt.at);
+        if (s) errors.push_back(std::abs(*s * 1e9 / pt.median_ns - 1.0));
+      }
+    }
+  }
+  return figures(std::move(errors));
+}
+
+std::optional<InterpolationChoice> choose_merge_interpolation(const KernelTable& table) {
+  if (!is_merge_kernel(table.kernel)) return std::nullopt;
+  InterpolationChoice c;
+  for (TableInterpolation m : {TableInterpolation::kPowerLaw, TableInterpolation::kLinear}) {
+    const LeaveOneOut f = merge_leave_one_out(table, m);
+    if (f.n == 0) return std::nullopt;
+    c.scores.push_back({m, f});
+  }
+  c.method = pick_interpolation(c.scores);
+  for (const auto& [m, f] : c.scores)
+    c.figures += (c.figures.empty() ? "" : ", ") + std::string(to_string(m)) + " " + percent(f.median) +
+                 " / " + percent(f.p90);
+  c.chosen_by = "leave-one-out over every axis (" + std::to_string(c.scores.front().second.n) +
+                " points), median / p90: " + c.figures +
+                "; the least p90 (within 0.5 points: the least median)";
+  return c;
+}
+
 std::vector<std::string> choose_interpolations(const HardwareProfile& p, KernelTables& tables) {
   HardwareProfile q = p;
   // The tables read as given: those of the same keys in `p` leave it.
@@ -173,10 +213,13 @@ std::vector<std::string> choose_interpolations(const HardwareProfile& p, KernelT
   q.tables.insert(q.tables.begin(), tables);
   std::vector<std::string> lines;
   for (KernelTable& t : tables.tables) {
-    if (t.kernel != TableKernel::kAttention) continue;
-    const auto c = choose_attention_interpolation(q, t.key);
+    if (t.kernel != TableKernel::kAttention && !is_merge_kernel(t.kernel)) continue;
+    const auto c = t.kernel == TableKernel::kAttention ? choose_attention_interpolation(q, t.key)
+                                                       : choose_merge_interpolation(t);
     if (!c) continue;
-    lines.push_back("[" + t.key + "]: " + std::string(to_string(c->method)) +
+    const std::string kernel =
+        t.kernel == TableKernel::kAttention ? "" : std::string(to_string(t.kernel)) + " ";
+    lines.push_back("[" + kernel + t.key + "]: " + std::string(to_string(c->method)) +
                     " (leave-one-out: " + c->figures + ")");
     t.interpolation = c->method;
     t.interpolation_chosen_by = c->chosen_by;

@@ -34,15 +34,15 @@ def add(case, g):
     case("tables --show directory", ["tables", "--show", "{d}/dir"], {"dir/x": ""})
     C = ["tables", "--choose-interpolation", "{d}/t.json"]
     gqa8 = gzip.open(g["SRC"] + "/models/tables/h100-sxm-attention-gqa-g8.json.gz", "rt").read()
-    merge = gzip.open(g["SRC"] + "/models/tables/h100-sxm-merge.json.gz", "rt").read()
+    gemm = gzip.open(g["SRC"] + "/models/tables/h100-sxm-gemm.json.gz", "rt").read()
     case("tables --choose-interpolation --out = the input", C + ["--profile", "h100-sxm", "--out", "{d}/t.json"],
          {"t.json": gqa8})
     case("tables --choose-interpolation without --profile", C + ["--out", "{d}/o.json"], {"t.json": gqa8},
          outputs=["o.json"])
     case("tables --choose-interpolation, another GPU's profile", C + ["--profile", "h200-sxm", "--out", "{d}/o.json"],
          {"t.json": gqa8}, outputs=["o.json"])
-    case("tables --choose-interpolation, no attention table", C + ["--profile", "h100-sxm", "--out", "{d}/o.json"],
-         {"t.json": merge}, outputs=["o.json"])
+    case("tables --choose-interpolation, no attention or merge table",
+         C + ["--profile", "h100-sxm", "--out", "{d}/o.json"], {"t.json": gemm}, outputs=["o.json"])
     case("tables --choose-interpolation, unknown method in the file",
          C + ["--profile", "h100-sxm", "--out", "{d}/o.json"],
          {"t.json": gqa8.replace('"method":"mean"', '"method":"cubic"', 1)},

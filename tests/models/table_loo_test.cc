@@ -1,6 +1,7 @@
 // Leave-one-out on the committed attention tables (models/table_loo.h): how well each is read between its
 // measured shapes, and the interpolation method each records. Bounds are the figures of 2026-12-06 with a
 // margin: a change that makes the reading between measured shapes worse fails here.
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -83,6 +84,59 @@ TEST(TableLeaveOneOut, EachCommittedTableRecordsTheMethodItsLeaveOneOutChooses) 
   }
 }
 
+TEST(TableLeaveOneOut, EachCommittedMergeTableRecordsTheMethodItsLeaveOneOutChooses) {
+  // Every merge table the two built-ins list records its choice (linear for all of them on 2026-12-07; two
+  // H200 "rs pdl" correction tables in files the built-in does not list chose the power law); re-measured
+  // tables, or a change to either reading, that change a choice fail here until `dcpsim tables
+  // --choose-interpolation` records it again.
+  int linear = 0, tables = 0;
+  for (const char* gpu : {"h100-sxm", "h200-sxm"}) {
+    const HardwareProfile p = load_profile(gpu);
+    for (const KernelTables& f : p.tables)
+      for (const KernelTable& t : f.tables) {
+        if (!is_merge_kernel(t.kernel)) continue;
+        const auto c = choose_merge_interpolation(t);
+        ASSERT_TRUE(c) << gpu << " [" << t.key << "]";
+        ++tables;
+        linear += c->method == TableInterpolation::kLinear;
+        EXPECT_EQ(to_string(c->method), to_string(t.interpolation))
+            << gpu << " " << to_string(t.kernel) << " [" << t.key << "]: " << c->chosen_by;
+        EXPECT_FALSE(t.interpolation_chosen_by.empty());
+      }
+  }
+  EXPECT_GE(tables, 76);  // the merge tables the two built-ins list
+  EXPECT_GT(linear, tables - 3);
+}
+
+// Leave-one-out picks the reading that fits the kernel: linear for a floor plus bytes, the power law for a
+// time that is a power of its size.
+TEST(TableLeaveOneOut, MergeTablesChooseTheReadingTheirTimesFollow) {
+  auto table = [](auto time_ns) {
+    KernelTable k{TableKernel::kA2aCombine, "d512 bf16", {}, {}, {}, {}, {}, {}, {}};
+    for (double n : {2.0, 3.0, 4.0, 6.0, 8.0})
+      for (double b : {1.0, 2.0, 4.0, 8.0, 16.0, 32.0})
+        for (double h : {1.0, 2.0, 4.0, 8.0}) k.points.push_back({{n, b, h}, time_ns(n, b, h), 5, 1, 1e9});
+    k.finalize("test");
+    return k;
+  };
+  const KernelTable affine = table([](double n, double b, double h) { return 1500.0 + 3.0 * n * b * h; });
+  const auto a = choose_merge_interpolation(affine);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->method, TableInterpolation::kLinear) << a->chosen_by;
+  EXPECT_LT(merge_leave_one_out(affine, TableInterpolation::kLinear).p90, 1e-12);
+  EXPECT_GT(merge_leave_one_out(affine, TableInterpolation::kPowerLaw).p90, 0.01);
+  const KernelTable power =
+      table([](double n, double b, double h) { return 100.0 * std::pow(n * b * h, 0.6); });
+  const auto w = choose_merge_interpolation(power);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->method, TableInterpolation::kPowerLaw) << w->chosen_by;
+  EXPECT_LT(merge_leave_one_out(power, TableInterpolation::kPowerLaw).p90, 1e-12);
+  // Not a merge kernel: no choice.
+  KernelTable gemm = affine;
+  gemm.kernel = TableKernel::kGemm;
+  EXPECT_FALSE(choose_merge_interpolation(gemm));
+}
+
 TEST(TableLeaveOneOut, TheRuleIsTheLeastMedianWithinHalfAPointOfTheLeastP90) {
   using M = TableInterpolation;
   auto f = [](double p90, double median) { return LeaveOneOut{100, median, p90}; };
@@ -156,7 +210,56 @@ TEST(TableLeaveOneOut, TheMethodRoundTripsAndBadOnesAreOneLineErrors) {
   } catch (const InputError& e) {
     EXPECT_NE(
         std::string(e.what()).find("t.json: tables[0].interpolation.method: unknown interpolation method "
-                                   "\"cubic\" (known: schedule, power-law, mean)"),
+                                   "\"cubic\" (known: schedule, power-law, mean, linear)"),
+        std::string::npos)
+        << e.what();
+  }
+  // Each kind of table takes its own methods only.
+  std::string linear_attention = text;
+  linear_attention.replace(linear_attention.find("\"mean\""), 6, "\"linear\"");
+  EXPECT_THROW(
+      {
+        try {
+          parse_kernel_tables(linear_attention, "t.json");
+        } catch (const InputError& e) {
+          EXPECT_NE(std::string(e.what()).find("an attention table is read as schedule, power-law or mean, "
+                                               "not linear"),
+                    std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      InputError);
+  KernelTables m = t;
+  m.tables.at(0).kernel = TableKernel::kCorrection;
+  m.tables.at(0).key = "d128 bf16";
+  m.tables.at(0).points = {{{2, 1, 8}, 1000, 10, 900, 1100}, {{2, 2, 8}, 1200, 10, 1100, 1300}};
+  m.tables.at(0).interpolation = TableInterpolation::kLinear;
+  m.tables.at(0).finalize("test");
+  const std::string merge_text = kernel_tables_json(m);
+  EXPECT_EQ(parse_kernel_tables(merge_text, "t.json").tables.at(0).interpolation,
+            TableInterpolation::kLinear);
+  std::string schedule_merge = merge_text;
+  schedule_merge.replace(schedule_merge.find("\"linear\""), 8, "\"schedule\"");
+  try {
+    parse_kernel_tables(schedule_merge, "t.json");
+    FAIL() << "a merge table read along a schedule";
+  } catch (const InputError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("a merge kernel's table is read as power-law or linear, not schedule"),
+        std::string::npos)
+        << e.what();
+  }
+  m.tables.at(0).kernel = TableKernel::kCollective;
+  m.tables.at(0).key = "all_reduce";
+  m.tables.at(0).points = {{{2, 1024}, 1000, 10, 900, 1100}, {{2, 2048}, 1200, 10, 1100, 1300}};
+  m.tables.at(0).finalize("test");
+  try {
+    parse_kernel_tables(kernel_tables_json(m), "t.json");
+    FAIL() << "a collective's table with an interpolation method";
+  } catch (const InputError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("only attention and merge-kernel tables have an interpolation method"),
         std::string::npos)
         << e.what();
   }

@@ -44,6 +44,9 @@ const std::vector<std::string>& table_axes(TableKernel k);
 // True for the kernels whose last axis is heads_per_rank. Tables written before that axis (["dcp", "rows",
 // "heads"] for these kernels) still load: their H becomes H / N.
 bool heads_per_rank_axis(TableKernel k);
+// True for the merge kernels (correction, A2A pack and combine, direct write and combine): memory-bound
+// kernels whose tables may be read linearly (TableInterpolation::kLinear).
+bool is_merge_kernel(TableKernel k);
 
 struct TableProvenance {
   std::string device;   // e.g. "NVIDIA H200" (compared with the profile's gpu.name)
@@ -87,11 +90,14 @@ struct TableModel {
 // counts or a fit whose bandwidth is not positive.
 std::optional<TableModel> fit_table_model(const std::vector<std::pair<double, double>>& bytes_seconds);
 
-// How an attention table of a kernel whose schedule dcpsim knows (FlashInfer's MLA kernel, dcpsim's own) is
-// read between its measured shapes (cost_attention.cc): along the schedule's features (the default), as a
-// power law in each coordinate, or the mean of the two. Chosen per table by leave-one-out on its own points
+// How a table is read between its measured shapes. An attention table of a kernel whose schedule dcpsim knows
+// (FlashInfer's MLA kernel, dcpsim's own; cost_attention.cc): along the schedule's features (the default), as
+// a power law in each coordinate, or the mean of the two. A merge kernel's table (correction, A2A pack and
+// combine, direct write and combine): a power law in each coordinate (the default: multilinear in log time
+// over log coordinates), or linear (multilinear in time over the coordinates: exact for a time affine in
+// each size, as a bandwidth-bound kernel's bytes are). Chosen per table by leave-one-out on its own points
 // (table_loo.h; `dcpsim tables --choose-interpolation`, `dcpsim hw calibrate`), never on held-out steps.
-enum class TableInterpolation { kSchedule, kPowerLaw, kMean };
+enum class TableInterpolation { kSchedule, kPowerLaw, kMean, kLinear };
 std::string_view to_string(TableInterpolation m);
 TableInterpolation parse_table_interpolation(std::string_view s);  // InputError naming the known ones
 
@@ -109,7 +115,8 @@ struct KernelTable {
   // that miss a corner of the whole grid interpolate slice by slice instead.
   std::vector<KernelTable> slices;
   std::optional<TableModel> model = {};  // "model" in the file: the implementation's fitted model
-  // "interpolation" in the file: {"method": ..., "chosen_by": what decided it}; absent: the schedule.
+  // "interpolation" in the file: {"method": ..., "chosen_by": what decided it}; absent: the schedule (an
+  // attention table), the power law (a merge kernel's; table_time_s reads every method but kLinear so).
   TableInterpolation interpolation = TableInterpolation::kSchedule;
   std::string interpolation_chosen_by;
   bool operator==(const KernelTable& o) const {
@@ -141,12 +148,14 @@ std::string kernel_tables_json(const KernelTables& t);
 std::string describe_kernel_tables(const KernelTables& t);
 
 // Interpolated time of one table at `at` (seconds), or nullopt when `at` lies outside the grid's hull along
-// some axis or a grid corner it needs was not measured. log(time) is multilinear in the log(coordinates)
-// between the grid values around `at` (a coordinate on a grid value needs only that value): a power law
-// between neighbours, which kernel times follow far better than a straight line in log(size) (a time linear
-// in its size, 4x apart, is overestimated by up to 25% by the latter, not at all by the former). Exact at
-// measured points (their median, bit for bit), always between the measured neighbours, so monotone where
-// they are.
+// some axis or a grid corner it needs was not measured. By default log(time) is multilinear in the
+// log(coordinates) between the grid values around `at` (a coordinate on a grid value needs only that value):
+// a power law between neighbours, which kernel times follow far better than a straight line in log(size) (a
+// time linear in its size, 4x apart, is overestimated by up to 25% by the latter, not at all by the former).
+// A table whose interpolation is kLinear is read multilinear in time over the coordinates instead: exact for
+// a floor plus bytes / bandwidth, which the power law overestimates between neighbours (by 1-3% at the
+// middle of a cell 2x apart on each of two or three axes, kernel_table_test). Either way exact at measured
+// points (their median, bit for bit), always between the measured neighbours, so monotone where they are.
 std::optional<double> table_time_s(const KernelTable& table, std::span<const double> at);
 
 // The first table of `tables` with this kernel type and key that covers `at`.

@@ -1,8 +1,9 @@
-// Leave-one-out on an attention table: how well the table is read between its measured shapes, and the
-// interpolation method (kernel_table.h TableInterpolation) that reads it best. Each interior value of the
-// heads axis, then of the rows axis, is left out in turn; every point measured there is priced from the rest
-// (its neighbours now two grid steps apart) through the same lookup a step uses (decode_attention_time), and
-// compared with its measurement. The method is chosen on the table's own points, never on held-out steps.
+// Leave-one-out on an attention or merge-kernel table: how well the table is read between its measured
+// shapes, and the interpolation method (kernel_table.h TableInterpolation) that reads it best. Each interior
+// value of the heads axis, then of the rows axis, is left out in turn; every point measured there is priced
+// from the rest (its neighbours now two grid steps apart) through the same lookup a step uses
+// (decode_attention_time), and compared with its measurement. The method is chosen on the table's own points,
+// never on held-out steps.
 #pragma once
 
 #include <optional>
@@ -48,9 +49,18 @@ TableInterpolation pick_interpolation(const std::vector<std::pair<TableInterpola
 std::optional<InterpolationChoice> choose_attention_interpolation(const HardwareProfile& p,
                                                                   const std::string& key);
 
-// Every attention table of `tables` that has a schedule model gets the method its leave-one-out chooses, read
-// with `p` (a profile of the GPU that measured them; the tables are added to it for the choice). Returns one
-// line per table changed or kept.
+// Leave-one-out of a merge kernel's table (is_merge_kernel) read with `method` (kPowerLaw or kLinear): each
+// interior value of each axis is left out in turn and every point measured there priced by table_time_s from
+// the rest. n = 0 when no axis has three values.
+LeaveOneOut merge_leave_one_out(const KernelTable& table, TableInterpolation method);
+
+// The power law or the linear reading for a merge kernel's table, by the same rule as pick_interpolation (the
+// power law first on a tie); nullopt for a table of another kernel or too few values to leave any out.
+std::optional<InterpolationChoice> choose_merge_interpolation(const KernelTable& table);
+
+// Every attention table of `tables` that has a schedule model, and every merge kernel's table, gets the
+// method its leave-one-out chooses, read with `p` (a profile of the GPU that measured them; the tables are
+// added to it for the choice). Returns one line per table changed or kept.
 std::vector<std::string> choose_interpolations(const HardwareProfile& p, KernelTables& tables);
 
 }  // namespace dcpsim::models
