@@ -3,7 +3,8 @@
 # with `dcpsim hw sweep` over full grids and timed on the GPU timeline; run on the GPU machine. A user (or a
 # new GPU) does not need it: `dcpsim hw calibrate --out my-gpu.json` measures every family the simulator reads
 # and writes a validated profile (README "Calibrate your own GPU"). Merge rows step by 2x (read between them
-# linearly or as a power law, as each table's leave-one-out chooses: table_loo.h), attention's more finely; merge heads are multiples of 24 above 16 so that every N of the grid divides
+# linearly or as a power law, as each table's leave-one-out chooses: table_loo.h), attention's more finely; merge
+# heads are multiples of 24 above 16 so that every N of the grid divides
 # them (A2A needs N | H). One file per kernel family, so that one can be re-made alone:
 #   OUT_DIR/<prefix>-attention.json  attention: GQA (1, 4, 8, 16 query heads per KV head), dcpsim's kernel
 #   OUT_DIR/<prefix>-attention-mla.json  attention: MLA, FlashInfer's kernel

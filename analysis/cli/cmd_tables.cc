@@ -56,7 +56,8 @@ void choose(const TablesArgs& a) {
   if (lines.empty())
     throw InputError(a.choose +
                      ": no merge-kernel table and no attention table of a kernel with a schedule model "
-                     "(FlashInfer's MLA kernel, dcpsim's kernels) to choose an interpolation for");
+                     "(FlashInfer's MLA kernel, dcpsim's kernels), or none with three values on an axis to "
+                     "leave one out: no interpolation to choose");
   traces::write_file_atomically(a.out, models::kernel_tables_json(tables));
   for (const std::string& line : lines) std::cout << line << "\n";
   std::cout << "wrote " << a.out << "\n";

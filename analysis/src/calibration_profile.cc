@@ -227,11 +227,27 @@ models::HardwareProfile assemble_profile(const models::HardwareProfile& base, co
     if (s.kind != StageKind::kTables || !s.family.listed) continue;
     models::KernelTables t = models::load_kernel_tables(paths.table(s.family.name));
     t.origin = paths.table_file(s.family.name);
-    // Each attention table of a kernel with a schedule model records how it is read between its measured
-    // shapes: the method its own leave-one-out reads best (models/table_loo.h), written into its file.
+    // Each attention table of a kernel with a schedule model, and each merge table, records how it is read
+    // between its measured shapes: the method its own leave-one-out reads best (models/table_loo.h), written
+    // into its file.
+    // One note per attention table; one per file for its merge tables (each table's `chosen_by` has the
+    // figures).
     if (const std::vector<std::string> chosen = models::choose_interpolations(p, t); !chosen.empty()) {
       traces::write_file_atomically(paths.table(s.family.name), models::kernel_tables_json(t));
-      for (const std::string& line : chosen) notes.push_back("interpolation " + line);
+      for (const std::string& line : chosen)
+        if (line.starts_with("[mla ") || line.starts_with("[gqa "))  // attention keys
+          notes.push_back("interpolation " + line);
+      int merge = 0, linear = 0;
+      for (const models::KernelTable& k : t.tables) {
+        if (!models::is_merge_kernel(k.kernel) || k.interpolation_chosen_by.empty()) continue;
+        ++merge;
+        linear += k.interpolation == models::TableInterpolation::kLinear;
+      }
+      if (merge > 0)
+        notes.push_back("interpolation of the " + std::to_string(merge) + " merge tables of " +
+                        paths.table_file(s.family.name) + ": " + std::to_string(linear) + " linear, " +
+                        std::to_string(merge - linear) +
+                        " power-law (leave-one-out; each table's chosen_by)");
     }
     for (const models::KernelTable& k : t.tables) measured.insert({k.kernel, k.key});
     p.tables.push_back(std::move(t));

@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -170,22 +171,21 @@ KernelTable read_table(const Cursor& c, const Json& j, const std::string& path, 
     const std::string mp = path + ".interpolation";
     if (!m->is_object()) c.fail(mp, "expected an object, got " + m->dump().substr(0, 80));
     c.only(*m, mp, {"method", "chosen_by"});
-    const bool merge = is_merge_kernel(t.kernel);
-    if (t.kernel != TableKernel::kAttention && !merge)
+    if (t.kernel != TableKernel::kAttention && !is_merge_kernel(t.kernel))
       c.fail(mp, "only attention and merge-kernel tables have an interpolation method");
-    try {
-      t.interpolation = parse_table_interpolation(c.text(*m, mp, "method", true));
-    } catch (const InputError& e) {
-      c.fail(mp + ".method", e.what());
-    }
-    const bool known = merge ? t.interpolation == TableInterpolation::kPowerLaw ||
-                                   t.interpolation == TableInterpolation::kLinear
-                             : t.interpolation != TableInterpolation::kLinear;
-    if (!known)
+    const std::string method = c.text(*m, mp, "method", true);
+    const auto allowed = interpolation_methods(t.kernel);
+    const auto it = std::find_if(allowed.begin(), allowed.end(),
+                                 [&](TableInterpolation x) { return to_string(x) == method; });
+    if (it == allowed.end()) {
+      std::string known;
+      for (TableInterpolation x : allowed) known += (known.empty() ? "" : ", ") + std::string(to_string(x));
       c.fail(mp + ".method",
-             std::string(merge ? "a merge kernel's table is read as power-law or linear"
-                               : "an attention table is read as schedule, power-law or mean") +
-                 ", not " + std::string(to_string(t.interpolation)));
+             "unknown interpolation method \"" + method + "\" for " +
+                 (t.kernel == TableKernel::kAttention ? "an attention table" : "a merge kernel's table") +
+                 " (known: " + known + ")");
+    }
+    t.interpolation = *it;
     if (m->contains("chosen_by")) t.interpolation_chosen_by = c.text(*m, mp, "chosen_by", false);
   }
   t.finalize(where + ": " + path);
@@ -268,6 +268,13 @@ bool heads_per_rank_axis(TableKernel k) {
       break;
   }
   return false;
+}
+
+std::vector<TableInterpolation> interpolation_methods(TableKernel k) {
+  if (k == TableKernel::kAttention)
+    return {TableInterpolation::kSchedule, TableInterpolation::kPowerLaw, TableInterpolation::kMean};
+  if (is_merge_kernel(k)) return {TableInterpolation::kPowerLaw, TableInterpolation::kLinear};
+  return {};
 }
 
 bool is_merge_kernel(TableKernel k) {
@@ -411,6 +418,12 @@ std::string kernel_tables_json(const KernelTables& t) {
       out += ", \"model\": " + m.dump();
     }
     if (k.interpolation != TableInterpolation::kSchedule || !k.interpolation_chosen_by.empty()) {
+      const auto allowed = interpolation_methods(k.kernel);
+      if (std::find(allowed.begin(), allowed.end(), k.interpolation) == allowed.end())
+        throw std::logic_error("kernel_tables_json: [" + k.key + "] of kernel " +
+                               std::string(to_string(k.kernel)) + " records interpolation " +
+                               std::string(to_string(k.interpolation)) +
+                               ", which its file could not be read back with");
       Json m = {{"method", std::string(to_string(k.interpolation))}};
       if (!k.interpolation_chosen_by.empty()) m["chosen_by"] = k.interpolation_chosen_by;
       out += ", \"interpolation\": " + m.dump();
@@ -436,6 +449,10 @@ std::string describe_kernel_tables(const KernelTables& t) {
       out << " " << axes[a] << " " << Json(k.grid[a]).dump();
     }
     out << "\n";
+    // How it is read between its points, where the file says (a merge table without: the power law).
+    if (k.interpolation != TableInterpolation::kSchedule || !k.interpolation_chosen_by.empty())
+      out << "  read between measured shapes: " << to_string(k.interpolation)
+          << (k.interpolation_chosen_by.empty() ? "" : " (" + k.interpolation_chosen_by + ")") << "\n";
     if (k.model)
       out << "  model: " << k.model->floor_ns / 1e3 << " us + bytes / " << k.model->bandwidth / 1e12
           << " TB/s (fitted on " << k.model->points << " points, largest residual "

@@ -1,7 +1,8 @@
 #pragma once
 // Measured kernel tables: kernel type × shape → measured time (median, samples, spread), with the provenance
 // of the measurement (device, driver, CUDA, NCCL, clocks, date, command). A profile may carry tables; the
-// simulator looks a kernel up by shape (log-log interpolation along each axis, exact at measured points,
+// simulator looks a kernel up by shape (between measured values as the table records: a power law along each
+// axis by default, linear for most merge tables, along the schedule for attention; exact at measured points,
 // never outside the measured hull) and prices it analytically where no table covers it.
 // The format ("dcpsim-kernel-tables/1") is described in models/profiles/README.md.
 #include <filesystem>
@@ -100,6 +101,10 @@ std::optional<TableModel> fit_table_model(const std::vector<std::pair<double, do
 enum class TableInterpolation { kSchedule, kPowerLaw, kMean, kLinear };
 std::string_view to_string(TableInterpolation m);
 TableInterpolation parse_table_interpolation(std::string_view s);  // InputError naming the known ones
+// The readings a table of kernel `k` may record (TableInterpolation): attention schedule, power-law and mean;
+// merge kernels power-law and linear; none for the others. kernel_tables_json refuses (std::logic_error) to
+// write a table holding another, which parse_kernel_tables would refuse to read back.
+std::vector<TableInterpolation> interpolation_methods(TableKernel k);
 
 // One kernel type and key (what must match exactly: geometry, dtype, collective op) over numeric axes.
 struct KernelTable {

@@ -1,9 +1,9 @@
 // Leave-one-out on an attention or merge-kernel table: how well the table is read between its measured
-// shapes, and the interpolation method (kernel_table.h TableInterpolation) that reads it best. Each interior
-// value of the heads axis, then of the rows axis, is left out in turn; every point measured there is priced
-// from the rest (its neighbours now two grid steps apart) through the same lookup a step uses
-// (decode_attention_time), and compared with its measurement. The method is chosen on the table's own points,
-// never on held-out steps.
+// shapes, and the interpolation method (kernel_table.h TableInterpolation) that reads it best. Attention:
+// each interior value of the heads axis, then of the rows axis, is left out in turn; every point measured
+// there is priced from the rest (its neighbours now two grid steps apart) through the same lookup a step uses
+// (decode_attention_time), and compared with its measurement. Merge tables: the same over every axis, priced
+// by table_time_s. The method is chosen on the table's own points, never on held-out steps.
 #pragma once
 
 #include <optional>
