@@ -278,20 +278,7 @@ std::vector<TableInterpolation> interpolation_methods(TableKernel k) {
 }
 
 bool is_merge_kernel(TableKernel k) {
-  switch (k) {
-    case TableKernel::kCorrection:
-    case TableKernel::kA2aPack:
-    case TableKernel::kA2aCombine:
-    case TableKernel::kDirectWrite:
-    case TableKernel::kDirectCombine:
-      return true;
-    case TableKernel::kAttention:
-    case TableKernel::kCollective:
-    case TableKernel::kGemm:
-    case TableKernel::kMoe:
-      break;
-  }
-  return false;
+  return k == TableKernel::kCorrection || heads_per_rank_axis(k);  // the owner-slice kernels are the others
 }
 
 void KernelTable::finalize(const std::string& where) {

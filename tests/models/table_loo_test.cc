@@ -1,14 +1,20 @@
 // Leave-one-out on the committed attention and merge tables (models/table_loo.h): how well each is read
-// between its measured shapes, and the interpolation method each records. Bounds are the figures of
+// between its measured shapes, and the interpolation method each records; and the H100's probes of shapes
+// between its tables' grid values. Bounds are the figures of
 // 2026-12-06 with a margin: a change that makes the reading between measured shapes worse fails here.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "dcpsim/error.h"
+#include "dcpsim/models/cost_kernels.h"
 #include "dcpsim/models/kernel_table.h"
 #include "dcpsim/models/profile.h"
 #include "dcpsim/models/table_loo.h"
@@ -26,6 +32,16 @@ LeaveOneOut scored(const std::string& profile, const std::string& key) {
   std::printf("[ loo      ] %-8s %-36s %-9s n %5d  median %5.2f%%  p90 %5.2f%%\n", profile.c_str(),
               key.c_str(), std::string(to_string(method)).c_str(), f.n, 100 * f.median, 100 * f.p90);
   return f;
+}
+
+// The one-line error parse_kernel_tables gives for `text`, or "" when it loads.
+std::string parse_error(const std::string& text) {
+  try {
+    parse_kernel_tables(text, "t.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 TEST(TableLeaveOneOut, KeysGiveTheShapesTheyWereMeasuredAt) {
@@ -209,33 +225,18 @@ TEST(TableLeaveOneOut, TheMethodRoundTripsAndBadOnesAreOneLineErrors) {
   EXPECT_EQ(parse_kernel_tables(text, "t.json").tables.at(0).interpolation, TableInterpolation::kMean);
   std::string bad = text;
   bad.replace(bad.find("\"mean\""), 6, "\"cubic\"");
-  try {
-    parse_kernel_tables(bad, "t.json");
-    FAIL() << "accepted an unknown method";
-  } catch (const InputError& e) {
-    EXPECT_NE(
-        std::string(e.what()).find("t.json: tables[0].interpolation.method: unknown interpolation method "
-                                   "\"cubic\" for an attention table (known: schedule, power-law, mean)"),
-        std::string::npos)
-        << e.what();
-  }
+  EXPECT_NE(parse_error(bad).find("t.json: tables[0].interpolation.method: unknown interpolation method "
+                                  "\"cubic\" for an attention table (known: schedule, power-law, mean)"),
+            std::string::npos)
+      << parse_error(bad);
   // Each kind of table takes its own methods only.
   std::string linear_attention = text;
   linear_attention.replace(linear_attention.find("\"mean\""), 6, "\"linear\"");
-  EXPECT_THROW(
-      {
-        try {
-          parse_kernel_tables(linear_attention, "t.json");
-        } catch (const InputError& e) {
-          EXPECT_NE(
-              std::string(e.what()).find("unknown interpolation method \"linear\" for an attention table "
-                                         "(known: schedule, power-law, mean)"),
-              std::string::npos)
-              << e.what();
-          throw;
-        }
-      },
-      InputError);
+  EXPECT_NE(parse_error(linear_attention)
+                .find("unknown interpolation method \"linear\" for an attention table (known: schedule, "
+                      "power-law, mean)"),
+            std::string::npos)
+      << parse_error(linear_attention);
   KernelTables m = t;
   m.tables.at(0).kernel = TableKernel::kCorrection;
   m.tables.at(0).key = "d128 bf16";
@@ -249,15 +250,12 @@ TEST(TableLeaveOneOut, TheMethodRoundTripsAndBadOnesAreOneLineErrors) {
       << describe_kernel_tables(m);
   std::string schedule_merge = merge_text;
   schedule_merge.replace(schedule_merge.find("\"linear\""), 8, "\"schedule\"");
-  try {
-    parse_kernel_tables(schedule_merge, "t.json");
-    FAIL() << "a merge table read along a schedule";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown interpolation method \"schedule\" for a merge kernel's "
-                                         "table (known: power-law, linear)"),
-              std::string::npos)
-        << e.what();
-  }
+  EXPECT_NE(
+      parse_error(schedule_merge)
+          .find("unknown interpolation method \"schedule\" for a merge kernel's table (known: power-law, "
+                "linear)"),
+      std::string::npos)
+      << parse_error(schedule_merge);
   // The writer never writes what the reader refuses.
   m.tables.at(0).interpolation = TableInterpolation::kMean;
   EXPECT_THROW(kernel_tables_json(m), std::logic_error);
@@ -273,15 +271,53 @@ TEST(TableLeaveOneOut, TheMethodRoundTripsAndBadOnesAreOneLineErrors) {
   const std::size_t points_end =
       collective.rfind(']', collective.rfind(']') - 1);  // the points' closing bracket
   collective.insert(points_end + 1, ", \"interpolation\": {\"method\": \"linear\"}");
-  try {
-    parse_kernel_tables(collective, "t.json");
-    FAIL() << "a collective's table with an interpolation method";
-  } catch (const InputError& e) {
-    EXPECT_NE(
-        std::string(e.what()).find("only attention and merge-kernel tables have an interpolation method"),
-        std::string::npos)
-        << e.what();
-  }
+  EXPECT_NE(
+      parse_error(collective).find("only attention and merge-kernel tables have an interpolation method"),
+      std::string::npos)
+      << parse_error(collective);
+}
+
+// The fit-side probes of shapes between the H100 tables' grid values (traces/measured/h100-mla-probe,
+// h100-gqa-probe; docs/VALIDATION.md): every point priced by the built-in h100-sxm and compared with its
+// measurement. The figures of 2026-12-07 with a margin: a change to how attention tables are read between
+// their shapes that makes these worse fails here.
+LeaveOneOut probe_figures(const std::string& file) {
+  const HardwareProfile p = load_profile("h100-sxm");
+  const KernelTables probe =
+      load_kernel_tables(std::filesystem::path(DCPSIM_SOURCE_DIR) / "traces/measured" / file);
+  std::vector<double> errors;
+  for (const KernelTable& t : probe.tables)
+    for (const TablePoint& pt : t.points) {
+      const auto a = attention_shape_of_key(t.key, static_cast<int>(pt.at[0]));
+      if (!a) continue;
+      const std::vector<int64_t> rows(static_cast<std::size_t>(pt.at[1]), static_cast<int64_t>(pt.at[2]));
+      const AttentionTiming timing = decode_attention_time(p, *a, rows);
+      errors.push_back(std::abs((timing.kernel_end_s + timing.combine_s) * 1e9 / pt.median_ns - 1.0));
+    }
+  std::sort(errors.begin(), errors.end());
+  LeaveOneOut f;
+  f.n = static_cast<int>(errors.size());
+  if (errors.empty()) return f;
+  f.median = errors[errors.size() / 2];
+  f.p90 = errors[(errors.size() * 9) / 10];
+  std::printf("[ probe    ] %-32s n %4d  median %5.2f%%  p90 %5.2f%%\n", file.c_str(), f.n, 100 * f.median,
+              100 * f.p90);
+  return f;
+}
+
+TEST(TableProbe, ShapesBetweenTheH100GridsReadWithinTheirBounds) {
+  const LeaveOneOut mla = probe_figures("h100-mla-probe/mla_probe.json");
+  EXPECT_EQ(mla.n, 486);
+  EXPECT_LT(mla.median, 0.036);  // 3.37%
+  EXPECT_LT(mla.p90, 0.115);     // 10.96%
+  const LeaveOneOut g4 = probe_figures("h100-gqa-probe/gqa4_probe.json");
+  EXPECT_EQ(g4.n, 388);
+  EXPECT_LT(g4.median, 0.062);  // 5.78%
+  EXPECT_LT(g4.p90, 0.133);     // 12.73%
+  const LeaveOneOut g8 = probe_figures("h100-gqa-probe/gqa8_probe.json");
+  EXPECT_EQ(g8.n, 320);
+  EXPECT_LT(g8.median, 0.052);  // 4.80%
+  EXPECT_LT(g8.p90, 0.117);     // 11.21%
 }
 
 }  // namespace
