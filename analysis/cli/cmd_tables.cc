@@ -146,8 +146,9 @@ void add_tables_command(CLI::App& app, int argc, char** argv) {
                   "Clock policy of the measurement, when the traces do not record it");
   cmd->add_option(
       "--choose-interpolation", args->choose,
-      "A table file whose attention tables (FlashInfer's MLA kernel, dcpsim's kernels: schedule, power-law "
-      "or mean) and merge-kernel tables (power-law or linear) record the interpolation between measured "
+      "A table file whose attention tables (FlashInfer's MLA kernel, dcpsim's kernels: schedule, power-law, "
+      "mean or fitted-schedule) and merge-kernel tables (power-law or linear) record the interpolation "
+      "between measured "
       "shapes that leave-one-out on their own points reads best; with --profile and --out");
   cmd->add_option("--profile", args->profile,
                   "With --choose-interpolation: the profile of the GPU that measured the tables (a built-in "

@@ -58,6 +58,7 @@ MlaPlanCost flashinfer_mla_plan_cost(int heads, std::span<const int64_t> tokens,
     total += n * c.tiles_per_row;
   }
   c.kv_chunk = chunk_tokens(std::max<int64_t>(div_up(total, clusters), 1));
+  c.mean_tokens = double(total) / double(clusters);
 
   // Least-loaded cluster first (ties: the lowest index; the planner's own tie order differs, its largest
   // load does not).
@@ -65,19 +66,30 @@ MlaPlanCost flashinfer_mla_plan_cost(int heads, std::span<const int64_t> tokens,
   std::priority_queue<Load, std::vector<Load>, std::greater<>> heap;
   for (int i = 0; i < clusters; ++i) heap.push({0.0, i});
   std::vector<int64_t> streamed(static_cast<std::size_t>(clusters), 0);
+  std::vector<int> items(static_cast<std::size_t>(clusters), 0);
   for (int64_t n : tokens) {
     c.max_chunks = std::max(c.max_chunks, static_cast<int>(div_up(n, c.kv_chunk)));
     for (int tile = 0; tile < c.tiles_per_row; ++tile) {
+      if (n > c.kv_chunk) {
+        // Its merge: the tile's packed rows cut among max(n · cluster CTAs / chunk, 1) merge CTAs.
+        const int tile_rows = std::min(c.tile_heads, heads - tile * c.tile_heads);
+        const int64_t merge_ctas = std::max<int64_t>(n * c.cluster_ctas / c.kv_chunk, 1);
+        c.merge_partials = std::max(c.merge_partials, static_cast<int>(div_up(n, c.kv_chunk)));
+        c.merge_rows = std::max(c.merge_rows, static_cast<int>(div_up(tile_rows, merge_ctas)));
+      }
       int64_t left = n;
       do {
         auto [load, cluster] = heap.top();
         heap.pop();
         const int64_t len = std::min(left, c.kv_chunk);
         load += 2.0 * c.tile_heads + double(len);
-        streamed[static_cast<std::size_t>(cluster)] += len;
+        const auto i = static_cast<std::size_t>(cluster);
+        streamed[i] += len;
+        ++items[i];
         if (load > c.critical) {
           c.critical = load;
-          c.critical_tokens = streamed[static_cast<std::size_t>(cluster)];
+          c.critical_tokens = streamed[i];
+          c.critical_items = items[i];
         }
         heap.push({load, cluster});
         left -= len;

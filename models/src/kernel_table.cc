@@ -212,16 +212,19 @@ std::string_view to_string(TableInterpolation m) {
       return "mean";
     case TableInterpolation::kLinear:
       return "linear";
+    case TableInterpolation::kFittedSchedule:
+      return "fitted-schedule";
   }
   return "?";
 }
 
 TableInterpolation parse_table_interpolation(std::string_view s) {
-  for (TableInterpolation m : {TableInterpolation::kSchedule, TableInterpolation::kPowerLaw,
-                               TableInterpolation::kMean, TableInterpolation::kLinear})
+  for (TableInterpolation m :
+       {TableInterpolation::kSchedule, TableInterpolation::kPowerLaw, TableInterpolation::kMean,
+        TableInterpolation::kLinear, TableInterpolation::kFittedSchedule})
     if (to_string(m) == s) return m;
   throw InputError("unknown interpolation method \"" + std::string(s) +
-                   "\" (known: schedule, power-law, mean, linear)");
+                   "\" (known: schedule, power-law, mean, linear, fitted-schedule)");
 }
 
 std::string_view to_string(TableKernel k) {
@@ -272,7 +275,8 @@ bool heads_per_rank_axis(TableKernel k) {
 
 std::vector<TableInterpolation> interpolation_methods(TableKernel k) {
   if (k == TableKernel::kAttention)
-    return {TableInterpolation::kSchedule, TableInterpolation::kPowerLaw, TableInterpolation::kMean};
+    return {TableInterpolation::kSchedule, TableInterpolation::kPowerLaw, TableInterpolation::kMean,
+            TableInterpolation::kFittedSchedule};
   if (is_merge_kernel(k)) return {TableInterpolation::kPowerLaw, TableInterpolation::kLinear};
   return {};
 }

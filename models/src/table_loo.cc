@@ -141,8 +141,7 @@ std::optional<InterpolationChoice> choose_attention_interpolation(const Hardware
   for (int heads = 1; !shape && heads <= 64; ++heads) shape = attention_shape_of_key(key, heads * 8);
   if (!shape || !has_schedule(*shape)) return std::nullopt;
   InterpolationChoice c;
-  for (TableInterpolation m :
-       {TableInterpolation::kSchedule, TableInterpolation::kPowerLaw, TableInterpolation::kMean}) {
+  for (TableInterpolation m : interpolation_methods(TableKernel::kAttention)) {
     const LeaveOneOut f = attention_leave_one_out(p, key, m);
     if (f.n == 0) return std::nullopt;
     c.scores.push_back({m, f});

@@ -283,5 +283,82 @@ TEST(DcpsimAttentionTable, FollowsItsScheduleBetweenMeasuredShapes) {
   }
 }
 
+// The fitted-schedule reading of a FlashInfer MLA table whose times are exactly a non-negative sum of the
+// schedule's cost features (a launch, the chunks and KV tokens of the most loaded cluster, the KV tokens per
+// cluster of all, the merge's partials per row and rows per merge CTA): the fit on the rows around a shape
+// finds those costs, so the reading gives the law between measured rows and tokens, for rows of unequal
+// length too, and exactly the measurement on measured shapes. Where the fit has too few points, the schedule
+// reading.
+TEST(FlashInferFittedTable, GivesTheCostLawBetweenMeasuredShapes) {
+  HardwareProfile p = load_profile("h200-sxm");
+  p.tables.clear();
+  const AttentionShape a{32, 1, 512, 576, true, DType::kBF16, DType::kBF16, "flashinfer"};
+  auto law = [](int heads, const std::vector<int64_t>& rows) {
+    const MlaPlanCost c = flashinfer_mla_plan_cost(heads, rows, kH200Sms);
+    return 4000.0 + 3000.0 * c.critical_items + 9.0 * double(c.critical_tokens) + 2.0 * c.mean_tokens +
+           500.0 * c.merge_partials + 40.0 * c.merge_rows;
+  };
+  KernelTables t;
+  t.provenance.device = "NVIDIA H200";
+  KernelTable k{TableKernel::kAttention, attention_table_key(a) + " flashinfer", {}, {}, {}, {}, {}, {}, {}};
+  k.interpolation = TableInterpolation::kFittedSchedule;
+  for (double h : {16.0, 32.0, 64.0})
+    for (double b : {1.0, 4.0, 16.0, 64.0, 128.0, 256.0})
+      for (double n : {256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0, 16384.0}) {
+        const double ns = law(static_cast<int>(h), std::vector<int64_t>(std::size_t(b), int64_t(n)));
+        k.points.push_back({{h, b, n}, ns, 5, ns, ns});
+      }
+  k.finalize("test");
+  t.tables.push_back(k);
+  p.tables.push_back(t);
+  auto priced = [&](int heads, const std::vector<int64_t>& rows) {
+    AttentionShape b = a;
+    b.heads = heads;
+    const AttentionTiming x = decode_attention_time(p, b, rows);
+    EXPECT_EQ(x.source, FigureSource::kTable);
+    return (x.kernel_end_s + x.combine_s) * 1e9;
+  };
+  // 131 rows of 772 tokens: 768-token chunks, so every row is a long chunk and a 4-token one, and the most
+  // loaded cluster runs seven chunks (1 + 6 short): no measured shape has such a plan.
+  const std::vector<int64_t> odd(131, 772);
+  ASSERT_EQ(flashinfer_mla_plan_cost(32, odd, kH200Sms).critical_items, 7);
+  ASSERT_EQ(flashinfer_mla_plan_cost(32, odd, kH200Sms).merge_partials, 2);
+  for (int b : {3, 20, 100, 131, 200})
+    for (int64_t n : {300, 772, 1500, 3000, 6000, 12000}) {
+      const std::vector<int64_t> rows(static_cast<std::size_t>(b), n);
+      SCOPED_TRACE(std::to_string(b) + " rows of " + std::to_string(n));
+      EXPECT_NEAR(priced(32, rows), law(32, rows), 1e-6 * law(32, rows));
+      EXPECT_NEAR(priced(40, rows), law(40, rows), 1e-6 * law(40, rows));  // between measured heads
+    }
+  const std::vector<int64_t> uneven{3001, 3000, 3001, 3000, 3001, 3000, 3001, 3000, 3001, 3000};
+  EXPECT_NEAR(priced(32, uneven), law(32, uneven), 1e-6 * law(32, uneven));
+  // Measured times off the law by up to 3%: the fit no longer finds it, the ratio of the neighbours carries
+  // the difference, and a measured shape reads its measurement.
+  KernelTable& noisy = p.tables[0].tables[0];
+  for (std::size_t i = 0; i < noisy.points.size(); ++i) noisy.points[i].median_ns *= 1.0 + 0.03 * std::sin(i);
+  noisy.finalize("test");
+  for (const TablePoint& pt : {noisy.points[40], noisy.points[77], noisy.points[100]}) {
+    const std::vector<int64_t> on(static_cast<std::size_t>(pt.at[1]), static_cast<int64_t>(pt.at[2]));
+    EXPECT_NEAR(priced(static_cast<int>(pt.at[0]), on), pt.median_ns, 1e-9 * pt.median_ns);
+  }
+  // Seven chunks on a cluster lie beyond every measured plan (at most two): the fit's error there grows
+  // with the noise (8.5% for this ±3%), as a fit's extrapolation does.
+  EXPECT_NEAR(priced(32, odd), law(32, odd), 0.1 * law(32, odd));
+  const std::vector<int64_t> inside(20, 3000);
+  EXPECT_NEAR(priced(32, inside), law(32, inside), 0.03 * law(32, inside));
+  // A table of two tokens values: 8 points around a shape, too few for six costs.
+  KernelTable& few = p.tables[0].tables[0];
+  std::vector<TablePoint> kept;
+  for (const TablePoint& pt : few.points)
+    if (pt.at[2] <= 512.0) kept.push_back(pt);
+  few.points = kept;
+  few.finalize("test");
+  const std::vector<int64_t> rows(20, 400);
+  const double fitted = priced(32, rows);
+  few.interpolation = TableInterpolation::kSchedule;
+  EXPECT_DOUBLE_EQ(fitted, priced(32, rows));
+  EXPECT_GT(std::abs(fitted - law(32, rows)), 1e-3 * law(32, rows));  // not the law: the fit did not run
+}
+
 }  // namespace
 }  // namespace dcpsim::models

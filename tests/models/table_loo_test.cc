@@ -226,7 +226,8 @@ TEST(TableLeaveOneOut, TheMethodRoundTripsAndBadOnesAreOneLineErrors) {
   std::string bad = text;
   bad.replace(bad.find("\"mean\""), 6, "\"cubic\"");
   EXPECT_NE(parse_error(bad).find("t.json: tables[0].interpolation.method: unknown interpolation method "
-                                  "\"cubic\" for an attention table (known: schedule, power-law, mean)"),
+                                  "\"cubic\" for an attention table (known: schedule, power-law, mean, "
+                                  "fitted-schedule)"),
             std::string::npos)
       << parse_error(bad);
   // Each kind of table takes its own methods only.
@@ -234,7 +235,7 @@ TEST(TableLeaveOneOut, TheMethodRoundTripsAndBadOnesAreOneLineErrors) {
   linear_attention.replace(linear_attention.find("\"mean\""), 6, "\"linear\"");
   EXPECT_NE(parse_error(linear_attention)
                 .find("unknown interpolation method \"linear\" for an attention table (known: schedule, "
-                      "power-law, mean)"),
+                      "power-law, mean, fitted-schedule)"),
             std::string::npos)
       << parse_error(linear_attention);
   KernelTables m = t;
@@ -308,8 +309,8 @@ LeaveOneOut probe_figures(const std::string& file) {
 TEST(TableProbe, ShapesBetweenTheH100GridsReadWithinTheirBounds) {
   const LeaveOneOut mla = probe_figures("h100-mla-probe/mla_probe.json");
   EXPECT_EQ(mla.n, 486);
-  EXPECT_LT(mla.median, 0.036);  // 3.37%
-  EXPECT_LT(mla.p90, 0.115);     // 10.96%
+  EXPECT_LT(mla.median, 0.027);  // 2.50% (the schedule reading: 3.37%)
+  EXPECT_LT(mla.p90, 0.081);     // 7.67% (10.96%)
   const LeaveOneOut g4 = probe_figures("h100-gqa-probe/gqa4_probe.json");
   EXPECT_EQ(g4.n, 388);
   EXPECT_LT(g4.median, 0.062);  // 5.78%

@@ -72,11 +72,11 @@ TEST_P(PipesMatchSimGrid, SameTimesFewerSimGridTransfers) {
   EXPECT_LE(max_gap(with, without), kAgreement * without.step_latency_s)
       << "step " << with.step_latency_s << " s with pipes, " << without.step_latency_s << " s without";
   // Table-priced attention ends a few ns apart on ranks whose shards differ by a token; on the rings over
-  // NVLink and NICs of h200-sxm at DCP72 the pipes then differ from SimGrid by up to 75 ns (1.5e-4 of the
+  // NVLink and NICs of h200-sxm at DCP72 the pipes then differ from SimGrid by up to 216 ns (4.0e-4 of the
   // step, sim/README.md "Limits"). Bounded here so that it cannot grow unseen.
   const StepResult with_tables = Simulator(together(profile), on).run(s);
   const StepResult without_tables = Simulator(together(profile), off).run(s);
-  EXPECT_LE(max_gap(with_tables, without_tables), 2e-4 * without_tables.step_latency_s);
+  EXPECT_LE(max_gap(with_tables, without_tables), 5e-4 * without_tables.step_latency_s);
   EXPECT_EQ(without.pipe_transfers, 0);
   EXPECT_GT(with.pipe_transfers, 0);
   EXPECT_EQ(with.activities + with.pipe_transfers, without.activities);

@@ -22,7 +22,13 @@ struct MlaPlanCost {
   int64_t kv_chunk = 0;         // KV tokens per chunk (the planner's kv_len_limit)
   double critical = 0.0;        // the most loaded cluster's cost: per chunk, 2 · tile_heads + its tokens
   int64_t critical_tokens = 0;  // the KV tokens that cluster streams
+  int critical_items = 0;       // the chunks that cluster runs
+  double mean_tokens = 0.0;     // KV tokens streamed per cluster, all clusters together
   int max_chunks = 1;           // the most chunks of one row: the partials the kernel merges for it
+  // The merge stage after the grid barrier (split rows only; 0 without one): the most partials one merged
+  // row reads, and the most packed (row, head) rows one merge CTA handles.
+  int merge_partials = 0;
+  int merge_rows = 0;
 };
 
 // The plan for one query per row, `tokens[b]` KV tokens in row b (0: an empty row, one chunk of no tokens),

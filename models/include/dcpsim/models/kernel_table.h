@@ -93,15 +93,18 @@ std::optional<TableModel> fit_table_model(const std::vector<std::pair<double, do
 
 // How a table is read between its measured shapes. An attention table of a kernel whose schedule dcpsim knows
 // (FlashInfer's MLA kernel, dcpsim's own; cost_attention.cc): along the schedule's features (the default), as
-// a power law in each coordinate, or the mean of the two. A merge kernel's table (correction, A2A pack and
-// combine, direct write and combine): a power law in each coordinate (the default: multilinear in log time
-// over log coordinates), or linear (multilinear in time over the coordinates: exact for a time affine in
-// each size, as a bandwidth-bound kernel's bytes are). Chosen per table by leave-one-out on its own points
-// (table_loo.h; `dcpsim tables --choose-interpolation`, `dcpsim hw calibrate`), never on held-out steps.
-enum class TableInterpolation { kSchedule, kPowerLaw, kMean, kLinear };
+// a power law in each coordinate, the mean of the two, or fitted-schedule (a cost model of the schedule
+// fitted on the measured rows around the shape, times the measured / modelled ratio of its neighbours). A
+// merge kernel's table (correction, A2A pack and combine, direct write and combine): a power law in each
+// coordinate (the default: multilinear in log time over log coordinates), or linear (multilinear in time over
+// the coordinates: exact for a time affine in each size, as a bandwidth-bound kernel's bytes are). Chosen per
+// table by leave-one-out on its own points (table_loo.h; `dcpsim tables --choose-interpolation`, `dcpsim hw
+// calibrate`), never on held-out steps.
+enum class TableInterpolation { kSchedule, kPowerLaw, kMean, kLinear, kFittedSchedule };
 std::string_view to_string(TableInterpolation m);
 TableInterpolation parse_table_interpolation(std::string_view s);  // InputError naming the known ones
-// The readings a table of kernel `k` may record (TableInterpolation): attention schedule, power-law and mean;
+// The readings a table of kernel `k` may record (TableInterpolation): attention schedule, power-law, mean and
+// fitted-schedule;
 // merge kernels power-law and linear; none for the others. kernel_tables_json refuses (std::logic_error) to
 // write a table holding another, which parse_kernel_tables would refuse to read back.
 std::vector<TableInterpolation> interpolation_methods(TableKernel k);
