@@ -5,8 +5,10 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dcpsim/checked.h"
@@ -191,10 +193,10 @@ struct PlanFeatures {
   double chunks = 0.0;  // partials merged per row
   // The cost model the fitted-schedule reading fits (fitted_table_time_s): time ≈ Σ c_i · cost[i], c_i >= 0.
   // FlashInfer's MLA kernel: 1 (the launch), the chunks and the KV tokens of the most loaded cluster, the KV
-  // tokens per cluster of all (the HBM they share), the partials a merged row reads and the rows one merge
-  // CTA merges. dcpsim's: 1, the waves, the tokens of the waves' blocks, the KV tokens per SM of all, the
-  // splits.
-  std::array<double, 6> cost{};
+  // tokens per cluster of all (the HBM they share), then the merge's: the partials a merged row reads, the
+  // rows one merge CTA merges and their product. dcpsim's: 1, the waves, the tokens of the waves' blocks,
+  // the KV tokens per SM of all, then the splits its combine reads.
+  std::array<double, 7> cost{};
 };
 
 // One implementation's schedule: its features for `heads` query heads (GQA: heads / group KV heads) over rows
@@ -408,10 +410,57 @@ std::optional<double> planned_table_time_s(const HardwareProfile& p, const Atten
   return std::nullopt;
 }
 
+constexpr std::size_t kCosts = std::tuple_size_v<decltype(PlanFeatures::cost)>;
+constexpr std::size_t kMergeCosts = 4;  // the costs from here on are the merge's (split rows only)
+
+// A point's cost features and its time (ns) as one row of a fit.
+std::vector<double> cost_row(const PlanFeatures& f, double ns) {
+  std::vector<double> x(f.cost.begin(), f.cost.end());
+  x.push_back(ns);
+  return x;
+}
+
+// The non-negative costs (ns per unit of each feature) that fit the rows' times in relative error: features
+// taken in order where each adds rank to those before it (a feature zero on every row, or one column with
+// another, stays out at 0), then, while a cost comes out negative, the most negative one's feature leaves
+// and the rest are refitted. nullopt for fewer than two rows per feature or no feature left.
+std::optional<std::vector<double>> fit_costs(std::vector<std::vector<double>> xs) {
+  const std::size_t k = kCosts;
+  if (xs.size() < 2 * k) return std::nullopt;
+  for (auto& x : xs) {
+    const double w = 1.0 / x[k];
+    for (double& v : x) v *= w;
+  }
+  std::vector<double> unit(k, 0.0);
+  for (const auto& x : xs)
+    for (std::size_t i = 0; i < k; ++i) unit[i] = std::max(unit[i], std::abs(x[i]));
+  std::vector<int> cols;
+  for (std::size_t i = 0; i < k; ++i) {
+    if (!(unit[i] > 0.0)) continue;
+    for (auto& x : xs) x[i] /= unit[i];
+    cols.push_back(static_cast<int>(i));
+    if (!solve_normal(xs, cols)) cols.pop_back();
+  }
+  std::vector<double> c(k, 0.0);
+  for (;;) {
+    if (cols.empty()) return std::nullopt;
+    const auto sol = solve_normal(xs, cols);
+    if (!sol) return std::nullopt;
+    const auto most = std::min_element(sol->begin(), sol->end());
+    if (*most >= 0.0) {
+      for (std::size_t i = 0; i < cols.size(); ++i)
+        c[static_cast<std::size_t>(cols[i])] = (*sol)[i] / unit[static_cast<std::size_t>(cols[i])];
+      return c;
+    }
+    cols.erase(cols.begin() + (most - sol->begin()));
+  }
+}
+
 // The fitted-schedule reading (TableInterpolation::kFittedSchedule) of a table measured over (heads, rows,
 // tokens): on each measured heads value around the query's, the schedule's cost model (PlanFeatures::cost)
-// fitted to the measured times of the rows values around the query's (two on each side where the table has
-// them, every tokens value) in relative error with no negative cost, times the measured / modelled ratio of
+// fitted in relative error with no negative cost (the merge's costs on every point of that heads value, the
+// others on the rows values around the query's: two on each side where the table has them, every tokens
+// value), times the measured / modelled ratio of
 // the four measured neighbours, interpolated multilinearly in log ratio over log rows and log tokens; then
 // the power law in heads. Exact at measured points; between them the model carries the schedule's steps (a
 // row cut into a long chunk and a short one, a cluster given two chunks) that neither neighbour shows, and
@@ -449,46 +498,11 @@ std::optional<double> fitted_table_time_s(const HardwareProfile& p, const Attent
         return g.on_grid ? 0.0 : (std::log(x) - std::log(g.lo)) / (std::log(g.hi) - std::log(g.lo));
       };
       const double wb = log_weight(*b, rows), wn = log_weight(*n, mean_tokens);
-      auto on_heads = [&](double hg) -> std::optional<double> {
-        // The fit: the cost features of every measured point of the window, each row weighted by 1 / its
-        // time.
-        std::vector<std::vector<double>> xs;
-        for (const TablePoint& pt : table.points) {
-          if (pt.at[0] != hg || pt.at[1] < row_grid[first] || pt.at[1] > row_grid[last]) continue;
-          const PlanFeatures f = planner.uniform(hg, pt.at[1], pt.at[2]);
-          std::vector<double> x(f.cost.begin(), f.cost.end());
-          x.push_back(pt.median_ns);
-          for (double& v : x) v /= pt.median_ns;
-          xs.push_back(std::move(x));
-        }
-        const std::size_t k = query.cost.size();
-        if (xs.size() < 2 * k) return std::nullopt;
-        std::vector<double> unit(k, 0.0);
-        for (const auto& x : xs)
-          for (std::size_t i = 0; i < k; ++i) unit[i] = std::max(unit[i], std::abs(x[i]));
-        // Features in order, each kept where it adds rank to those before it (where no row is split, the
-        // merge's two are zero; where every split row reads two partials, they are one column).
-        std::vector<int> cols;
-        for (std::size_t i = 0; i < k; ++i) {
-          if (!(unit[i] > 0.0)) continue;
-          for (auto& x : xs) x[i] /= unit[i];
-          cols.push_back(static_cast<int>(i));
-          if (!solve_normal(xs, cols)) cols.pop_back();
-        }
-        // No negative cost: the most negative coefficient's feature leaves and the rest are refitted.
-        std::vector<double> c(k, 0.0);
-        for (;;) {
-          const auto sol = solve_normal(xs, cols);
-          if (!sol) return std::nullopt;
-          const auto most = std::min_element(sol->begin(), sol->end());
-          if (*most >= 0.0) {
-            for (std::size_t i = 0; i < cols.size(); ++i)
-              c[static_cast<std::size_t>(cols[i])] = (*sol)[i] / unit[static_cast<std::size_t>(cols[i])];
-            break;
-          }
-          cols.erase(cols.begin() + (most - sol->begin()));
-          if (cols.empty()) return std::nullopt;
-        }
+      // The query's time on the heads value `hg` under the fitted costs `c`.
+      auto priced = [&](double hg,
+                        const std::optional<std::vector<double>>& fitted) -> std::optional<double> {
+        if (!fitted) return std::nullopt;
+        const std::vector<double>& c = *fitted;
         // The log ratio measured / modelled at the four neighbours, multilinear over log rows and log tokens.
         double log_ratio = 0.0;
         for (const auto& [bg, w_b] : {std::pair{b->lo, 1.0 - wb}, std::pair{b->hi, wb}}) {
@@ -504,6 +518,50 @@ std::optional<double> fitted_table_time_s(const HardwareProfile& p, const Attent
         const double mq = dot(c, query);
         if (!(mq > 0.0)) return std::nullopt;
         return mq * 1e-9 * std::exp(log_ratio);
+      };
+      auto on_heads = [&](double hg) -> std::optional<double> {
+        std::vector<std::vector<double>> xs;  // the window's points
+        std::array<double, kCosts> most{};    // the largest of each feature over the window
+        for (const TablePoint& pt : table.points) {
+          if (pt.at[0] != hg || pt.at[1] < row_grid[first] || pt.at[1] > row_grid[last]) continue;
+          xs.push_back(cost_row(planner.uniform(hg, pt.at[1], pt.at[2]), pt.median_ns));
+          for (std::size_t i = 0; i < kCosts; ++i) most[i] = std::max(most[i], xs.back()[i]);
+        }
+        bool beyond = false;  // the query merges more than any point of the window
+        for (std::size_t i = kMergeCosts; i < kCosts; ++i) beyond = beyond || query.cost[i] > most[i];
+        if (!beyond) return priced(hg, fit_costs(xs));
+        // Rows are split, and so merged, only where they are fewer than the clusters (a batch of many rows of
+        // one length never is), so a window of many rows holds no merge while mixed rows split their long
+        // ones: the merge's costs then come from every point of this heads value, the others from the
+        // window, on what the merge leaves of each time.
+        std::vector<double> merge;
+        {
+          const std::string memo = "fitted-schedule merge costs, " + std::to_string(p.gpu.sm_count.si()) +
+                                   " SMs, heads " + std::to_string(hg);
+          const std::lock_guard<std::mutex> lock(table.memo->mutex);
+          auto it = table.memo->values.find(memo);
+          if (it == table.memo->values.end()) {
+            std::vector<std::vector<double>> all;
+            for (const TablePoint& pt : table.points)
+              if (pt.at[0] == hg)
+                all.push_back(cost_row(planner.uniform(hg, pt.at[1], pt.at[2]), pt.median_ns));
+            it = table.memo->values.emplace(memo, fit_costs(all).value_or(std::vector<double>{})).first;
+          }
+          merge = it->second;
+        }
+        if (merge.empty()) return priced(hg, fit_costs(xs));
+        std::vector<std::vector<double>> rest = xs;
+        for (auto& x : rest) {
+          for (std::size_t i = kMergeCosts; i < kCosts; ++i) {
+            x[kCosts] -= merge[i] * x[i];
+            x[i] = 0.0;
+          }
+          if (!(x[kCosts] > 0.0)) return priced(hg, fit_costs(xs));  // the merge leaves nothing: the window's
+        }
+        std::optional<std::vector<double>> fitted = fit_costs(rest);
+        if (fitted)
+          for (std::size_t i = kMergeCosts; i < kCosts; ++i) (*fitted)[i] = merge[i];
+        return priced(hg, fitted);
       };
       const auto lo = on_heads(h->lo);
       if (!lo) continue;
@@ -634,10 +692,14 @@ void apply_table(const HardwareProfile& p, const AttentionShape& shape, std::spa
           return;
         }
   }();
+  bool as_they_are = false;  // the reading priced the rows as they are, not as rows of their mean length
   const auto planned = [&](const Planner& planner) -> std::optional<double> {
     if (how == TableInterpolation::kPowerLaw) return std::nullopt;
     if (how == TableInterpolation::kFittedSchedule) {  // where its fit fails, the schedule reading
-      if (auto fitted = fitted_table_time_s(p, a, local_tokens, mean, key, at[0], planner)) return fitted;
+      if (auto fitted = fitted_table_time_s(p, a, local_tokens, mean, key, at[0], planner)) {
+        as_they_are = true;
+        return fitted;
+      }
     }
     const std::optional<double> read = planned_table_time_s(p, a, local_tokens, mean, key, at[0], planner);
     if (how != TableInterpolation::kMean || !read) return read;
@@ -670,6 +732,32 @@ void apply_table(const HardwareProfile& p, const AttentionShape& shape, std::spa
     measured = planned(planner);
   }
   if (!measured) measured = attention_table_time_s(p, a, at);
+  // Rows of unequal length (a serving batch) read at their mean length: dcpsim's kernel splits every row by
+  // its longest row's tiles, so the long rows' blocks outlast the others and then stream alone, where rows of
+  // the mean length would not. Its table time at the mean, times its schedule's time of the rows as they are
+  // over that of as many rows of their mean (dcpsim_attention_makespan, with the block bandwidth the profile
+  // fitted on steps of mixed rows). FlashInfer's planner cuts the batch's tokens into chunks of one length
+  // whatever the rows, so its kernel follows the mean: its fitted schedule prices the plan of the rows as
+  // they are, and its other readings stay as read.
+  if (measured && !as_they_are && a.impl == "dcpsim" && p.attention.dcpsim_block_bandwidth) {
+    std::vector<int64_t> even(local_tokens.begin(), local_tokens.end());
+    bool mixed = false;
+    const int64_t length = std::max<int64_t>(1, std::llround(mean));
+    for (int64_t& n : even) {
+      if (n == 0) continue;
+      mixed = mixed || n != length;
+      n = length;
+    }
+    const double saturating = p.gpu.hbm_bandwidth_measured.si() * p.kernel.hbm_efficiency_max.si() /
+                              p.attention.dcpsim_block_bandwidth->si();
+    if (mixed && saturating >= 1.0) {
+      const int group = a.heads / a.kv_heads;
+      const double as_run =
+          dcpsim_attention_makespan(a.shared_kv, group, a.heads, local_tokens, sms, saturating);
+      const double at_mean = dcpsim_attention_makespan(a.shared_kv, group, a.heads, even, sms, saturating);
+      if (at_mean > 0.0) *measured *= as_run / at_mean;
+    }
+  }
   if (!measured) measured = between_groups_time_s(p, a, local_tokens);
   // An implementation imported from a profiler trace (not the runner's own): its model off its table's grid.
   const bool imported = !a.impl.empty() && a.impl != "dcpsim" && a.impl != "flashinfer";

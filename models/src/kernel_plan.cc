@@ -123,4 +123,34 @@ DcpsimPlan dcpsim_attention_plan(bool mla, int group, int heads, std::span<const
   return d;
 }
 
+double dcpsim_attention_makespan(bool mla, int group, int heads, std::span<const int64_t> tokens, int sms,
+                                 double saturating) {
+  const DcpsimPlan d = dcpsim_attention_plan(mla, group, heads, tokens, sms);
+  if (!(saturating >= 1.0))
+    throw InputError("dcpsim attention makespan: saturating blocks must be >= 1, got " +
+                     std::to_string(saturating));
+  const int64_t kv = mla ? 1 : std::max(1, heads / group);
+  const int64_t head_blocks = kv * div_up(mla ? heads : group, mla ? 64 : 16);
+  const std::size_t slots = static_cast<std::size_t>(sms) * (mla ? 1 : 2);
+  // Every running block has streamed `done` tokens since the start (they all run at one rate); a block that
+  // started at done = d0 with w tokens ends at d0 + w.
+  std::priority_queue<double, std::vector<double>, std::greater<>> ends;
+  double done = 0.0, time = 0.0;
+  auto finish_next = [&] {
+    const double rate = std::min(1.0, saturating / double(ends.size()));
+    time += (ends.top() - done) / rate;
+    done = ends.top();
+    while (!ends.empty() && ends.top() <= done) ends.pop();
+  };
+  for (int64_t n : tokens)
+    for (int64_t h = 0; h < head_blocks; ++h)
+      for (int64_t s = 0; s < d.splits; ++s) {
+        if (ends.size() == slots) finish_next();
+        const int64_t w = std::clamp<int64_t>(n - s * d.block_tokens, 0, d.block_tokens);
+        if (w > 0) ends.push(done + double(w));  // an empty split exits at once
+      }
+  while (!ends.empty()) finish_next();
+  return time;
+}
+
 }  // namespace dcpsim::models

@@ -290,6 +290,7 @@ void KernelTable::finalize(const std::string& where) {
 }
 
 void KernelTable::finalize(const std::string& where, std::size_t axes) {
+  memo = std::make_shared<TableMemo>();
   grid.assign(axes, {});
   for (const TablePoint& p : points) {
     if (p.at.size() != axes)

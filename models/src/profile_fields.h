@@ -135,6 +135,7 @@ void visit_profile(V& v, P& p) {
     v.number("max_cta_bandwidth", p.attention.max_cta_bandwidth, kBw, Check::kPositive);
     v.number("floor", p.attention.floor, kTime, Check::kNonNegative);
     v.number("tensor_rate", p.attention.tensor_rate, Dimension::kComputeRate, Check::kPositive);
+    v.optional_number("dcpsim_block_bandwidth", p.attention.dcpsim_block_bandwidth, kBw, Check::kPositive);
   });
   v.section("nccl", [&] { visit_nccl(v, p.nccl); });
   v.section("signal", [&] {

@@ -332,6 +332,13 @@ TEST(FlashInferFittedTable, GivesTheCostLawBetweenMeasuredShapes) {
     }
   const std::vector<int64_t> uneven{3001, 3000, 3001, 3000, 3001, 3000, 3001, 3000, 3001, 3000};
   EXPECT_NEAR(priced(32, uneven), law(32, uneven), 1e-6 * law(32, uneven));
+  // 150 rows, one of them long: the long row is cut and merged, which no measured batch of 128 rows or more
+  // is (rows of one length are split only when fewer than the clusters): the merge's costs then come from
+  // the whole heads value, the rest from the rows around.
+  std::vector<int64_t> serving(150, 1000);
+  serving[70] = 60000;
+  ASSERT_GT(flashinfer_mla_plan_cost(32, serving, kH200Sms).merge_partials, 1);
+  EXPECT_NEAR(priced(32, serving), law(32, serving), 1e-6 * law(32, serving));
   // Measured times off the law by up to 3%: the fit no longer finds it, the ratio of the neighbours carries
   // the difference, and a measured shape reads its measurement.
   KernelTable& noisy = p.tables[0].tables[0];
@@ -358,6 +365,64 @@ TEST(FlashInferFittedTable, GivesTheCostLawBetweenMeasuredShapes) {
   few.interpolation = TableInterpolation::kSchedule;
   EXPECT_DOUBLE_EQ(fitted, priced(32, rows));
   EXPECT_GT(std::abs(fitted - law(32, rows)), 1e-3 * law(32, rows));  // not the law: the fit did not run
+}
+
+// dcpsim's kernel on rows of unequal length: uniform rows run in whole waves at the shared rate; one long row
+// among short ones outlasts them and then streams alone.
+TEST(DcpsimAttentionMakespan, WavesForEvenRowsTheLongRowForMixedOnes) {
+  // 8 rows of 4,096 tokens, GQA group 8 over 4 KV heads: 32 blocks of one head block each; 264 slots, so 8
+  // splits of 512 tokens: 256 blocks in one wave. Fed at one block's rate by 300 (more than run): 512.
+  const std::vector<int64_t> even(8, 4096);
+  const DcpsimPlan d = dcpsim_attention_plan(false, 8, 32, even, kH200Sms);
+  ASSERT_EQ(d.splits, 8);
+  ASSERT_EQ(d.waves, 1);
+  EXPECT_DOUBLE_EQ(dcpsim_attention_makespan(false, 8, 32, even, kH200Sms, 300.0), 512.0);
+  // Fed at 128 blocks' rate, the 256 share it: twice as long.
+  EXPECT_DOUBLE_EQ(dcpsim_attention_makespan(false, 8, 32, even, kH200Sms, 128.0), 1024.0);
+  // One row of 40,960 among seven of 512: the splits follow the longest (8 of 5,120); the short rows' blocks
+  // (one of 512 tokens each) end at 512 x 256/128 (shared), then the long row's 32 stream alone.
+  std::vector<int64_t> mixed(8, 512);
+  mixed[3] = 40960;
+  const double t = dcpsim_attention_makespan(false, 8, 32, mixed, kH200Sms, 128.0);
+  EXPECT_DOUBLE_EQ(t, 5120.0);  // 32 + 28 blocks run, under 128: each at its own rate from the start
+  EXPECT_GT(t, dcpsim_attention_makespan(false, 8, 32, std::vector<int64_t>(8, 5568), kH200Sms, 128.0));
+  EXPECT_THROW(dcpsim_attention_makespan(false, 8, 32, mixed, kH200Sms, 0.5), InputError);
+}
+
+// With the profile's block bandwidth, a dcpsim table's time at the rows' mean is scaled by the schedule's
+// time of the rows as they are over that of rows of their mean; without it, read at the mean alone.
+TEST(DcpsimAttentionTable, MixedRowsFollowTheBlockScheduleWhereTheProfileSaysTheBlockBandwidth) {
+  HardwareProfile p = load_profile("h200-sxm");
+  p.tables.clear();
+  const AttentionShape a{32, 4, 128, 128, false, DType::kBF16, DType::kBF16, "dcpsim"};  // group 8
+  KernelTables t;
+  t.provenance.device = "NVIDIA H200";
+  KernelTable k{TableKernel::kAttention, attention_table_key(a) + " dcpsim", {}, {}, {}, {}, {}, {}, {}};
+  for (double h : {16.0, 32.0, 64.0})
+    for (double b : {4.0, 8.0, 16.0})
+      for (double n : {1024.0, 2048.0, 4096.0, 8192.0}) k.points.push_back({{h, b, n}, 1000.0 * n, 5, n, n});
+  k.finalize("test");
+  t.tables.push_back(k);
+  p.tables.push_back(t);
+  std::vector<int64_t> mixed(8, 1024);
+  mixed[0] = 22528;  // mean 3,712
+  const std::vector<int64_t> even(8, 3712);
+  auto priced = [&](const std::vector<int64_t>& rows) {
+    const AttentionTiming x = decode_attention_time(p, a, rows);
+    EXPECT_EQ(x.source, FigureSource::kTable);
+    return x.kernel_end_s + x.combine_s;
+  };
+  p.attention.dcpsim_block_bandwidth.reset();
+  const double plain = priced(even);
+  EXPECT_DOUBLE_EQ(priced(mixed), plain);
+  p.attention.dcpsim_block_bandwidth = Quantity{15, Unit::kGBps, "test"};
+  const double saturating = p.gpu.hbm_bandwidth_measured.si() * p.kernel.hbm_efficiency_max.si() /
+                            p.attention.dcpsim_block_bandwidth->si();
+  const double ratio = dcpsim_attention_makespan(false, 8, 32, mixed, kH200Sms, saturating) /
+                       dcpsim_attention_makespan(false, 8, 32, even, kH200Sms, saturating);
+  ASSERT_GT(ratio, 2.0);
+  EXPECT_NEAR(priced(mixed), ratio * priced(even), 1e-9 * priced(mixed));
+  EXPECT_DOUBLE_EQ(priced(even), plain);  // rows of one length: the table, as before
 }
 
 }  // namespace

@@ -61,4 +61,13 @@ struct DcpsimPlan {
 // heads < 1, group < 1, sms < 1, no rows or a negative length.
 DcpsimPlan dcpsim_attention_plan(bool mla, int group, int heads, std::span<const int64_t> tokens, int sms);
 
+// The same kernel's time on rows of any lengths, in units of one block streaming one KV token alone: its
+// blocks start in launch order (splits, then head blocks, then rows) as resident slots free, each streaming
+// its split of its row; the running blocks share the kernel's bandwidth, none faster than one block alone
+// (`saturating`: how many blocks the kernel's bandwidth feeds at one block's most, >= 1). Uniform rows run
+// in whole waves; with a few long rows among short ones, the long rows' blocks outlast the others and then
+// stream alone. InputError as dcpsim_attention_plan, or for saturating < 1.
+double dcpsim_attention_makespan(bool mla, int group, int heads, std::span<const int64_t> tokens, int sms,
+                                 double saturating);
+
 }  // namespace dcpsim::models

@@ -6,6 +6,9 @@
 // never outside the measured hull) and prices it analytically where no table covers it.
 // The format ("dcpsim-kernel-tables/1") is described in models/profiles/README.md.
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -109,6 +112,14 @@ TableInterpolation parse_table_interpolation(std::string_view s);  // InputError
 // write a table holding another, which parse_kernel_tables would refuse to read back.
 std::vector<TableInterpolation> interpolation_methods(TableKernel k);
 
+// What the code that reads a table derives from its points once (the fitted-schedule reading's costs over
+// a heads value), kept until the points change: finalize() starts a fresh one. Shared by the table's copies,
+// guarded for threads.
+struct TableMemo {
+  std::mutex mutex;
+  std::map<std::string, std::vector<double>> values;
+};
+
 // One kernel type and key (what must match exactly: geometry, dtype, collective op) over numeric axes.
 struct KernelTable {
   TableKernel kernel = TableKernel::kAttention;
@@ -127,6 +138,7 @@ struct KernelTable {
   // attention table), the power law (a merge kernel's; table_time_s reads every method but kLinear so).
   TableInterpolation interpolation = TableInterpolation::kSchedule;
   std::string interpolation_chosen_by;
+  mutable std::shared_ptr<TableMemo> memo = std::make_shared<TableMemo>();  // not part of the table's value
   bool operator==(const KernelTable& o) const {
     return kernel == o.kernel && key == o.key && points == o.points && model == o.model &&
            interpolation == o.interpolation && interpolation_chosen_by == o.interpolation_chosen_by;

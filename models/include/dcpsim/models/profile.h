@@ -210,6 +210,10 @@ struct AttentionSpec {
   // compute rate (FLOP/s): the dense tensor-core rate the kernel reaches with every SM busy; a unit gets at
   // most one SM's share, so a wave lasts at least its largest unit's FLOPs at that share (the roofline)
   Quantity tensor_rate;
+  // bandwidth: the most one block of dcpsim's own attention kernel streams, which it reaches once few others
+  // run beside it (rows of unequal length: the long rows' blocks outlast the rest). Fitted on steps of mixed
+  // row lengths; absent, such rows are read off the tables at their mean length.
+  std::optional<Quantity> dcpsim_block_bandwidth;
   bool operator==(const AttentionSpec&) const = default;
 };
 
