@@ -193,10 +193,10 @@ struct PlanFeatures {
   double chunks = 0.0;  // partials merged per row
   // The cost model the fitted-schedule reading fits (fitted_table_time_s): time ≈ Σ c_i · cost[i], c_i >= 0.
   // FlashInfer's MLA kernel: 1 (the launch), the chunks and the KV tokens of the most loaded cluster, the KV
-  // tokens per cluster of all (the HBM they share), then the merge's: the partials a merged row reads, the
-  // rows one merge CTA merges and their product. dcpsim's: 1, the waves, the tokens of the waves' blocks,
-  // the KV tokens per SM of all, then the splits its combine reads.
-  std::array<double, 7> cost{};
+  // tokens per cluster of all (the HBM they share), then the merge's: the partials a merged row reads and
+  // the rows one merge CTA merges. dcpsim's: 1, the waves, the tokens of the waves' blocks, the KV tokens per
+  // SM of all, then the splits its combine reads (and 0).
+  std::array<double, 6> cost{};
 };
 
 // One implementation's schedule: its features for `heads` query heads (GQA: heads / group KV heads) over rows
