@@ -19,6 +19,11 @@ import sys
 MODELS = [("dsv3", 128, 1, 512, 576), ("kimi", 64, 1, 512, 576), ("llama70b", 64, 8, 128, 128)]
 
 
+def fail(msg):
+    print(f"draw_mixed_steps: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, required=True)
@@ -28,16 +33,24 @@ def main():
     ap.add_argument("--max-kv-gb", type=float, default=24.0, help="KV of all ranks together, at most (one GPU)")
     a = ap.parse_args()
     if a.steps < 1:
-        sys.exit("draw_mixed_steps: --steps must be >= 1")
+        fail("--steps must be >= 1")
+    if not a.max_kv_gb > 0:
+        fail("--max-kv-gb must be > 0")
     try:
         with gzip.open(a.trace, "rt") as f:
             reqs = [json.loads(line) for line in f if line.strip()]
         reqs = [(int(r["input_length"]), int(r["output_length"])) for r in reqs]
-    except (OSError, ValueError, KeyError) as e:
-        sys.exit(f"draw_mixed_steps: {a.trace}: {e}")
+    except (OSError, EOFError, ValueError, KeyError, TypeError) as e:
+        fail(f"{a.trace}: not a gzipped JSON-lines request trace with input_length and output_length ({e})")
+    reqs = [(i, o) for i, o in reqs if i > 0 and o >= 0]
+    if not reqs:
+        fail(f"{a.trace}: no request with a positive input_length")
     if os.path.exists(os.path.join(a.out, "steps.txt")):
-        sys.exit(f"draw_mixed_steps: {a.out}/steps.txt exists (a drawn set is never redrawn in place)")
-    os.makedirs(a.out, exist_ok=True)
+        fail(f"{a.out}/steps.txt exists (a drawn set is never redrawn in place)")
+    try:
+        os.makedirs(a.out, exist_ok=True)
+    except OSError as e:
+        fail(f"{a.out}: {e}")
     rng = random.Random(a.seed)
     lines = []
     for i in range(a.steps):
@@ -55,12 +68,17 @@ def main():
         for _ in range(b):
             inp, outp = rng.choice(reqs)
             ctx.append(inp + rng.randint(0, max(outp, 0)))
-        while sum(ctx) * kv_bytes_per_token > a.max_kv_gb * 1e9:
+        while len(ctx) > 1 and sum(ctx) * kv_bytes_per_token > a.max_kv_gb * 1e9:
             ctx.pop()
+        if sum(ctx) * kv_bytes_per_token > a.max_kv_gb * 1e9:
+            fail(f"--max-kv-gb {a.max_kv_gb}: one request's KV does not fit")
         tag = f"{name}_n{n}_h{h}_b{len(ctx)}_mixed{i}_{launch}"
         path = os.path.join(a.out, tag + ".ctx")
-        with open(path, "w") as f:
-            f.write("\n".join(str(c) for c in ctx) + "\n")
+        try:
+            with open(path, "w") as f:
+                f.write("\n".join(str(c) for c in ctx) + "\n")
+        except OSError as e:
+            fail(f"{path}: {e}")
         lines.append(f"{tag} --dcp {n} --heads {h} --kv-heads {hkv} --head-dim {d} --qk-dim {dqk} "
                      f"--contexts-file {path} --launch {launch} --check-rows 2")
     with open(os.path.join(a.out, "steps.txt"), "w") as f:

@@ -458,15 +458,18 @@ std::optional<std::vector<double>> fit_costs(std::vector<std::vector<double>> xs
 
 // The fitted-schedule reading (TableInterpolation::kFittedSchedule) of a table measured over (heads, rows,
 // tokens): on each measured heads value around the query's, the schedule's cost model (PlanFeatures::cost)
-// fitted in relative error with no negative cost (the merge's costs on every point of that heads value, the
-// others on the rows values around the query's: two on each side where the table has them, every tokens
-// value), times the measured / modelled ratio of
+// fitted in relative error with no negative cost on the table's points of the rows values around the query's
+// (its bracket and one more on each side where the table has them, every tokens value; the merge's costs on
+// every point of that heads value where the query merges more than any point of that window), times the
+// measured / modelled ratio of
 // the four measured neighbours, interpolated multilinearly in log ratio over log rows and log tokens; then
 // the power law in heads. Exact at measured points; between them the model carries the schedule's steps (a
 // row cut into a long chunk and a short one, a cluster given two chunks) that neither neighbour shows, and
 // the ratio what the model misses there. On the H100's FlashInfer MLA table, 486 shapes measured between its
-// grids (traces/measured/h100-mla-probe): 2.6% / 7.6% median / p90 against 3.4% / 11.0% for the schedule
-// reading. nullopt when no table of `key` covers the shape or a fit fails.
+// grids (traces/measured/h100-mla-probe): 2.53% / 7.64% median / p90 against 3.37% / 10.96% for the schedule
+// reading. A feature constant over the window (other than the merge's) is fitted no cost: a query beyond it
+// there is priced as if it cost nothing more (none of the probe's shapes or held-out steps was found so).
+// nullopt when no table of `key` covers the shape or a fit fails.
 std::optional<double> fitted_table_time_s(const HardwareProfile& p, const AttentionShape& a,
                                           std::span<const int64_t> local_tokens, double mean_tokens,
                                           const std::string& key, double heads, const Planner& planner) {
@@ -680,6 +683,26 @@ void apply_table(const HardwareProfile& p, const AttentionShape& shape, std::spa
   std::optional<double> measured;
   const int sms = static_cast<int>(p.gpu.sm_count.si());
   const std::string key = attention_table_key(a) + " " + a.impl;
+  // Rows of unequal length (a serving batch) on dcpsim's kernel: it splits every row by its longest row's
+  // tiles, so the long rows' blocks outlast the others and then stream alone, where rows of the mean length
+  // would not. Its tables are read for as many rows of their mean length, and that time is scaled by its
+  // block schedule's time of the rows as they are over theirs (dcpsim_attention_makespan, with the block
+  // bandwidth the profile fitted on steps of mixed rows). FlashInfer's planner cuts the batch's tokens into
+  // chunks of one length whatever the rows: its fitted schedule prices the plan of the rows as they are.
+  std::vector<int64_t> even(local_tokens.begin(), local_tokens.end());
+  bool mixed = false;
+  for (int64_t& n : even) {
+    if (n == 0) continue;
+    const int64_t length = std::max<int64_t>(1, std::llround(mean));
+    mixed = mixed || n != length;
+    n = length;
+  }
+  double saturating = 0.0;  // dcpsim_attention_makespan's; 0: rows read as they are
+  if (mixed && a.impl == "dcpsim" && p.attention.dcpsim_block_bandwidth)
+    saturating = p.gpu.hbm_bandwidth_measured.si() * p.kernel.hbm_efficiency_max.si() /
+                 p.attention.dcpsim_block_bandwidth->si();
+  const std::span<const int64_t> read_rows =
+      saturating >= 1.0 ? std::span<const int64_t>(even) : local_tokens;
   // The table's interpolation method (kernel_table.h TableInterpolation): its schedule, a power law, or the
   // mean of the two, as leave-one-out on its own points chose.
   TableInterpolation how = TableInterpolation::kSchedule;
@@ -692,16 +715,12 @@ void apply_table(const HardwareProfile& p, const AttentionShape& shape, std::spa
           return;
         }
   }();
-  bool as_they_are = false;  // the reading priced the rows as they are, not as rows of their mean length
   const auto planned = [&](const Planner& planner) -> std::optional<double> {
     if (how == TableInterpolation::kPowerLaw) return std::nullopt;
     if (how == TableInterpolation::kFittedSchedule) {  // where its fit fails, the schedule reading
-      if (auto fitted = fitted_table_time_s(p, a, local_tokens, mean, key, at[0], planner)) {
-        as_they_are = true;
-        return fitted;
-      }
+      if (auto fitted = fitted_table_time_s(p, a, read_rows, mean, key, at[0], planner)) return fitted;
     }
-    const std::optional<double> read = planned_table_time_s(p, a, local_tokens, mean, key, at[0], planner);
+    const std::optional<double> read = planned_table_time_s(p, a, read_rows, mean, key, at[0], planner);
     if (how != TableInterpolation::kMean || !read) return read;
     const std::optional<double> power = attention_table_time_s(p, a, at);
     return power ? 0.5 * (*read + *power) : read;
@@ -732,31 +751,12 @@ void apply_table(const HardwareProfile& p, const AttentionShape& shape, std::spa
     measured = planned(planner);
   }
   if (!measured) measured = attention_table_time_s(p, a, at);
-  // Rows of unequal length (a serving batch) read at their mean length: dcpsim's kernel splits every row by
-  // its longest row's tiles, so the long rows' blocks outlast the others and then stream alone, where rows of
-  // the mean length would not. Its table time at the mean, times its schedule's time of the rows as they are
-  // over that of as many rows of their mean (dcpsim_attention_makespan, with the block bandwidth the profile
-  // fitted on steps of mixed rows). FlashInfer's planner cuts the batch's tokens into chunks of one length
-  // whatever the rows, so its kernel follows the mean: its fitted schedule prices the plan of the rows as
-  // they are, and its other readings stay as read.
-  if (measured && !as_they_are && a.impl == "dcpsim" && p.attention.dcpsim_block_bandwidth) {
-    std::vector<int64_t> even(local_tokens.begin(), local_tokens.end());
-    bool mixed = false;
-    const int64_t length = std::max<int64_t>(1, std::llround(mean));
-    for (int64_t& n : even) {
-      if (n == 0) continue;
-      mixed = mixed || n != length;
-      n = length;
-    }
-    const double saturating = p.gpu.hbm_bandwidth_measured.si() * p.kernel.hbm_efficiency_max.si() /
-                              p.attention.dcpsim_block_bandwidth->si();
-    if (mixed && saturating >= 1.0) {
-      const int group = a.heads / a.kv_heads;
-      const double as_run =
-          dcpsim_attention_makespan(a.shared_kv, group, a.heads, local_tokens, sms, saturating);
-      const double at_mean = dcpsim_attention_makespan(a.shared_kv, group, a.heads, even, sms, saturating);
-      if (at_mean > 0.0) *measured *= as_run / at_mean;
-    }
+  if (measured && saturating >= 1.0) {
+    const int group = a.heads / a.kv_heads;
+    const double as_run =
+        dcpsim_attention_makespan(a.shared_kv, group, a.heads, local_tokens, sms, saturating);
+    const double at_mean = dcpsim_attention_makespan(a.shared_kv, group, a.heads, even, sms, saturating);
+    if (at_mean > 0.0) *measured *= as_run / at_mean;
   }
   if (!measured) measured = between_groups_time_s(p, a, local_tokens);
   // An implementation imported from a profiler trace (not the runner's own): its model off its table's grid.

@@ -379,8 +379,9 @@ TEST(DcpsimAttentionMakespan, WavesForEvenRowsTheLongRowForMixedOnes) {
   EXPECT_DOUBLE_EQ(dcpsim_attention_makespan(false, 8, 32, even, kH200Sms, 300.0), 512.0);
   // Fed at 128 blocks' rate, the 256 share it: twice as long.
   EXPECT_DOUBLE_EQ(dcpsim_attention_makespan(false, 8, 32, even, kH200Sms, 128.0), 1024.0);
-  // One row of 40,960 among seven of 512: the splits follow the longest (8 of 5,120); the short rows' blocks
-  // (one of 512 tokens each) end at 512 x 256/128 (shared), then the long row's 32 stream alone.
+  // One row of 40,960 among seven of 512: the splits follow the longest (8 of 5,120); 60 blocks run (the
+  // long row's 32, one of 512 tokens for each head block of the short rows), fewer than 128, so each at its
+  // own rate: the long row's blocks set the time.
   std::vector<int64_t> mixed(8, 512);
   mixed[3] = 40960;
   const double t = dcpsim_attention_makespan(false, 8, 32, mixed, kH200Sms, 128.0);
@@ -423,6 +424,9 @@ TEST(DcpsimAttentionTable, MixedRowsFollowTheBlockScheduleWhereTheProfileSaysThe
   ASSERT_GT(ratio, 2.0);
   EXPECT_NEAR(priced(mixed), ratio * priced(even), 1e-9 * priced(mixed));
   EXPECT_DOUBLE_EQ(priced(even), plain);  // rows of one length: the table, as before
+  // Whatever the table's reading: the fitted schedule too reads rows of the mean length, then the same scale.
+  p.tables[0].tables[0].interpolation = TableInterpolation::kFittedSchedule;
+  EXPECT_NEAR(priced(mixed), ratio * priced(even), 1e-9 * priced(mixed));
 }
 
 }  // namespace

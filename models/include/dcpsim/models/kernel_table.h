@@ -113,8 +113,9 @@ TableInterpolation parse_table_interpolation(std::string_view s);  // InputError
 std::vector<TableInterpolation> interpolation_methods(TableKernel k);
 
 // What the code that reads a table derives from its points once (the fitted-schedule reading's costs over
-// a heads value), kept until the points change: finalize() starts a fresh one. Shared by the table's copies,
-// guarded for threads.
+// a heads value), kept until finalize() starts a fresh one (every change to a table's points must be
+// followed by finalize(), which its lookups need anyway). Shared by the table's copies until then, guarded
+// for threads.
 struct TableMemo {
   std::mutex mutex;
   std::map<std::string, std::vector<double>> values;
