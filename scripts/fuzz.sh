@@ -9,7 +9,7 @@ data=$src/tests/data
 case $name in
   trace_reader) for f in gqa_n2_b16_ctx8k_graph gqa_n2_b1_ctx32k_graph; do
       zcat "$src/traces/measured/h200/$f.pb.gz" >"$corpus/$f.pb"; done ;;
-  profile) cp "$src"/models/profiles/*.json "$corpus"/ ;;
+  profile) cp "$src"/models/profiles/*.json "$corpus"/ && zcat "$src"/models/tables/h100-sxm-attention-mla-dcpsim.json.gz >"$corpus"/t.json ;;
   merge_json) printf '{"lse":[[[0.5,1e8]],[[-inf_,2]]],"out":[[[[1,2],[3,4]]],[[[5,6],[7,8]]]]}' | sed 's/-inf_/"-inf"/' >"$corpus"/p.json ;;
   mooncake) cp "$data"/mooncake_conversation_trace.head20.jsonl "$corpus"/ ;;
   # head closes the pipe early: zcat's SIGPIPE is expected, a seed file with rows is what counts.

@@ -13,6 +13,7 @@
 #include "dcpsim/json_limits.h"
 #include "dcpsim/text_file.h"
 #include "kernel_table_json.h"
+#include "kernel_table_points.h"
 
 namespace dcpsim::models {
 namespace {
@@ -120,7 +121,22 @@ TablePoint read_point(const Cursor& c, const Json& j, const std::string& path, s
   return pt;
 }
 
-KernelTable read_table(const Cursor& c, const Json& j, const std::string& path, const std::string& where) {
+// Thrown where the fast read's points (kernel_table_points.h) fail a check read_point makes: the file is then
+// read the ordinary way, whose message names the point and the field.
+struct ReadPointsTheOrdinaryWay {};
+
+// read_point's checks on a point the fast read took from the file.
+void check_fast_point(const TablePoint& p, std::size_t axes) {
+  const auto positive = [](double v) { return std::isfinite(v) && v > 0; };
+  bool ok = p.at.size() == axes && positive(p.median_ns) && positive(p.min_ns) && positive(p.max_ns) &&
+            p.samples >= 1 && p.min_ns <= p.median_ns && p.median_ns <= p.max_ns;
+  for (double x : p.at) ok = ok && positive(x);
+  if (!ok) throw ReadPointsTheOrdinaryWay{};
+}
+
+// `fast_points`: the table's points as the fast read took them (its "points" in `j` is then empty), or null.
+KernelTable read_table(const Cursor& c, const Json& j, const std::string& path, const std::string& where,
+                       std::vector<TablePoint>* fast_points) {
   if (!j.is_object()) c.fail(path, "expected an object, got " + j.dump());
   c.only(j, path, {"kernel", "key", "axes", "points", "model", "interpolation"});
   KernelTable t;
@@ -139,12 +155,19 @@ KernelTable read_table(const Cursor& c, const Json& j, const std::string& path, 
     c.fail(path + ".axes", "expected " + Json(expected).dump() + " for " + kernel + ", got " + axes.dump());
   }
   const Json& points = c.member(j, path, "points");
-  if (!points.is_array() || points.empty())
-    c.fail(path + ".points", "expected a non-empty array of points, got " + points.dump().substr(0, 80));
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    t.points.push_back(
-        read_point(c, points[i], path + ".points[" + std::to_string(i) + "]", expected.size()));
-    if (total_heads) t.points.back().at[2] /= t.points.back().at[0];  // H -> H / N
+  if (fast_points != nullptr) {
+    if (fast_points->empty()) throw ReadPointsTheOrdinaryWay{};
+    for (const TablePoint& p : *fast_points) check_fast_point(p, expected.size());
+    t.points = std::move(*fast_points);
+  } else {
+    if (!points.is_array() || points.empty())
+      c.fail(path + ".points", "expected a non-empty array of points, got " + points.dump().substr(0, 80));
+    for (std::size_t i = 0; i < points.size(); ++i)
+      t.points.push_back(
+          read_point(c, points[i], path + ".points[" + std::to_string(i) + "]", expected.size()));
+  }
+  if (total_heads) {
+    for (TablePoint& p : t.points) p.at[2] /= p.at[0];  // H -> H / N
   }
   if (const auto m = j.find("model"); m != j.end()) {
     const std::string mp = path + ".model";
@@ -342,11 +365,19 @@ void KernelTable::finalize(const std::string& where, std::size_t axes) {
 
 KernelTables parse_kernel_tables(std::string_view json_text, std::string_view where) {
   const std::string w(where);
+  detail::TablePointsReader fast(w);
+  if (fast.read(json_text)) {
+    try {
+      return detail::parse_kernel_tables_json(fast.take_document(), w, &fast.points());
+    } catch (const ReadPointsTheOrdinaryWay&) {
+    }
+  }
   const Json root = parse_json_checked<Json>(json_text, w);  // depth-limited; errors name the file
   return detail::parse_kernel_tables_json(root, w);
 }
 
-KernelTables detail::parse_kernel_tables_json(const nlohmann::ordered_json& root, const std::string& w) {
+KernelTables detail::parse_kernel_tables_json(const nlohmann::ordered_json& root, const std::string& w,
+                                              std::vector<std::vector<TablePoint>>* fast_points) {
   const Cursor c(w);
   if (!root.is_object()) c.fail("(top level)", "expected a JSON object, got " + root.dump().substr(0, 80));
   c.only(root, "", {"format", "provenance", "tables"});
@@ -359,7 +390,12 @@ KernelTables detail::parse_kernel_tables_json(const nlohmann::ordered_json& root
   if (!tables.is_array()) c.fail("tables", "expected an array, got " + tables.dump().substr(0, 80));
   for (std::size_t i = 0; i < tables.size(); ++i) {
     const std::string path = "tables[" + std::to_string(i) + "]";
-    out.tables.push_back(read_table(c, tables[i], path, w));
+    std::vector<TablePoint>* fast = nullptr;
+    if (fast_points != nullptr) {
+      if (i >= fast_points->size()) throw ReadPointsTheOrdinaryWay{};
+      fast = &(*fast_points)[i];
+    }
+    out.tables.push_back(read_table(c, tables[i], path, w, fast));
     for (std::size_t k = 0; k + 1 < out.tables.size(); ++k) {
       if (out.tables[k].kernel == out.tables.back().kernel && out.tables[k].key == out.tables.back().key)
         c.fail(path, "duplicate table for " + std::string(to_string(out.tables[k].kernel)) + " \"" +

@@ -5,6 +5,9 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "dcpsim/error.h"
@@ -175,10 +178,31 @@ std::string_view builtin_profile_json(std::string_view name) {
   throw InputError("unknown profile \"" + std::string(name) + "\" (built-in: " + join_names() + ")");
 }
 
+int builtin_nvlink_domain_size(std::string_view name) {
+  const nlohmann::json doc =
+      parse_json_checked(builtin_profile_json(name), std::string(name) + ".json (built-in)");
+  return doc.at("topology").at("gpus_per_nvlink_domain").at("value").get<int>();
+}
+
 HardwareProfile load_profile(std::string_view name_or_path) {
   for (const detail::EmbeddedProfile& e : detail::embedded_profiles()) {
-    if (e.name == name_or_path)
-      return parse_profile(e.json, std::string(e.name) + ".json (built-in)", "", true);
+    if (e.name != name_or_path) continue;
+    // A built-in profile is parsed once per process and copied out: its embedded text never changes, and
+    // parsing its kernel tables is nearly all of a command's start-up (a copy costs a few ms).
+    static std::mutex mutex;
+    static std::map<std::string, std::shared_ptr<const HardwareProfile>, std::less<>> parsed;
+    std::shared_ptr<const HardwareProfile> profile;
+    {
+      const std::lock_guard lock(mutex);
+      if (const auto it = parsed.find(e.name); it != parsed.end()) profile = it->second;
+    }
+    if (profile == nullptr) {
+      auto fresh = std::make_shared<const HardwareProfile>(
+          parse_profile(e.json, std::string(e.name) + ".json (built-in)", "", true));
+      const std::lock_guard lock(mutex);
+      profile = parsed.emplace(std::string(e.name), std::move(fresh)).first->second;
+    }
+    return *profile;
   }
   const std::filesystem::path path{std::string(name_or_path)};
   std::error_code ec;

@@ -61,10 +61,8 @@ SimEngine::SimEngine() {
       listener_->on_activity_done(reinterpret_cast<std::intptr_t>(activity.get_data<void>()));
     }
   });
-  for (const std::string& name : models::builtin_profile_names()) {
-    const models::HardwareProfile p = models::load_profile(name);
-    reserve(static_cast<int>(p.topology.gpus_per_nvlink_domain.si()), kDefaultMaxGpus);
-  }
+  for (const std::string& name : models::builtin_profile_names())
+    reserve(models::builtin_nvlink_domain_size(name), kDefaultMaxGpus);
 }
 
 void SimEngine::reserve(int domain_size, int gpus) {

@@ -21,6 +21,7 @@
 #include "dcpsim/models/cost_kernels.h"
 #include "dcpsim/models/kernel_table.h"
 #include "dcpsim/models/profile.h"
+#include "dcpsim/text_file.h"
 
 namespace dcpsim::models {
 namespace {
@@ -244,6 +245,69 @@ TEST(KernelTable, BadTablesFailWithFileAndPath) {
   EXPECT_THAT(parse_error(j), HasSubstr("tables[1]: duplicate table for correction \"d512 bf16\""));
 
   EXPECT_THAT(parse_error(ordered_json::array()), HasSubstr("t.json: (top level): expected a JSON object"));
+}
+
+// The text of `j` with a first, empty "tables" member before its own (JSON keeps the last of a repeated
+// member): the fast read of table files gives up on it, so parse_kernel_tables reads it the ordinary way.
+std::string read_the_ordinary_way(std::string text) {
+  const std::size_t at = text.find("\"tables\"");
+  return text.insert(at, "\"tables\": [], ");
+}
+
+// parse_kernel_tables reads a file's points straight from the parser (kernel_table_points.h) and gives the
+// file to the ordinary reader whenever anything in it is not a well-formed point: both read every committed
+// table the same, and each malformed point below gets the ordinary reader's message.
+TEST(KernelTable, TheFastReadAgreesWithTheOrdinaryOne) {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(DCPSIM_SOURCE_DIR "/models/tables")) {
+    const std::string text = read_text_file(entry.path(), "table");
+    if (text.find("dcpsim-kernel-tables/1") == std::string::npos) continue;  // communication tables
+    const KernelTables fast = parse_kernel_tables(text, "t.json");
+    EXPECT_EQ(fast, parse_kernel_tables(read_the_ordinary_way(text), "t.json")) << entry.path();
+    ++files;
+  }
+  EXPECT_GT(files, 30);
+
+  const std::string good = correction_tables().dump();
+  EXPECT_EQ(parse_kernel_tables(good, "t.json"), parse_kernel_tables(read_the_ordinary_way(good), "t.json"));
+  const auto edited = [](auto edit) {
+    ordered_json j = correction_tables();
+    edit(j["tables"][0]["points"]);
+    return j;
+  };
+  const std::vector<std::pair<ordered_json, std::string>> bad = {
+      {edited([](ordered_json& p) { p[1]["extra"] = 1; }),
+       "t.json: tables[0].points[1].extra: unknown field (allowed: at, median_ns, samples, min_ns, max_ns)"},
+      {edited([](ordered_json& p) { p[2].erase("min_ns"); }),
+       "t.json: tables[0].points[2].min_ns: missing required field"},
+      {edited([](ordered_json& p) { p[0]["samples"] = 2.5; }),
+       "t.json: tables[0].points[0].samples: expected a positive integer, got 2.5"},
+      {edited([](ordered_json& p) { p[0]["samples"] = 18446744073709551615ull; }),
+       "t.json: tables[0].points[0].samples: expected a positive integer, got 18446744073709551615"},
+      {edited([](ordered_json& p) {
+         p[4]["at"] = {2, 16};
+       }),
+       "t.json: tables[0].points[4].at: expected an array of 3 coordinates, got [2,16]"},
+      {edited([](ordered_json& p) { p[4]["at"] = 3; }),
+       "t.json: tables[0].points[4].at: expected an array of 3 coordinates, got 3"},
+      {edited([](ordered_json& p) { p[3]["max_ns"] = 1.0; }),
+       "t.json: tables[0].points[3]: expected min_ns <= median_ns <= max_ns, got 5648.0, 5648.0, 1.0"},
+      {edited([](ordered_json& p) { p[5]["median_ns"] = "5"; }),
+       "t.json: tables[0].points[5].median_ns: expected a positive number, got \"5\""},
+      {edited([](ordered_json& p) { p[5] = 7; }), "t.json: tables[0].points[5]: expected an object, got 7"},
+      {edited([](ordered_json& p) { p = ordered_json::array(); }),
+       "t.json: tables[0].points: expected a non-empty array of points, got []"},
+  };
+  for (const auto& [doc, message] : bad) EXPECT_EQ(parse_error(doc), message) << doc.dump().substr(0, 200);
+  // A syntax error inside a point names the value where it happened, as everywhere.
+  std::string cut = good;
+  cut.replace(cut.find("\"median_ns\":"), 12, "\"median_ns\":x");
+  try {
+    parse_kernel_tables(cut, "t.json");
+    ADD_FAILURE() << "a syntax error was read";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("t.json: invalid JSON at tables[0].points[0].median_ns"));
+  }
 }
 
 // A profile file and its table file side by side in a scratch directory.

@@ -87,7 +87,20 @@ TEST(Profile, EveryBuiltinLoadsAndValidates) {
     EXPECT_NO_THROW(validate_profile(p, name));
     EXPECT_GT(p.gpu.sm_count.si(), 0);
     EXPECT_GE(p.topology.gpus_per_nvlink_domain.si(), p.topology.gpus_per_node.si()) << name;
+    EXPECT_EQ(builtin_nvlink_domain_size(name), p.topology.gpus_per_nvlink_domain.si()) << name;
   }
+}
+
+TEST(Profile, ABuiltinIsParsedOnceAndEveryLoadIsItsOwnCopy) {
+  HardwareProfile first = load_profile("h100-sxm");
+  const HardwareProfile pristine = load_profile("h100-sxm");
+  EXPECT_EQ(first, pristine);
+  first.gpu.sm_count.value = 1;  // an edit of one copy (calibration edits its own) reaches no later load
+  first.tables.clear();
+  const HardwareProfile again = load_profile("h100-sxm");
+  EXPECT_EQ(again, pristine);
+  EXPECT_FALSE(again.tables.empty());
+  EXPECT_THROW(builtin_nvlink_domain_size("no-such-gpu"), InputError);
 }
 
 TEST(Profile, KeyNumbersMatchTheStartingFacts) {

@@ -287,6 +287,10 @@ const std::vector<std::string>& builtin_profile_names();
 // The embedded JSON text of a built-in profile; throws InputError listing the known names.
 std::string_view builtin_profile_json(std::string_view name);
 
+// A built-in profile's topology.gpus_per_nvlink_domain, read without loading its tables (the simulator
+// reserves a platform for each built-in domain size when it starts).
+int builtin_nvlink_domain_size(std::string_view name);
+
 // A built-in name or a path to a JSON file. Errors name the file and the field, e.g.
 // "h200.json: nvlink.bandwidth.value: expected a positive number, got -3"; unknown and missing fields are
 // errors.
