@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -111,8 +112,11 @@ TablePoint read_point(const Cursor& c, const Json& j, const std::string& path, s
   pt.min_ns = c.positive(c.member(j, path, "min_ns"), path + ".min_ns");
   pt.max_ns = c.positive(c.member(j, path, "max_ns"), path + ".max_ns");
   const Json& samples = c.member(j, path, "samples");
-  if (!samples.is_number_integer() || samples.get<int64_t>() < 1)
-    c.fail(path + ".samples", "expected a positive integer, got " + samples.dump());
+  if (!samples.is_number_integer() || samples.get<int64_t>() < 1 ||
+      samples.get<int64_t>() > std::numeric_limits<int>::max())
+    c.fail(path + ".samples", "expected a positive integer up to " +
+                                  std::to_string(std::numeric_limits<int>::max()) + ", got " +
+                                  samples.dump());
   pt.samples = static_cast<int>(samples.get<int64_t>());
   if (!(pt.min_ns <= pt.median_ns && pt.median_ns <= pt.max_ns)) {
     c.fail(path, "expected min_ns <= median_ns <= max_ns, got " + number_text(pt.min_ns) + ", " +
@@ -156,7 +160,9 @@ KernelTable read_table(const Cursor& c, const Json& j, const std::string& path, 
   }
   const Json& points = c.member(j, path, "points");
   if (fast_points != nullptr) {
-    if (fast_points->empty()) throw ReadPointsTheOrdinaryWay{};
+    // The fast read left an empty array in the document; anything else there is a later "points" member
+    // (JSON keeps the last), which the ordinary reader judges.
+    if (fast_points->empty() || !points.is_array() || !points.empty()) throw ReadPointsTheOrdinaryWay{};
     for (const TablePoint& p : *fast_points) check_fast_point(p, expected.size());
     t.points = std::move(*fast_points);
   } else {

@@ -6,9 +6,11 @@
 // slower still under AddressSanitizer).
 //
 // Only a well-formed point is read here: an object with exactly the members "at" (an array of numbers),
-// "median_ns", "min_ns", "max_ns" (numbers) and "samples" (an integer), each once. Anything else anywhere in
-// a points array, a second "tables" or "points" member, or a syntax error, and the reader gives up
-// (ok() false); parse_kernel_tables then reads the file the ordinary way, whose messages name what is wrong.
+// "median_ns", "min_ns", "max_ns" (numbers) and "samples" (an integer from 1 to INT_MAX), each once. Anything
+// else anywhere in a points array, a second "tables" or "points" array, or a syntax error, and the reader
+// gives up (read() false); a "points" member repeated with another value, and a point that fails read_point's
+// checks, read_table sends back (kernel_table.cc). parse_kernel_tables then reads the file the ordinary way,
+// whose messages name what is wrong.
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -32,7 +34,8 @@ class TablePointsReader {
   using string_t = Json::string_t;
   using binary_t = Json::binary_t;
 
-  explicit TablePointsReader(const std::string& origin) : dom_(origin) {}
+  explicit TablePointsReader(const std::string& origin) : dom_(origin) {}  // origin must outlive the reader
+  TablePointsReader(std::string&&) = delete;
 
   // Parses `text`; false when the reader gave up (then read it the ordinary way).
   bool read(std::string_view text) { return Json::sax_parse(text, this) && ok_; }
@@ -191,7 +194,7 @@ class TablePointsReader {
       case kSamples:
         if (!integer) return give_up();
         samples_ = *integer;
-        if (samples_ < 1) return give_up();
+        if (samples_ < 1 || samples_ > std::numeric_limits<int>::max()) return give_up();
         point_.samples = static_cast<int>(samples_);
         return true;
       default:

@@ -95,6 +95,9 @@ TEST(Profile, ABuiltinIsParsedOnceAndEveryLoadIsItsOwnCopy) {
   HardwareProfile first = load_profile("h100-sxm");
   const HardwareProfile pristine = load_profile("h100-sxm");
   EXPECT_EQ(first, pristine);
+  // One parse: the copies share what a table derives once (its memo; a parse of its own would start another).
+  ASSERT_FALSE(first.tables.empty());
+  EXPECT_EQ(first.tables[0].tables[0].memo.get(), pristine.tables[0].tables[0].memo.get());
   first.gpu.sm_count.value = 1;  // an edit of one copy (calibration edits its own) reaches no later load
   first.tables.clear();
   const HardwareProfile again = load_profile("h100-sxm");
