@@ -6,7 +6,7 @@
 #      calibration closed loops and the parameterised simulator sweeps (listed at the stage; the release build
 #      runs them);
 #   3. every parser's libFuzzer target (clang, ASan+UBSan; only those targets are built) for
-#      $DCPSIM_FUZZ_SECONDS (30) each on its seed corpus, two at a time;
+#      $DCPSIM_FUZZ_SECONDS (20) each on its seed corpus, two at a time;
 #   4. clang-format check of every C++/CUDA source.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +46,7 @@ DCPSIM_BUILD_DIR=build-asan scripts/build.sh -DCMAKE_BUILD_TYPE=Debug \
   ctest --output-on-failure -j "$jobs" -E "$asan_skip")
 
 stage "fuzzers"
-fuzz_seconds=${DCPSIM_FUZZ_SECONDS:-30}
+fuzz_seconds=${DCPSIM_FUZZ_SECONDS:-20}
 CC=clang-14 CXX=clang++-14 DCPSIM_BUILD_DIR=build-fuzz DCPSIM_BUILD_TARGETS=dcpsim_fuzzers scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DDCPSIM_WITH_CUDA=OFF -DDCPSIM_WITH_SIMGRID=OFF -DDCPSIM_SANITIZE=ON -DDCPSIM_BUILD_FUZZERS=ON \
   -DDCPSIM_BUILD_TESTS=OFF -DDCPSIM_BUILD_BENCHMARKS=OFF -DDCPSIM_FUZZ_SECONDS="$fuzz_seconds" -DDCPSIM_UNITY_BUILD=ON
