@@ -290,6 +290,16 @@ std::optional<PlanFeatures> slice_costs(const KernelTable& t, double heads, doub
   return cost;
 }
 
+// Whether `table` is the attention table of `key` over (heads, rows, tokens) that a schedule can read:
+// schedules need whole heads and rows; a table with others is looked up as any table is.
+bool schedule_readable(const KernelTable& table, const std::string& key) {
+  if (table.kernel != TableKernel::kAttention || table.key != key || table.grid.size() != 3) return false;
+  const auto whole = [](const std::vector<double>& g) {
+    return std::all_of(g.begin(), g.end(), [](double v) { return v >= 1.0 && v == std::floor(v); });
+  };
+  return whole(table.grid[0]) && whole(table.grid[1]);
+}
+
 // `heads`: the table's heads coordinate of the query (attention_table_heads). nullopt when no table of `key`
 // covers the shape.
 std::optional<double> planned_table_time_s(const HardwareProfile& p, const AttentionShape& a,
@@ -299,12 +309,7 @@ std::optional<double> planned_table_time_s(const HardwareProfile& p, const Atten
   const PlanFeatures query = planner.plan(a.heads, local_tokens);
   for (const KernelTables& file : p.tables) {
     for (const KernelTable& table : file.tables) {
-      if (table.kernel != TableKernel::kAttention || table.key != key || table.grid.size() != 3) continue;
-      // Schedules need whole heads and rows; a table with others is looked up as any table is.
-      const auto whole = [](const std::vector<double>& g) {
-        return std::all_of(g.begin(), g.end(), [](double v) { return v >= 1.0 && v == std::floor(v); });
-      };
-      if (!whole(table.grid[0]) || !whole(table.grid[1])) continue;
+      if (!schedule_readable(table, key)) continue;
       std::map<std::pair<double, double>, std::optional<PlanFeatures>> fits;
       auto costs = [&](double hg, double bg) {
         const auto [it, fresh] = fits.try_emplace({hg, bg});
@@ -482,11 +487,7 @@ std::optional<double> fitted_table_time_s(const HardwareProfile& p, const Attent
   };
   for (const KernelTables& file : p.tables) {
     for (const KernelTable& table : file.tables) {
-      if (table.kernel != TableKernel::kAttention || table.key != key || table.grid.size() != 3) continue;
-      const auto whole = [](const std::vector<double>& g) {
-        return std::all_of(g.begin(), g.end(), [](double v) { return v >= 1.0 && v == std::floor(v); });
-      };
-      if (!whole(table.grid[0]) || !whole(table.grid[1])) continue;
+      if (!schedule_readable(table, key)) continue;
       const auto h = bracket(table.grid[0], heads);
       const auto b = bracket(table.grid[1], rows);
       const auto n = bracket(table.grid[2], mean_tokens);
@@ -691,9 +692,9 @@ void apply_table(const HardwareProfile& p, const AttentionShape& shape, std::spa
   // chunks of one length whatever the rows: its fitted schedule prices the plan of the rows as they are.
   std::vector<int64_t> even(local_tokens.begin(), local_tokens.end());
   bool mixed = false;
+  const int64_t length = std::max<int64_t>(1, std::llround(mean));
   for (int64_t& n : even) {
     if (n == 0) continue;
-    const int64_t length = std::max<int64_t>(1, std::llround(mean));
     mixed = mixed || n != length;
     n = length;
   }

@@ -166,12 +166,9 @@ class TablePointsReader {
       table_has_points_ = false;
     }
   }
+  // A scalar directly in the tables array is a table of its own (read_table refuses it).
   bool scalar_done(bool dom_ok) {
-    // A scalar directly in the tables array is a table of its own (read_table refuses it).
-    if (frames_.size() == 2 && frames_[1].array && frames_[0].key == "tables") {
-      points_.emplace_back();
-      table_has_points_ = false;
-    }
+    element_start();
     return dom_ok;
   }
   // A number inside a point: a coordinate of "at", or the member just named.
@@ -193,9 +190,8 @@ class TablePointsReader {
         return true;
       case kSamples:
         if (!integer) return give_up();
-        samples_ = *integer;
-        if (samples_ < 1 || samples_ > std::numeric_limits<int>::max()) return give_up();
-        point_.samples = static_cast<int>(samples_);
+        if (*integer < 1 || *integer > std::numeric_limits<int>::max()) return give_up();
+        point_.samples = static_cast<int>(*integer);
         return true;
       default:
         return give_up();  // "at" given a number, not an array
@@ -209,7 +205,6 @@ class TablePointsReader {
   TablePoint point_;
   unsigned seen_ = 0;
   unsigned field_ = 0;
-  std::int64_t samples_ = 0;
   bool ok_ = true;
   bool seen_tables_ = false;
   bool table_has_points_ = false;

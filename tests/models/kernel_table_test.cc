@@ -71,13 +71,19 @@ ordered_json scaled_correction_tables(const std::string& key, double factor) {
   return t;
 }
 
-std::string parse_error_text(const std::string& text) {
+// The message of the InputError `read` throws, or "".
+template <class Read>
+std::string message_of(Read&& read) {
   try {
-    parse_kernel_tables(text, "t.json");
+    read();
   } catch (const InputError& e) {
     return e.what();
   }
   return "";
+}
+
+std::string parse_error_text(const std::string& text) {
+  return message_of([&] { parse_kernel_tables(text, "t.json"); });
 }
 
 std::string parse_error(const ordered_json& j) {
@@ -260,12 +266,7 @@ KernelTables ordinary_read(const std::string& text) {
 }
 
 std::string ordinary_error(const std::string& text) {
-  try {
-    ordinary_read(text);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return message_of([&] { ordinary_read(text); });
 }
 
 // parse_kernel_tables reads a file's points straight from the parser (kernel_table_points.h): it takes every
