@@ -45,11 +45,12 @@ std::string cf_pct(double x) {
   return buf;
 }
 
-// What the fit may move: the PDL savings, the PDL gap and the dirty-L2 write-back share, which only steps
-// show. Everything else was measured directly (tables, device facts, gaps off the timeline) or is not seen in
-// emulated steps.
+// What the fit may move: the PDL and graph savings, each merge kernel's own term after a copy node, the PDL
+// gap and the dirty-L2 write-back share, which only steps show. Everything else was measured directly
+// (tables, device facts, gaps off the timeline) or is not seen in emulated steps.
 bool cf_free_parameter(const std::string& name) {
-  return name.rfind("launch.pdl_saving_", 0) == 0 || name == "launch.dependent_gap_pdl" ||
+  return name.rfind("launch.pdl_saving_", 0) == 0 || name.rfind("launch.graph_saving_", 0) == 0 ||
+         name.rfind("launch.kernel_after_copy_node_", 0) == 0 || name == "launch.dependent_gap_pdl" ||
          name == "kernel.l2_dirty_writeback";
 }
 
@@ -70,7 +71,9 @@ std::string calibrated_description(const std::string& base_description, const De
       at != std::string::npos && out.find("by dcpsim hw calibrate", at) != std::string::npos)
     out.erase(at);
   out += "; measured on " + device.name + " (" + device.uuid + ") by dcpsim hw calibrate " + date;
-  return out + (fitted ? ": tables, device facts, launch gaps, PDL savings and the dirty-L2 write-back (the "
+  return out + (fitted ? ": tables, device facts, launch gaps, PDL and graph savings, the copy-node terms "
+                         "and the dirty-L2 "
+                         "write-back (the "
                          ".calibration.json sidecar says how)"
                        : " (tables, device facts, launch gaps; not yet fitted on steps)");
 }
@@ -123,8 +126,9 @@ void fit_stage(const models::HardwareProfile& base, const DeviceRecord& device, 
       {"device", device_json(device)},
       {"measured", notes},
       {"free_parameters",
-       "launch.pdl_saving_*, launch.dependent_gap_pdl, kernel.l2_dirty_writeback (every "
-       "other number measured directly or kept from the base)"}};
+       "launch.pdl_saving_*, launch.graph_saving_*, launch.kernel_after_copy_node_<kernel>, "
+       "launch.dependent_gap_pdl, kernel.l2_dirty_writeback (every other number measured directly or kept "
+       "from the base)"}};
   prov.extra["fitted_on"] = fitted_on_json(tables);
   CalibrationResult r;
   try {

@@ -285,6 +285,8 @@ models::HardwareProfile assemble_profile(const models::HardwareProfile& base, co
                                        std::to_string(d->second) + " points (dcpsim hw calibrate)");
       notes.push_back("launch.kernel_after_copy_node " + cp_us(d->first) + " (" + std::to_string(d->second) +
                       " points)");
+      // Each kernel's own term (fitted on the steps) starts again from this measurement, not the base's.
+      p.launch.after_copy_node = {};
     }
   }
   p.name = paths.stem;

@@ -178,6 +178,29 @@ void add_launch_parameters(std::vector<FitParameter>& out) {
   out.push_back(optional_param(
       "launch.pdl_saving_attention", kL, models::Unit::kMicroseconds,
       [](auto& p) -> auto& { return p.launch.pdl_saving_attention; }));
+  // Seen only in graph-launched emulated steps' merge kernels (absent: 0).
+  for (models::MemoryKernel k : models::kPdlChainKernels) {
+    const auto i = static_cast<std::size_t>(k);
+    out.push_back(optional_param(
+        "launch.graph_saving_" + std::string(models::to_string(k)), kL,
+        models::Unit::kMicroseconds, [i](auto& p) -> auto& { return p.launch.graph_saving[i]; }));
+  }
+  // A merge kernel's own term after an emulated collective's copy node: absent, it reads the shared
+  // launch.kernel_after_copy_node (which a fit creates it from).
+  for (models::MemoryKernel k : models::kAfterCopyKernels) {
+    const auto i = static_cast<std::size_t>(k);
+    FitParameter after = time_param("launch.kernel_after_copy_node_" + std::string(models::to_string(k)), kL,
+                                    [i](HardwareProfile& p) -> Quantity& {
+                                      std::optional<Quantity>& q = p.launch.after_copy_node[i];
+                                      if (!q) q = p.launch.kernel_after_copy_node;
+                                      return *q;
+                                    });
+    after.read = [i](const HardwareProfile& p) -> const Quantity& {
+      const std::optional<Quantity>& q = p.launch.after_copy_node[i];
+      return q ? *q : p.launch.kernel_after_copy_node;
+    };
+    out.push_back(after);
+  }
   out.push_back(time_param("launch.cpu_issue_graph", kL,
                            [](HardwareProfile& p) -> Quantity& { return p.launch.cpu_issue_graph; }));
   out.push_back(time_param("launch.cpu_issue_pdl", kL,

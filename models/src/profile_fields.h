@@ -110,9 +110,17 @@ void visit_profile(V& v, P& p) {
     v.number("dependent_gap_pdl", p.launch.dependent_gap_pdl, kTime, Check::kNonNegative);
     v.optional_number("dependent_gap_eager", p.launch.dependent_gap_eager, kTime, Check::kNonNegative);
     v.number("kernel_after_copy_node", p.launch.kernel_after_copy_node, kTime, Check::kNonNegative);
+    for (MemoryKernel k : kAfterCopyKernels) {
+      v.optional_number("kernel_after_copy_node_" + std::string(to_string(k)),
+                        p.launch.after_copy_node[static_cast<std::size_t>(k)], kTime, Check::kNonNegative);
+    }
     for (MemoryKernel k : kPdlChainKernels) {
       v.optional_number("pdl_saving_" + std::string(to_string(k)),
                         p.launch.pdl_saving[static_cast<std::size_t>(k)], kTime, Check::kNonNegative);
+    }
+    for (MemoryKernel k : kPdlChainKernels) {
+      v.optional_number("graph_saving_" + std::string(to_string(k)),
+                        p.launch.graph_saving[static_cast<std::size_t>(k)], kTime, Check::kNonNegative);
     }
     v.optional_number("pdl_saving_attention", p.launch.pdl_saving_attention, kTime, Check::kNonNegative);
     v.optional_number("event_pair", p.launch.event_pair, kTime, Check::kNonNegative);

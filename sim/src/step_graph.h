@@ -124,10 +124,10 @@ struct StepGraph {
   // NCCL's collectives are kernels: nothing on GPUs. PDL graphs hold the same copy nodes (a kernel cannot
   // overlap a copy). Left out: emulated row-stream, whose ranks all start after the query all-gather's last
   // copy (validate compares no emulated row-stream phase).
-  double after_copies_s(int rank) const {
-    return emulated_ranks && rank == 0 && scenario.launch != models::LaunchMode::kEager
-               ? profile.launch.kernel_after_copy_node.si()
-               : 0.0;
+  // `kernel`: the merge kernel's own term where the profile has one (launch.kernel_after_copy_node_<type>).
+  double after_copies_s(int rank, std::optional<models::MemoryKernel> kernel = std::nullopt) const {
+    if (!emulated_ranks || rank != 0 || scenario.launch == models::LaunchMode::kEager) return 0.0;
+    return kernel ? profile.launch.after_copy_node_s(*kernel) : profile.launch.kernel_after_copy_node.si();
   }
 
   // Whether rank `rank`'s merge kernel of an emulated step is launched with PDL right after the previous
@@ -228,10 +228,20 @@ struct StepGraph {
       if (cold.source != price.source) price.source = models::FigureSource::kAnalytic;
       price.seconds += dirty_writeback_s(rank, k, m, resident);
     }
-    // At most half the kernel: a saving is the launch and ramp PDL hides, never the kernel's own work.
-    if (saves) price.seconds -= std::min(saving->si(), 0.5 * price.seconds);
+    // An emulated graph-launched step's merge kernel (profile launch.graph_saving), and under PDL after a
+    // kernel that lets it launch early its PDL saving on top; at most half the kernel together: a saving is
+    // launch and ramp, never the kernel's own work. Real steps' kernels follow NCCL's, where no graph
+    // saving was measured.
+    const std::optional<models::Quantity>& in_graph =
+        profile.launch.graph_saving[static_cast<std::size_t>(k)];
+    const double saved =
+        (emulated_ranks && rank_by_rank && in_graph && scenario.launch != models::LaunchMode::kEager
+             ? in_graph->si()
+             : 0.0) +
+        (saves ? saving->si() : 0.0);
+    price.seconds -= std::min(saved, 0.5 * price.seconds);
     figures.push_back({rank, std::string(models::to_string(k)), price.source});
-    return price.seconds + (after_copies ? after_copies_s(rank) : 0.0);
+    return price.seconds + (after_copies ? after_copies_s(rank, k) : 0.0);
   }
 
   int add_span(Span span) {

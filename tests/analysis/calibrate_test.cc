@@ -219,6 +219,55 @@ TEST(CalibrateClosedLoop, RecoversPdlSavingsFromPdlStepsOnly) {
   EXPECT_FALSE(sim_fit().result.profile.launch.pdl_saving_attention.has_value());
 }
 
+// Each merge kernel's own copy-node term (launch.kernel_after_copy_node_<kernel>, absent from the base: it
+// reads the shared one) and the graph savings (launch.graph_saving_<kernel>) are seen only in emulated
+// graph-launched steps: rank 0's correction and A2A combine after the copies, every rank's chain kernels.
+// With every other number fixed the fit finds each; a fit on real steps leaves them out of the profile.
+TEST(CalibrateClosedLoop, RecoversCopyNodeTermsAndGraphSavingsFromEmulatedGraphSteps) {
+  TempDir dir;
+  models::HardwareProfile truth = testing::true_profile();
+  const auto us = [](double v) {
+    return models::quantity_from_si(v * 1e-6, models::Unit::kMicroseconds, "truth");
+  };
+  truth.launch.kernel_after_copy_node = us(0.16);
+  truth.launch.after_copy_node[static_cast<std::size_t>(models::MemoryKernel::kCorrection)] = us(0.05);
+  truth.launch.after_copy_node[static_cast<std::size_t>(models::MemoryKernel::kA2aCombine)] = us(0.4);
+  const double saving_us[] = {0.06, 0.04, 0.1};  // correction, a2a_pack, a2a_combine (kPdlChainKernels)
+  for (std::size_t i = 0; i < models::kPdlChainKernels.size(); ++i)
+    truth.launch.graph_saving[static_cast<std::size_t>(models::kPdlChainKernels[i])] = us(saving_us[i]);
+  std::vector<models::Scenario> grid;
+  for (models::Scenario s : testing::calibration_grid()) {
+    if (s.strategy == models::Strategy::kDirect) continue;
+    s.launch = models::LaunchMode::kGraph;
+    grid.push_back(s);
+  }
+  testing::write_sim_trace(dir / "graph.pb", truth, grid, traces::v1::SOURCE_EMULATED);
+  const auto free = [](const std::string& name) {
+    return name.rfind("launch.graph_saving_", 0) == 0 || name.rfind("launch.kernel_after_copy_node_", 0) == 0;
+  };
+  CalibrateOptions opt;
+  for (const FitParameter& f : fit_parameters())
+    if (!free(f.name)) opt.fixed.push_back(f.name);
+  models::HardwareProfile base = truth;
+  base.launch.after_copy_node = {};
+  base.launch.graph_saving = {};
+  const CalibrationResult r = calibrate(base, load_measured(dir / "graph.pb").sections, {}, opt);
+  const std::vector<std::pair<std::string, double>> want = {
+      {"launch.kernel_after_copy_node_correction", 0.05e-6},
+      {"launch.kernel_after_copy_node_a2a_combine", 0.4e-6},
+      {"launch.graph_saving_correction", 0.06e-6},
+      {"launch.graph_saving_a2a_pack", 0.04e-6},
+      {"launch.graph_saving_a2a_combine", 0.1e-6}};
+  for (const auto& [name, value] : want) {
+    const ParameterResult& p = param(r, name);
+    ASSERT_TRUE(p.fitted) << name << ": " << p.status;
+    EXPECT_NEAR(si(r.profile, name) / value, 1.0, tolerance(p)) << name;
+  }
+  EXPECT_EQ(models::parse_profile(models::to_json(r.profile), "again.json"), r.profile);
+  for (const auto& q : sim_fit().result.profile.launch.after_copy_node) EXPECT_FALSE(q.has_value());
+  for (const auto& q : sim_fit().result.profile.launch.graph_saving) EXPECT_FALSE(q.has_value());
+}
+
 // Multiplies every phase median of `in` by (1 + relative × g), g a fixed pseudo-random standard normal draw.
 void add_noise(const std::filesystem::path& in, const std::filesystem::path& out, double relative) {
   traces::Trace t = traces::read_trace(in);

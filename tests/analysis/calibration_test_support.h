@@ -52,6 +52,8 @@ inline models::HardwareProfile base_profile() {
   p.launch.dependent_gap_eager.reset();  // as the truth's: calibrate does not fit it
   p.launch.pdl_saving = {};              // seen in PDL steps only (CalibrateClosedLoop.RecoversPdlSavings...)
   p.launch.pdl_saving_attention.reset();  // (the same)
+  p.launch.after_copy_node = {};          // emulated graph steps only (...RecoversCopyNodeTerms...)
+  p.launch.graph_saving = {};             // (the same)
   p.attention.tensor_rate.value = 1e6;    // TFLOP/s
   p.tables.clear();                       // the analytic models are what is fitted
   // ... NCCL's model too (no measured collective tables), without the in-step, event-timing and one-sided

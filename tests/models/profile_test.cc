@@ -325,6 +325,40 @@ TEST(Profile, PdlSavingsAreOptionalPerChainKernel) {
               ::testing::ThrowsMessage<InputError>(HasSubstr("edited: launch.pdl_saving_attention.value")));
 }
 
+// launch.kernel_after_copy_node_<kernel> (correction, a2a_combine) and launch.graph_saving_<kernel> (the
+// chain kernels) are optional: absent, a kernel reads the shared copy-node term and saves nothing; present,
+// they round-trip; a negative one is an error naming the field; kernels without a slot are never written.
+TEST(Profile, CopyNodeTermsAndGraphSavingsAreOptionalPerKernel) {
+  HardwareProfile p = load_profile("b200");
+  for (const auto& q : p.launch.after_copy_node) EXPECT_FALSE(q.has_value());
+  for (const auto& q : p.launch.graph_saving) EXPECT_FALSE(q.has_value());
+  EXPECT_DOUBLE_EQ(p.launch.after_copy_node_s(MemoryKernel::kA2aCombine),
+                   p.launch.kernel_after_copy_node.si());
+  const auto combine = static_cast<std::size_t>(MemoryKernel::kA2aCombine);
+  const auto correction = static_cast<std::size_t>(MemoryKernel::kCorrection);
+  p.launch.after_copy_node[combine] = quantity_from_si(0.45e-6, Unit::kMicroseconds, "test");
+  p.launch.graph_saving[correction] = quantity_from_si(0.06e-6, Unit::kMicroseconds, "test");
+  p.launch.after_copy_node[static_cast<std::size_t>(MemoryKernel::kA2aPack)] =
+      quantity_from_si(1e-6, Unit::kMicroseconds, "no pack follows copies: not written");
+  const std::string json = to_json(p);
+  EXPECT_THAT(json, HasSubstr("\"kernel_after_copy_node_a2a_combine\""));
+  EXPECT_THAT(json, HasSubstr("\"graph_saving_correction\""));
+  EXPECT_THAT(json, ::testing::Not(HasSubstr("kernel_after_copy_node_correction")));
+  EXPECT_THAT(json, ::testing::Not(HasSubstr("kernel_after_copy_node_a2a_pack")));
+  EXPECT_DOUBLE_EQ(p.launch.after_copy_node_s(MemoryKernel::kA2aCombine), 0.45e-6);
+  p.launch.after_copy_node[static_cast<std::size_t>(MemoryKernel::kA2aPack)].reset();
+  EXPECT_EQ(parse_profile(json, "round trip"), p);
+  p.launch.after_copy_node[combine]->value = -0.1;
+  EXPECT_THAT([&] { validate_profile(p, "edited"); },
+              ::testing::ThrowsMessage<InputError>(
+                  HasSubstr("edited: launch.kernel_after_copy_node_a2a_combine.value")));
+  p.launch.after_copy_node[combine]->value = 0.45;
+  p.launch.graph_saving[correction]->value = -0.1;
+  EXPECT_THAT(
+      [&] { validate_profile(p, "edited"); },
+      ::testing::ThrowsMessage<InputError>(HasSubstr("edited: launch.graph_saving_correction.value")));
+}
+
 TEST(Profile, NcclLatencyTableOnlyForRingAndTree) {
   const HardwareProfile p = load_profile("h100-sxm");
   EXPECT_DOUBLE_EQ(nccl_latency(p, Algorithm::kTree, Protocol::kLL128).nvlink_hop_latency.si(), 1.25e-6);

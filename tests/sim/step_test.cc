@@ -43,6 +43,8 @@ models::HardwareProfile flat_merge_tables(models::TableKernel kernel,
   p.tables.clear();
   p.launch.pdl_saving = {};  // PDL prices from the tables given (Step.PdlSavingMeasuredOnSteps... sets them)
   p.launch.pdl_saving_attention.reset();  // (Step.DcpsimAttentionSavesUnderPdl... sets it)
+  p.launch.after_copy_node = {};          // (Step.EachMergeKernelsOwnCopyNodeTerm... sets them)
+  p.launch.graph_saving = {};             // (Step.EachMergeKernelsOwnCopyNodeTerm... sets them)
   p.kernel.l2_dirty_writeback
       .reset();  // the tables' prices alone (Step.EmulatedPacksAndCombinesPay... sets it)
   models::KernelTables t;
@@ -355,6 +357,88 @@ TEST(Step, EmulatedGraphsAddTheCopyNodeDelayToRankZerosNextKernel) {
     }
     for (int rank = 0; rank < 4; ++rank) EXPECT_NEAR(correction(real, rank), 5e-6, 1e-12) << rank;
   }
+}
+
+// launch.kernel_after_copy_node_<type> replaces the shared copy-node term for that kernel alone (rank 0's
+// correction after the emulated all-gather, its A2A combine after the emulated all-to-all; the attention
+// after the query all-gather keeps the shared one), and launch.graph_saving_<type> prices an emulated
+// graph-launched step's merge kernels that much below their tables, PDL steps before their PDL saving, never
+// eager ones or real ranks' (after NCCL's kernels); the savings together take at most half the kernel.
+TEST(Step, EachMergeKernelsOwnCopyNodeTermAndGraphSaving) {
+  models::HardwareProfile p =
+      flat_merge_tables(models::TableKernel::kCorrection, {{"d512 bf16", 5000.0}, {"d512 bf16 cold", 5000.0}},
+                        {4, 16}, {64, 256});
+  p.tables.push_back(flat_merge_tables(models::TableKernel::kA2aPack,
+                                       {{"d512 bf16", 4000.0}, {"d512 bf16 cold", 4000.0}}, {4, 16}, {8, 64})
+                         .tables.front());
+  p.tables.push_back(flat_merge_tables(models::TableKernel::kA2aCombine,
+                                       {{"d512 bf16", 6000.0}, {"d512 bf16 cold", 6000.0}}, {4, 16}, {8, 64})
+                         .tables.front());
+  const auto us = [](double v) {
+    return models::quantity_from_si(v * 1e-6, models::Unit::kMicroseconds, "test");
+  };
+  constexpr auto kCorr = static_cast<std::size_t>(models::MemoryKernel::kCorrection);
+  constexpr auto kPack = static_cast<std::size_t>(models::MemoryKernel::kA2aPack);
+  constexpr auto kComb = static_cast<std::size_t>(models::MemoryKernel::kA2aCombine);
+  p.launch.kernel_after_copy_node = us(0.25);
+  models::HardwareProfile own = p;
+  own.launch.after_copy_node[kCorr] = us(0.05);
+  own.launch.after_copy_node[kComb] = us(0.4);
+  EXPECT_DOUBLE_EQ(own.launch.after_copy_node_s(models::MemoryKernel::kCorrection), 0.05e-6);
+  EXPECT_DOUBLE_EQ(p.launch.after_copy_node_s(models::MemoryKernel::kCorrection), 0.25e-6);  // the shared one
+  SimOptions emulated;
+  emulated.emulated_ranks = true;
+  for (models::LaunchMode launch : {models::LaunchMode::kGraph, models::LaunchMode::kEager}) {
+    const models::Scenario ag = mla(4, 128, 8, 4 * 1024, Strategy::kAgAr, launch);
+    const models::Scenario a2a = mla(4, 128, 8, 4 * 1024, Strategy::kA2a, launch);
+    const bool graph = launch == models::LaunchMode::kGraph;
+    const StepResult ag_own = Simulator(own, emulated).run(ag);
+    const StepResult ag_shared = Simulator(p, emulated).run(ag);
+    EXPECT_NEAR(phase_s(ag_own, 0, "correction"), 5e-6 + (graph ? 0.05e-6 : 0.0), 1e-12);
+    EXPECT_NEAR(phase_s(ag_own, 0, "attention"), phase_s(ag_shared, 0, "attention"), 1e-12);  // shared term
+    EXPECT_NEAR(phase_s(Simulator(own, emulated).run(a2a), 0, "combine"), 6e-6 + (graph ? 0.4e-6 : 0.0),
+                1e-12);
+    EXPECT_NEAR(phase_s(Simulator(own, emulated).run(a2a), 0, "pack"), 4e-6, 1e-12);  // no copies before it
+  }
+  // Graph savings: emulated graph and PDL steps, every rank; not eager, not real ranks.
+  models::HardwareProfile saves = p;
+  saves.launch.graph_saving[kCorr] = us(0.1);
+  saves.launch.graph_saving[kPack] = us(0.2);
+  saves.launch.graph_saving[kComb] = us(0.3);
+  const auto at = [&](const models::HardwareProfile& prof, Strategy strategy, models::LaunchMode launch,
+                      bool emulate, int rank, const char* phase) {
+    SimOptions o;
+    o.emulated_ranks = emulate;
+    return phase_s(Simulator(prof, o).run(mla(4, 128, 8, 4 * 1024, strategy, launch)), rank, phase);
+  };
+  constexpr auto kGraph = models::LaunchMode::kGraph;
+  constexpr auto kEager = models::LaunchMode::kEager;
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_NEAR(at(saves, Strategy::kAgAr, kGraph, true, rank, "correction"),
+                at(p, Strategy::kAgAr, kGraph, true, rank, "correction") - 0.1e-6, 1e-12)
+        << rank;
+    EXPECT_NEAR(at(saves, Strategy::kA2a, kGraph, true, rank, "pack"),
+                at(p, Strategy::kA2a, kGraph, true, rank, "pack") - 0.2e-6, 1e-12)
+        << rank;
+    EXPECT_NEAR(at(saves, Strategy::kA2a, kGraph, true, rank, "combine"),
+                at(p, Strategy::kA2a, kGraph, true, rank, "combine") - 0.3e-6, 1e-12)
+        << rank;
+    EXPECT_NEAR(at(saves, Strategy::kAgAr, kEager, true, rank, "correction"),
+                at(p, Strategy::kAgAr, kEager, true, rank, "correction"), 1e-12)
+        << rank;
+    EXPECT_NEAR(at(saves, Strategy::kAgAr, kGraph, false, rank, "correction"),
+                at(p, Strategy::kAgAr, kGraph, false, rank, "correction"), 1e-12)
+        << rank;
+  }
+  // Under PDL the later ranks' correction saves both; together at most half the kernel.
+  saves.launch.pdl_saving[kCorr] = us(0.3);
+  EXPECT_NEAR(at(saves, Strategy::kAgAr, models::LaunchMode::kPdl, true, 2, "correction"), 5e-6 - 0.4e-6,
+              1e-12);
+  EXPECT_NEAR(at(saves, Strategy::kAgAr, models::LaunchMode::kPdl, true, 0, "correction"),
+              5e-6 - 0.1e-6 + 0.25e-6, 1e-12);  // rank 0: after the copies, no PDL saving
+  saves.launch.graph_saving[kCorr] = us(2.0);
+  saves.launch.pdl_saving[kCorr] = us(1.0);
+  EXPECT_NEAR(at(saves, Strategy::kAgAr, models::LaunchMode::kPdl, true, 2, "correction"), 2.5e-6, 1e-12);
 }
 
 // Under PDL an emulated step's later ranks launch each merge kernel right after the previous rank's kernel

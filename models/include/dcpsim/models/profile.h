@@ -130,6 +130,10 @@ std::string_view to_string(MemoryKernel k);
 // (LaunchSpec::pdl_saving).
 inline constexpr std::array<MemoryKernel, 3> kPdlChainKernels = {
     MemoryKernel::kCorrection, MemoryKernel::kA2aPack, MemoryKernel::kA2aCombine};
+// The merge kernels that follow a collective's result: the runner's emulated all-gather (correction) and
+// all-to-all (A2A combine) are copy nodes of the step's graph (LaunchSpec::after_copy_node).
+inline constexpr std::array<MemoryKernel, 2> kAfterCopyKernels = {MemoryKernel::kCorrection,
+                                                                  MemoryKernel::kA2aCombine};
 
 struct LaunchSpec {
   Quantity cpu_issue_eager;     // time: host cost of one eager kernel launch (per kernel)
@@ -146,6 +150,24 @@ struct LaunchSpec {
   // the same CUDA graph (`hw sweep --merge-prelude-copy 4k --prelude-copy-in-graph`); the runner's emulated
   // all-gather and all-to-all are such copies, NCCL's collectives are kernels.
   Quantity kernel_after_copy_node;
+  // time, per kernel type that follows such copies (correction, a2a_combine; optional in a profile file as
+  // launch.kernel_after_copy_node_<type>): the same for that kernel alone. The direct measurement above is
+  // one median over three kernels; the steps show the correction pays less and the A2A combine more, so
+  // `hw calibrate` fits these on its steps. Absent: kernel_after_copy_node. Indexed by MemoryKernel; only
+  // kAfterCopyKernels' entries are read, written or validated.
+  std::array<std::optional<Quantity>, kAllMemoryKernels.size()> after_copy_node;
+  // time, per merge kernel type (correction, a2a_pack, a2a_combine; optional as launch.graph_saving_<type>):
+  // how much less the kernel takes in an emulated step launched as a graph (or with PDL, before its PDL
+  // saving) than its table prices it: the steps' graph-launched kernels run shorter than the same
+  // kernels launched eagerly, by more than the tables' own timing shows. Fitted on steps; absent: 0.
+  // Indexed by MemoryKernel; only kPdlChainKernels' entries are read, written or validated.
+  std::array<std::optional<Quantity>, kAllMemoryKernels.size()> graph_saving;
+  // What a kernel of type `k` adds after a copy node of its graph: its own after_copy_node where the
+  // profile has one, else kernel_after_copy_node.
+  double after_copy_node_s(MemoryKernel k) const {
+    const std::optional<Quantity>& own = after_copy_node[static_cast<std::size_t>(k)];
+    return own ? own->si() : kernel_after_copy_node.si();
+  }
   // time, per merge kernel type (correction, a2a_pack, a2a_combine; optional in a profile file as
   // launch.pdl_saving_<type>): how much less the kernel takes under PDL than graph-replayed when the kernel
   // before it on its stream lets it launch early (dcpsim's kernels trigger their dependents as they start):
