@@ -71,11 +71,10 @@ std::string calibrated_description(const std::string& base_description, const De
       at != std::string::npos && out.find("by dcpsim hw calibrate", at) != std::string::npos)
     out.erase(at);
   out += "; measured on " + device.name + " (" + device.uuid + ") by dcpsim hw calibrate " + date;
-  return out + (fitted ? ": tables, device facts, launch gaps, PDL and graph savings, the copy-node terms "
-                         "and the dirty-L2 "
-                         "write-back (the "
-                         ".calibration.json sidecar says how)"
-                       : " (tables, device facts, launch gaps; not yet fitted on steps)");
+  return out + (fitted
+                    ? ": tables, device facts, launch gaps, PDL and graph savings, the copy-node terms and "
+                      "the dirty-L2 write-back (the .calibration.json sidecar says how)"
+                    : " (tables, device facts, launch gaps; not yet fitted on steps)");
 }
 
 std::string provisional_profile(const models::HardwareProfile& base, const DeviceRecord& device,
