@@ -38,6 +38,7 @@ struct SweepFlags {
   std::string merge_prelude = "0";
   double merge_prelude_busy_us = 0;
   std::string merge_prelude_copy = "0";
+  std::string attention_prelude_write = "0";
   bool merge_prelude_copy_in_graph = false;
   bool warm_lse = false;
   bool pdl = false;
@@ -102,6 +103,14 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
   if (f.merge_prelude_copy != "0")
     c.merge_prelude_copy_bytes = parse_byte_count(f.merge_prelude_copy, "--merge-prelude-copy");
   c.merge_prelude_copy_in_graph = f.merge_prelude_copy_in_graph;
+  if (f.attention_prelude_write != "0") {
+    c.attention_prelude_write_bytes =
+        parse_byte_count(f.attention_prelude_write, "--attention-prelude-write");
+    if (std::find(c.kernels.begin(), c.kernels.end(), "attention") == c.kernels.end())
+      throw InputError(
+          "kernel sweep: --attention-prelude-write shapes the attention's calls; give --kernels "
+          "with attention");
+  }
   c.warm_lse = f.warm_lse;
   c.pdl = f.pdl;
   if (f.pdl_chain != 0) {
@@ -253,6 +262,12 @@ void add_hw_sweep_command(CLI::App& hw_cmd, int argc, char** argv) {
        "merge kernels: before each call a device-to-device copy of this many bytes (outside the call's "
        "span), as an emulated collective's copies come before a step's merge kernel; 0: none (bytes: 0, "
        "64k, 16m; k = 1024)")
+      ->capture_default_str();
+  s->add_option("--attention-prelude-write", f->attention_prelude_write,
+                "attention: before each call (outside its span) a memset of this many bytes of scratch, "
+                "left dirty in L2, so the call's KV stream writes them back, as after kernels that wrote "
+                "that much (the previous layer, an emulated step's previous repetition); the table keys do "
+                "not change (the provenance's command says it); 0: none (bytes: 0, 8m, 32m; k = 1024)")
       ->capture_default_str();
   s->add_flag("--prelude-copy-in-graph", f->merge_prelude_copy_in_graph,
               "merge kernels: the --merge-prelude-copy copy is a node of each call's graph, just before its "

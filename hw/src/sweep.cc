@@ -60,6 +60,8 @@ struct L2Flush {
   DeviceBuffer copy_from, copy_to;  // then a device-to-device copy between these (copy engine)
   bool copy_in_graph = false;       // the copy is a node of the call's graph instead (copy() at capture)
   bool evicts = false;              // it evicts the L2 (cold inputs)
+  DeviceBuffer dirty;               // last, a memset of these bytes: dirty lines in L2
+  unsigned char dirty_value = 0;
   void copy(cudaStream_t stream) {
     if (copy_to.bytes() > 0)
       DCPSIM_CUDA(
@@ -68,6 +70,8 @@ struct L2Flush {
   void operator()(cudaStream_t stream) {
     if (busy_ns > 0) ops::launch_busy(busy_ns, sink.as<unsigned>(), stream);
     if (!copy_in_graph) copy(stream);
+    if (dirty.bytes() > 0)  // a new value each time: the lines are written, not left as they were
+      DCPSIM_CUDA(cudaMemsetAsync(dirty.get(), ++dirty_value, dirty.bytes(), stream));
     if (scratch.bytes() == 0) return;
     if (pages)
       ops::launch_touch_pages(scratch.get(), scratch.bytes(), std::size_t{64} << 10, sink.as<unsigned>(),
@@ -291,6 +295,11 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
   Stream stream;
   L2Flush flush = make_l2_flush(c.cold_merge_inputs, c.merge_prelude_bytes, c.merge_prelude_busy_us,
                                 c.merge_prelude_copy_bytes, c.merge_prelude_copy_in_graph, c.device);
+  L2Flush attention_prelude;  // none, or the dirty lines of --attention-prelude-write
+  if (c.attention_prelude_write_bytes > 0) {
+    attention_prelude.dirty = DeviceBuffer(static_cast<std::size_t>(c.attention_prelude_write_bytes));
+    DCPSIM_CUDA(cudaMemset(attention_prelude.dirty.get(), 0, attention_prelude.dirty.bytes()));
+  }
   const int total = static_cast<int>(points.size());
   int done = 0;
   for (const detail::SweepPoint& p : points) {
@@ -303,9 +312,8 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
       if (p.op == "a2a-pack") op = ops::make_a2a_pack_bench(p.shape, c.seed);
       if (p.op == "a2a-combine") op = ops::make_a2a_combine_bench(p.shape, c.seed);
       const bool attention = p.kernel == TableKernel::kAttention;
-      L2Flush none;
-      t = time_point(*op, attention, c.warmup, c.reps, timeline.get(), stream.s, attention ? none : flush,
-                     !attention && c.warm_lse);
+      t = time_point(*op, attention, c.warmup, c.reps, timeline.get(), stream.s,
+                     attention ? attention_prelude : flush, !attention && c.warm_lse);
       if (!p.pdl_key.empty())
         t_pdl = time_point(*op, false, c.warmup, c.reps, timeline.get(), stream.s, flush, c.warm_lse,
                            c.pdl_chain);

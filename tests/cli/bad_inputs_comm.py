@@ -340,3 +340,8 @@ def add(case, g):
                   ["fp8", "--kernels", "attention,correction"], ["fp8", "--kernels", "attention,gemm"],
                   ["fp16"], ["fp32"], ["bogus"], [""]]:
         case(f"hw sweep --kv-dtype {' '.join(extra)}", HA + extra, outputs=["o.json"])
+    # --attention-prelude-write: a byte count, and only where attention is swept.
+    HP = ["hw", "sweep", "--out", "{d}/o.json", "--attention-prelude-write"]
+    for extra in [["-5", "--kernels", "attention"], ["8x", "--kernels", "attention"], ["", "--kernels", "attention"],
+                  ["2000g", "--kernels", "attention"], ["8m", "--kernels", "correction"]]:
+        case(f"hw sweep --attention-prelude-write {' '.join(extra)}", HP + extra, outputs=["o.json"])

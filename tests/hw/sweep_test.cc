@@ -342,6 +342,32 @@ TEST(SweepGpu, APreludeCopyInTheGraphIsNotTimed) {
     for (const models::TablePoint& p : k.points) EXPECT_LT(p.median_ns, 30e3) << k.key;
 }
 
+// --attention-prelude-write: a memset before each attention call leaves that many bytes dirty in L2, which
+// the call's KV stream must write back: the same keys, and no point faster than without it (by more than the
+// timing's noise), the larger ones slower (64 MiB of dirty lines to write back take >= ~20 us at 3.4 TB/s
+// shared with the KV's reads; the floor asserted is a tenth of that).
+TEST(SweepGpu, AttentionAfterDirtyLinesPaysTheirWriteBack) {
+  KernelSweepConfig c = small_config();
+  c.kernels = {"attention"};
+  c.geometries = {parse_sweep_geometry("mla")};
+  c.heads = {16};
+  c.rows = {8};
+  c.tokens = {16384};
+  c.reps = 10;
+  std::string why;
+  DCPSIM_REQUIRE_GPU(sweep_on_the_timeline(c, &why));
+  const std::optional<models::KernelTables> clean = sweep_on_the_timeline(c, &why);
+  if (!clean) GTEST_SKIP() << why;
+  c.attention_prelude_write_bytes = std::int64_t{64} << 20;
+  const std::optional<models::KernelTables> dirty = sweep_on_the_timeline(c, &why);
+  ASSERT_TRUE(dirty.has_value()) << why;
+  ASSERT_EQ(table_keys(*clean), table_keys(*dirty));
+  ASSERT_EQ(clean->tables.front().points.size(), 1u);
+  const double without = clean->tables.front().points.front().median_ns;
+  const double with = dirty->tables.front().points.front().median_ns;
+  EXPECT_GT(with, without + 2e3) << "without " << without << " ns, with " << with << " ns";
+}
+
 // The empty kernel is the floor under every kernel call: below the smallest correction, in both modes.
 TEST(BenchGpu, TheEmptyKernelIsTheLaunchFloor) {
   for (bool graph : {true, false}) {

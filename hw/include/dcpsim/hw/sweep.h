@@ -80,6 +80,12 @@ struct KernelSweepConfig {
   // graph holds its collective's copy nodes), instead of enqueued before the graph; the span then counts
   // kernels only.
   bool merge_prelude_copy_in_graph = false;
+  // Attention: before each call (outside its span) a memset of this many bytes of scratch, which leaves them
+  // dirty in L2 (up to its size): every line the call's KV stream evicts then waits for a write-back first,
+  // as an attention kernel after kernels that wrote that much (an emulated step's first rank after the
+  // previous repetition's merges; a deployed rank after the previous layer). The table keys do not change
+  // (the provenance's command says it). 0: none.
+  std::int64_t attention_prelude_write_bytes = 0;
   // Correction and A2A combine as `hw run --row-stamps` runs them (per-row stamps on): tables keyed
   // "... stamped" (models::MergeShape::row_stamps). Only those two kernels stamp rows.
   bool row_stamps = false;
