@@ -106,6 +106,11 @@ hw::KernelSweepConfig to_config(const SweepFlags& f, const std::string& command)
   if (f.attention_prelude_write != "0") {
     c.attention_prelude_write_bytes =
         parse_byte_count(f.attention_prelude_write, "--attention-prelude-write");
+    // More than an L2 holds adds nothing (a GPU's L2 is at most a few hundred MB); the buffer is on the
+    // device.
+    if (c.attention_prelude_write_bytes > (std::int64_t{4} << 30))
+      throw InputError("kernel sweep: --attention-prelude-write '" + f.attention_prelude_write +
+                       "' is over 4g: no L2 holds that many dirty bytes");
     if (std::find(c.kernels.begin(), c.kernels.end(), "attention") == c.kernels.end())
       throw InputError(
           "kernel sweep: --attention-prelude-write shapes the attention's calls; give --kernels "

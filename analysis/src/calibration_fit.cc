@@ -142,7 +142,9 @@ void fit_stage(const models::HardwareProfile& base, const DeviceRecord& device, 
     lines.push_back("fit: nothing to fit (" + std::string(e.what()) + ")");
   }
   stamp_sources(r, prov);
-  r.profile.description = calibrated_description(base.description, device, date, true);
+  const bool any_fitted = std::any_of(r.parameters.begin(), r.parameters.end(),
+                                      [](const ParameterResult& q) { return q.fitted; });
+  r.profile.description = calibrated_description(base.description, device, date, any_fitted);
   write_calibration(r, prov, paths.profile());
   for (const ParameterResult& p : r.parameters)
     if (p.fitted)

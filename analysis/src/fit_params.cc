@@ -157,6 +157,33 @@ void add_kernel_type_parameters(std::vector<FitParameter>& out) {
   }
 }
 
+// An optional profile number (absent: 0): created the first time a fit writes it, read as 0 until then.
+// `fallback`: what the model uses while the number is absent (default 0).
+FitParameter optional_time_param(std::string name, ParameterGroup g,
+                                 std::function<std::optional<Quantity>&(HardwareProfile&)> f,
+                                 std::function<Quantity(const HardwareProfile&)> fallback = nullptr) {
+  FitParameter p;
+  p.name = std::move(name);
+  p.coordinate = "the time itself [s]";
+  p.group = g;
+  const auto absent = [fallback](const HardwareProfile& prof) {
+    return fallback ? fallback(prof) : Quantity{0, models::Unit::kMicroseconds, "absent from the profile: 0"};
+  };
+  p.field = [f, absent](HardwareProfile& prof) -> Quantity& {
+    std::optional<Quantity>& q = f(prof);
+    if (!q) q = absent(prof);
+    return *q;
+  };
+  p.read = [f, absent](const HardwareProfile& prof) -> const Quantity& {
+    thread_local Quantity shown;
+    const std::optional<Quantity>& q = f(const_cast<HardwareProfile&>(prof));
+    if (q) return *q;
+    shown = absent(prof);
+    return shown;
+  };
+  return p;
+}
+
 void add_launch_parameters(std::vector<FitParameter>& out) {
   constexpr auto kL = ParameterGroup::kLaunch;
   out.push_back(time_param("launch.gpu_launch_latency", kL,
@@ -189,17 +216,10 @@ void add_launch_parameters(std::vector<FitParameter>& out) {
   // launch.kernel_after_copy_node (which a fit creates it from).
   for (models::MemoryKernel k : models::kAfterCopyKernels) {
     const auto i = static_cast<std::size_t>(k);
-    FitParameter after = time_param("launch.kernel_after_copy_node_" + std::string(models::to_string(k)), kL,
-                                    [i](HardwareProfile& p) -> Quantity& {
-                                      std::optional<Quantity>& q = p.launch.after_copy_node[i];
-                                      if (!q) q = p.launch.kernel_after_copy_node;
-                                      return *q;
-                                    });
-    after.read = [i](const HardwareProfile& p) -> const Quantity& {
-      const std::optional<Quantity>& q = p.launch.after_copy_node[i];
-      return q ? *q : p.launch.kernel_after_copy_node;
-    };
-    out.push_back(after);
+    out.push_back(optional_time_param(
+        "launch.kernel_after_copy_node_" + std::string(models::to_string(k)), kL,
+        [i](HardwareProfile& p) -> std::optional<Quantity>& { return p.launch.after_copy_node[i]; },
+        [](const HardwareProfile& p) { return p.launch.kernel_after_copy_node; }));
   }
   out.push_back(time_param("launch.cpu_issue_graph", kL,
                            [](HardwareProfile& p) -> Quantity& { return p.launch.cpu_issue_graph; }));
@@ -247,33 +267,6 @@ void add_collective_parameters(std::vector<FitParameter>& out) {
       [](HardwareProfile& p) -> Quantity& { return p.internode.bandwidth; }, nullptr, 2e-11));
   out.push_back(time_param("internode.latency", kC,
                            [](HardwareProfile& p) -> Quantity& { return p.internode.latency; }));
-}
-
-// An optional profile number (absent: 0): created the first time a fit writes it, read as 0 until then.
-// `fallback`: what the model uses while the number is absent (default 0).
-FitParameter optional_time_param(std::string name, ParameterGroup g,
-                                 std::function<std::optional<Quantity>&(HardwareProfile&)> f,
-                                 std::function<Quantity(const HardwareProfile&)> fallback = nullptr) {
-  FitParameter p;
-  p.name = std::move(name);
-  p.coordinate = "the time itself [s]";
-  p.group = g;
-  const auto absent = [fallback](const HardwareProfile& prof) {
-    return fallback ? fallback(prof) : Quantity{0, models::Unit::kMicroseconds, "absent from the profile: 0"};
-  };
-  p.field = [f, absent](HardwareProfile& prof) -> Quantity& {
-    std::optional<Quantity>& q = f(prof);
-    if (!q) q = absent(prof);
-    return *q;
-  };
-  p.read = [f, absent](const HardwareProfile& prof) -> const Quantity& {
-    thread_local Quantity shown;
-    const std::optional<Quantity>& q = f(const_cast<HardwareProfile&>(prof));
-    if (q) return *q;
-    shown = absent(prof);
-    return shown;
-  };
-  return p;
 }
 
 // What a collective costs inside a step beyond nccl-tests' steady state, and the step's own arrival skew and

@@ -284,6 +284,10 @@ models::KernelTables run_kernel_sweep(const KernelSweepConfig& c,
       (timeline ? "on the GPU timeline (CUPTI" +
                       std::string(timeline->hardware_timestamps() ? ", hardware timestamps)" : ")")
                 : "with CUDA events around graph replays (CUPTI: " + why + ")");
+  if (c.attention_prelude_write_bytes > 0)  // the keys do not say it: the provenance does
+    out.provenance.clocks += "; before each attention call a memset of " +
+                             std::to_string(c.attention_prelude_write_bytes) +
+                             " bytes left dirty in L2 (--attention-prelude-write)";
   if (fp8)
     out.provenance.clocks +=
         "; KV cache fp8 e4m3 with one per-tensor scale 2^-8 (query and output bf16), FlashInfer's FP8-KV "

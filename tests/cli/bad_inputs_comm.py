@@ -343,5 +343,6 @@ def add(case, g):
     # --attention-prelude-write: a byte count, and only where attention is swept.
     HP = ["hw", "sweep", "--out", "{d}/o.json", "--attention-prelude-write"]
     for extra in [["-5", "--kernels", "attention"], ["8x", "--kernels", "attention"], ["", "--kernels", "attention"],
-                  ["2000g", "--kernels", "attention"], ["8m", "--kernels", "correction"]]:
+                  ["2000g", "--kernels", "attention"], ["8g", "--kernels", "attention"],
+                  ["8m", "--kernels", "correction"]]:
         case(f"hw sweep --attention-prelude-write {' '.join(extra)}", HP + extra, outputs=["o.json"])

@@ -346,6 +346,7 @@ TEST(Profile, CopyNodeTermsAndGraphSavingsAreOptionalPerKernel) {
   EXPECT_THAT(json, ::testing::Not(HasSubstr("kernel_after_copy_node_correction")));
   EXPECT_THAT(json, ::testing::Not(HasSubstr("kernel_after_copy_node_a2a_pack")));
   EXPECT_DOUBLE_EQ(p.launch.after_copy_node_s(MemoryKernel::kA2aCombine), 0.45e-6);
+  EXPECT_DOUBLE_EQ(p.launch.after_copy_node_s(MemoryKernel::kA2aPack), p.launch.kernel_after_copy_node.si());
   p.launch.after_copy_node[static_cast<std::size_t>(MemoryKernel::kA2aPack)].reset();
   EXPECT_EQ(parse_profile(json, "round trip"), p);
   p.launch.after_copy_node[combine]->value = -0.1;

@@ -3,6 +3,7 @@
 // unit and its source. The JSON files in models/profiles/ are the single source of truth; the same files are
 // embedded in the library, so a built-in name works from any directory. See models/profiles/README.md for the
 // format.
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <optional>
@@ -162,11 +163,13 @@ struct LaunchSpec {
   // kernels launched eagerly, by more than the tables' own timing shows. Fitted on steps; absent: 0.
   // Indexed by MemoryKernel; only kPdlChainKernels' entries are read, written or validated.
   std::array<std::optional<Quantity>, kAllMemoryKernels.size()> graph_saving;
-  // What a kernel of type `k` adds after a copy node of its graph: its own after_copy_node where the
-  // profile has one, else kernel_after_copy_node.
+  // What a kernel of type `k` adds after a copy node of its graph: its own after_copy_node where it is one of
+  // kAfterCopyKernels and the profile has one, else kernel_after_copy_node.
   double after_copy_node_s(MemoryKernel k) const {
     const std::optional<Quantity>& own = after_copy_node[static_cast<std::size_t>(k)];
-    return own ? own->si() : kernel_after_copy_node.si();
+    const bool has_slot =
+        std::find(kAfterCopyKernels.begin(), kAfterCopyKernels.end(), k) != kAfterCopyKernels.end();
+    return own && has_slot ? own->si() : kernel_after_copy_node.si();
   }
   // time, per merge kernel type (correction, a2a_pack, a2a_combine; optional in a profile file as
   // launch.pdl_saving_<type>): how much less the kernel takes under PDL than graph-replayed when the kernel
