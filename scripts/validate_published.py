@@ -140,7 +140,10 @@ def kimi_k26_rtx_pro_6000(p):
             "--dcp", p["dcp"], "--kv-dtype", "fp8", "--strategy", "ag-rs", "--gpu-memory-utilization", "0.94",
             "--max-num-batched-tokens", "8192", "--context", str((ctx or 0) + RTX_DECODED)]
     if spec:
-        args += ["--spec-tokens", "3", "--accept-length", str(RTX_ACCEPT)]
+        # The image's TRITON_MLA runs each verify block as decode rows, one row per query token with its own
+        # sequence length, each reading the KV (models/kimi-k26-mtp-long-ctx-wip/README.md, "Phase 1": the
+        # decode kernel treats each query as a separate request; vLLM PR #40750 in the image's patch stack).
+        args += ["--spec-tokens", "3", "--accept-length", str(RTX_ACCEPT), "--spec-attention", "rows"]
     if RTX_OVERHEAD_US is not None:
         args += ["--step-overhead-us", f"{RTX_OVERHEAD_US:.1f}"]
     return args, 8, 1

@@ -97,7 +97,7 @@ const char* kCollectivesHeader = "  %-14s %-14s %-15s %-12s %12s %10s %11s %11s\
 
 std::string whole_step_text(const analysis::WholeModel& m, const sim::StepResult& r) {
   char line[1536];
-  const int rows = r.scenario.rows();
+  const int rows = m.requests(r.scenario);
   const double step = m.decode_step_s(r.step_latency_s, rows);
   std::snprintf(line, sizeof line,
                 "  decode step (%d layers + non-attention): %.3f ms = %d x %.3f us + %.1f us\n"
@@ -133,10 +133,11 @@ std::string memory_text(const analysis::WholeModel& m, const models::Scenario& s
   return line;
 }
 
-std::int64_t busiest_tokens(const sim::StepResult& r) {
+// The KV tokens the busiest rank stores (its attention reads k + 1 times that with --spec-attention rows).
+std::int64_t busiest_tokens(const sim::StepResult& r, const analysis::WholeModel& m) {
   std::int64_t tokens = 0;
   for (const sim::RankTimeline& t : r.ranks) tokens = std::max(tokens, t.kv_tokens);
-  return tokens;
+  return m.kv_tokens_stored(tokens);
 }
 
 nlohmann::json json_of(const sim::StepResult& r, const analysis::WholeModel& m, const std::string& model) {
@@ -154,7 +155,7 @@ nlohmann::json json_of(const sim::StepResult& r, const analysis::WholeModel& m, 
                                           {"algbw_GBps", b.algbw_Bps / 1e9},
                                           {"busbw_GBps", b.busbw_Bps / 1e9}});
   }
-  const int rows = r.scenario.rows();
+  const int rows = m.requests(r.scenario);
   j["decode_step"] = {{"model", model},
                       {"tp", m.tp()},
                       {"pp", m.pp()},
@@ -174,7 +175,7 @@ nlohmann::json json_of(const sim::StepResult& r, const analysis::WholeModel& m, 
                  {"kv_budget_basis", m.kv_budget_basis()},
                  {"kv_capacity_tokens_per_gpu", capacity},
                  {"kv_capacity_tokens_group", capacity * r.scenario.dcp},
-                 {"kv_fits", busiest_tokens(r) <= capacity}};
+                 {"kv_fits", busiest_tokens(r, m) <= capacity}};
   return j;
 }
 
@@ -214,7 +215,7 @@ void print_one(const sim::StepResult& r, const analysis::WholeModel& m, const st
                 "busbw GB/s");
     std::cout << collectives_text(r, "");
   }
-  std::cout << "\n" << whole_step_text(m, r) << memory_text(m, r.scenario, busiest_tokens(r));
+  std::cout << "\n" << whole_step_text(m, r) << memory_text(m, r.scenario, busiest_tokens(r, m));
 }
 
 // "fastest" among the strategies a pick may choose, and a research strategy that beat it.
@@ -266,7 +267,7 @@ void print_side_by_side(const std::vector<sim::StepResult>& results, const analy
                 r.attention_end_s * 1e6, r.merge_latency_s * 1e6, 100 * r.merge_latency_s / r.step_latency_s,
                 comm * 1e6, 100 * comm / r.step_latency_s,
                 analysis::phase_longest_s(r, sim::kPhaseQueryGather) * 1e6,
-                m.decode_step_s(r.step_latency_s, r.scenario.rows()) * 1e3,
+                m.decode_step_s(r.step_latency_s, m.requests(r.scenario)) * 1e3,
                 std::string(analysis::to_string(analysis::strategy_info(r.scenario.strategy).tier)).c_str());
   }
   print_fastest(results, c);
@@ -279,7 +280,7 @@ void print_side_by_side(const std::vector<sim::StepResult>& results, const analy
               "algbw GB/s", "busbw GB/s");
   for (const sim::StepResult& r : results)
     std::cout << collectives_text(r, std::string(models::to_string(r.scenario.strategy)));
-  std::cout << "\n" << whole_step_text(m, first) << memory_text(m, s, busiest_tokens(first));
+  std::cout << "\n" << whole_step_text(m, first) << memory_text(m, s, busiest_tokens(first, m));
 }
 
 // The summary JSON (summary_json.h): one shape for one strategy or several.

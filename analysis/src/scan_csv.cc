@@ -91,14 +91,19 @@ std::string scan_csv_row(const WholeModel& m, const std::string& model_name, con
     tokens = std::max(tokens, t.kv_tokens);
     bytes = std::max(bytes, t.kv_bytes);
   }
+  // With --spec-attention rows the attention reads each request's KV k + 1 times: the stored KV, and the
+  // requests, are the reads / (k + 1).
+  bytes = m.kv_tokens_stored(bytes);
+  tokens = m.kv_tokens_stored(tokens);
+  const int requests = m.requests(s);
   const std::int64_t capacity = m.kv_capacity_tokens(s);
   const double comm = communication_s(r);
-  const double non_attention = m.non_attention_s(s.rows());
+  const double non_attention = m.non_attention_s(requests);
 
   std::string row =
       p.name + "," + (model_name.empty() ? "none" : model_name) + "," + std::to_string(m.tp()) + "," +
       std::to_string(s.dcp) + "," + std::to_string(s.heads) + "," + std::to_string(s.kv_heads) + "," +
-      std::to_string(s.head_dim) + "," + std::to_string(s.qk_dim) + "," + std::to_string(s.rows()) + "," +
+      std::to_string(s.head_dim) + "," + std::to_string(s.qk_dim) + "," + std::to_string(requests) + "," +
       context_text(s) + "," + std::string(models::to_string(s.strategy)) + "," +
       std::string(to_string(strategy_info(s.strategy).tier)) + "," +
       std::string(models::to_string(s.launch)) + "," + std::string(models::to_string(s.kv_dtype)) + "," +
@@ -108,7 +113,7 @@ std::string scan_csv_row(const WholeModel& m, const std::string& model_name, con
          fixed(r.merge_latency_s * 1e6, 6) + "," + fixed(step > 0 ? r.merge_latency_s / step : 0.0, 6) + "," +
          fixed(comm * 1e6, 6) + "," + fixed(step > 0 ? comm / step : 0.0, 6) + "," +
          std::to_string(m.layers()) + "," + fixed(non_attention * 1e6, 6) + "," +
-         fixed(m.decode_step_s(step, s.rows()) * 1e6, 6);
+         fixed(m.decode_step_s(step, requests) * 1e6, 6);
   for (std::string_view phase : kPhases) row += "," + phase_us(r, phase);
   row += "," + std::to_string(tokens) + "," + std::to_string(bytes) + "," + fixed(m.hbm_bytes() / 1e9, 3) +
          "," + fixed(m.weight_bytes_per_gpu() / 1e9, 3) + "," + fixed(m.kv_budget_bytes() / 1e9, 3) + "," +

@@ -101,6 +101,12 @@ void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& f, bool pipeline) {
   cmd.add_option("--accept-length", f.accept_length,
                  "mean tokens emitted per request per step with --spec-tokens k (vLLM's acceptance length, "
                  "1 <= a <= k + 1)");
+  cmd.add_option("--spec-attention", f.spec_attention,
+                 "with --spec-tokens k, how the attention kernel reads a request's k + 1 verify rows: heads "
+                 "(one read of the KV for all of them, the rows folded into the query heads: FlashMLA, "
+                 "FlashInfer MLA) or rows (each a decode row of its own that reads the KV again: vLLM's "
+                 "TRITON_MLA running verify blocks as decode rows)")
+      ->capture_default_str();
   cmd.add_option("--activation-reserve-gib", f.activation_reserve_gib,
                  "activation peak per GPU in GiB (default: estimated as vLLM's profile run would find it)");
   cmd.add_option("--runtime-reserve-gib", f.runtime_reserve_gib,
@@ -147,6 +153,9 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
     check_value(*f.accept_length, "--accept-length", 1.0, spec_tokens_ + 1.0);
     accept_length_ = *f.accept_length;
   }
+  if (f.spec_attention != "heads" && f.spec_attention != "rows")
+    throw InputError("--spec-attention must be heads or rows, not '" + f.spec_attention + "'");
+  spec_rows_ = f.spec_attention == "rows" && spec_tokens_ > 0;
   if (model_ && !f.weight_dtype.empty())
     model_ = model_->with_weight_dtype(models::parse_weight_dtype(f.weight_dtype));
   if (!model_ && !f.weight_dtype.empty()) throw InputError("--weight-dtype needs --model");
@@ -189,11 +198,13 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
     non_attention_basis_ = "none: attention layers only (give --model, or --non-attention-us from a profile)";
   }
   if (spec_tokens_ > 0) {
-    char b[240];
+    char b[320];
     std::snprintf(b, sizeof b,
-                  "; speculative decoding: %d draft tokens, %d query rows per request, %.2f tokens "
-                  "per step (given)%s",
-                  spec_tokens_, spec_tokens_ + 1, accept_length_,
+                  "; speculative decoding: %d draft tokens, %d query rows per request (%s), %.2f "
+                  "tokens per step (given)%s",
+                  spec_tokens_, spec_tokens_ + 1,
+                  spec_rows_ ? "each a decode row reading its KV" : "folded into the heads, one KV read",
+                  accept_length_,
                   model_ && model_->config.num_nextn_predict_layers > 0 ? ", MTP draft modelled"
                                                                         : ", draft cost not modelled");
     spec_basis_ = b;
@@ -239,7 +250,17 @@ void WholeModel::set_memory(const WholeModelFlags& f) {
 }
 
 models::Scenario WholeModel::attention_scenario(models::Scenario s) const {
-  s.heads *= spec_tokens_ + 1;
+  if (!spec_rows_) {
+    s.heads *= spec_tokens_ + 1;
+    return s;
+  }
+  // Verify row j sees c - (k - j) tokens; priced at c (k <= 16 tokens of thousands), which keeps the KV
+  // each rank reads exactly (k + 1) x what it stores (kv_tokens_stored).
+  std::vector<int64_t> rows;
+  rows.reserve(s.contexts.size() * (spec_tokens_ + 1));
+  for (const int64_t c : s.contexts) rows.insert(rows.end(), spec_tokens_ + 1, c);
+  s.contexts = std::move(rows);
+  s.padded_rows *= spec_tokens_ + 1;
   return s;
 }
 

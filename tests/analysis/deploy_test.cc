@@ -69,6 +69,48 @@ TEST(WholeModelDeployed, SpeculativeDecodingInTheStepAndPerToken) {
   EXPECT_GT(w.weight_bytes_per_gpu(), plain.weight_bytes_per_gpu());  // the MTP module's weights
 }
 
+// --spec-attention rows: each verify token a decode row of its own (vLLM's TRITON_MLA): the same requests,
+// the same query rows and heads, but every row reads its request's KV again.
+TEST(WholeModelDeployed, SpecVerifyRowsReadTheKvOncePerRow) {
+  const models::HardwareProfile h200 = models::load_profile("h200-sxm");
+  const models::ModelPreset ds = models::load_model("deepseek-v3");
+  WholeModelFlags f;
+  f.spec_tokens = 3;
+  f.accept_length = 2.5;
+  const WholeModel heads(ds, h200, 8, f);
+  f.spec_attention = "rows";
+  const WholeModel rows(ds, h200, 8, f);
+  models::Scenario s = layout_scenario(ds, 8, 8, 2, 1, models::Strategy::kAgRs, models::DType::kBF16);
+  s.contexts = {5000, 9000};
+  s.padded_rows = 1;
+  const models::Scenario h = heads.attention_scenario(s);
+  const models::Scenario r = rows.attention_scenario(s);
+  EXPECT_EQ(h.heads, 4 * s.heads);
+  EXPECT_EQ(h.contexts, s.contexts);
+  EXPECT_EQ(r.heads, s.heads);
+  EXPECT_THAT(r.contexts, ::testing::ElementsAre(5000, 5000, 5000, 5000, 9000, 9000, 9000, 9000));
+  EXPECT_EQ(r.padded_rows, 4);
+  EXPECT_EQ(h.merge_rows() * h.heads, r.merge_rows() * r.heads);  // the merge's rows x heads alike
+  EXPECT_EQ(heads.requests(h), 2);
+  EXPECT_EQ(rows.requests(r), 2);
+  EXPECT_EQ(rows.kv_tokens_stored(4 * 14000), 14000);
+  EXPECT_EQ(heads.kv_tokens_stored(14000), 14000);
+  // The KV bytes the attention reads: (k + 1) x with rows, the same with heads.
+  const auto io = [](const models::Scenario& x) {
+    return models::attention_io_bytes(models::attention_shape(x), x.contexts);
+  };
+  const double kv = 576.0 * 2 * 14000;  // bf16 latent + rope per token
+  EXPECT_GT(io(r) - io(s), 2.9 * kv);
+  EXPECT_LT(io(h) - io(s), 0.25 * kv);  // only the queries and outputs grow
+  EXPECT_THAT(rows.non_attention_basis(), HasSubstr("each a decode row"));
+  // Without speculative decoding the flag changes nothing; a bad value is an input error.
+  WholeModelFlags plain;
+  plain.spec_attention = "rows";
+  EXPECT_EQ(WholeModel(ds, h200, 8, plain).attention_scenario(s).contexts, s.contexts);
+  plain.spec_attention = "columns";
+  EXPECT_THROW(WholeModel(ds, h200, 8, plain), InputError);
+}
+
 TEST(Baseline, ParsesPointsAndRefusesBadOnes) {
   const BaselinePoint p = parse_baseline("tpot=12ms,tp=8,batch=4,context=64k,dcp=2,strategy=a2a");
   EXPECT_DOUBLE_EQ(p.tpot_s, 0.012);

@@ -257,12 +257,14 @@ def add(case, g):
                         ("--gpu-memory-utilization", "0"), ("--gpu-memory-utilization", "1.5"),
                         ("--gpu-memory-utilization", "nan"), ("--weight-dtype", "bogus"),
                         ("--moe-a2a-backend", "bogus"), ("--spec-tokens", "17"), ("--accept-length", "0"),
-                        ("--activation-reserve-gib", "-1"), ("--runtime-reserve-gib", "nan"),
+                        ("--spec-attention", "columns"), ("--activation-reserve-gib", "-1"), ("--runtime-reserve-gib", "nan"),
                         ("--max-num-batched-tokens", "0"), ("--step-overhead-us", "-1"),
                         ("--step-overhead-us", "inf"), ("--model", "gpt-9"), ("--profile", "none-such")]:
         case(f"plan {flag} '{value}'", PL + [flag, value, "--out", "{d}/o.csv"], outputs=["o.csv"], timeout=30)
     case("plan --accept-length beyond k + 1", PL + ["--spec-tokens", "1", "--accept-length", "3"])
     case("plan --accept-length without --spec-tokens", PL + ["--accept-length", "1.5"])
+    case("simulate --spec-attention bogus", ["simulate", "--model", "deepseek-v3", "--spec-tokens", "2",
+                                             "--accept-length", "2", "--spec-attention", "bogus"])
     case("plan --moe-a2a-backend deepep-ll without --ep", PL + ["--moe-a2a-backend", "deepep-ll"])
     case("plan --plot without --out", PL + ["--plot", "{d}/o.png"], outputs=["o.png"])
     case("plan --out = --model", PL + ["--model", "{d}/m.json", "--out", "{d}/m.json"], {"m.json": model})

@@ -45,6 +45,7 @@ struct WholeModelFlags {
   int pp = 1;                              // pipeline stages (vLLM's --pipeline-parallel-size)
   int spec_tokens = 0;
   std::optional<double> accept_length;
+  std::string spec_attention = "heads";  // how attention reads a request's k + 1 verify rows: heads, rows
   std::optional<double> activation_reserve_gib;  // default: estimated from the model (vLLM's profile run)
   double runtime_reserve_gib = 1.0;              // non-torch memory and the CUDA-graph pool
   int max_num_batched_tokens = 8192;
@@ -55,7 +56,7 @@ struct WholeModelFlags {
 // --layers, --non-attention-us, --non-attention-us-per-token, --weight-reserve-gib, --gpu-memory-utilization,
 // --weight-dtype, --enable-expert-parallel, --moe-a2a-backend, --disable-custom-all-reduce,
 // --pipeline-parallel-size, --spec-tokens,
-// --accept-length, --activation-reserve-gib,
+// --accept-length, --spec-attention, --activation-reserve-gib,
 // --runtime-reserve-gib, --max-num-batched-tokens, --step-overhead-us, --baseline.
 // `pipeline` false leaves --pipeline-parallel-size to the command (plan takes a list).
 void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& flags, bool pipeline = true);
@@ -83,10 +84,22 @@ class WholeModel {
   int spec_tokens() const { return spec_tokens_; }
   double accept_length() const { return accept_length_; }
   // The attention layer a step of this deployment simulates: every request's k + 1 query rows attend over
-  // the same KV, priced as H × (k + 1) query heads (the same KV bytes, (k + 1)× the FLOPs, the merge and the
-  // query all-gather (k + 1)× the rows' bytes — exactly how MLA decode kernels fold the query length into
-  // the heads).
+  // the same KV. With --spec-attention heads (the default) they are priced as H × (k + 1) query heads over
+  // one read of the KV (the same KV bytes, (k + 1)× the FLOPs, the merge and the query all-gather (k + 1)×
+  // the rows' bytes — how FlashMLA and FlashInfer's MLA fold the query length into the heads); with rows,
+  // as k + 1 decode rows of their own, each reading the request's whole KV (padding rows × (k + 1)): how
+  // vLLM's TRITON_MLA runs a verify block as decode rows.
   models::Scenario attention_scenario(models::Scenario s) const;
+  // The requests of a step whose attention layer is `attention` (an attention_scenario): its rows, or its
+  // rows / (k + 1) with --spec-attention rows.
+  int requests(const models::Scenario& attention) const {
+    return spec_rows_ ? attention.rows() / (spec_tokens_ + 1) : attention.rows();
+  }
+  // The KV tokens a rank stores when its attention layer reads `read` tokens (read / (k + 1) with rows).
+  std::int64_t kv_tokens_stored(std::int64_t read) const {
+    return spec_rows_ ? read / (spec_tokens_ + 1) : read;
+  }
+  bool spec_rows() const { return spec_rows_; }
 
   // Per decode step, all layers, for a step of `rows` requests (the draft's attention layers not included).
   double non_attention_s(int rows) const;
@@ -140,6 +153,7 @@ class WholeModel {
   bool custom_all_reduce_ = true;
   int spec_tokens_ = 0;
   double accept_length_ = 1.0;
+  bool spec_rows_ = false;  // --spec-attention rows
   double fixed_s_ = 0.0, per_token_s_ = 0.0, overhead_s_ = 0.0;
   bool ops_model_ = false, anchored_ = false;
   double anchor_fixed_s_ = 0.0, anchor_per_row_s_ = 0.0;
