@@ -113,6 +113,29 @@ TEST_F(AnswersCli, SimulateJsonIsOneShapeForOneStrategyOrSeveral) {
   EXPECT_EQ(all["fastest"]["strategy"], "ag-ar");
 }
 
+// --spec-attention rows through the command: the attention reads each request's KV k + 1 times (with 16
+// heads per rank, where MLA decode is bound by its KV reads, a far slower layer at long context), while the
+// step's requests, its non-attention part, tokens/s and the KV the busiest rank stores are the requests', not
+// the rows'.
+TEST_F(AnswersCli, SpecVerifyRowsPriceTheReadsButCountTheRequests) {
+  const std::string base =
+      "simulate --model deepseek-v3 --dcp 1 --tp 8 --batch 4 --context 64k --strategy ag-rs --spec-tokens 3 "
+      "--accept-length 2.5 ";
+  ASSERT_EQ(run(base + "--json " + (dir_ / "heads.json").string()), 0) << err_;
+  ASSERT_EQ(run(base + "--spec-attention rows --json " + (dir_ / "rows.json").string()), 0) << err_;
+  EXPECT_THAT(out_, HasSubstr("each a decode row reading its KV"));
+  EXPECT_THAT(out_, HasSubstr("busiest rank holds 262144"));  // 4 x 64k, stored once
+  const auto h = nlohmann::json::parse(read(dir_ / "heads.json"))["strategies"][0];
+  const auto r = nlohmann::json::parse(read(dir_ / "rows.json"))["strategies"][0];
+  EXPECT_GT(r["step_latency_us"].get<double>(), 2 * h["step_latency_us"].get<double>());
+  EXPECT_DOUBLE_EQ(r["decode_step"]["non_attention_us"].get<double>(),
+                   h["decode_step"]["non_attention_us"].get<double>());
+  EXPECT_EQ(r["memory"]["kv_fits"], h["memory"]["kv_fits"]);
+  // tokens/s = 4 requests x 2.5 tokens / the step, not 16 rows'.
+  EXPECT_NEAR(r["decode_step"]["tokens_per_s"].get<double>(),
+              4 * 2.5 / (r["decode_step"]["decode_step_us"].get<double>() * 1e-6), 1e-6);
+}
+
 // A layout whose weights do not fit is said so and never ranked; an explicit --tp below --dcp is a usage
 // error.
 TEST_F(AnswersCli, LayoutsThatDoNotFitAreNeverRanked) {
