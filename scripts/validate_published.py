@@ -227,10 +227,10 @@ def fit_rtx_overhead(dcpsim, points, split):
 
 
 def rtx_profile(custom_all_reduce=False):
-    """The built-in rtx-pro-6000 by name, or a copy in a scratch folder (its table paths made absolute) with
-    vLLM's PCIe custom all-reduce table added and/or attention.tensor_rate replaced (RTX_TENSOR_RATE)."""
-    if not custom_all_reduce and RTX_TENSOR_RATE is None:
-        return "rtx-pro-6000"
+    """A copy of models/profiles/rtx-pro-6000.json in a scratch folder (its table paths made absolute), with
+    vLLM's PCIe custom all-reduce table added and/or attention.tensor_rate replaced (RTX_TENSOR_RATE). Always the
+    file, never the built-in by name: a binary built before the file changed would price some cells from the
+    old copy compiled into it and the others from the file."""
     here = os.path.join(HERE, "..", "models", "profiles")
     prof = json.load(open(os.path.join(here, "rtx-pro-6000.json")))
     prof["comm_tables"] = [os.path.abspath(os.path.join(here, t)) for t in prof["comm_tables"]]

@@ -137,7 +137,7 @@ std::string memory_text(const analysis::WholeModel& m, const models::Scenario& s
 std::int64_t busiest_tokens(const sim::StepResult& r, const analysis::WholeModel& m) {
   std::int64_t tokens = 0;
   for (const sim::RankTimeline& t : r.ranks) tokens = std::max(tokens, t.kv_tokens);
-  return m.kv_tokens_stored(tokens);
+  return m.stored_of_read(tokens);
 }
 
 nlohmann::json json_of(const sim::StepResult& r, const analysis::WholeModel& m, const std::string& model) {
@@ -167,6 +167,8 @@ nlohmann::json json_of(const sim::StepResult& r, const analysis::WholeModel& m, 
                       {"tpot_us", m.tpot_s(m.decode_step_s(r.step_latency_s, rows)) * 1e6},
                       {"tokens_per_s", m.tokens_per_s(m.decode_step_s(r.step_latency_s, rows), rows)},
                       {"spec_tokens", m.spec_tokens()},
+                      {"spec_attention", m.spec_rows() ? "rows" : "heads"},
+                      {"requests", rows},
                       {"accept_length", m.accept_length()}};
   const std::int64_t capacity = m.kv_capacity_tokens(r.scenario);
   j["memory"] = {{"hbm_bytes", m.hbm_bytes()},

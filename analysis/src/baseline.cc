@@ -136,6 +136,7 @@ BaselineFit fit_baseline(const models::ModelPreset& model, const models::Hardwar
     if (p.spec_tokens >= 0) f.spec_tokens = p.spec_tokens;
     if (p.accept_length > 0) f.accept_length = p.accept_length;
     if (f.spec_tokens == 0 && p.accept_length == 0) f.accept_length.reset();
+    if (f.spec_tokens == 0) f.spec_attention = "heads";  // a point without speculative decoding
     if (p.pp > 0) f.pp = p.pp;
     const WholeModel at(model, profile, p.tp, f);
     const models::Scenario s = at.attention_scenario(

@@ -93,8 +93,8 @@ std::string scan_csv_row(const WholeModel& m, const std::string& model_name, con
   }
   // With --spec-attention rows the attention reads each request's KV k + 1 times: the stored KV, and the
   // requests, are the reads / (k + 1).
-  bytes = m.kv_tokens_stored(bytes);
-  tokens = m.kv_tokens_stored(tokens);
+  bytes = m.stored_of_read(bytes);
+  tokens = m.stored_of_read(tokens);
   const int requests = m.requests(s);
   const std::int64_t capacity = m.kv_capacity_tokens(s);
   const double comm = communication_s(r);

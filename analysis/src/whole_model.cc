@@ -105,7 +105,8 @@ void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& f, bool pipeline) {
                  "with --spec-tokens k, how the attention kernel reads a request's k + 1 verify rows: heads "
                  "(one read of the KV for all of them, the rows folded into the query heads: FlashMLA, "
                  "FlashInfer MLA) or rows (each a decode row of its own that reads the KV again: vLLM's "
-                 "TRITON_MLA running verify blocks as decode rows)")
+                 "TRITON_MLA with verify blocks as decode rows, PR #40750, as the rtx6kpro image runs it; "
+                 "stock vLLM up to 0.19 sends them down MLA's prefill path instead, which neither prices)")
       ->capture_default_str();
   cmd.add_option("--activation-reserve-gib", f.activation_reserve_gib,
                  "activation peak per GPU in GiB (default: estimated as vLLM's profile run would find it)");
@@ -155,7 +156,9 @@ WholeModel::WholeModel(std::optional<models::ModelPreset> model, const models::H
   }
   if (f.spec_attention != "heads" && f.spec_attention != "rows")
     throw InputError("--spec-attention must be heads or rows, not '" + f.spec_attention + "'");
-  spec_rows_ = f.spec_attention == "rows" && spec_tokens_ > 0;
+  if (f.spec_attention == "rows" && spec_tokens_ == 0)
+    throw InputError("--spec-attention rows needs --spec-tokens (the verify rows it lays out)");
+  spec_rows_ = f.spec_attention == "rows";
   if (model_ && !f.weight_dtype.empty())
     model_ = model_->with_weight_dtype(models::parse_weight_dtype(f.weight_dtype));
   if (!model_ && !f.weight_dtype.empty()) throw InputError("--weight-dtype needs --model");
@@ -255,7 +258,7 @@ models::Scenario WholeModel::attention_scenario(models::Scenario s) const {
     return s;
   }
   // Verify row j sees c - (k - j) tokens; priced at c (k <= 16 tokens of thousands), which keeps the KV
-  // each rank reads exactly (k + 1) x what it stores (kv_tokens_stored).
+  // each rank reads exactly (k + 1) x what it stores (stored_of_read).
   std::vector<int64_t> rows;
   rows.reserve(s.contexts.size() * (spec_tokens_ + 1));
   for (const int64_t c : s.contexts) rows.insert(rows.end(), spec_tokens_ + 1, c);

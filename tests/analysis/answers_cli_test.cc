@@ -131,6 +131,10 @@ TEST_F(AnswersCli, SpecVerifyRowsPriceTheReadsButCountTheRequests) {
   EXPECT_DOUBLE_EQ(r["decode_step"]["non_attention_us"].get<double>(),
                    h["decode_step"]["non_attention_us"].get<double>());
   EXPECT_EQ(r["memory"]["kv_fits"], h["memory"]["kv_fits"]);
+  EXPECT_EQ(r["decode_step"]["spec_attention"], "rows");
+  EXPECT_EQ(h["decode_step"]["spec_attention"], "heads");
+  EXPECT_EQ(r["decode_step"]["requests"], 4);
+  EXPECT_EQ(h["decode_step"]["requests"], 4);
   // tokens/s = 4 requests x 2.5 tokens / the step, not 16 rows'.
   EXPECT_NEAR(r["decode_step"]["tokens_per_s"].get<double>(),
               4 * 2.5 / (r["decode_step"]["decode_step_us"].get<double>() * 1e-6), 1e-6);

@@ -93,8 +93,8 @@ TEST(WholeModelDeployed, SpecVerifyRowsReadTheKvOncePerRow) {
   EXPECT_EQ(h.merge_rows() * h.heads, r.merge_rows() * r.heads);  // the merge's rows x heads alike
   EXPECT_EQ(heads.requests(h), 2);
   EXPECT_EQ(rows.requests(r), 2);
-  EXPECT_EQ(rows.kv_tokens_stored(4 * 14000), 14000);
-  EXPECT_EQ(heads.kv_tokens_stored(14000), 14000);
+  EXPECT_EQ(rows.stored_of_read(4 * 14000), 14000);
+  EXPECT_EQ(heads.stored_of_read(14000), 14000);
   // The KV bytes the attention reads: (k + 1) x with rows, the same with heads.
   const auto io = [](const models::Scenario& x) {
     return models::attention_io_bytes(models::attention_shape(x), x.contexts);
@@ -103,10 +103,10 @@ TEST(WholeModelDeployed, SpecVerifyRowsReadTheKvOncePerRow) {
   EXPECT_GT(io(r) - io(s), 2.9 * kv);
   EXPECT_LT(io(h) - io(s), 0.25 * kv);  // only the queries and outputs grow
   EXPECT_THAT(rows.non_attention_basis(), HasSubstr("each a decode row"));
-  // Without speculative decoding the flag changes nothing; a bad value is an input error.
+  // Rows without speculative decoding, or a bad value, is an input error.
   WholeModelFlags plain;
   plain.spec_attention = "rows";
-  EXPECT_EQ(WholeModel(ds, h200, 8, plain).attention_scenario(s).contexts, s.contexts);
+  EXPECT_THROW(WholeModel(ds, h200, 8, plain), InputError);
   plain.spec_attention = "columns";
   EXPECT_THROW(WholeModel(ds, h200, 8, plain), InputError);
 }

@@ -263,6 +263,7 @@ def add(case, g):
         case(f"plan {flag} '{value}'", PL + [flag, value, "--out", "{d}/o.csv"], outputs=["o.csv"], timeout=30)
     case("plan --accept-length beyond k + 1", PL + ["--spec-tokens", "1", "--accept-length", "3"])
     case("plan --accept-length without --spec-tokens", PL + ["--accept-length", "1.5"])
+    case("simulate --spec-attention rows without --spec-tokens", ["simulate", "--spec-attention", "rows"])
     case("simulate --spec-attention bogus", ["simulate", "--model", "deepseek-v3", "--spec-tokens", "2",
                                              "--accept-length", "2", "--spec-attention", "bogus"])
     case("plan --moe-a2a-backend deepep-ll without --ep", PL + ["--moe-a2a-backend", "deepep-ll"])

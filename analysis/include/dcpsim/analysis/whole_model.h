@@ -95,8 +95,9 @@ class WholeModel {
   int requests(const models::Scenario& attention) const {
     return spec_rows_ ? attention.rows() / (spec_tokens_ + 1) : attention.rows();
   }
-  // The KV tokens a rank stores when its attention layer reads `read` tokens (read / (k + 1) with rows).
-  std::int64_t kv_tokens_stored(std::int64_t read) const {
+  // What a rank stores (KV tokens or bytes) when its attention layer reads `read` of them: read / (k + 1)
+  // with rows, else read.
+  std::int64_t stored_of_read(std::int64_t read) const {
     return spec_rows_ ? read / (spec_tokens_ + 1) : read;
   }
   bool spec_rows() const { return spec_rows_; }
