@@ -88,7 +88,8 @@ class WholeModel {
   // one read of the KV (the same KV bytes, (k + 1)× the FLOPs, the merge and the query all-gather (k + 1)×
   // the rows' bytes — how FlashMLA and FlashInfer's MLA fold the query length into the heads); with rows,
   // as k + 1 decode rows of their own, each reading the request's whole KV (padding rows × (k + 1)): how
-  // vLLM's TRITON_MLA runs a verify block as decode rows.
+  // vLLM's TRITON_MLA runs a verify block with PR #40750's verify-as-decode (stock vLLM up to 0.19 takes
+  // MLA's prefill path, which neither prices).
   models::Scenario attention_scenario(models::Scenario s) const;
   // The requests of a step whose attention layer is `attention` (an attention_scenario): its rows, or its
   // rows / (k + 1) with --spec-attention rows.
