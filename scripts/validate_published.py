@@ -21,6 +21,7 @@ Nothing else of dcpsim was fitted to any of these points.
 """
 import argparse
 import atexit
+import concurrent.futures
 import csv
 import json
 import os
@@ -99,7 +100,8 @@ def kimi_k2_instruct_h200_pp2(p):
 RTX_ACCEPT = 2.3
 RTX_OVERHEAD_US = None  # None: dcpsim's estimate; set from --fit-rtx-overhead (printed with its fit)
 RTX_FIT_NOTE = ""
-RTX_TENSOR_RATE = None  # None: the built-in's; --fit-rtx-attention tries others
+RTX_TENSOR_RATE = None  # None: the built-in's; --fit-rtx-gemm tries others (attention.tensor_rate)
+RTX_TRITON_RATE = None  # None: the built-in's; --fit-rtx-attention tries others (attention.triton_mla.tensor_rate)
 _PROFILE_DIR = tempfile.mkdtemp(prefix="validate_published.")
 atexit.register(shutil.rmtree, _PROFILE_DIR, True)
 KIMI_K26_EAGLE = os.path.join(DATA, "models", "kimi-k2.6-eagle3.json")
@@ -228,7 +230,8 @@ def fit_rtx_overhead(dcpsim, points, split):
 
 def rtx_profile(custom_all_reduce=False):
     """A copy of models/profiles/rtx-pro-6000.json in a scratch folder (its table paths made absolute), with
-    vLLM's PCIe custom all-reduce table added and/or attention.tensor_rate replaced (RTX_TENSOR_RATE). Always the
+    vLLM's PCIe custom all-reduce table added and/or a compute rate replaced (RTX_TENSOR_RATE: attention.tensor_rate,
+    the GEMM/MoE roofline's; RTX_TRITON_RATE: attention.triton_mla.tensor_rate, the Triton MLA kernel's). Always the
     file, never the built-in by name: a binary built before the file changed would price some cells from the
     old copy compiled into it and the others from the file."""
     here = os.path.join(HERE, "..", "models", "profiles")
@@ -239,8 +242,11 @@ def rtx_profile(custom_all_reduce=False):
                                                                 "rtx-pro-6000-vllm-custom-ar.json")))
     if RTX_TENSOR_RATE is not None:
         prof["attention"]["tensor_rate"] = {"value": RTX_TENSOR_RATE, "unit": "TFLOP/s",
-                                            "source": "validate_published.py --fit-rtx-attention grid point"}
-    path = os.path.join(_PROFILE_DIR, f"rtx-{int(custom_all_reduce)}-{RTX_TENSOR_RATE}.json")
+                                            "source": "validate_published.py --fit-rtx-gemm grid point"}
+    if RTX_TRITON_RATE is not None:
+        prof["attention"]["triton_mla"]["tensor_rate"] = {
+            "value": RTX_TRITON_RATE, "unit": "TFLOP/s", "source": "validate_published.py --fit-rtx-attention grid point"}
+    path = os.path.join(_PROFILE_DIR, f"rtx-{int(custom_all_reduce)}-{RTX_TENSOR_RATE}-{RTX_TRITON_RATE}.json")
     if not os.path.exists(path):
         json.dump(prof, open(path, "w"))
     return path
@@ -254,32 +260,36 @@ def fit_cells(points, split):
 
 
 def published_and_model_steps(dcpsim, cells):
-    """(published step s, dcpsim's step s without a per-step overhead) for each cell."""
-    out = []
-    for p in cells:
+    """(published step s, dcpsim's step s without a per-step overhead) for each cell, two cells at a time."""
+    def one(p):
         args, gpus, pp = kimi_k26_rtx_pro_6000(p)
         args += ["--step-overhead-us", "0"]
         step, per_token, running, _ = decode_point(dcpsim, p, args, pp)
-        out.append((running / float(p["value"]) * (step / per_token), step))
-    return out
+        return running / float(p["value"]) * (step / per_token), step
+    for p in cells[:1]:
+        one(p)  # writes the grid point's profile file before the threads read it
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return list(pool.map(one, cells))
 
 
-def fit_rtx_attention(dcpsim, points, split, rates):
-    """The compute rate and per-step overhead of the rtx6kpro deployment from the fit-side matrix alone: for each
-    rate of the grid the overhead is the median gap (fit_rtx_overhead's rule), and the rate kept is the one whose
-    cells then have the smallest median |error|. Prints the grid."""
-    global RTX_TENSOR_RATE
+def fit_rtx_attention(dcpsim, points, split, triton_rates, gemm_rates):
+    """The two compute rates and the per-step overhead of the rtx6kpro deployment from the fit-side matrix alone:
+    for each (Triton MLA rate, GEMM/MoE rate) of the grid the overhead is the median gap (fit_rtx_overhead's
+    rule), and the pair kept is the one whose cells then have the smallest median |error|. Prints the grid."""
+    global RTX_TENSOR_RATE, RTX_TRITON_RATE
     best = None
-    for rate in rates:
-        RTX_TENSOR_RATE = rate
-        pairs = published_and_model_steps(dcpsim, fit_cells(points, split))
-        overhead = max(0.0, statistics.median(ps - m for ps, m in pairs))
-        err = statistics.median(abs(ps / (m + overhead) - 1) for ps, m in pairs)
-        print(f"rtx fit grid: tensor_rate {rate:g} TFLOP/s: overhead {overhead * 1e6:.0f} us, "
-              f"median |error| {err:.1%} over {len(pairs)} fit-side cells", file=sys.stderr)
-        if best is None or err < best[0]:
-            best = (err, rate, overhead)
-    RTX_TENSOR_RATE = None
+    for gemm in gemm_rates:
+        for triton in triton_rates:
+            RTX_TENSOR_RATE, RTX_TRITON_RATE = gemm, triton
+            pairs = published_and_model_steps(dcpsim, fit_cells(points, split))
+            overhead = max(0.0, statistics.median(ps - m for ps, m in pairs))
+            err = statistics.median(abs(ps / (m + overhead) - 1) for ps, m in pairs)
+            print(f"rtx fit grid: triton_mla.tensor_rate {triton:g}, tensor_rate {gemm:g} TFLOP/s: overhead "
+                  f"{overhead * 1e6:.0f} us, median |error| {err:.1%} over {len(pairs)} fit-side cells",
+                  file=sys.stderr, flush=True)
+            if best is None or err < best[0]:
+                best = (err, triton, gemm, overhead)
+    RTX_TENSOR_RATE = RTX_TRITON_RATE = None
     return best
 
 
@@ -288,8 +298,12 @@ def main():
     ap.add_argument("--dcpsim", default="build/analysis/dcpsim")
     ap.add_argument("--out", default=os.path.join(DATA, "predictions.csv"))
     ap.add_argument("--fit-rtx-attention", metavar="TFLOPS,...",
-                    help="only the fit: the rtx-pro-6000 attention compute rates to try (with the overhead fitted "
-                         "at each) on the fit-side matrix; prints the grid and the best, predicts nothing")
+                    help="only the fit: the rtx-pro-6000 Triton MLA compute rates (attention.triton_mla.tensor_rate) "
+                         "to try (with the overhead fitted at each) on the fit-side matrix; prints the grid and the "
+                         "best, predicts nothing")
+    ap.add_argument("--fit-rtx-gemm", metavar="TFLOPS,...",
+                    help="with --fit-rtx-attention: the GEMM/MoE roofline rates (attention.tensor_rate) to try with "
+                         "each (default: the profile's)")
     ap.add_argument("--fit-rtx-overhead", action=argparse.BooleanOptionalAction, default=True,
                     help="fit the rtx6kpro per-step overhead on the fit-side publication first (default; "
                          "--no-fit-rtx-overhead: dcpsim's estimate)")
@@ -300,10 +314,12 @@ def main():
     for p in points:
         by_pub.setdefault(p["publication_id"], []).append(p)
     if a.fit_rtx_attention:
-        err, rate, overhead = fit_rtx_attention(a.dcpsim, points, split,
-                                                [float(x) for x in a.fit_rtx_attention.split(",")])
-        print(f"best: attention.tensor_rate {rate:g} TFLOP/s, per-step overhead {overhead * 1e6:.0f} us, "
-              f"median |error| {err:.1%} on the fit-side matrix")
+        gemm = [float(x) for x in a.fit_rtx_gemm.split(",")] if a.fit_rtx_gemm else [None]
+        err, triton, rate, overhead = fit_rtx_attention(
+            a.dcpsim, points, split, [float(x) for x in a.fit_rtx_attention.split(",")], gemm)
+        print(f"best: attention.triton_mla.tensor_rate {triton:g} TFLOP/s, attention.tensor_rate "
+              f"{'the profile' if rate is None else f'{rate:g} TFLOP/s'}, per-step overhead {overhead * 1e6:.0f} "
+              f"us, median |error| {err:.1%} on the fit-side matrix")
         return 0
     if a.fit_rtx_overhead:
         fit_rtx_overhead(a.dcpsim, points, split)

@@ -264,6 +264,7 @@ models::Scenario WholeModel::attention_scenario(models::Scenario s) const {
   for (const int64_t c : s.contexts) rows.insert(rows.end(), spec_tokens_ + 1, c);
   s.contexts = std::move(rows);
   s.padded_rows *= spec_tokens_ + 1;
+  s.rows_per_kv = spec_tokens_ + 1;
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -81,6 +82,7 @@ AttentionShape attention_shape(const Scenario& s) {
       s.heads,    s.kv_heads,  s.head_dim,      s.qk_dim, s.kv_heads == 1 && s.qk_dim > s.head_dim,
       s.kv_dtype, s.out_dtype, s.attention_impl};
   a.pushes_rows = s.strategy == Strategy::kRowStream;
+  a.rows_per_kv = s.rows_per_kv;
   return a;
 }
 
@@ -780,9 +782,160 @@ void apply_table(const HardwareProfile& p, const AttentionShape& shape, std::spa
 
 }  // namespace
 
+namespace {
+
+// vLLM PR #40750's tuned TRITON_MLA configurations for SM120 with an fp8 KV cache
+// (vllm/v1/attention/backends/ mla/triton_mla_tuning.py of github.com/voipmonitor/vllm, the stack the
+// rtx6kpro images run), its max_model_len 262144 bucket: query heads, rows bucket -> KV splits, heads per
+// CTA. vLLM takes the largest rows bucket at or below the rows (the smallest below it); head counts it does
+// not list take the heuristic.
+struct TritonConfig {
+  int heads, rows, splits, block_h;
+};
+constexpr std::array<TritonConfig, 27> kSm120Fp8Configs{{
+    {16, 1, 64, 8},    {16, 2, 64, 16},   {16, 4, 32, 16},  {16, 8, 64, 16},  {16, 16, 32, 16},
+    {16, 32, 16, 16},  {16, 64, 8, 16},   {16, 128, 4, 16}, {16, 256, 8, 16}, {64, 1, 32, 16},
+    {64, 2, 64, 16},   {64, 4, 32, 16},   {64, 8, 16, 16},  {64, 16, 16, 32}, {64, 32, 8, 32},
+    {64, 64, 4, 32},   {64, 128, 8, 32},  {64, 256, 4, 32}, {128, 1, 64, 16}, {128, 2, 32, 16},
+    {128, 4, 16, 16},  {128, 8, 16, 32},  {128, 16, 8, 32}, {128, 32, 4, 32}, {128, 64, 8, 32},
+    {128, 128, 4, 32}, {128, 256, 2, 32},
+}};
+
+struct TritonGeometry {
+  int block_h = 8;
+  int splits = 1;
+};
+
+TritonGeometry triton_geometry(const TritonMlaSpec& t, const AttentionShape& a, int rows) {
+  if (t.sm120_fp8_table.si() == 1 && a.kv_dtype == DType::kFP8E4M3) {
+    const TritonConfig* pick = nullptr;
+    for (const TritonConfig& c : kSm120Fp8Configs) {
+      if (c.heads == a.heads && (pick == nullptr || c.rows <= rows)) pick = &c;
+    }
+    if (pick != nullptr) return {pick->block_h, pick->splits};
+  }
+  // vLLM's CUDA-graph-safe heuristic: about split_target CTAs over rows x ceil(H / 8) head blocks.
+  const int block_h = static_cast<int>(t.block_h.si());
+  const int64_t head_blocks = std::max<int64_t>(1, ceil_div(a.heads, block_h));
+  const int64_t target =
+      std::max<int64_t>(1, static_cast<int64_t>(t.split_target.si()) / (rows * head_blocks));
+  int64_t p2 = 1;
+  while (p2 * 2 <= target) p2 *= 2;
+  return {block_h, static_cast<int>(std::min<int64_t>(p2, static_cast<int64_t>(t.max_splits.si())))};
+}
+
+// The Triton MLA path of decode_attention_time (see TritonMlaSpec). Grid (rows, head groups, splits), rows
+// fastest; unit i runs in wave i / slots. A unit loads its split of its row's KV; it reads DRAM unless the
+// same KV was read shortly before: by the previous row of one request's verify block (the next unit in the
+// grid) or by the previous head group (rows units earlier), found in the L2 when the two are resident at once
+// or the bytes streamed between them fit in it. A wave lasts cta_overhead + the largest of its DRAM bytes
+// over the kernel's bandwidth, its largest unit's loads at attention.max_cta_bandwidth, and its largest
+// unit's FLOPs (at least mma_min_heads heads) at its SM's share of triton_mla.tensor_rate.
+AttentionTiming triton_mla_time(const HardwareProfile& p, const AttentionShape& a,
+                                std::span<const int64_t> local_tokens) {
+  const TritonMlaSpec& spec = *p.attention.triton_mla;
+  AttentionTiming t;
+  const int rows = static_cast<int>(local_tokens.size());
+  const double floor = p.attention.floor.si();
+  t.slots = static_cast<int>(p.gpu.sm_count.si() * spec.ctas_per_sm.si());
+  t.row_done_s.assign(rows, floor);
+  t.row_splits.assign(rows, 0);
+  t.row_last_wave.assign(rows, -1);
+  t.kernel_end_s = floor;
+  t.all_rows_combined = true;  // the reduce kernel writes every row
+  int64_t longest = 0;
+  for (int64_t n : local_tokens) {
+    if (n < 0) throw InputError("attention: local token count must be >= 0, got " + std::to_string(n));
+    longest = std::max(longest, n);
+  }
+  if (rows == 0) return t;
+
+  const TritonGeometry g = triton_geometry(spec, a, rows);
+  const int groups = static_cast<int>(ceil_div(a.heads, g.block_h));
+  const int splits = g.splits;
+  t.split_tokens = ceil_div(longest, splits);
+  const int per_kv = std::max(1, a.rows_per_kv);
+  const double kv_token = kv_bytes_per_token(a);
+  const double l2 = p.gpu.l2_size.si();
+  const double flops_head_token = attention_flops_per_head_token(a);
+  const double mma_heads = spec.mma_min_heads.si();
+
+  struct Wave {
+    int busy = 0;  // units with KV to read
+    double dram = 0.0, max_loaded = 0.0, max_flops = 0.0;
+  };
+  const int64_t units = int64_t(rows) * groups * splits;
+  std::vector<Wave> waves(static_cast<std::size_t>(ceil_div(units, t.slots)));
+  // A re-read `distance` units after the first read of the same KV finds it in the L2.
+  auto hits = [&](int64_t distance, double bytes) {
+    return distance < t.slots || double(distance) * bytes <= l2;
+  };
+  for (int s = 0; s < splits; ++s) {
+    for (int grp = 0; grp < groups; ++grp) {
+      const double heads = std::min(g.block_h, a.heads - grp * g.block_h);
+      for (int b = 0; b < rows; ++b) {
+        const int64_t n = local_tokens[b];
+        const int64_t per_split = ceil_div(n, splits);
+        const int64_t tokens = std::clamp<int64_t>(n - int64_t(s) * per_split, 0, per_split);
+        const int64_t index = b + int64_t(rows) * (grp + int64_t(groups) * s);
+        if (tokens == 0) continue;
+        const double bytes = double(tokens) * kv_token;
+        const bool first_row = b % per_kv == 0;
+        const bool reread = !first_row || grp > 0;
+        const int64_t distance = first_row ? rows - per_kv + 1 : 1;
+        Wave& w = waves[static_cast<std::size_t>(index / t.slots)];
+        ++w.busy;
+        if (!reread || !hits(distance, bytes)) w.dram += bytes;
+        w.max_loaded = std::max(w.max_loaded, bytes);
+        w.max_flops = std::max(w.max_flops, double(tokens) * flops_head_token * std::max(heads, mma_heads));
+        t.total_bytes += bytes;
+      }
+    }
+  }
+  double dram = 0.0;
+  for (const Wave& w : waves) dram += w.dram;
+  for (int b = 0; b < rows; ++b) {
+    if (local_tokens[b] == 0) continue;
+    t.row_splits[b] = splits;
+    const int64_t last = b + int64_t(rows) * ((groups - 1) + int64_t(groups) * (splits - 1));
+    t.row_last_wave[b] = static_cast<int>(last / t.slots);
+    t.total_bytes += row_io_bytes(a);
+  }
+  t.work_units = static_cast<int>(units);
+  t.waves = static_cast<int>(waves.size());
+  t.total_flops = flops_head_token * a.heads *
+                  double(std::accumulate(local_tokens.begin(), local_tokens.end(), int64_t{0}));
+  const double kernel_bw = p.gpu.hbm_bandwidth_measured.si() * hbm_efficiency(p, dram);
+  const double sms = p.gpu.sm_count.si();
+  const double sm_rate = spec.tensor_rate.si() / sms;
+  double end = floor;
+  for (const Wave& w : waves) {
+    const double per_sm = std::ceil(double(w.busy) / sms);
+    const double work = std::max({w.dram / kernel_bw, w.max_loaded / p.attention.max_cta_bandwidth.si(),
+                                  w.max_flops * per_sm / sm_rate});
+    end += p.attention.cta_overhead.si() + work;
+    t.wave_end_s.push_back(end);
+  }
+  t.kernel_end_s = end;
+  for (int b = 0; b < rows; ++b) {
+    if (t.row_last_wave[b] >= 0) t.row_done_s[b] = t.wave_end_s[t.row_last_wave[b]];
+  }
+  // The reduce kernel reads every row's fp32 partials and LSEs and writes its output.
+  t.needs_combine = true;
+  for (int b = 0; b < rows; ++b) {
+    t.combine_bytes +=
+        a.heads * (splits * (a.head_dim * 4.0 + 4.0) + a.head_dim * double(dtype_bytes(a.out_dtype)) + 4.0);
+  }
+  t.combine_s = memory_kernel_time(p, t.combine_bytes);
+  return t;
+}
+
+}  // namespace
+
 AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionShape& a,
                                       std::span<const int64_t> local_tokens, bool use_tables) {
   check_shape(a);
+  if (p.attention.triton_mla && a.shared_kv) return triton_mla_time(p, a, local_tokens);
   AttentionTiming t;
   const int rows = static_cast<int>(local_tokens.size());
   const int groups = head_groups(p, a);

@@ -18,7 +18,7 @@ namespace dcpsim::models::detail {
 using Json = nlohmann::ordered_json;
 inline constexpr std::string_view kFormat = "dcpsim-profile/1";
 
-enum class Check { kPositive, kNonNegative, kFraction, kPositiveInteger };
+enum class Check { kPositive, kNonNegative, kFraction, kPositiveInteger, kZeroOrOne };
 
 template <class V, class Table>
 void visit_latency_table(V& v, std::string_view algorithm, Table& table) {
@@ -144,6 +144,15 @@ void visit_profile(V& v, P& p) {
     v.number("floor", p.attention.floor, kTime, Check::kNonNegative);
     v.number("tensor_rate", p.attention.tensor_rate, Dimension::kComputeRate, Check::kPositive);
     v.optional_number("dcpsim_block_bandwidth", p.attention.dcpsim_block_bandwidth, kBw, Check::kPositive);
+    v.optional_section("triton_mla", p.attention.triton_mla, [&](auto& t) {
+      v.number("block_h", t.block_h, kCount, Check::kPositiveInteger);
+      v.number("mma_min_heads", t.mma_min_heads, kCount, Check::kPositiveInteger);
+      v.number("split_target", t.split_target, kCount, Check::kPositiveInteger);
+      v.number("max_splits", t.max_splits, kCount, Check::kPositiveInteger);
+      v.number("ctas_per_sm", t.ctas_per_sm, kCount, Check::kPositiveInteger);
+      v.number("sm120_fp8_table", t.sm120_fp8_table, kCount, Check::kZeroOrOne);
+      v.number("tensor_rate", t.tensor_rate, Dimension::kComputeRate, Check::kPositive);
+    });
   });
   v.section("nccl", [&] { visit_nccl(v, p.nccl); });
   v.section("signal", [&] {
@@ -195,6 +204,8 @@ inline std::string check_value(double value, Check check) {
       return value > 0 && value <= 1 ? "" : "a ratio in (0, 1]";
     case Check::kPositiveInteger:
       return value >= 1 && value == std::floor(value) ? "" : "a positive integer";
+    case Check::kZeroOrOne:
+      return value == 0 || value == 1 ? "" : "0 or 1";
   }
   return "";
 }

@@ -30,8 +30,8 @@ class Reader {
     frames_.push_back({&root, {}, {}});
   }
 
-  template <class F>
-  void optional_section(std::string_view key, std::optional<MemoryKernelSpec>& out, F&& body) {
+  template <class T, class F>
+  void optional_section(std::string_view key, std::optional<T>& out, F&& body) {
     allow(key);
     auto it = frames_.back().object->find(std::string(key));
     if (it == frames_.back().object->end()) return;

@@ -52,8 +52,8 @@ class Writer {
     top()[std::string(key)] = Json{{"value", s.value}, {"source", s.source}};
   }
 
-  template <class F>
-  void optional_section(std::string_view key, const std::optional<MemoryKernelSpec>& spec, F&& body) {
+  template <class T, class F>
+  void optional_section(std::string_view key, const std::optional<T>& spec, F&& body) {
     if (spec) section(key, [&] { body(*spec); });
   }
 
@@ -148,8 +148,8 @@ class Validator {
     paths_.pop();
   }
 
-  template <class F>
-  void optional_section(std::string_view key, const std::optional<MemoryKernelSpec>& spec, F&& body) {
+  template <class T, class F>
+  void optional_section(std::string_view key, const std::optional<T>& spec, F&& body) {
     if (spec) section(key, [&] { body(*spec); });
   }
 

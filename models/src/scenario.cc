@@ -68,6 +68,7 @@ void Scenario::validate() const {
     throw InputError("padded_rows = " + std::to_string(padded_rows) + " must be in [0, " +
                      std::to_string(kMaxRows - static_cast<int>(contexts.size())) + "]");
   }
+  require_positive("rows_per_kv", rows_per_kv);
   require_positive("dcp", dcp);
   require_positive("heads", heads);
   require_positive("kv_heads", kv_heads);

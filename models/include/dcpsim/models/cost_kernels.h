@@ -50,6 +50,7 @@ struct AttentionShape {
   // The step's merge takes each finished row from the attention kernel itself (row-stream): dcpsim's kernel
   // then pushes a row of one split from its split kernel, with no combine pass.
   bool pushes_rows = false;
+  int rows_per_kv = 1;  // Scenario::rows_per_kv
 };
 // From a scenario: shared_kv when kv_heads == 1 and qk_dim > head_dim (the MLA layout).
 AttentionShape attention_shape(const Scenario& s);

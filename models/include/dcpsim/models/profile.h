@@ -225,6 +225,26 @@ struct KernelSpec : MemoryKernelSpec {
 };
 
 // Split-KV decode attention (FlashDecoding / FlashMLA style), modelled by work units and SM waves.
+// vLLM's Triton MLA decode kernel (TRITON_MLA: `_fwd_grouped_kernel_stage1` and its split-KV reduce, as vLLM
+// PR #40750 runs it), where the profile's attention is that kernel rather than a FlashMLA-like persistent
+// one: a grid of rows x head groups of block_h query heads x KV splits, rows fastest; every head group
+// streams its split's KV itself (the head groups of one KV read are separate CTAs), and every CTA's MMA tile
+// is at least mma_min_heads rows tall. Splits: vLLM's rule for a decode bucket, the largest power of two <=
+// split_target / (rows x ceil(H / 8)), at most max_splits; with sm120_fp8_table = 1 and an fp8 KV cache, PR
+// #40750's tuned table for SM120 picks block_h and the splits where it has the head count (its max_model_len
+// 262144 bucket). Its compute rate is its own (tensor_rate): attention.tensor_rate stays the rate of the
+// other analytic kernels.
+struct TritonMlaSpec {
+  Quantity block_h;          // count: query heads per CTA when no tuned entry applies (vLLM: 8)
+  Quantity mma_min_heads;    // count: the MMA tile's rows (mma.sync m16: 16); fewer heads still cost 16
+  Quantity split_target;     // count: vLLM's CUDA-graph split heuristic's CTA target (576)
+  Quantity max_splits;       // count: MAX_NUM_KV_SPLITS (64)
+  Quantity ctas_per_sm;      // count: CTAs resident per SM at once
+  Quantity sm120_fp8_table;  // count: 1 = PR #40750's SM120 fp8 tuned table applies, 0 = not
+  Quantity tensor_rate;      // FLOP/s: the dense MMA rate its CTAs reach with every SM busy (per SM: / SMs)
+  bool operator==(const TritonMlaSpec&) const = default;
+};
+
 struct AttentionSpec {
   Quantity work_unit_tokens;   // count: split granularity in KV tokens (a split is a multiple of this)
   Quantity ctas_per_sm;        // count: work units resident per SM at once
@@ -239,6 +259,8 @@ struct AttentionSpec {
   // run beside it (rows of unequal length: the long rows' blocks outlast the rest). Fitted on steps of mixed
   // row lengths; absent, such rows are read off the tables at their mean length.
   std::optional<Quantity> dcpsim_block_bandwidth;
+  // The attention kernel is vLLM's Triton MLA (see TritonMlaSpec); absent: the persistent-CTA model above.
+  std::optional<TritonMlaSpec> triton_mla;
   bool operator==(const AttentionSpec&) const = default;
 };
 

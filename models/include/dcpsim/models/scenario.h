@@ -36,6 +36,10 @@ struct Scenario {
   // serving engine pads its batch to a captured size; `hw run --padded-rows`). The merge kernels and the
   // collectives move them like any row; attention has no work for them; no row time is reported for them.
   int padded_rows = 0;
+  // Consecutive rows that read one request's KV (a speculative verify block run as k + 1 decode rows,
+  // --spec-attention rows): 1 = every row its own request. A kernel that re-reads the KV per row (vLLM's
+  // Triton MLA) may find the later rows' reads in the L2.
+  int rows_per_kv = 1;
 
   int rows() const { return static_cast<int>(contexts.size()); }
   // Rows the merge kernels and collectives move: the batch and its padding.
