@@ -10,14 +10,16 @@ capacity). Every other point is listed with the reason it is not. Each predicted
   - with a baseline of the same deployment: anchored (--baseline) on another point of the same publication
     (the TP peer of a DCP point, or the lowest concurrency), never on itself; a baseline point is not scored
     in that column.
-The fit / held-out column is the publication's side in split.csv (fixed before any prediction existed). Two
+The fit / held-out column is the publication's side in split.csv (fixed before any prediction existed). Three
 numbers are fitted, on a fit-side publication only, and used unchanged on its held-out one: the rtx-pro-6000
-profile's attention.tensor_rate (a grid, --fit-rtx-attention; the result is written into the profile by hand)
-and, on every run, the per-step time of the rtx6kpro deployment outside dcpsim's model (fit_rtx_overhead).
-Nothing else of dcpsim was fitted to any of these points.
+profile's two compute rates, attention.triton_mla.tensor_rate (vLLM's Triton MLA kernel's) and
+attention.tensor_rate (the GEMM/MoE roofline's) (a grid, --fit-rtx-attention with --fit-rtx-gemm; the result is
+written into the profile by hand) and, on every run, the per-step time of the rtx6kpro deployment outside
+dcpsim's model (fit_rtx_overhead). Nothing else of dcpsim was fitted to any of these points.
 
   scripts/validate_published.py --dcpsim build/analysis/dcpsim > /tmp/summary.md
-(about 12 minutes on 2 cores: some 1,400 `dcpsim simulate` runs; progress on stderr)
+(about a minute on 2 cores: some 1,400 `dcpsim simulate` runs; progress on stderr; a grid point of the fit
+about 6 s)
 """
 import argparse
 import atexit
