@@ -101,14 +101,15 @@ void add_whole_model_flags(CLI::App& cmd, WholeModelFlags& f, bool pipeline) {
   cmd.add_option("--accept-length", f.accept_length,
                  "mean tokens emitted per request per step with --spec-tokens k (vLLM's acceptance length, "
                  "1 <= a <= k + 1)");
-  cmd.add_option("--spec-attention", f.spec_attention,
-                 "with --spec-tokens k, how the attention kernel reads a request's k + 1 verify rows: heads "
-                 "(one read of the KV for all of them, the rows folded into the query heads: FlashMLA, "
-                 "FlashInfer MLA) or rows (each a decode row of its own that reads the KV again: vLLM's "
-                 "TRITON_MLA with verify blocks as decode rows, PR #40750, as the rtx6kpro image runs it; on a "
-                 "profile whose attention is that kernel, attention.triton_mla, the later rows' reads are found in "
-                 "the L2 and each row's MMA work is its own; stock vLLM up to 0.19 sends them down MLA's prefill "
-                 "path instead, which neither prices)")
+  cmd.add_option(
+         "--spec-attention", f.spec_attention,
+         "with --spec-tokens k, how the attention kernel reads a request's k + 1 verify rows: heads "
+         "(one read of the KV for all of them, the rows folded into the query heads: FlashMLA, "
+         "FlashInfer MLA) or rows (each a decode row of its own that reads the KV again: vLLM's "
+         "TRITON_MLA with verify blocks as decode rows, PR #40750, as the rtx6kpro image runs it; on a "
+         "profile whose attention is that kernel, attention.triton_mla, the later rows' reads are found in "
+         "the L2 and each row's MMA work is its own; stock vLLM up to 0.19 sends them down MLA's prefill "
+         "path instead, which neither prices)")
       ->capture_default_str();
   cmd.add_option("--activation-reserve-gib", f.activation_reserve_gib,
                  "activation peak per GPU in GiB (default: estimated as vLLM's profile run would find it)");

@@ -67,6 +67,12 @@ std::string fp8_note(const StepResult& r) {
   if (modelled == 0 && ranks > 0)
     return tables > 0 ? "  fp8 KV cache: attention from the profile's fp8-KV tables (measured)\n"
                       : "  fp8 KV cache: attention as measured\n";
+  if (modelled == ranks && r.triton_mla_attention)
+    return "  fp8 KV cache: attention modelled as vLLM's Triton MLA kernel reading 1-byte KV and "
+           "dequantising it "
+           "per CTA (the profile's attention.triton_mla: its grid from PR #40750's source, its rate fitted "
+           "on "
+           "published end-to-end steps, docs/VALIDATION.md)\n";
   if (modelled == ranks)
     return "  fp8 KV cache: attention modelled as its kernel reading 1-byte KV (no fp8-KV table covers "
            "it); " +

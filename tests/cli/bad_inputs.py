@@ -281,6 +281,21 @@ for label, path, value in [("nvlink bandwidth 1e300", ["nvlink", "bandwidth", "v
                            ("fractional sm_count", ["gpu", "sm_count", "value"], 1.5),
                            ("section not object", ["nvlink"], 5)]:
     case(f"profile {label}", P, {"p.json": profile(setp(path, value))})
+# vLLM's Triton MLA section (attention.triton_mla) of the RTX PRO 6000 profile, its table paths made absolute.
+def rtx_profile(edit):
+    here = os.path.join(SRC, "models", "profiles")
+    p = json.load(open(os.path.join(here, "rtx-pro-6000.json")))
+    p["comm_tables"] = [os.path.join(here, t) for t in p["comm_tables"]]
+    edit(p)
+    return json.dumps(p)
+for label, path, value in [("sm120_fp8_table 2", ["attention", "triton_mla", "sm120_fp8_table", "value"], 2),
+                           ("block_h 0", ["attention", "triton_mla", "block_h", "value"], 0),
+                           ("split_target 1.5", ["attention", "triton_mla", "split_target", "value"], 1.5),
+                           ("tensor_rate 0", ["attention", "triton_mla", "tensor_rate", "value"], 0),
+                           ("not an object", ["attention", "triton_mla"], 8)]:
+    case(f"profile triton_mla {label}", P, {"p.json": rtx_profile(setp(path, value))})
+case("profile triton_mla without tensor_rate", P,
+     {"p.json": rtx_profile(lambda p: p["attention"]["triton_mla"].pop("tensor_rate"))})
 case("profile number overflow", P, {"p.json": open(PROFILE).read().replace('"value": 450', '"value": 1e999', 1)})
 case("profile not json", P, {"p.json": "{"})
 case("profile top-level array", P, {"p.json": "[]"})

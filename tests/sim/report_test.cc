@@ -62,6 +62,15 @@ TEST(Report, AnFp8CacheSaysItsAttentionIsModelled) {
   s.kv_dtype = models::DType::kFP8E4M3;
   const std::string text = format_summary(sim.run(s));
   EXPECT_NE(text.find("fp8 KV cache: attention modelled"), std::string::npos) << text;
+  EXPECT_NE(text.find("optimistic on Hopper"), std::string::npos) << text;
+  // A profile whose attention is vLLM's Triton MLA kernel names that kernel, not FlashInfer's Hopper caveat.
+  const Simulator rtx(builtin("rtx-pro-6000"));
+  const StepResult r = rtx.run(s);
+  EXPECT_TRUE(r.triton_mla_attention);
+  const std::string triton = format_summary(r);
+  EXPECT_NE(triton.find("fp8 KV cache: attention modelled as vLLM's Triton MLA kernel"), std::string::npos)
+      << triton;
+  EXPECT_EQ(triton.find("optimistic on Hopper"), std::string::npos) << triton;
 }
 
 // A profile with one fp8-KV attention table (`hw sweep --kv-dtype fp8` writes such) over heads x rows x

@@ -76,6 +76,8 @@ struct KernelFigure {
 struct StepResult {
   models::Scenario scenario;
   std::string profile;
+  // The profile's attention is vLLM's Triton MLA kernel (attention.triton_mla), priced by its grid.
+  bool triton_mla_attention = false;
   std::vector<RankTimeline> ranks;
   std::vector<PlannedCollective> collectives;
   double step_latency_s = 0.0;      // the last rank's last kernel
