@@ -801,6 +801,9 @@ constexpr std::array<TritonConfig, 27> kSm120Fp8Configs{{
     {128, 128, 4, 32}, {128, 256, 2, 32},
 }};
 
+// A grid past this many CTAs is not a decode step (vLLM's grid.y and grid.z stay far below it too).
+constexpr int64_t kMaxTritonUnits = int64_t{1} << 28;
+
 struct TritonGeometry {
   int block_h = 8;
   int splits = 1;
@@ -814,9 +817,10 @@ TritonGeometry triton_geometry(const TritonMlaSpec& t, const AttentionShape& a, 
     }
     if (pick != nullptr) return {pick->block_h, pick->splits};
   }
-  // vLLM's CUDA-graph-safe heuristic: about split_target CTAs over rows x ceil(H / 8) head blocks.
+  // vLLM's CUDA-graph-safe heuristic: about split_target CTAs over rows x ceil(H / 8) head blocks (8 fixed in
+  // vLLM's rule, whatever the CTA's heads).
   const int block_h = static_cast<int>(t.block_h.si());
-  const int64_t head_blocks = std::max<int64_t>(1, ceil_div(a.heads, block_h));
+  const int64_t head_blocks = std::max<int64_t>(1, ceil_div(a.heads, 8));
   const int64_t target =
       std::max<int64_t>(1, static_cast<int64_t>(t.split_target.si()) / (rows * head_blocks));
   int64_t p2 = 1;
@@ -837,7 +841,7 @@ AttentionTiming triton_mla_time(const HardwareProfile& p, const AttentionShape& 
   AttentionTiming t;
   const int rows = static_cast<int>(local_tokens.size());
   const double floor = p.attention.floor.si();
-  t.slots = static_cast<int>(p.gpu.sm_count.si() * spec.ctas_per_sm.si());
+  t.slots = static_cast<int>(std::min(p.gpu.sm_count.si() * spec.ctas_per_sm.si(), double(kMaxTritonUnits)));
   t.row_done_s.assign(rows, floor);
   t.row_splits.assign(rows, 0);
   t.row_last_wave.assign(rows, -1);
@@ -848,7 +852,7 @@ AttentionTiming triton_mla_time(const HardwareProfile& p, const AttentionShape& 
     if (n < 0) throw InputError("attention: local token count must be >= 0, got " + std::to_string(n));
     longest = std::max(longest, n);
   }
-  if (rows == 0) return t;
+  if (longest == 0) return t;  // nothing to read: the kernel's floor, every row empty
 
   const TritonGeometry g = triton_geometry(spec, a, rows);
   const int groups = static_cast<int>(ceil_div(a.heads, g.block_h));
@@ -865,6 +869,11 @@ AttentionTiming triton_mla_time(const HardwareProfile& p, const AttentionShape& 
     double dram = 0.0, max_loaded = 0.0, max_flops = 0.0;
   };
   const int64_t units = int64_t(rows) * groups * splits;
+  if (units > kMaxTritonUnits) {
+    throw InputError("attention: vLLM's Triton MLA grid of " + std::to_string(rows) + " rows x " +
+                     std::to_string(groups) + " head groups x " + std::to_string(splits) +
+                     " splits exceeds " + std::to_string(kMaxTritonUnits) + " CTAs");
+  }
   std::vector<Wave> waves(static_cast<std::size_t>(ceil_div(units, t.slots)));
   // A re-read `distance` units after the first read of the same KV finds it in the L2.
   auto hits = [&](int64_t distance, double bytes) {
@@ -911,8 +920,9 @@ AttentionTiming triton_mla_time(const HardwareProfile& p, const AttentionShape& 
   double end = floor;
   for (const Wave& w : waves) {
     const double per_sm = std::ceil(double(w.busy) / sms);
-    const double work = std::max({w.dram / kernel_bw, w.max_loaded / p.attention.max_cta_bandwidth.si(),
-                                  w.max_flops * per_sm / sm_rate});
+    const double work =
+        std::max({w.dram > 0 ? w.dram / kernel_bw : 0.0, w.max_loaded / p.attention.max_cta_bandwidth.si(),
+                  w.max_flops * per_sm / sm_rate});
     end += p.attention.cta_overhead.si() + work;
     t.wave_end_s.push_back(end);
   }
@@ -935,7 +945,10 @@ AttentionTiming triton_mla_time(const HardwareProfile& p, const AttentionShape& 
 AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionShape& a,
                                       std::span<const int64_t> local_tokens, bool use_tables) {
   check_shape(a);
-  if (p.attention.triton_mla && a.shared_kv) return triton_mla_time(p, a, local_tokens);
+  // The profile's attention is vLLM's Triton MLA kernel for an MLA step of no named implementation (dcpsim's
+  // own kernel, FlashInfer's and row-stream's pushing kernel keep their models and tables).
+  if (p.attention.triton_mla && a.shared_kv && a.impl.empty() && !a.pushes_rows)
+    return triton_mla_time(p, a, local_tokens);
   AttentionTiming t;
   const int rows = static_cast<int>(local_tokens.size());
   const int groups = head_groups(p, a);

@@ -69,6 +69,10 @@ void Scenario::validate() const {
                      std::to_string(kMaxRows - static_cast<int>(contexts.size())) + "]");
   }
   require_positive("rows_per_kv", rows_per_kv);
+  if (rows() % rows_per_kv != 0) {
+    throw InputError("rows_per_kv = " + std::to_string(rows_per_kv) + " must divide the " +
+                     std::to_string(rows()) + " rows (whole verify blocks)");
+  }
   require_positive("dcp", dcp);
   require_positive("heads", heads);
   require_positive("kv_heads", kv_heads);

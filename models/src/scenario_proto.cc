@@ -100,6 +100,7 @@ v1::Scenario to_proto(const Scenario& s) {
   m.set_strategy(to_proto(s.strategy));
   m.set_launch_mode(to_proto(s.launch));
   m.set_padded_rows(s.padded_rows);
+  m.set_rows_per_kv(s.rows_per_kv);
   return m;
 }
 
@@ -119,6 +120,7 @@ Scenario from_proto(const v1::Scenario& m) {
   s.strategy = from_proto(m.strategy());
   s.launch = from_proto(m.launch_mode());
   s.padded_rows = m.padded_rows();
+  s.rows_per_kv = m.rows_per_kv() == 0 ? 1 : m.rows_per_kv();  // absent: written before the field existed
   return s;
 }
 

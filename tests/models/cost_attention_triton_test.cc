@@ -134,6 +134,53 @@ TEST(TritonMla, AVerifyBlocksLaterRowsFindTheirKvInTheL2) {
   EXPECT_THROW(s.validate(), InputError);
 }
 
+TEST(TritonMla, AVerifyBlocksFirstRowInALaterHeadGroupRereadsAcrossTheOtherRequests) {
+  HardwareProfile p = tiny_triton_gpu();
+  p.attention.triton_mla->max_splits = {1, Unit::kCount, "test"};
+  p.attention.triton_mla->tensor_rate = {400, Unit::kTFlops, "test"};  // 100 TFLOP/s per SM: 0.36 us a unit
+  p.attention.max_cta_bandwidth = {10, Unit::kTBps, "test"};           // loads 0.12 us a unit
+  AttentionShape a = mla(16);                                          // two groups of 8
+  a.rows_per_kv = 4;  // two requests of 4 verify rows: 16 units, 4 waves of 4
+  const std::vector<int64_t> rows(8, 1024);
+  // Group 1's first row of request 0 re-reads what group 0's row 3 read 5 units earlier (past the 4 slots):
+  // 5 x 1.18 MB = 5.9 MB between them. Every wave holds one request's first row in a head group.
+  const double dram_wave = kUnitBytes / 1e12, light_wave = kComputeUnit / 10;
+  p.gpu.l2_size = {7, Unit::kMB, "test"};
+  EXPECT_NEAR(decode_attention_time(p, a, rows).kernel_end_s,
+              2e-6 + 2 * (1e-6 + dram_wave) + 2 * (1e-6 + light_wave), 1e-12);
+  p.gpu.l2_size = {5, Unit::kMB, "test"};
+  EXPECT_NEAR(decode_attention_time(p, a, rows).kernel_end_s, 2e-6 + 4 * (1e-6 + dram_wave), 1e-12);
+}
+
+TEST(TritonMla, EmptyAndShortRowsStayFinite) {
+  HardwareProfile p = tiny_triton_gpu();
+  p.attention.triton_mla->tensor_rate = {4, Unit::kTFlops, "test"};  // compute-bound: its own rate shows
+  // No KV on the rank at all: the floor, no reduce (this once spun the simulator on a NaN).
+  const AttentionTiming none = decode_attention_time(p, mla(8), std::vector<int64_t>{0, 0, 0});
+  EXPECT_DOUBLE_EQ(none.kernel_end_s, 2e-6);
+  EXPECT_FALSE(none.needs_combine);
+  for (double d : none.row_done_s) EXPECT_DOUBLE_EQ(d, 2e-6);
+  // A row shorter than its 4 splits: 3 units of one token, the fourth empty.
+  const AttentionTiming tiny = decode_attention_time(p, mla(8), std::vector<int64_t>{3, 0});
+  EXPECT_EQ(tiny.row_splits[0], 4);
+  EXPECT_EQ(tiny.row_splits[1], 0);
+  EXPECT_TRUE(std::isfinite(tiny.kernel_end_s));
+  EXPECT_GT(tiny.kernel_end_s, 2e-6);
+  // A named implementation (dcpsim's kernel, FlashInfer's) or row-stream's pushing kernel keeps its own
+  // model.
+  AttentionShape named = mla(8);
+  named.impl = "dcpsim";
+  const double triton = decode_attention_time(p, mla(8), std::vector<int64_t>{4096}).kernel_end_s;
+  EXPECT_NE(decode_attention_time(p, named, std::vector<int64_t>{4096}).kernel_end_s, triton);
+  AttentionShape pushing = mla(8);
+  pushing.pushes_rows = true;
+  EXPECT_NE(decode_attention_time(p, pushing, std::vector<int64_t>{4096}).kernel_end_s, triton);
+  Scenario s;
+  s.contexts = {1, 2, 3};
+  s.rows_per_kv = 2;
+  EXPECT_THROW(s.validate(), InputError);
+}
+
 TEST(TritonMla, RtxDcp4RankCostsAboutWhatADcp1RankDoesAtHighConcurrency) {
   // vLLM's Triton MLA at 128 rows: DCP 1 (8 heads over the whole context) and DCP 4 (32 heads, four groups
   // each over a quarter) do the same MMA work; DCP 8's 64 heads take the tuned table's 32-head CTAs and do
@@ -148,7 +195,7 @@ TEST(TritonMla, RtxDcp4RankCostsAboutWhatADcp1RankDoesAtHighConcurrency) {
   EXPECT_LT(dcp4 / dcp1, 1.3);
   EXPECT_LT(dcp8 / dcp4, 0.7);
   EXPECT_GT(dcp8 / dcp4, 0.3);
-  // A profile without the section keeps the persistent-CTA model (H200's: the same inputs differ).
+  // A profile without the section keeps the persistent-CTA model: the same inputs price differently.
   HardwareProfile q = p;
   q.attention.triton_mla.reset();
   EXPECT_NE(decode_attention_time(q, mla(32, DType::kFP8E4M3), std::vector<int64_t>(128, 20000)).kernel_end_s,

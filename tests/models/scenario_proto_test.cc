@@ -29,6 +29,7 @@ void expect_same(const Scenario& a, const Scenario& b) {
   EXPECT_EQ(a.strategy, b.strategy);
   EXPECT_EQ(a.launch, b.launch);
   EXPECT_EQ(a.padded_rows, b.padded_rows);
+  EXPECT_EQ(a.rows_per_kv, b.rows_per_kv);
 }
 
 // Scenarios that together use every value of every enum, odd sizes and an empty-shard-heavy batch.
@@ -55,11 +56,18 @@ std::vector<Scenario> varied_scenarios() {
       s.strategy = strategy;
       s.launch = launches[i % 3];
       s.padded_rows = i % 3;
+      s.rows_per_kv = (i % 2 == 0) ? 1 : 5;  // the 5 rows one verify block
       out.push_back(s);
       ++i;
     }
   }
   return out;
+}
+
+TEST(ScenarioProto, AScenarioWrittenBeforeRowsPerKvReadsAsOneRowPerRequest) {
+  v1::Scenario m = to_proto(Scenario{});
+  m.clear_rows_per_kv();
+  EXPECT_EQ(from_proto(m).rows_per_kv, 1);
 }
 
 TEST(ScenarioProto, RoundTripIsIdentity) {
