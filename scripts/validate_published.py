@@ -286,7 +286,8 @@ def fit_rtx_attention(dcpsim, points, split, triton_rates, gemm_rates):
             pairs = published_and_model_steps(dcpsim, fit_cells(points, split))
             overhead = max(0.0, statistics.median(ps - m for ps, m in pairs))
             err = statistics.median(abs(ps / (m + overhead) - 1) for ps, m in pairs)
-            print(f"rtx fit grid: triton_mla.tensor_rate {triton:g}, tensor_rate {gemm:g} TFLOP/s: overhead "
+            gemm_text = "the profile's" if gemm is None else f"{gemm:g} TFLOP/s"
+            print(f"rtx fit grid: triton_mla.tensor_rate {triton:g} TFLOP/s, tensor_rate {gemm_text}: overhead "
                   f"{overhead * 1e6:.0f} us, median |error| {err:.1%} over {len(pairs)} fit-side cells",
                   file=sys.stderr, flush=True)
             if best is None or err < best[0]:
@@ -319,9 +320,9 @@ def main():
         gemm = [float(x) for x in a.fit_rtx_gemm.split(",")] if a.fit_rtx_gemm else [None]
         err, triton, rate, overhead = fit_rtx_attention(
             a.dcpsim, points, split, [float(x) for x in a.fit_rtx_attention.split(",")], gemm)
-        print(f"best: attention.triton_mla.tensor_rate {triton:g} TFLOP/s, attention.tensor_rate "
-              f"{'the profile' if rate is None else f'{rate:g} TFLOP/s'}, per-step overhead {overhead * 1e6:.0f} "
-              f"us, median |error| {err:.1%} on the fit-side matrix")
+        rate_text = "the profile's" if rate is None else f"{rate:g} TFLOP/s"
+        print(f"best: attention.triton_mla.tensor_rate {triton:g} TFLOP/s, attention.tensor_rate {rate_text}, "
+              f"per-step overhead {overhead * 1e6:.0f} us, median |error| {err:.1%} on the fit-side matrix")
         return 0
     if a.fit_rtx_overhead:
         fit_rtx_overhead(a.dcpsim, points, split)

@@ -942,13 +942,15 @@ AttentionTiming triton_mla_time(const HardwareProfile& p, const AttentionShape& 
 
 }  // namespace
 
+// dcpsim's own kernel, FlashInfer's and row-stream's pushing kernel keep their models and tables.
+bool uses_triton_mla(const HardwareProfile& p, const AttentionShape& a) {
+  return p.attention.triton_mla && a.shared_kv && a.impl.empty() && !a.pushes_rows;
+}
+
 AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionShape& a,
                                       std::span<const int64_t> local_tokens, bool use_tables) {
   check_shape(a);
-  // The profile's attention is vLLM's Triton MLA kernel for an MLA step of no named implementation (dcpsim's
-  // own kernel, FlashInfer's and row-stream's pushing kernel keep their models and tables).
-  if (p.attention.triton_mla && a.shared_kv && a.impl.empty() && !a.pushes_rows)
-    return triton_mla_time(p, a, local_tokens);
+  if (uses_triton_mla(p, a)) return triton_mla_time(p, a, local_tokens);
   AttentionTiming t;
   const int rows = static_cast<int>(local_tokens.size());
   const int groups = head_groups(p, a);

@@ -16,7 +16,8 @@ found in the L2, the group count (or 4) = none.
 
   python3 scripts/device/l2_reuse_probe.py --out probe.jsonl              # timings
   ncu --metrics dram__bytes_read.sum --kernel-name regex:probe --csv \\
-      python3 scripts/device/l2_reuse_probe.py --ncu > ncu.csv            # DRAM bytes, one launch per case
+      python3 scripts/device/l2_reuse_probe.py --ncu > ncu.csv            # DRAM bytes: per case a compiling
+                                                                          # launch, then the measured one (the last)
 """
 import argparse
 import json

@@ -310,8 +310,7 @@ StepResult collect(const StepGraph& step) {
   StepResult result;
   result.scenario = s;
   result.profile = step.profile.name;
-  result.triton_mla_attention =
-      step.profile.attention.triton_mla.has_value() && models::attention_shape(step.scenario).shared_kv;
+  result.triton_mla_attention = models::uses_triton_mla(step.profile, models::attention_shape(step.scenario));
   result.collectives = step.collectives;
   result.activities = g.simgrid_activities();
   result.pipe_transfers = g.pipe_transfers();

@@ -71,6 +71,11 @@ TEST(Report, AnFp8CacheSaysItsAttentionIsModelled) {
   EXPECT_NE(triton.find("fp8 KV cache: attention modelled as vLLM's Triton MLA kernel"), std::string::npos)
       << triton;
   EXPECT_EQ(triton.find("optimistic on Hopper"), std::string::npos) << triton;
+  // Row-stream's pushing kernel is dcpsim's own, not vLLM's: the note does not name the Triton kernel.
+  s.strategy = Strategy::kRowStream;
+  const StepResult pushing = rtx.run(s);
+  EXPECT_FALSE(pushing.triton_mla_attention);
+  EXPECT_EQ(format_summary(pushing).find("vLLM's Triton MLA"), std::string::npos);
 }
 
 // A profile with one fp8-KV attention table (`hw sweep --kv-dtype fp8` writes such) over heads x rows x

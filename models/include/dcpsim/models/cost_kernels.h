@@ -126,6 +126,9 @@ struct AttentionTiming {
 // of attention.tensor_rate (one SM's share, divided among the units resident on that SM): the roofline per
 // wave. With `use_tables`, a profile table covering (heads, rows, mean tokens of the non-empty rows) sets the
 // kernel's time (source kTable) and scales the waves to it.
+// Whether decode_attention_time prices `a` as vLLM's Triton MLA kernel: the profile has attention.triton_mla
+// and the step is MLA of no named implementation, not row-stream's pushing kernel.
+bool uses_triton_mla(const HardwareProfile& p, const AttentionShape& a);
 AttentionTiming decode_attention_time(const HardwareProfile& p, const AttentionShape& a,
                                       std::span<const int64_t> local_tokens, bool use_tables = true);
 
